@@ -1,0 +1,28 @@
+"""kspark: Kafka Streams for Python, executed on Apache Spark.
+
+Example:
+    >>> from kspark import StreamsBuilder, Serdes
+    >>> b = StreamsBuilder()
+    >>> b.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to("out")
+    >>> topology = b.build()
+"""
+
+from kspark.config import StreamsConfig
+from kspark.dsl import KStream, StreamsBuilder
+from kspark.errors import KSparkError
+from kspark.processor import Topology
+from kspark.serde import Serde, Serdes
+from kspark.streams import KafkaStreams, spark_session
+
+__all__ = [
+    "KafkaStreams",
+    "KSparkError",
+    "KStream",
+    "Serde",
+    "Serdes",
+    "StreamsBuilder",
+    "StreamsConfig",
+    "Topology",
+    "spark_session",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,49 @@
+"""The ProcessorContext a node's processor sees."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from kspark._engine.api import ProcessorContext, Record, RecordMetadata
+
+if TYPE_CHECKING:
+    from kspark._engine.nodes import ProcessorNode
+    from kspark._engine.task import StreamTask
+
+__all__ = ["NodeContext"]
+
+
+class NodeContext(ProcessorContext):
+    """Context bound to one node of one task."""
+
+    def __init__(self, task: "StreamTask", node: "ProcessorNode"):
+        self._task = task
+        self._node = node
+
+    def forward(self, record: Record, child_name: str | None = None) -> None:
+        if child_name is not None:
+            self._task.process_node(self._node.child(child_name), record)
+            return
+        for child in self._node.children:
+            self._task.process_node(child, record)
+
+    def record_metadata(self) -> RecordMetadata | None:
+        return self._task.record_metadata
+
+    def task_id(self) -> str:
+        return self._task.task_id
+
+    def application_id(self) -> str:
+        return self._task.config["application.id"]
+
+    def app_config(self) -> Mapping[str, Any]:
+        return self._task.config
+
+    def current_stream_time_ms(self) -> int:
+        return self._task.stream_time
+
+    def current_system_time_ms(self) -> int:
+        return self._task.clock()
+
+    def commit(self) -> None:
+        self._task.commit_requested = True

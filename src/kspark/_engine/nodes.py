@@ -1,0 +1,133 @@
+"""Processor nodes: a source, user or operator processors, and sinks, wired as a DAG."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from kspark._engine.api import Processor, Record
+from kspark.errors import SerializationError, TopologyError
+
+if TYPE_CHECKING:
+    from kspark._engine.task import StreamTask
+
+__all__ = ["RawRecord", "ProcessorNode", "SourceNode", "SinkNode"]
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    """A record as read from Kafka: serialized key and value plus metadata."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple = ()
+
+
+class ProcessorNode:
+    """Runs one processor and forwards what it emits to its children."""
+
+    def __init__(self, name: str, processor: Processor):
+        self.name = name
+        self.processor = processor
+        self.children: list[ProcessorNode] = []
+
+    def init(self, task: "StreamTask") -> None:
+        from kspark._engine.context import NodeContext
+
+        self.processor.init(NodeContext(task, self))
+
+    def process(self, record: Record) -> None:
+        self.processor.process(record)
+
+    def close(self) -> None:
+        self.processor.close()
+
+    def child(self, name: str) -> "ProcessorNode":
+        for c in self.children:
+            if c.name == name:
+                return c
+        raise TopologyError(
+            f"processor {self.name!r} has no child named {name!r}; "
+            f"its children are {[c.name for c in self.children]}"
+        )
+
+
+class SourceNode(ProcessorNode):
+    """Deserializes raw records of its topics and forwards them."""
+
+    def __init__(self, name: str, topics: list[str], key_serde: Any, value_serde: Any,
+                 timestamp_extractor: Callable[[RawRecord, int], int] | None = None):
+        super().__init__(name, Processor())
+        self.topics = topics
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.timestamp_extractor = timestamp_extractor
+
+    def extract_timestamp(self, raw: RawRecord, partition_time: int) -> int:
+        """The record's event time: the extractor's answer, or the record's own timestamp."""
+        if self.timestamp_extractor is not None:
+            ts = self.timestamp_extractor(raw, partition_time)
+        else:
+            ts = raw.timestamp
+        if ts < 0:
+            raise SerializationError(
+                f"invalid (negative) timestamp {ts} for the record at topic {raw.topic!r}, "
+                f"partition {raw.partition}, offset {raw.offset}; the producer wrote no valid "
+                "timestamp: give the source a timestamp_extractor that handles it"
+            )
+        return ts
+
+    def init(self, task: "StreamTask") -> None:
+        self.task = task
+
+    def deserialize(self, raw: RawRecord, timestamp: int) -> Record:
+        try:
+            key = self.key_serde.deserialize(raw.topic, raw.key)
+            value = self.value_serde.deserialize(raw.topic, raw.value)
+        except Exception as e:
+            raise SerializationError(
+                f"cannot deserialize the record at topic {raw.topic!r}, partition "
+                f"{raw.partition}, offset {raw.offset} with key serde {self.key_serde!r} and "
+                f"value serde {self.value_serde!r}: {e}. Check the source's serdes."
+            ) from e
+        return Record(key, value, timestamp, raw.headers)
+
+    def process(self, record: Record) -> None:
+        for child in self.children:
+            self.task.process_node(child, record)
+
+
+class SinkNode(ProcessorNode):
+    """Serializes records and hands them to the task's record collector."""
+
+    def __init__(self, name: str, topic: str | Callable[..., str], key_serde: Any,
+                 value_serde: Any, partitioner: Callable[..., int | None] | None = None):
+        super().__init__(name, Processor())
+        self.topic = topic
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.partitioner = partitioner
+
+    def init(self, task: "StreamTask") -> None:
+        self.task = task
+
+    def process(self, record: Record) -> None:
+        topic = self.topic if isinstance(self.topic, str) else self.topic(
+            record.key, record.value, self.task.record_metadata)
+        try:
+            key = self.key_serde.serialize(topic, record.key)
+            value = self.value_serde.serialize(topic, record.value)
+        except Exception as e:
+            raise SerializationError(
+                f"sink {self.name!r} cannot serialize a record for topic {topic!r} in task "
+                f"{self.task.task_id} with key serde {self.key_serde!r} and value serde "
+                f"{self.value_serde!r}: {e}"
+            ) from e
+        partition = None
+        if self.partitioner is not None:
+            partition = self.partitioner(topic, record.key, record.value)
+        self.task.collector.send(topic, key, value, record.timestamp, record.headers, partition)

@@ -1,0 +1,63 @@
+"""The DSL's stateless operators, one small processor each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kspark._engine.api import Processor, ProcessorContext, Record
+
+__all__ = ["FilterProcessor", "MapValuesProcessor", "MapProcessor", "PeekProcessor"]
+
+
+class _Operator(Processor):
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+
+class FilterProcessor(_Operator):
+    """Forwards records for which ``predicate(key, value)`` is true (false with ``negate``)."""
+
+    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool = False):
+        self.predicate = predicate
+        self.negate = negate
+
+    def process(self, record: Record) -> None:
+        if bool(self.predicate(record.key, record.value)) != self.negate:
+            self.context.forward(record)
+
+
+class MapValuesProcessor(_Operator):
+    """Replaces the value by ``fn(value)``, or ``fn(key, value)`` with ``with_key``."""
+
+    def __init__(self, fn: Callable[..., Any], with_key: bool = False):
+        self.fn = fn
+        self.with_key = with_key
+
+    def process(self, record: Record) -> None:
+        value = self.fn(record.key, record.value) if self.with_key else self.fn(record.value)
+        self.context.forward(record.with_value(value))
+
+
+class MapProcessor(_Operator):
+    """Replaces key and value by ``fn(key, value) -> (key2, value2)``."""
+
+    def __init__(self, fn: Callable[[Any, Any], tuple[Any, Any]]):
+        self.fn = fn
+
+    def process(self, record: Record) -> None:
+        key, value = self.fn(record.key, record.value)
+        self.context.forward(Record(key, value, record.timestamp, record.headers))
+
+
+class PeekProcessor(_Operator):
+    """Calls ``action(key, value)`` and forwards the record unchanged (``forward=False``: a terminal foreach)."""
+
+    def __init__(self, action: Callable[[Any, Any], None], forward: bool = True):
+        self.action = action
+        self.forward = forward
+
+    def process(self, record: Record) -> None:
+        self.action(record.key, record.value)
+        if self.forward:
+            self.context.forward(record)

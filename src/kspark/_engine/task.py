@@ -1,0 +1,81 @@
+"""StreamTask: runs one partition group's records through the topology's nodes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kspark._engine.api import Record, RecordMetadata
+from kspark._engine.collector import RecordCollector
+from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode
+from kspark._engine.partition_group import PartitionGroup
+from kspark.errors import TopologyError
+
+__all__ = ["StreamTask"]
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class StreamTask:
+    """One Kafka Streams task: a partition group and the nodes that process it.
+
+    ``sources`` maps each input topic to its source node; ``nodes`` lists every node in
+    topological order (parents before children).
+    """
+
+    def __init__(self, task_id: str, sources: Mapping[str, SourceNode],
+                 nodes: Iterable[ProcessorNode], config: Mapping[str, Any],
+                 collector: RecordCollector, clock: Callable[[], int] = _wall_clock_ms):
+        self.task_id = task_id
+        self.sources = dict(sources)
+        self.nodes = list(nodes)
+        self.config = config
+        self.collector = collector
+        self.clock = clock
+        self.stream_time = -1
+        self.record_metadata: RecordMetadata | None = None
+        self.commit_requested = False
+        self.processed = 0
+        self._group = PartitionGroup()
+        for node in self.nodes:
+            node.init(self)
+
+    def add_records(self, records: Iterable[RawRecord]) -> None:
+        """Buffer input records; :meth:`process_buffered` processes them in timestamp order."""
+        self._group.add(records)
+
+    def process_buffered(self) -> int:
+        """Process every buffered record; returns how many were processed."""
+        n = 0
+        for raw in self._group.drain():
+            self.process(raw)
+            n += 1
+        return n
+
+    def process(self, raw: RawRecord) -> None:
+        """Process one input record through the topology."""
+        source = self.sources.get(raw.topic)
+        if source is None:
+            raise TopologyError(f"task {self.task_id} has no source for topic {raw.topic!r}")
+        timestamp = source.extract_timestamp(raw, self.stream_time)
+        self.record_metadata = RecordMetadata(raw.topic, raw.partition, raw.offset)
+        record = source.deserialize(raw, timestamp)
+        if timestamp > self.stream_time:
+            self.stream_time = timestamp
+        source.process(record)
+        self.processed += 1
+
+    def process_node(self, node: ProcessorNode, record: Record) -> None:
+        node.process(record)
+
+    def flush(self) -> None:
+        """End of a batch: flush the collector (raises if any write failed)."""
+        self.collector.flush()
+        self.commit_requested = False
+
+    def close(self) -> None:
+        for node in self.nodes:
+            node.close()

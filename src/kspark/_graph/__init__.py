@@ -1,0 +1,1 @@
+"""The logical topology as plain data, and how it becomes engine nodes."""

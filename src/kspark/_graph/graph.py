@@ -1,0 +1,95 @@
+"""Node specs and the TopologyGraph that holds them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kspark.errors import TopologyError
+
+__all__ = ["SourceSpec", "ProcessorSpec", "SinkSpec", "TopologyGraph", "NodeSpec"]
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """Reads ``topics`` and deserializes with the given serdes (None: the config default)."""
+
+    name: str
+    topics: tuple[str, ...]
+    key_serde: Any = None
+    value_serde: Any = None
+    timestamp_extractor: Callable | None = None
+    offset_reset: str | None = None
+    parents: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProcessorSpec:
+    """Runs ``supplier()``'s processor on what its parents forward."""
+
+    name: str
+    supplier: Callable[[], Any]
+    parents: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    """Writes to ``topic`` (a name, or an extractor ``fn(key, value, record_metadata)``)."""
+
+    name: str
+    topic: str | Callable[..., str]
+    parents: tuple[str, ...]
+    key_serde: Any = None
+    value_serde: Any = None
+    partitioner: Callable[..., int | None] | None = None
+
+
+NodeSpec = SourceSpec | ProcessorSpec | SinkSpec
+
+
+@dataclass
+class TopologyGraph:
+    """Every node of a topology, in the order added (parents always come first)."""
+
+    nodes: dict[str, NodeSpec] = field(default_factory=dict)
+    _counter: int = 0
+
+    def next_name(self, prefix: str) -> str:
+        """A Kafka-Streams-style generated name, e.g. ``KSTREAM-FILTER-0000000001``."""
+        name = f"{prefix}-{self._counter:010d}"
+        self._counter += 1
+        return name
+
+    def add(self, spec: NodeSpec) -> NodeSpec:
+        if spec.name in self.nodes:
+            raise TopologyError(f"a node named {spec.name!r} already exists in the topology")
+        for p in spec.parents:
+            parent = self.nodes.get(p)
+            if parent is None:
+                raise TopologyError(f"node {spec.name!r} names unknown parent {p!r}")
+            if isinstance(parent, SinkSpec):
+                raise TopologyError(f"node {spec.name!r} cannot have the sink {p!r} as parent")
+        if isinstance(spec, SourceSpec):
+            taken = {t for s in self.sources() for t in s.topics}
+            dup = taken.intersection(spec.topics)
+            if dup:
+                raise TopologyError(f"topic {sorted(dup)[0]!r} is already read by another source")
+        self.nodes[spec.name] = spec
+        return spec
+
+    def sources(self) -> list[SourceSpec]:
+        return [n for n in self.nodes.values() if isinstance(n, SourceSpec)]
+
+    def sinks(self) -> list[SinkSpec]:
+        return [n for n in self.nodes.values() if isinstance(n, SinkSpec)]
+
+    def children(self, name: str) -> list[NodeSpec]:
+        return [n for n in self.nodes.values() if name in n.parents]
+
+    def source_topics(self) -> list[str]:
+        return [t for s in self.sources() for t in s.topics]
+
+    def sink_topics(self) -> list[str]:
+        """Names of the sink topics known before running (topic extractors excluded)."""
+        return [s.topic for s in self.sinks() if isinstance(s.topic, str)]

@@ -1,0 +1,58 @@
+"""Turn a TopologyGraph into engine nodes and a StreamTask."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kspark._engine.collector import RecordCollector
+from kspark._engine.nodes import ProcessorNode, SinkNode, SourceNode
+from kspark._engine.task import StreamTask
+from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
+from kspark.errors import TopologyError
+from kspark.serde import Serde, Serdes
+
+__all__ = ["build_task", "resolve_serde"]
+
+
+def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str) -> Serde:
+    """The serde to use: the node's own, else ``default.<kind>.serde``, else a clear error."""
+    if serde is None:
+        serde = config.get(f"default.{kind}.serde")
+    if serde is None:
+        raise TopologyError(
+            f"node {node!r} has no {kind} serde: pass {kind}_serde= to it or set "
+            f"the config key 'default.{kind}.serde'"
+        )
+    return Serdes.by_name(serde) if isinstance(serde, str) else serde
+
+
+def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
+               collector: RecordCollector, clock: Callable[[], int] | None = None) -> StreamTask:
+    """A fresh StreamTask running ``graph`` (processors come from their suppliers)."""
+    nodes: dict[str, ProcessorNode] = {}
+    for spec in graph.nodes.values():
+        if isinstance(spec, SourceSpec):
+            node: ProcessorNode = SourceNode(
+                spec.name, list(spec.topics),
+                resolve_serde(spec.key_serde, config, "key", spec.name),
+                resolve_serde(spec.value_serde, config, "value", spec.name),
+                spec.timestamp_extractor)
+        elif isinstance(spec, ProcessorSpec):
+            processor = spec.supplier()
+            if processor is None:
+                raise TopologyError(f"the processor supplier of {spec.name!r} returned None")
+            node = ProcessorNode(spec.name, processor)
+        elif isinstance(spec, SinkSpec):
+            node = SinkNode(spec.name, spec.topic,
+                            resolve_serde(spec.key_serde, config, "key", spec.name),
+                            resolve_serde(spec.value_serde, config, "value", spec.name),
+                            spec.partitioner)
+        else:  # pragma: no cover - the graph only holds the three kinds
+            raise TopologyError(f"unknown node kind {spec!r}")
+        for parent in spec.parents:
+            nodes[parent].children.append(node)
+        nodes[spec.name] = node
+    sources = {t: nodes[s.name] for s in graph.sources() for t in s.topics}
+    kwargs = {"clock": clock} if clock is not None else {}
+    return StreamTask(task_id, sources, nodes.values(), config, collector, **kwargs)

@@ -1,0 +1,1 @@
+"""Kafka clients, admin helpers and the local broker kspark manages."""

@@ -1,0 +1,113 @@
+"""Admin helpers: reach the cluster, check topics, create and delete them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kspark.errors import BrokerUnreachableError, KSparkError, MissingSinkTopicError, MissingSourceTopicError
+
+__all__ = ["Admin"]
+
+
+class _Quiet:
+    def log(self, *args: object, **kwargs: object) -> None:
+        pass
+
+
+class Admin:
+    """A small wrapper over confluent-kafka's AdminClient whose errors name what failed."""
+
+    def __init__(self, bootstrap: str, timeout_ms: int = 30000, extra: Mapping[str, Any] | None = None):
+        self.bootstrap = bootstrap
+        self.timeout_s = timeout_ms / 1000
+        conf = {"bootstrap.servers": bootstrap, "logger": _Quiet(), "socket.timeout.ms": timeout_ms}
+        conf.update(extra or {})
+        self._admin = AdminClient(conf)
+
+    def partition_counts(self) -> dict[str, int]:
+        """Every topic's partition count; BrokerUnreachableError when no broker answers."""
+        try:
+            md = self._admin.list_topics(timeout=self.timeout_s)
+        except KafkaException as e:
+            raise BrokerUnreachableError(
+                f"no Kafka broker answered at bootstrap.servers={self.bootstrap!r} within "
+                f"{self.timeout_s:g}s ({e.args[0] if e.args else e}). Is the broker running "
+                "(kspark broker status) and is the address right?"
+            ) from None
+        return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
+
+    def check_topics(self, sources: Iterable[str], sinks: Iterable[str]) -> dict[str, int]:
+        """Partition counts of the sources; missing source or sink topics raise, naming them."""
+        counts = self.partition_counts()
+        missing = [t for t in sources if t not in counts]
+        if missing:
+            raise MissingSourceTopicError(
+                f"source topic(s) {', '.join(repr(t) for t in missing)} not found at "
+                f"{self.bootstrap}; create them before starting the application"
+            )
+        missing = [t for t in sinks if t not in counts]
+        if missing:
+            raise MissingSinkTopicError(
+                f"sink topic(s) {', '.join(repr(t) for t in missing)} not found at "
+                f"{self.bootstrap}; create them before starting the application"
+            )
+        return {t: counts[t] for t in sources}
+
+    def create_topics(self, topics: Mapping[str, int], config: Mapping[str, str] | None = None,
+                      exist_ok: bool = True) -> None:
+        """Create ``{topic: partitions}`` with replication factor 1."""
+        new = [NewTopic(t, n, 1, config=dict(config or {})) for t, n in topics.items()]
+        for topic, fut in self._admin.create_topics(new, operation_timeout=self.timeout_s).items():
+            try:
+                fut.result(timeout=self.timeout_s)
+            except KafkaException as e:
+                if exist_ok and e.args[0].name() == "TOPIC_ALREADY_EXISTS":
+                    continue
+                raise KSparkError(f"could not create topic {topic!r}: {e.args[0].str()}") from None
+        self._wait_visible(topics)
+
+    def delete_topics(self, topics: Iterable[str]) -> None:
+        """Delete topics that exist (missing ones are ignored) and wait until they are gone."""
+        existing = set(self.partition_counts())
+        todo = [t for t in topics if t in existing]
+        if not todo:
+            return
+        for topic, fut in self._admin.delete_topics(todo, operation_timeout=self.timeout_s).items():
+            fut.result(timeout=self.timeout_s)
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline and set(todo) & set(self.partition_counts()):
+            time.sleep(0.2)
+
+    def end_offsets(self, partitions: Iterable[tuple[str, int]],
+                    earliest: bool = False) -> dict[tuple[str, int], int]:
+        """The read_committed end (last stable offset) of each topic-partition, or its start."""
+        from confluent_kafka import IsolationLevel
+        from confluent_kafka.admin import OffsetSpec
+
+        spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
+        req = {TopicPartition(t, p): spec for t, p in partitions}
+        if not req:
+            return {}
+        res = self._admin.list_offsets(req, isolation_level=IsolationLevel.READ_COMMITTED,
+                                       request_timeout=self.timeout_s)
+        out = {}
+        for tp, fut in res.items():
+            try:
+                out[(tp.topic, tp.partition)] = fut.result(timeout=self.timeout_s).offset
+            except KafkaException as e:
+                raise KSparkError(f"cannot read the end offset of topic {tp.topic!r} partition "
+                                  f"{tp.partition} at {self.bootstrap}: {e.args[0].str()}") from None
+        return out
+
+    def _wait_visible(self, topics: Mapping[str, int]) -> None:
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline:
+            counts = self.partition_counts()
+            if all(counts.get(t) == n for t, n in topics.items()):
+                return
+            time.sleep(0.1)

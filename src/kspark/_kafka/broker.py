@@ -1,0 +1,224 @@
+"""A single-node KRaft Apache Kafka broker (broker + controller) on loopback, managed by kspark."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from kspark._kafka.jars import kafka_libs, kspark_home
+from kspark._kafka.prereqs import java_binary
+from kspark.errors import BrokerError
+
+__all__ = ["LocalBroker", "BrokerStatus", "free_port"]
+
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class BrokerStatus:
+    """Whether the broker of a data directory runs, and where."""
+
+    running: bool
+    pid: int | None
+    bootstrap: str | None
+    log_file: Path
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return True
+    return False
+
+
+def _is_kafka(pid: int) -> bool:
+    try:
+        return b"kafka.Kafka" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+class LocalBroker:
+    """The broker whose storage, config, pid and log live in ``data_dir``.
+
+    Example (starts a JVM, so not run as a doctest)::
+
+        broker = LocalBroker(port=9092)
+        print(broker.start())   # 127.0.0.1:9092
+        broker.stop()
+    """
+
+    def __init__(self, data_dir: Path | str | None = None, port: int = 9092,
+                 heap: str = "512m"):
+        self.dir = Path(data_dir) if data_dir else kspark_home() / "broker"
+        self.port = port
+        self.heap = heap
+        self.log_file = self.dir / "broker.log"
+        self._pid_file = self.dir / "broker.pid"
+        self._port_file = self.dir / "broker.port"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    def status(self) -> BrokerStatus:
+        pid = self._pid()
+        if pid is not None and _is_kafka(pid):
+            port = int(self._port_file.read_text()) if self._port_file.exists() else self.port
+            return BrokerStatus(True, pid, f"{HOST}:{port}", self.log_file)
+        return BrokerStatus(False, None, None, self.log_file)
+
+    def start(self, timeout_s: float = 90.0) -> str:
+        """Start the broker (formatting its storage the first time); returns its bootstrap address."""
+        st = self.status()
+        if st.running:
+            return st.bootstrap or self.bootstrap
+        java = java_binary()
+        libs = kafka_libs()
+        if _port_taken(self.port):
+            raise BrokerError(
+                f"port {self.port} on {HOST} is already in use, so the broker cannot listen "
+                "there: stop what uses it, or choose another port (kspark broker start --port N)"
+            )
+        self.dir.mkdir(parents=True, exist_ok=True)
+        props = self._write_properties()
+        cp = f"{libs}{os.sep}*"
+        log4j = resources.files("kspark._kafka").joinpath("log4j2.yaml")
+        jvm = [java, f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
+               "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j}", "-cp", cp]
+        if not (self.dir / "data" / "meta.properties").exists():
+            self._format(jvm, props)
+        with open(self.log_file, "ab") as log:
+            proc = subprocess.Popen(jvm + ["kafka.Kafka", str(props)], stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        self._pid_file.write_text(str(proc.pid))
+        self._port_file.write_text(str(self.port))
+        self._wait_ready(proc, timeout_s)
+        return self.bootstrap
+
+    def stop(self, timeout_s: float = 30.0) -> bool:
+        """Stop the broker cleanly (SIGTERM, then SIGKILL after ``timeout_s``); False if none ran."""
+        pid = self._pid()
+        if pid is None or not _is_kafka(pid):
+            self._pid_file.unlink(missing_ok=True)
+            return False
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while _is_kafka(pid) and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.2)
+        if _is_kafka(pid):
+            os.kill(pid, signal.SIGKILL)
+            _reap(pid)
+        self._pid_file.unlink(missing_ok=True)
+        return True
+
+    def _pid(self) -> int | None:
+        try:
+            return int(self._pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def _controller_port(self) -> int:
+        f = self.dir / "controller.port"
+        if f.exists():
+            return int(f.read_text())
+        port = free_port()
+        f.write_text(str(port))
+        return port
+
+    def _write_properties(self) -> Path:
+        cport = self._controller_port()
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@{HOST}:{cport}",
+            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{cport}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(self.dir / "data"),
+            "num.partitions": "1",
+            "auto.create.topics.enable": "false",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "10",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "10",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "log.cleaner.backoff.ms": "1000",
+        }
+        path = self.dir / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        return path
+
+    def _format(self, jvm: list[str], props: Path) -> None:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        proc = subprocess.run(jvm + ["kafka.tools.StorageTool", "format", "-t", cluster_id,
+                                     "-c", str(props)], capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+            raise BrokerError(f"formatting the broker's storage in {self.dir / 'data'} failed:\n{tail}")
+
+    def _wait_ready(self, proc: subprocess.Popen, timeout_s: float) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0,
+                             "logger": _SilentLogger()})
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                self._pid_file.unlink(missing_ok=True)
+                raise BrokerError(f"the broker exited with code {proc.returncode} while starting; "
+                                  f"the end of its log ({self.log_file}):\n{self._log_tail()}")
+            try:
+                md = admin.list_topics(timeout=2)
+                if md.brokers:
+                    return
+            except Exception:
+                time.sleep(0.5)
+        self.stop()
+        raise BrokerError(f"the broker did not accept requests on {self.bootstrap} within "
+                          f"{timeout_s:.0f}s; the end of its log ({self.log_file}):\n{self._log_tail()}")
+
+    def _log_tail(self, lines: int = 25) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log written)"
+
+
+class _SilentLogger:
+    """A logging.Logger stand-in that drops librdkafka's connection-refused chatter."""
+
+    def log(self, *args: object, **kwargs: object) -> None:
+        pass
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass

@@ -1,0 +1,1 @@
+"""The Spark host: the only package that imports pyspark."""

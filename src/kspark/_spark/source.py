@@ -1,0 +1,146 @@
+"""Kafka as a PySpark Python streaming data source: one input partition per task."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+__all__ = ["KafkaDataSource", "SOURCE_SCHEMA", "ARROW_SCHEMA", "TaskInput"]
+
+SOURCE_SCHEMA = ("topic string, partition int, offset long, timestamp long, key binary, "
+                 "value binary, headers array<struct<key:string,value:binary>>")
+ARROW_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
+    ("timestamp", pa.int64()), ("key", pa.binary()), ("value", pa.binary()),
+    ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+])
+
+Offsets = dict[str, dict[str, int]]
+
+
+@dataclass
+class TaskInput(InputPartition):
+    """What one task reads in one micro-batch: ``(topic, partition, start, end)`` ranges."""
+
+    task: int
+    ranges: list[tuple[str, int, int, int]]
+
+
+class KafkaDataSource(DataSource):
+    """``spark.readStream.format("kspark_kafka")``; options are set by kspark's runner."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kspark_kafka"
+
+    def schema(self) -> str:
+        return SOURCE_SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return KafkaStreamReader(dict(self.options))
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets are ``{topic: {partition: next offset}}`` and land in Spark's offset log."""
+
+    def __init__(self, options: dict[str, str]):
+        self.bootstrap = options["bootstrap"]
+        self.topics: list[str] = json.loads(options["topics"])
+        self.max_offsets = int(options["max_offsets"])
+        self.timeout_ms = int(options["timeout_ms"])
+        self.read_timeout_ms = int(options["read_timeout_ms"])
+        self.consumer_conf: dict[str, Any] = json.loads(options.get("consumer_conf", "{}"))
+        self.admin_conf: dict[str, Any] = json.loads(options.get("admin_conf", "{}"))
+        self._stop_at: Offsets | None = None
+
+    def _admin(self) -> Any:
+        from kspark._kafka.admin import Admin
+
+        return Admin(self.bootstrap, self.timeout_ms, self.admin_conf)
+
+    def _ends(self, admin: Any, earliest: bool = False) -> Offsets:
+        counts = admin.check_topics(self.topics, [])
+        tps = [(t, p) for t in self.topics for p in range(counts[t])]
+        ends = admin.end_offsets(tps, earliest)
+        out: Offsets = {t: {} for t in self.topics}
+        for (t, p), off in ends.items():
+            out[t][str(p)] = off
+        return out
+
+    def initialOffset(self) -> Offsets:
+        return self._ends(self._admin(), earliest=True)
+
+    def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
+        ends = self._stop_at if self._stop_at is not None else self._ends(self._admin())
+        ends = {t: {p: max(e, start.get(t, {}).get(p, 0)) for p, e in parts.items()}
+                for t, parts in ends.items()}
+        if isinstance(limit, ReadMaxRows) and not isinstance(limit, ReadAllAvailable):
+            return _cap(start, ends, limit.max_rows)
+        return ends
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.max_offsets)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._stop_at = self._ends(self._admin())
+
+    def partitions(self, start: Offsets, end: Offsets) -> list[TaskInput]:
+        n_tasks = max((len(parts) for parts in end.values()), default=0)
+        tasks = [TaskInput(n, []) for n in range(n_tasks)]
+        for topic, parts in end.items():
+            for p, e in parts.items():
+                s = start.get(topic, {}).get(p, 0)
+                if e > s:
+                    tasks[int(p)].ranges.append((topic, int(p), s, e))
+        return tasks
+
+    def read(self, partition: TaskInput) -> Iterator[pa.RecordBatch]:
+        from kspark._kafka.clients import read_range
+
+        for topic, p, s, e in partition.ranges:
+            for msgs in read_range(self.bootstrap, topic, p, s, e, self.read_timeout_ms,
+                                   self.consumer_conf):
+                yield _to_arrow(msgs)
+
+    def commit(self, end: Offsets) -> None:
+        """Spark's offset and commit logs hold progress; nothing to do in Kafka."""
+
+
+def _cap(start: Offsets, ends: Offsets, max_rows: int) -> Offsets:
+    """Limit the batch to ``max_rows`` records, shared among partitions in proportion to lag."""
+    lags = {(t, p): e - start.get(t, {}).get(p, 0) for t, parts in ends.items() for p, e in parts.items()}
+    total = sum(lags.values())
+    if total <= max_rows:
+        return ends
+    out: Offsets = {t: {} for t in ends}
+    for (t, p), lag in lags.items():
+        s = start.get(t, {}).get(p, 0)
+        share = lag * max_rows // total
+        out[t][p] = s + (max(1, share) if lag > 0 else 0)
+    return out
+
+
+def _to_arrow(msgs: list) -> pa.RecordBatch:
+    cols: dict[str, list] = {n: [] for n in ARROW_SCHEMA.names}
+    for m in msgs:
+        cols["topic"].append(m.topic())
+        cols["partition"].append(m.partition())
+        cols["offset"].append(m.offset())
+        cols["timestamp"].append(m.timestamp()[1])
+        cols["key"].append(m.key())
+        cols["value"].append(m.value())
+        h = m.headers()
+        cols["headers"].append([{"key": k, "value": v} for k, v in h] if h else [])
+    return pa.RecordBatch.from_pydict(cols, schema=ARROW_SCHEMA)

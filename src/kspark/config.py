@@ -1,0 +1,177 @@
+"""StreamsConfig: every config key declared once, with type, default, validator and doc.
+
+Keys follow Kafka Streams' names. Spark settings ride alongside under ``spark.*``;
+librdkafka settings for kspark's clients under ``consumer.*``, ``producer.*`` and
+``admin.*``. An unknown key or a bad value is rejected when the config is built.
+
+Example:
+    >>> from kspark import StreamsConfig
+    >>> c = StreamsConfig({"application.id": "app", "bootstrap.servers": "localhost:9092"})
+    >>> c["commit.interval.ms"]
+    1000
+    >>> StreamsConfig({"application.id": "app", "bootstrap.servers": "x", "no.such.key": 1})
+    Traceback (most recent call last):
+    ...
+    kspark.errors.ConfigError: unknown config key 'no.such.key'; see docs/config.md for the keys kspark accepts
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kspark.errors import ConfigError
+
+__all__ = ["StreamsConfig", "ConfigKey", "CONFIG_KEYS"]
+
+AT_LEAST_ONCE = "at_least_once"
+EXACTLY_ONCE_V2 = "exactly_once_v2"
+PASS_THROUGH_PREFIXES = ("spark.", "consumer.", "producer.", "admin.")
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One declared key: its type, default, validator and documentation."""
+
+    name: str
+    type: type | tuple[type, ...]
+    default: Any
+    doc: str
+    validator: Callable[[Any], str | None] | None = None
+    required: bool = False
+
+
+def _positive(v: Any) -> str | None:
+    return None if v > 0 else "must be > 0"
+
+
+def _non_negative(v: Any) -> str | None:
+    return None if v >= 0 else "must be >= 0"
+
+
+def _one_of(*choices: str) -> Callable[[Any], str | None]:
+    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
+
+
+def _app_id(v: Any) -> str | None:
+    ok = re.fullmatch(r"[A-Za-z0-9._-]+", v) is not None
+    return None if ok else "may only contain letters, digits, '.', '_' and '-'"
+
+
+def _guarantee(v: Any) -> str | None:
+    if v in ("exactly_once", "exactly_once_beta", EXACTLY_ONCE_V2):
+        return (f"'{v}' is not available in this kspark version yet; "
+                f"use '{AT_LEAST_ONCE}' (exactly-once comes with KIP-129 support)")
+    return _one_of(AT_LEAST_ONCE)(v)
+
+
+def _serde(v: Any) -> str | None:
+    from kspark.serde import Serde, Serdes
+
+    if v is None or isinstance(v, Serde):
+        return None
+    try:
+        Serdes.by_name(v)
+    except ConfigError as e:
+        return str(e)
+    return None
+
+
+_KEYS = [
+    ConfigKey("application.id", str, None, "Identifies the application: prefixes its state "
+              "directory, Spark checkpoint and Kafka client ids.", _app_id, required=True),
+    ConfigKey("bootstrap.servers", str, None, "Kafka brokers to connect to, host:port[,host:port].",
+              lambda v: None if v.strip() else "must not be empty", required=True),
+    ConfigKey("state.dir", str, os.path.join(tempfile.gettempdir(), "kspark"),
+              "Directory for task state and the Spark checkpoint (under <state.dir>/<application.id>)."),
+    ConfigKey("commit.interval.ms", int, 1000, "How often progress is committed; on Spark each "
+              "micro-batch is one commit, so this is also the trigger interval.", _non_negative),
+    ConfigKey("processing.guarantee", str, AT_LEAST_ONCE, "at_least_once (exactly_once_v2 "
+              "arrives with KIP-129 support).", _guarantee),
+    ConfigKey("default.key.serde", object, None, "Serde for keys where none is given: a Serde or "
+              "a built-in name such as 'String'.", _serde),
+    ConfigKey("default.value.serde", object, None, "Serde for values where none is given.", _serde),
+    ConfigKey("request.timeout.ms", int, 30000, "How long kspark waits for the brokers to answer "
+              "a metadata or admin request before failing with an error naming them.", _positive),
+    ConfigKey("max.offsets.per.trigger", int, 200_000, "kspark: upper bound on the records one "
+              "micro-batch reads, over all partitions (bounds memory).", _positive),
+    ConfigKey("autostop.at", str, "none", "kspark: 'eol' processes what is in the input topics "
+              "at start and stops (Spark's AvailableNow trigger); 'none' runs until closed.",
+              _one_of("none", "eol")),
+    ConfigKey("source.read.timeout.ms", int, 60000, "kspark: a task that cannot read up to its "
+              "planned offset within this time fails, naming topic and partition.", _positive),
+]
+CONFIG_KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
+
+
+class StreamsConfig(Mapping[str, Any]):
+    """Validated, read-only application config.
+
+    Unknown keys, wrong types and invalid values raise :class:`~kspark.errors.ConfigError`
+    naming the key. Secrets (keys containing ``password``, ``secret`` or ``key`` under a client
+    prefix) are masked in ``repr``.
+    """
+
+    def __init__(self, props: Mapping[str, Any] | None = None):
+        props = dict(props or {})
+        values: dict[str, Any] = {}
+        for name, value in props.items():
+            if not isinstance(name, str):
+                raise ConfigError(f"config keys must be strings, got {name!r}")
+            if name.startswith(PASS_THROUGH_PREFIXES):
+                values[name] = value
+                continue
+            key = CONFIG_KEYS.get(name)
+            if key is None:
+                raise ConfigError(
+                    f"unknown config key {name!r}; see docs/config.md for the keys kspark accepts"
+                )
+            values[name] = _check(key, value)
+        for key in _KEYS:
+            if key.name not in values:
+                if key.required:
+                    raise ConfigError(f"missing required config key {key.name!r}: {key.doc}")
+                values[key.name] = key.default
+        self._values = values
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def with_prefix(self, prefix: str) -> dict[str, Any]:
+        """The pass-through keys under ``prefix`` (e.g. ``"producer."``), prefix removed."""
+        return {k[len(prefix):]: v for k, v in self._values.items() if k.startswith(prefix)}
+
+    def as_dict(self) -> dict[str, Any]:
+        """A plain copy of every key and value (defaults included)."""
+        return dict(self._values)
+
+    def __repr__(self) -> str:
+        def shown(k: str, v: Any) -> Any:
+            secret = any(w in k for w in ("password", "secret", "sasl", "ssl.key"))
+            return "***" if secret else v
+
+        return "StreamsConfig(" + ", ".join(f"{k}={shown(k, v)!r}" for k, v in self._values.items()) + ")"
+
+
+def _check(key: ConfigKey, value: Any) -> Any:
+    if key.type is int and isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+        value = int(value)
+    if key.type is not object and (not isinstance(value, key.type) or isinstance(value, bool)):
+        raise ConfigError(
+            f"config key {key.name!r} expects {getattr(key.type, '__name__', key.type)}, "
+            f"got {value!r}"
+        )
+    problem = key.validator(value) if key.validator and value is not None else None
+    if problem:
+        raise ConfigError(f"invalid value {value!r} for config key {key.name!r}: {problem}")
+    return value

@@ -1,0 +1,46 @@
+"""StreamsBuilder: the entry point of the DSL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kspark._graph.graph import SourceSpec, TopologyGraph
+from kspark.dsl.kstream import KStream
+from kspark.processor.topology import Topology
+
+__all__ = ["StreamsBuilder"]
+
+
+class StreamsBuilder:
+    """Builds a :class:`~kspark.processor.Topology` with the KStream DSL.
+
+    Example:
+        >>> from kspark import StreamsBuilder, Serdes
+        >>> b = StreamsBuilder()
+        >>> (b.stream("in", key_serde=Serdes.String(), value_serde=Serdes.Integer())
+        ...   .filter(lambda k, v: v > 0).map_values(lambda v: v * 10)
+        ...   .to("out"))
+        >>> print(b.build().describe())  # doctest: +ELLIPSIS
+        Topologies:
+           Sub-topology: 0
+            Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+        ...
+    """
+
+    def __init__(self) -> None:
+        self._graph = TopologyGraph()
+
+    def stream(self, topic_or_topics: str | list[str], *, key_serde: Any = None,
+               value_serde: Any = None, timestamp_extractor: Callable | None = None,
+               offset_reset: str | None = None) -> KStream:
+        """A KStream of the records of one topic or several."""
+        topics = (topic_or_topics,) if isinstance(topic_or_topics, str) else tuple(topic_or_topics)
+        name = self._graph.next_name("KSTREAM-SOURCE")
+        self._graph.add(SourceSpec(name, topics, key_serde, value_serde,
+                                   timestamp_extractor, offset_reset))
+        return KStream(self._graph, name, key_serde, value_serde)
+
+    def build(self) -> Topology:
+        """The topology built so far."""
+        return Topology(self._graph)

@@ -1,0 +1,78 @@
+"""kspark's errors: one root, :class:`KSparkError`, and a subclass per concern.
+
+Every message says what happened, names the topic, partition, task, address or
+config key involved, and says what to do about it.
+
+Example:
+    >>> from kspark.errors import KSparkError, ConfigError
+    >>> issubclass(ConfigError, KSparkError)
+    True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "KSparkError",
+    "ConfigError",
+    "SerializationError",
+    "TopologyError",
+    "MissingSourceTopicError",
+    "MissingSinkTopicError",
+    "BrokerUnreachableError",
+    "BrokerError",
+    "PrerequisiteError",
+    "SourceReadError",
+    "SinkWriteError",
+    "StreamsError",
+]
+
+
+class KSparkError(Exception):
+    """Root of every error kspark raises."""
+
+
+class ConfigError(KSparkError, ValueError):
+    """A config key is unknown or its value is invalid; the message names the key."""
+
+
+class SerializationError(KSparkError):
+    """A key or value could not be (de)serialized; the message names topic, partition, offset."""
+
+
+class TopologyError(KSparkError):
+    """The topology is malformed (unknown parent, duplicate name, missing serde, ...)."""
+
+
+class MissingSourceTopicError(KSparkError):
+    """A topic the topology reads does not exist: create it before starting the application."""
+
+
+class MissingSinkTopicError(KSparkError):
+    """A topic the topology writes does not exist: create it before starting the application."""
+
+
+class BrokerUnreachableError(KSparkError):
+    """No broker answered at the configured ``bootstrap.servers`` within the timeout."""
+
+
+class BrokerError(KSparkError):
+    """The local Kafka broker managed by ``kspark broker`` failed to start or stop."""
+
+
+class PrerequisiteError(KSparkError):
+    """A tool kspark needs (Java 17, Maven) is missing; the message says how to install it."""
+
+
+class SourceReadError(KSparkError):
+    """Reading a topic-partition failed or stalled; the message names topic and partition."""
+
+
+class SinkWriteError(KSparkError):
+    """A record could not be written to Kafka; the message names the topic and task.
+
+    kspark never drops such a record silently: the task fails and is retried by Spark.
+    """
+
+
+class StreamsError(KSparkError):
+    """The running application failed; the cause is attached and named in the message."""

@@ -1,0 +1,15 @@
+"""The Processor API: write your own processors and wire them into a Topology.
+
+Example:
+    >>> from kspark.processor import Processor, Record
+    >>> class Double(Processor):
+    ...     def init(self, context):
+    ...         self.context = context
+    ...     def process(self, record: Record):
+    ...         self.context.forward(record.with_value(record.value * 2))
+"""
+
+from kspark._engine.api import Processor, ProcessorContext, Record, RecordMetadata
+from kspark.processor.topology import Topology
+
+__all__ = ["Processor", "ProcessorContext", "Record", "RecordMetadata", "Topology"]

@@ -1,0 +1,96 @@
+"""Topology: the Processor API's graph of sources, processors and sinks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
+
+__all__ = ["Topology"]
+
+
+class Topology:
+    """A processing graph, built with the Processor API or by :class:`~kspark.StreamsBuilder`.
+
+    Example:
+        >>> from kspark import Serdes
+        >>> t = Topology()
+        >>> t = t.add_source("src", "in", key_serde=Serdes.String(), value_serde=Serdes.String())
+        >>> t = t.add_sink("out", "out-topic", "src")
+        >>> print(t.describe())
+        Topologies:
+           Sub-topology: 0
+            Source: src (topics: [in])
+              --> out
+            Sink: out (topic: out-topic)
+              <-- src
+        <BLANKLINE>
+    """
+
+    def __init__(self, graph: TopologyGraph | None = None):
+        self._graph = graph if graph is not None else TopologyGraph()
+
+    def add_source(self, name: str, *topics: str, key_serde: Any = None, value_serde: Any = None,
+                   timestamp_extractor: Callable | None = None,
+                   offset_reset: str | None = None) -> "Topology":
+        """Add a source node reading ``topics``."""
+        self._graph.add(SourceSpec(name, tuple(topics), key_serde, value_serde,
+                                   timestamp_extractor, offset_reset))
+        return self
+
+    def add_processor(self, name: str, supplier: Callable[[], Any], *parent_names: str) -> "Topology":
+        """Add a processor node; ``supplier()`` must return a new Processor per task."""
+        self._graph.add(ProcessorSpec(name, supplier, tuple(parent_names)))
+        return self
+
+    def add_sink(self, name: str, topic: str | Callable[..., str], *parent_names: str,
+                 key_serde: Any = None, value_serde: Any = None,
+                 partitioner: Callable[..., int | None] | None = None) -> "Topology":
+        """Add a sink node writing to ``topic`` (or to the topic a ``fn(k, v, meta)`` names)."""
+        self._graph.add(SinkSpec(name, topic, tuple(parent_names), key_serde, value_serde, partitioner))
+        return self
+
+    def describe(self) -> str:
+        """Sub-topologies, sources, processors and sinks, as Kafka Streams prints them."""
+        lines = ["Topologies:"]
+        for i, group in enumerate(self._sub_topologies()):
+            lines.append(f"   Sub-topology: {i}")
+            for spec in group:
+                lines.extend(self._describe_node(spec))
+        return "\n".join(lines) + "\n"
+
+    def _describe_node(self, spec: Any) -> list[str]:
+        if isinstance(spec, SourceSpec):
+            head = f"    Source: {spec.name} (topics: [{', '.join(spec.topics)}])"
+        elif isinstance(spec, SinkSpec):
+            topic = spec.topic if isinstance(spec.topic, str) else "<topic extractor>"
+            head = f"    Sink: {spec.name} (topic: {topic})"
+        else:
+            head = f"    Processor: {spec.name} (stores: [])"
+        out = [head]
+        children = [c.name for c in self._graph.children(spec.name)]
+        if children:
+            out.append(f"      --> {', '.join(children)}")
+        if spec.parents:
+            out.append(f"      <-- {', '.join(spec.parents)}")
+        return out
+
+    def _sub_topologies(self) -> list[list[Any]]:
+        root: dict[str, str] = {}
+
+        def find(n: str) -> str:
+            while root.setdefault(n, n) != n:
+                n = root[n]
+            return n
+
+        for spec in self._graph.nodes.values():
+            for p in spec.parents:
+                root[find(spec.name)] = find(p)
+        groups: dict[str, list[Any]] = {}
+        for spec in self._graph.nodes.values():
+            groups.setdefault(find(spec.name), []).append(spec)
+        return list(groups.values())
+
+    def __repr__(self) -> str:
+        return self.describe()

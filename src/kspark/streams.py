@@ -1,0 +1,96 @@
+"""KafkaStreams: run a topology as a Spark Structured Streaming query.
+
+pyspark is imported only when an application starts (through :mod:`kspark._spark`), so
+building topologies and testing them with the TopologyTestDriver never loads Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kspark.config import StreamsConfig
+from kspark.errors import StreamsError
+from kspark.processor.topology import Topology
+
+__all__ = ["KafkaStreams", "spark_session"]
+
+
+class KafkaStreams:
+    """A running kspark application.
+
+    Example (needs a broker and Spark, so not run as a doctest)::
+
+        streams = KafkaStreams(builder.build(), {"application.id": "app",
+                                                  "bootstrap.servers": "localhost:9092",
+                                                  "autostop.at": "eol"})
+        streams.start()
+        streams.await_termination()
+        streams.close()
+    """
+
+    def __init__(self, topology: Topology, config: Mapping[str, Any] | StreamsConfig,
+                 spark: Any = None):
+        self.config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
+        self._topology = topology
+        self._spark = spark
+        self._app: Any = None
+        self._state = "CREATED"
+
+    def start(self) -> None:
+        """Check topics and brokers, then start the streaming query (returns at once)."""
+        if self._state != "CREATED":
+            raise StreamsError(f"cannot start a KafkaStreams in state {self._state}; build a new one")
+        from kspark._spark.app import SparkApplication
+
+        self._app = SparkApplication(self._topology._graph, self.config, self._spark)
+        self._app.start()
+        self._state = "RUNNING"
+
+    def await_termination(self, timeout_s: float | None = None) -> bool:
+        """Wait until the query stops (``autostop.at=eol``: input consumed); True if it did.
+
+        Raises :class:`~kspark.errors.StreamsError` if the query failed.
+        """
+        self._require_started()
+        done = self._app.await_termination(timeout_s)
+        if done:
+            self._state = "NOT_RUNNING"
+        return done
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Stop the query (after the running micro-batch) and release resources."""
+        if self._app is not None:
+            self._app.stop(timeout_s)
+        self._state = "NOT_RUNNING"
+
+    def state(self) -> str:
+        """CREATED, RUNNING or NOT_RUNNING, as Kafka Streams' states."""
+        return self._state
+
+    def progress(self) -> dict[str, int]:
+        """Records read so far and the batches done: ``{"records": n, "batches": m}``."""
+        self._require_started()
+        return self._app.progress()
+
+    def _require_started(self) -> None:
+        if self._app is None:
+            raise StreamsError("the application has not been started; call start() first")
+
+    def __enter__(self) -> "KafkaStreams":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def spark_session(config: Mapping[str, Any] | StreamsConfig | None = None) -> Any:
+    """The SparkSession kspark uses, built from the ``spark.*`` keys of ``config``.
+
+    ``spark.master`` defaults to ``local[*]``; ``PYSPARK_PYTHON`` is set to this interpreter.
+    ``config`` may be a StreamsConfig, or a plain dict of ``spark.*`` keys only.
+    """
+    from kspark._spark.session import build_session
+
+    spark_keys = {k: v for k, v in dict(config or {}).items() if k.startswith("spark.")}
+    return build_session(spark_keys)

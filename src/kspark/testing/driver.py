@@ -1,0 +1,197 @@
+"""TopologyTestDriver: run a topology in-process on the real engine, without Kafka or Spark."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kspark._engine.api import Headers, normalize_headers
+from kspark._engine.collector import MemoryCollector
+from kspark._engine.nodes import RawRecord
+from kspark._graph.instantiate import build_task
+from kspark.config import StreamsConfig
+from kspark.errors import TopologyError
+from kspark.processor.topology import Topology
+
+__all__ = ["TopologyTestDriver", "TestInputTopic", "TestOutputTopic", "TestRecord"]
+
+_DRIVER_DEFAULTS = {"application.id": "topology-test-driver", "bootstrap.servers": "dummy:1234"}
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    """A record piped in or read out of the driver."""
+
+    __test__ = False  # not a pytest test class
+
+    key: Any
+    value: Any
+    timestamp: int | None = None
+    headers: Headers = ()
+
+
+class TopologyTestDriver:
+    """Drives a topology's real engine task in-process; records are processed synchronously.
+
+    Example:
+        >>> from kspark import StreamsBuilder, Serdes
+        >>> b = StreamsBuilder()
+        >>> b.stream("in", key_serde=Serdes.String(), value_serde=Serdes.Integer()) \\
+        ...  .filter(lambda k, v: v > 1).to("out")
+        >>> with TopologyTestDriver(b.build()) as d:
+        ...     i = d.create_input_topic("in", Serdes.String(), Serdes.Integer())
+        ...     o = d.create_output_topic("out", Serdes.String(), Serdes.Integer())
+        ...     i.pipe_input("a", 1); i.pipe_input("b", 2)
+        ...     o.read_key_values_to_list()
+        [('b', 2)]
+    """
+
+    __test__ = False
+
+    def __init__(self, topology: Topology, config: Mapping[str, Any] | None = None,
+                 initial_wall_clock_time_ms: int = 0):
+        props = dict(_DRIVER_DEFAULTS)
+        props.update(config or {})
+        self.config = StreamsConfig(props)
+        self._graph = topology._graph
+        self._wall_clock_ms = initial_wall_clock_time_ms
+        self._collector = MemoryCollector()
+        self._task = build_task(self._graph, "0_0", self.config, self._collector,
+                                clock=lambda: self._wall_clock_ms)
+        self._offsets: dict[str, int] = {}
+
+    def create_input_topic(self, name: str, key_serde: Any, value_serde: Any,
+                           start_timestamp_ms: int = 0, auto_advance_ms: int = 0) -> "TestInputTopic":
+        """An input topic to pipe records into; ``name`` must be a source topic."""
+        if name not in self._graph.source_topics():
+            raise TopologyError(f"topic {name!r} is not a source topic of the topology; "
+                                f"its source topics are {self._graph.source_topics()}")
+        return TestInputTopic(self, name, key_serde, value_serde, start_timestamp_ms, auto_advance_ms)
+
+    def create_output_topic(self, name: str, key_serde: Any, value_serde: Any) -> "TestOutputTopic":
+        """An output topic to read what the topology wrote to ``name``."""
+        return TestOutputTopic(self, name, key_serde, value_serde)
+
+    def advance_wall_clock_time(self, ms: int) -> None:
+        """Move the mocked wall clock forward by ``ms``."""
+        self._wall_clock_ms += ms
+
+    def producer_records(self) -> list:
+        """Every serialized record the topology has written, in order, for any topic."""
+        return list(self._collector.records)
+
+    def _pipe(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int,
+              headers: Headers) -> None:
+        offset = self._offsets.get(topic, 0)
+        self._offsets[topic] = offset + 1
+        self._task.process(RawRecord(topic, 0, offset, timestamp, key, value, headers))
+        self._task.flush()
+
+    def _records_for(self, topic: str) -> list:
+        return [r for r in self._collector.records if r.topic == topic]
+
+    def close(self) -> None:
+        """Close the task's processors."""
+        self._task.close()
+
+    def __enter__(self) -> "TopologyTestDriver":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class TestInputTopic:
+    """Pipes records into one source topic of a driver."""
+
+    __test__ = False
+
+    def __init__(self, driver: TopologyTestDriver, name: str, key_serde: Any, value_serde: Any,
+                 start_timestamp_ms: int, auto_advance_ms: int):
+        self._d, self.name = driver, name
+        self._ks, self._vs = key_serde, value_serde
+        self._next_ts = start_timestamp_ms
+        self._advance = auto_advance_ms
+
+    def advance_time(self, ms: int) -> None:
+        """Move the timestamp given to records piped without one forward by ``ms``."""
+        self._next_ts += ms
+
+    def pipe_input(self, key: Any = None, value: Any = None, timestamp_ms: int | None = None,
+                   headers: Any = None) -> None:
+        """Pipe one record (its timestamp defaults to the topic's current time)."""
+        if timestamp_ms is None:
+            timestamp_ms = self._next_ts
+            self._next_ts += self._advance
+        self._d._pipe(self.name, self._ks.serialize(self.name, key),
+                      self._vs.serialize(self.name, value), timestamp_ms, normalize_headers(headers))
+
+    def pipe_key_value_list(self, pairs: Iterable[tuple[Any, Any]]) -> None:
+        for k, v in pairs:
+            self.pipe_input(k, v)
+
+    def pipe_value_list(self, values: Iterable[Any]) -> None:
+        for v in values:
+            self.pipe_input(None, v)
+
+    def pipe_record_list(self, records: Iterable[TestRecord]) -> None:
+        for r in records:
+            self.pipe_input(r.key, r.value, r.timestamp, r.headers)
+
+
+class TestOutputTopic:
+    """Reads, in order, what the topology wrote to one topic."""
+
+    __test__ = False
+
+    def __init__(self, driver: TopologyTestDriver, name: str, key_serde: Any, value_serde: Any):
+        self._d, self.name = driver, name
+        self._ks, self._vs = key_serde, value_serde
+        self._pos = 0
+
+    def _unread(self) -> deque:
+        return deque(self._d._records_for(self.name)[self._pos:])
+
+    def read_record(self) -> TestRecord:
+        """The next record; raises if there is none."""
+        pending = self._unread()
+        if not pending:
+            raise IndexError(f"output topic {self.name!r} has no record left to read")
+        self._pos += 1
+        r = pending[0]
+        return TestRecord(self._ks.deserialize(self.name, r.key),
+                          self._vs.deserialize(self.name, r.value), r.timestamp, r.headers)
+
+    def read_value(self) -> Any:
+        return self.read_record().value
+
+    def read_key_value(self) -> tuple[Any, Any]:
+        r = self.read_record()
+        return r.key, r.value
+
+    def read_records_to_list(self) -> list[TestRecord]:
+        return [self.read_record() for _ in range(self.get_queue_size())]
+
+    def read_values_to_list(self) -> list[Any]:
+        return [r.value for r in self.read_records_to_list()]
+
+    def read_key_values_to_list(self) -> list[tuple[Any, Any]]:
+        return [(r.key, r.value) for r in self.read_records_to_list()]
+
+    def read_key_values_to_map(self) -> dict[Any, Any]:
+        """The latest value per key (a None value removes the key, as a table would)."""
+        out: dict[Any, Any] = {}
+        for k, v in self.read_key_values_to_list():
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = v
+        return out
+
+    def get_queue_size(self) -> int:
+        return len(self._d._records_for(self.name)) - self._pos
+
+    def is_empty(self) -> bool:
+        return self.get_queue_size() == 0
