@@ -1,0 +1,71 @@
+"""The ``kspark`` command: manage the local broker, run the demo.
+
+Example:
+    >>> from kspark.cli import build_parser
+    >>> build_parser().parse_args(["broker", "start", "--port", "9093"]).port
+    9093
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kspark.errors import KSparkError
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kspark", description="Kafka Streams for Python, on Spark.")
+    sub = p.add_subparsers(dest="command", required=True)
+    broker = sub.add_parser("broker", help="manage the local single-node Kafka broker")
+    broker.add_argument("action", choices=["start", "stop", "status", "fetch"])
+    broker.add_argument("--port", type=int, default=9092, help="listener port on 127.0.0.1")
+    broker.add_argument("--dir", type=Path, default=None,
+                        help="data directory (default: $KSPARK_HOME/broker)")
+    demo = sub.add_parser("demo", help="run the demo topology on Spark against Kafka")
+    demo.add_argument("--bootstrap-servers", default=None,
+                      help="use this Kafka instead of starting a local broker")
+    return p
+
+
+def _broker(args: argparse.Namespace) -> int:
+    from kspark._kafka.broker import LocalBroker
+    from kspark._kafka.jars import kafka_libs
+
+    if args.action == "fetch":
+        print(kafka_libs())
+        return 0
+    b = LocalBroker(args.dir, port=args.port)
+    if args.action == "start":
+        print(f"kspark broker: starting (log: {b.log_file}) ...", flush=True)
+        print(f"kspark broker: running; bootstrap.servers={b.start()}")
+    elif args.action == "stop":
+        print("kspark broker: stopped" if b.stop() else "kspark broker: was not running")
+    else:
+        st = b.status()
+        print(f"kspark broker: running (pid {st.pid}); bootstrap.servers={st.bootstrap}"
+              if st.running else "kspark broker: not running")
+        return 0 if st.running else 3
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "broker":
+            return _broker(args)
+        from kspark.demo.run import run_demo
+
+        return run_demo(args.bootstrap_servers)
+    except KSparkError as e:
+        print(f"kspark: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

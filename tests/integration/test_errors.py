@@ -1,0 +1,71 @@
+"""Failures surface fast, with messages naming the topic, address, key or offset."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from kspark import KafkaStreams, Serdes, StreamsBuilder
+from kspark._kafka.broker import free_port
+from kspark.errors import (
+    BrokerUnreachableError,
+    ConfigError,
+    MissingSinkTopicError,
+    MissingSourceTopicError,
+    StreamsError,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def _topology(src: str, dst: str):
+    b = StreamsBuilder()
+    b.stream(src, key_serde=Serdes.String(), value_serde=Serdes.Integer()).to(dst)
+    return b.build()
+
+
+def test_unknown_input_topic_is_named(spark, admin, topic_name, app_config):
+    dst = topic_name("out")
+    admin.create_topics({dst: 1})
+    streams = KafkaStreams(_topology("no-such-topic", dst), app_config(), spark=spark)
+    start = time.monotonic()
+    with pytest.raises(MissingSourceTopicError, match="'no-such-topic'"):
+        streams.start()
+    assert time.monotonic() - start < 15
+
+
+def test_unknown_output_topic_is_named(spark, admin, topic_name, app_config):
+    src = topic_name("in")
+    admin.create_topics({src: 1})
+    with pytest.raises(MissingSinkTopicError, match="'missing-out'"):
+        KafkaStreams(_topology(src, "missing-out"), app_config(), spark=spark).start()
+
+
+def test_unreachable_broker_is_named_within_the_timeout(spark, app_config):
+    address = f"127.0.0.1:{free_port()}"
+    cfg = app_config(bootstrap_servers=address, request_timeout_ms=3000)
+    start = time.monotonic()
+    with pytest.raises(BrokerUnreachableError, match=address):
+        KafkaStreams(_topology("a", "b"), cfg, spark=spark).start()
+    assert time.monotonic() - start < 20
+
+
+def test_invalid_config_is_named_at_construction(app_config):
+    with pytest.raises(ConfigError, match="max.offsets.per.trigger"):
+        KafkaStreams(_topology("a", "b"), app_config(max_offsets_per_trigger=0))
+
+
+def test_undeserializable_record_fails_the_query_naming_topic_partition_offset(
+        broker, spark, admin, topic_name, app_config):
+    src, dst = topic_name("bad-in"), topic_name("bad-out")
+    admin.create_topics({src: 1, dst: 1})
+    p = Producer({"bootstrap.servers": broker})
+    p.produce(src, key=b"k", value=b"\x00\x00\x00\x01")
+    p.produce(src, key=b"k", value=b"bad")  # 3 bytes: not an Integer
+    p.flush(10)
+    streams = KafkaStreams(_topology(src, dst), app_config(), spark=spark)
+    streams.start()
+    with pytest.raises(StreamsError, match=rf"topic '{src}', partition 0, offset 1"):
+        streams.await_termination(120)

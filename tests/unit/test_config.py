@@ -1,0 +1,61 @@
+import pytest
+
+from kspark import KafkaStreams, Serdes, StreamsBuilder, StreamsConfig
+from kspark.errors import ConfigError, KSparkError
+
+BASE = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
+
+
+def test_defaults_follow_kafka_streams_names():
+    c = StreamsConfig(BASE)
+    assert c["processing.guarantee"] == "at_least_once"
+    assert c["state.dir"].endswith("kspark")
+    assert c["default.key.serde"] is None
+
+
+def test_unknown_key_is_rejected_by_name():
+    with pytest.raises(ConfigError, match="'commit.intervall.ms'"):
+        StreamsConfig({**BASE, "commit.intervall.ms": 10})
+
+
+@pytest.mark.parametrize("key,value", [
+    ("commit.interval.ms", -1),
+    ("commit.interval.ms", "soon"),
+    ("application.id", "has space"),
+    ("processing.guarantee", "at_most_once"),
+    ("autostop.at", "tomorrow"),
+    ("default.key.serde", "NoSuchSerde"),
+])
+def test_bad_values_are_rejected_naming_the_key(key, value):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        StreamsConfig({**BASE, key: value})
+
+
+def test_missing_required_key_is_named():
+    with pytest.raises(ConfigError, match="application.id"):
+        StreamsConfig({"bootstrap.servers": "x:1"})
+
+
+def test_exactly_once_is_refused_until_supported():
+    with pytest.raises(ConfigError, match="processing.guarantee"):
+        StreamsConfig({**BASE, "processing.guarantee": "exactly_once_v2"})
+
+
+def test_numeric_strings_are_accepted_and_pass_through_prefixes_kept():
+    c = StreamsConfig({**BASE, "commit.interval.ms": "250", "spark.master": "local[1]",
+                       "producer.linger.ms": 20})
+    assert c["commit.interval.ms"] == 250
+    assert c.with_prefix("producer.") == {"linger.ms": 20}
+    assert c["spark.master"] == "local[1]"
+
+
+def test_kafka_streams_rejects_invalid_config_at_construction():
+    b = StreamsBuilder()
+    b.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to("out")
+    with pytest.raises(KSparkError, match="no.such"):
+        KafkaStreams(b.build(), {**BASE, "no.such": 1})
+
+
+def test_secrets_are_masked():
+    c = StreamsConfig({**BASE, "consumer.sasl.password": "hunter2"})
+    assert "hunter2" not in repr(c)

@@ -1,0 +1,40 @@
+"""Only kspark._spark imports pyspark; kspark.testing loads neither pyspark nor confluent_kafka."""
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import kspark
+
+ROOT = pathlib.Path(kspark.__file__).parent
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_only_spark_package_imports_pyspark():
+    offenders = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
+                 if "pyspark" in _imports(p) and p.relative_to(ROOT).parts[0] != "_spark"]
+    assert offenders == []
+
+
+def test_testing_package_imports_no_spark_or_kafka_client():
+    code = ("import sys, kspark.testing, kspark; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'confluent_kafka'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_engine_does_not_import_public_dsl_or_hosts():
+    for p in (ROOT / "_engine").rglob("*.py"):
+        src = p.read_text()
+        for banned in ("kspark.dsl", "kspark._spark", "kspark._kafka", "kspark.testing"):
+            assert banned not in src, f"{p.name} imports {banned}"

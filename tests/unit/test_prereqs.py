@@ -1,0 +1,45 @@
+"""Clear errors when Java, Maven or the broker's port are not there."""
+
+import socket
+
+import pytest
+
+from kspark._kafka import jars, prereqs
+from kspark._kafka.broker import LocalBroker
+from kspark.cli import main
+from kspark.errors import BrokerError, PrerequisiteError
+
+
+def test_missing_java_says_what_to_install(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(PrerequisiteError, match="Java 17"):
+        prereqs.java_binary()
+
+
+def test_missing_maven_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(PrerequisiteError, match="Maven"):
+        jars.kafka_libs(home=tmp_path)
+
+
+def test_taken_port_is_named(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(BrokerError, match=f"port {port}"):
+            LocalBroker(tmp_path, port=port).start()
+
+
+def test_cli_reports_errors_without_traceback(tmp_path, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert main(["broker", "start", "--port", str(port), "--dir", str(tmp_path)]) == 2
+    assert f"port {port}" in capsys.readouterr().err
+
+
+def test_status_of_a_stopped_broker(tmp_path, capsys):
+    assert main(["broker", "status", "--dir", str(tmp_path)]) == 3
+    assert "not running" in capsys.readouterr().out
