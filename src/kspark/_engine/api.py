@@ -103,6 +103,15 @@ class ProcessorContext(ABC):
     def commit(self) -> None:
         """Ask for a commit as soon as possible (on Spark: at the end of the micro-batch)."""
 
+    @abstractmethod
+    def schedule(self, interval_ms: int, punctuation_type: Any, callback: Any) -> Any:
+        """Call ``callback(timestamp)`` every ``interval_ms`` of stream time or wall-clock time.
+
+        Stream-time punctuation fires as the task's stream time passes each interval (missed
+        intervals are skipped); wall-clock punctuation fires on the system clock (on Spark:
+        checked at the end of each micro-batch). Returns a Cancellable.
+        """
+
 
 class Processor(ABC):
     """A node of the topology that user code can write. All methods are no-ops by default.

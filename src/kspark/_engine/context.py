@@ -47,3 +47,6 @@ class NodeContext(ProcessorContext):
 
     def commit(self) -> None:
         self._task.commit_requested = True
+
+    def schedule(self, interval_ms: int, punctuation_type: Any, callback: Any) -> Any:
+        return self._task.schedule(self._node, interval_ms, punctuation_type, callback)

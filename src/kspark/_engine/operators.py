@@ -7,7 +7,8 @@ from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
 
-__all__ = ["FilterProcessor", "MapValuesProcessor", "MapProcessor", "PeekProcessor"]
+__all__ = ["FilterProcessor", "MapValuesProcessor", "MapProcessor", "PeekProcessor", "FlatMapProcessor",
+           "SelectKeyProcessor", "PassThroughProcessor", "BranchProcessor"]
 
 
 class _Operator(Processor):
@@ -61,3 +62,55 @@ class PeekProcessor(_Operator):
         self.action(record.key, record.value)
         if self.forward:
             self.context.forward(record)
+
+
+class FlatMapProcessor(_Operator):
+    """Forwards each ``(key, value)`` of ``fn(key, value)``; ``values_only``: each value of ``fn(value)``."""
+
+    def __init__(self, fn: Callable[..., Any], values_only: bool = False, with_key: bool = False):
+        self.fn = fn
+        self.values_only = values_only
+        self.with_key = with_key
+
+    def process(self, record: Record) -> None:
+        if self.values_only:
+            values = self.fn(record.key, record.value) if self.with_key else self.fn(record.value)
+            for v in values:
+                self.context.forward(record.with_value(v))
+        else:
+            for k, v in self.fn(record.key, record.value):
+                self.context.forward(Record(k, v, record.timestamp, record.headers))
+
+
+class SelectKeyProcessor(_Operator):
+    """Sets the key to ``fn(key, value)``, keeping the value."""
+
+    def __init__(self, fn: Callable[[Any, Any], Any]):
+        self.fn = fn
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_key(self.fn(record.key, record.value)))
+
+
+class PassThroughProcessor(_Operator):
+    """Forwards every record unchanged (merge, branch children, repartition targets)."""
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record)
+
+
+class BranchProcessor(_Operator):
+    """Forwards each record to the child of the first predicate it matches (or the default).
+
+    ``branches`` is a list of ``(predicate or None, child name)``; it may still grow after the
+    supplier is made, as the DSL's ``split()`` adds branches one call at a time.
+    """
+
+    def __init__(self, branches: list[tuple[Callable[[Any, Any], bool] | None, str]]):
+        self.branches = branches
+
+    def process(self, record: Record) -> None:
+        for predicate, child in self.branches:
+            if predicate is None or predicate(record.key, record.value):
+                self.context.forward(record, child)
+                return

@@ -10,6 +10,12 @@ from kspark._engine.api import Record, RecordMetadata
 from kspark._engine.collector import RecordCollector
 from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode
 from kspark._engine.partition_group import PartitionGroup
+from kspark._engine.punctuation import (
+    Cancellable,
+    PunctuationQueue,
+    PunctuationSchedule,
+    PunctuationType,
+)
 from kspark.errors import TopologyError
 
 __all__ = ["StreamTask"]
@@ -40,6 +46,8 @@ class StreamTask:
         self.commit_requested = False
         self.processed = 0
         self._group = PartitionGroup()
+        self._stream_punctuations = PunctuationQueue()
+        self._wall_punctuations = PunctuationQueue()
         for node in self.nodes:
             node.init(self)
 
@@ -67,6 +75,35 @@ class StreamTask:
             self.stream_time = timestamp
         source.process(record)
         self.processed += 1
+        self.record_metadata = None
+        self.maybe_punctuate_stream_time()
+
+    def schedule(self, node: ProcessorNode, interval_ms: int, kind: PunctuationType,
+                 callback: Callable[[int], None]) -> Cancellable:
+        """Schedule ``callback`` for ``node``; stream time starts at 0, wall clock at now + interval."""
+        if interval_ms < 1:
+            raise TopologyError(f"processor {node.name!r} in task {self.task_id} scheduled a "
+                                f"punctuation every {interval_ms} ms; the interval must be >= 1")
+        if kind == PunctuationType.STREAM_TIME:
+            return self._stream_punctuations.add(PunctuationSchedule(node, interval_ms, callback, 0))
+        first = self.clock() + interval_ms
+        return self._wall_punctuations.add(PunctuationSchedule(node, interval_ms, callback, first))
+
+    def maybe_punctuate_stream_time(self) -> int:
+        """Fire the stream-time punctuations that are due; returns how many fired."""
+        if self.stream_time < 0:
+            return 0
+        return self._fire(self._stream_punctuations.due(self.stream_time), self.stream_time)
+
+    def maybe_punctuate_wall_clock(self) -> int:
+        """Fire the wall-clock punctuations that are due; returns how many fired."""
+        now = self.clock()
+        return self._fire(self._wall_punctuations.due(now), now)
+
+    def _fire(self, schedules: list[PunctuationSchedule], now: int) -> int:
+        for s in schedules:
+            s.callback(now)
+        return len(schedules)
 
     def process_node(self, node: ProcessorNode, record: Record) -> None:
         node.process(record)

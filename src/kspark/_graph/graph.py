@@ -8,7 +8,7 @@ from typing import Any
 
 from kspark.errors import TopologyError
 
-__all__ = ["SourceSpec", "ProcessorSpec", "SinkSpec", "TopologyGraph", "NodeSpec"]
+__all__ = ["SourceSpec", "ProcessorSpec", "SinkSpec", "TopologyGraph", "NodeSpec", "topic_name"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,7 @@ class SourceSpec:
     timestamp_extractor: Callable | None = None
     offset_reset: str | None = None
     parents: tuple[str, ...] = ()
+    internal: bool = False  # topics are suffixes of '<application.id>-' (repartition topics)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,12 @@ class SinkSpec:
     key_serde: Any = None
     value_serde: Any = None
     partitioner: Callable[..., int | None] | None = None
+    internal: bool = False
+
+
+def topic_name(topic: str, internal: bool, application_id: str) -> str:
+    """The real name of a node's topic: internal topics are prefixed with the application id."""
+    return f"{application_id}-{topic}" if internal else topic
 
 
 NodeSpec = SourceSpec | ProcessorSpec | SinkSpec
@@ -87,9 +94,16 @@ class TopologyGraph:
     def children(self, name: str) -> list[NodeSpec]:
         return [n for n in self.nodes.values() if name in n.parents]
 
-    def source_topics(self) -> list[str]:
-        return [t for s in self.sources() for t in s.topics]
+    def source_topics(self, application_id: str = "") -> list[str]:
+        """Every topic a source reads (internal ones named for ``application_id``)."""
+        return [topic_name(t, s.internal, application_id) for s in self.sources() for t in s.topics]
+
+    def user_source_topics(self) -> list[str]:
+        return [t for s in self.sources() if not s.internal for t in s.topics]
 
     def sink_topics(self) -> list[str]:
-        """Names of the sink topics known before running (topic extractors excluded)."""
-        return [s.topic for s in self.sinks() if isinstance(s.topic, str)]
+        """User sink topics known before running (topic extractors and internal topics excluded)."""
+        return [s.topic for s in self.sinks() if isinstance(s.topic, str) and not s.internal]
+
+    def internal_topics(self) -> list[str]:
+        return sorted({t for s in self.sources() if s.internal for t in s.topics})

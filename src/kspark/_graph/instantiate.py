@@ -8,7 +8,7 @@ from typing import Any
 from kspark._engine.collector import RecordCollector
 from kspark._engine.nodes import ProcessorNode, SinkNode, SourceNode
 from kspark._engine.task import StreamTask
-from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
+from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph, topic_name
 from kspark.errors import TopologyError
 from kspark.serde import Serde, Serdes
 
@@ -31,10 +31,11 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
                collector: RecordCollector, clock: Callable[[], int] | None = None) -> StreamTask:
     """A fresh StreamTask running ``graph`` (processors come from their suppliers)."""
     nodes: dict[str, ProcessorNode] = {}
+    app_id = config["application.id"]
     for spec in graph.nodes.values():
         if isinstance(spec, SourceSpec):
             node: ProcessorNode = SourceNode(
-                spec.name, list(spec.topics),
+                spec.name, [topic_name(t, spec.internal, app_id) for t in spec.topics],
                 resolve_serde(spec.key_serde, config, "key", spec.name),
                 resolve_serde(spec.value_serde, config, "value", spec.name),
                 spec.timestamp_extractor)
@@ -44,7 +45,8 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
                 raise TopologyError(f"the processor supplier of {spec.name!r} returned None")
             node = ProcessorNode(spec.name, processor)
         elif isinstance(spec, SinkSpec):
-            node = SinkNode(spec.name, spec.topic,
+            topic = topic_name(spec.topic, True, app_id) if spec.internal else spec.topic
+            node = SinkNode(spec.name, topic,
                             resolve_serde(spec.key_serde, config, "key", spec.name),
                             resolve_serde(spec.value_serde, config, "value", spec.name),
                             spec.partitioner)
@@ -53,6 +55,7 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
         for parent in spec.parents:
             nodes[parent].children.append(node)
         nodes[spec.name] = node
-    sources = {t: nodes[s.name] for s in graph.sources() for t in s.topics}
+    sources = {t: nodes[s.name] for s in graph.sources()
+               for t in (topic_name(x, s.internal, app_id) for x in s.topics)}
     kwargs = {"clock": clock} if clock is not None else {}
     return StreamTask(task_id, sources, nodes.values(), config, collector, **kwargs)

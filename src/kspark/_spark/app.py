@@ -15,7 +15,7 @@ from kspark._kafka.admin import Admin
 from kspark._spark.session import build_session, ensure_registered
 from kspark._spark.stage import STAGE_SCHEMA, make_stage
 from kspark.config import StreamsConfig
-from kspark.errors import StreamsError
+from kspark.errors import StreamsError, TopologyError
 
 __all__ = ["SparkApplication"]
 
@@ -35,6 +35,11 @@ class SparkApplication:
 
     def start(self) -> None:
         c = self.config
+        if self.graph.internal_topics() or set(self.graph.sink_topics()) & set(self.graph.source_topics()):
+            raise TopologyError(
+                "this topology repartitions (repartition(), or through() feeding later steps); "
+                "running it on Spark needs the stage planner, which is not built yet. It runs "
+                "in the TopologyTestDriver today.")
         admin = Admin(c["bootstrap.servers"], c["request.timeout.ms"], c.with_prefix("admin."))
         admin.check_topics(self.graph.source_topics(), self.graph.sink_topics())
         spark = self._spark or build_session({k: v for k, v in c.items() if k.startswith("spark.")})

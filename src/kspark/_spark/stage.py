@@ -17,6 +17,10 @@ __all__ = ["make_stage", "STAGE_SCHEMA"]
 
 STAGE_SCHEMA = "task string, records long, written long"
 
+# Tasks live on in their Python worker between micro-batches, so stream time and
+# punctuation schedules carry over while Spark keeps a task on the same worker.
+_TASKS: dict[tuple[str, str], Any] = {}
+
 
 def _raw_records(batch: pa.RecordBatch) -> Iterator[RawRecord]:
     cols = batch.to_pydict()
@@ -38,15 +42,19 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any], stage: int = 0
         partition = TaskContext.get().partitionId()
         task_id = f"{stage}_{partition}"
         producer = task_producer(bootstrap, f"{app_id}-{task_id}-producer", producer_conf)
-        task = build_task(graph, task_id, config, producer)
+        key = (app_id, task_id)
+        task = _TASKS.pop(key, None) or build_task(graph, task_id, config, producer)
+        before = producer.sent
         try:
             for batch in batches:
                 task.add_records(_raw_records(batch))
-            before = producer.sent
             processed = task.process_buffered()
+            task.maybe_punctuate_wall_clock()
             task.flush()
-        finally:
-            task.close()
+        except BaseException:
+            task.close()  # a failed batch is replayed from a fresh task
+            raise
+        _TASKS[key] = task
         yield pa.RecordBatch.from_pydict(
             {"task": [task_id], "records": [processed], "written": [producer.sent - before]})
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark._engine import operators as ops
-from kspark._graph.graph import ProcessorSpec, SinkSpec, TopologyGraph
+from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
+from kspark.errors import TopologyError
 
 __all__ = ["KStream"]
 
@@ -54,6 +55,83 @@ class KStream:
         """Replace each record's key and value by ``fn(key, value) -> (key2, value2)``."""
         return self._then("KSTREAM-MAP", functools.partial(ops.MapProcessor, fn), name,
                           keep_serdes=False)
+
+    def flat_map(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> "KStream":
+        """Replace each record by the ``(key, value)`` pairs of ``fn(key, value)`` (zero or more)."""
+        return self._then("KSTREAM-FLATMAP", functools.partial(ops.FlatMapProcessor, fn), name,
+                          keep_serdes=False)
+
+    def flat_map_values(self, fn: Callable[..., Any], name: str | None = None, *,
+                        with_key: bool = False) -> "KStream":
+        """Replace each record by one record per value of ``fn(value)`` (``fn(key, value)`` with_key)."""
+        sup = functools.partial(ops.FlatMapProcessor, fn, True, with_key)
+        return self._then("KSTREAM-FLATMAPVALUES", sup, name, self._key_serde, None,
+                          keep_serdes=False)
+
+    def select_key(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> "KStream":
+        """Set each record's key to ``fn(key, value)`` (a later key-based step repartitions)."""
+        return self._then("KSTREAM-KEY-SELECT", functools.partial(ops.SelectKeyProcessor, fn),
+                          name, None, self._value_serde, keep_serdes=False)
+
+    def split(self, name: str | None = None) -> "BranchedKStream":
+        """Start routing records to branches: ``split().branch(pred, name=...).default_branch()``."""
+        from kspark.dsl.branched import BranchedKStream
+
+        return BranchedKStream(self, name)
+
+    def branch(self, *predicates: Callable[[Any, Any], bool]) -> list["KStream"]:
+        """The seed's (KIP-28) branch: one stream per predicate; a record goes to the first match."""
+        b = self.split()
+        for p in predicates:
+            b.branch(p)
+        return list(b.no_default_branch().values())
+
+    def merge(self, other: "KStream", name: str | None = None) -> "KStream":
+        """One stream with the records of both streams."""
+        name = name or self._graph.next_name("KSTREAM-MERGE")
+        self._graph.add(ProcessorSpec(name, ops.PassThroughProcessor, (self._node, other._node)))
+        return KStream(self._graph, name,
+                       self._key_serde if self._key_serde == other._key_serde else None,
+                       self._value_serde if self._value_serde == other._value_serde else None)
+
+    def process(self, processor_supplier: Callable[[], Any], *store_names: str,
+                name: str | None = None) -> "KStream":
+        """Run a Processor API processor (``processor_supplier()`` makes one per task)."""
+        if store_names:
+            raise TopologyError(
+                f"process() was given state stores {store_names}: state stores are not "
+                "available in this kspark version yet (they come with the stateful issue)")
+        return self._then("KSTREAM-PROCESSOR", processor_supplier, name, keep_serdes=False)
+
+    def print(self, label: str | None = None, name: str | None = None) -> None:
+        """Print each record as ``[label]: key, value`` (label defaults to the node's name)."""
+        tag = label or self._node
+        self.foreach(lambda k, v: print(f"[{tag}]: {k}, {v}", flush=True), name)
+
+    def through(self, topic: str, *, key_serde: Any = None, value_serde: Any = None,
+                partitioner: Callable[..., int | None] | None = None) -> "KStream":
+        """The seed's through(): write to ``topic`` and continue from what is read back from it."""
+        self.to(topic, key_serde=key_serde, value_serde=value_serde, partitioner=partitioner)
+        return self._source_of(topic, key_serde, value_serde, internal=False)
+
+    def repartition(self, *, key_serde: Any = None, value_serde: Any = None,
+                    name: str | None = None,
+                    partitioner: Callable[..., int | None] | None = None) -> "KStream":
+        """Redistribute records by key through ``<application.id>-<name>-repartition``."""
+        base = name or self._graph.next_name("KSTREAM-REPARTITION")
+        topic = f"{base}-repartition"
+        ks = key_serde if key_serde is not None else self._key_serde
+        vs = value_serde if value_serde is not None else self._value_serde
+        self._graph.add(SinkSpec(self._graph.next_name("KSTREAM-SINK"), topic, (self._node,),
+                                 ks, vs, partitioner, internal=True))
+        return self._source_of(topic, ks, vs, internal=True)
+
+    def _source_of(self, topic: str, key_serde: Any, value_serde: Any, internal: bool) -> "KStream":
+        ks = key_serde if key_serde is not None else self._key_serde
+        vs = value_serde if value_serde is not None else self._value_serde
+        src = self._graph.next_name("KSTREAM-SOURCE")
+        self._graph.add(SourceSpec(src, (topic,), ks, vs, internal=internal))
+        return KStream(self._graph, src, ks, vs)
 
     def peek(self, action: Callable[[Any, Any], None], name: str | None = None) -> "KStream":
         """Call ``action(key, value)`` for each record and pass it on unchanged."""

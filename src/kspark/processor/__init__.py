@@ -10,6 +10,8 @@ Example:
 """
 
 from kspark._engine.api import Processor, ProcessorContext, Record, RecordMetadata
+from kspark._engine.punctuation import Cancellable, PunctuationType
 from kspark.processor.topology import Topology
 
-__all__ = ["Processor", "ProcessorContext", "Record", "RecordMetadata", "Topology"]
+__all__ = ["Cancellable", "Processor", "ProcessorContext", "PunctuationType", "Record",
+           "RecordMetadata", "Topology"]

@@ -61,13 +61,14 @@ class TopologyTestDriver:
         self._task = build_task(self._graph, "0_0", self.config, self._collector,
                                 clock=lambda: self._wall_clock_ms)
         self._offsets: dict[str, int] = {}
+        self._looped = 0  # records written to topics the topology also reads, fed back so far
 
     def create_input_topic(self, name: str, key_serde: Any, value_serde: Any,
                            start_timestamp_ms: int = 0, auto_advance_ms: int = 0) -> "TestInputTopic":
         """An input topic to pipe records into; ``name`` must be a source topic."""
-        if name not in self._graph.source_topics():
+        if name not in self._graph.source_topics(self.config["application.id"]):
             raise TopologyError(f"topic {name!r} is not a source topic of the topology; "
-                                f"its source topics are {self._graph.source_topics()}")
+                                f"its source topics are {self._graph.user_source_topics()}")
         return TestInputTopic(self, name, key_serde, value_serde, start_timestamp_ms, auto_advance_ms)
 
     def create_output_topic(self, name: str, key_serde: Any, value_serde: Any) -> "TestOutputTopic":
@@ -75,8 +76,11 @@ class TopologyTestDriver:
         return TestOutputTopic(self, name, key_serde, value_serde)
 
     def advance_wall_clock_time(self, ms: int) -> None:
-        """Move the mocked wall clock forward by ``ms``."""
+        """Move the mocked wall clock forward by ``ms`` and fire wall-clock punctuations due."""
         self._wall_clock_ms += ms
+        self._task.maybe_punctuate_wall_clock()
+        self._feed_back(set(self._graph.source_topics(self.config["application.id"])))
+        self._task.flush()
 
     def producer_records(self) -> list:
         """Every serialized record the topology has written, in order, for any topic."""
@@ -84,10 +88,28 @@ class TopologyTestDriver:
 
     def _pipe(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int,
               headers: Headers) -> None:
-        offset = self._offsets.get(topic, 0)
-        self._offsets[topic] = offset + 1
-        self._task.process(RawRecord(topic, 0, offset, timestamp, key, value, headers))
+        pending = [(topic, key, value, timestamp, headers)]
+        sources = set(self._graph.source_topics(self.config["application.id"]))
+        while pending:
+            topic, key, value, timestamp, headers = pending.pop(0)
+            offset = self._offsets.get(topic, 0)
+            self._offsets[topic] = offset + 1
+            self._task.process(RawRecord(topic, 0, offset, timestamp, key, value, headers))
+            pending.extend(self._looped_back(sources))
         self._task.flush()
+
+    def _looped_back(self, sources: set[str]) -> list[tuple]:
+        """Records written since last time to topics the topology reads (through(), repartition
+        topics): they are read back, as Kafka Streams' own test driver does."""
+        produced = self._collector.records
+        new = [(r.topic, r.key, r.value, r.timestamp, r.headers)
+               for r in produced[self._looped:] if r.topic in sources]
+        self._looped = len(produced)
+        return new
+
+    def _feed_back(self, sources: set[str]) -> None:
+        for topic, key, value, timestamp, headers in self._looped_back(sources):
+            self._pipe(topic, key, value, timestamp, headers)
 
     def _records_for(self, topic: str) -> list:
         return [r for r in self._collector.records if r.topic == topic]
