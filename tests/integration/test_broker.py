@@ -48,3 +48,13 @@ def test_a_broker_that_dies_at_start_shows_its_log(tmp_path):
     with pytest.raises(BrokerError, match="exited with code") as err:
         b.start(timeout_s=60)
     assert "log" in str(err.value)
+
+
+def test_local_broker_keeps_records_with_old_timestamps(admin, broker):
+    """Time retention is off: fixtures with 1970 timestamps must not vanish after 30 s."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    a = AdminClient({"bootstrap.servers": broker})
+    res = ConfigResource(ConfigResource.Type.BROKER, "1")
+    configs = a.describe_configs([res])[res].result(timeout=30)
+    assert configs["log.retention.ms"].value == "-1"

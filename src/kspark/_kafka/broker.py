@@ -169,6 +169,10 @@ class LocalBroker:
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
             "log.cleaner.backoff.ms": "1000",
+            # A development broker keeps every record: with Kafka's default 7-day retention,
+            # records carrying old timestamps (replays, fixtures, the demo's data) would be
+            # deleted by the first retention check, 30 s after start.
+            "log.retention.ms": "-1",
         }
         path = self.dir / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))

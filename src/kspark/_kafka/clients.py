@@ -21,54 +21,66 @@ class _Quiet:
 
 def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
                timeout_ms: int, extra: Mapping[str, Any] | None = None,
-               batch_size: int = 5000) -> Iterator[list]:
+               batch_size: int = 5000, retry_after_s: float = 10.0) -> Iterator[list]:
     """Yield lists of messages of ``topic``/``partition`` with ``start <= offset < end``, read_committed.
 
     Control records and aborted records occupy offsets but are never returned, so the read
-    also ends when the consumer's position reaches ``end``. No progress for ``timeout_ms``
-    raises SourceReadError naming the topic-partition.
+    also ends when the consumer's position reaches ``end``. A consumer that makes no progress
+    for ``retry_after_s`` is replaced by a new one at the same position; no progress at all for
+    ``timeout_ms`` raises SourceReadError naming the topic-partition and the last client error.
     """
     if start >= end:
         return
+    errors: list[str] = []
     conf = {"bootstrap.servers": bootstrap, "group.id": "kspark-range-reader",
             "enable.auto.commit": False, "enable.auto.offset.store": False,
             "isolation.level": "read_committed", "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-            "fetch.max.bytes": 52428800, "logger": _Quiet()}
+            "auto.offset.reset": "earliest", "fetch.max.bytes": 52428800,
+            "logger": _Quiet(), "error_cb": lambda err: errors.append(err.str())}
     conf.update(extra or {})
-    consumer = Consumer(conf)
-    try:
-        consumer.assign([TopicPartition(topic, partition, start)])
-        position, last_progress = start, time.monotonic()
-        while position < end:
-            msgs = consumer.consume(num_messages=batch_size, timeout=0.5)
-            batch = []
-            for m in msgs:
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        position = max(position, _position(consumer, topic, partition, position))
-                        continue
-                    raise SourceReadError(f"reading topic {topic!r} partition {partition} at "
-                                          f"offset {position} failed: {err.str()}")
-                if m.offset() >= end:
-                    position = end
-                    break
-                batch.append(m)
-                position = m.offset() + 1
-            if batch:
-                last_progress = time.monotonic()
-                yield batch
-            elif msgs:
-                last_progress = time.monotonic()
-            elif time.monotonic() - last_progress > timeout_ms / 1000:
-                raise SourceReadError(
-                    f"no progress reading topic {topic!r} partition {partition} for "
-                    f"{timeout_ms} ms (at offset {position}, planned end {end}); is the broker "
-                    "up? Raise source.read.timeout.ms if it is only slow"
-                )
-    finally:
-        consumer.close()
+    position, last_progress = start, time.monotonic()
+    while position < end:
+        consumer = Consumer(conf)
+        try:
+            consumer.assign([TopicPartition(topic, partition, position)])
+            attempt_start = time.monotonic()
+            while position < end and time.monotonic() - max(attempt_start, last_progress) < retry_after_s:
+                batch, position, progressed = _consume_some(consumer, topic, partition, position,
+                                                            end, batch_size)
+                if progressed:
+                    last_progress = time.monotonic()
+                if batch:
+                    yield batch
+        finally:
+            consumer.close()
+        if position < end and time.monotonic() - last_progress > timeout_ms / 1000:
+            last_error = f"; last client error: {errors[-1]}" if errors else ""
+            raise SourceReadError(
+                f"no progress reading topic {topic!r} partition {partition} for "
+                f"{timeout_ms} ms (at offset {position}, planned end {end}){last_error}; is the "
+                "broker up? Raise source.read.timeout.ms if it is only slow"
+            )
+
+
+def _consume_some(consumer: Consumer, topic: str, partition: int, position: int, end: int,
+                  batch_size: int) -> tuple[list, int, bool]:
+    """One poll: the messages below ``end``, the new position, and whether anything arrived."""
+    msgs = consumer.consume(num_messages=batch_size, timeout=0.2)
+    batch = []
+    for m in msgs:
+        err = m.error()
+        if err is not None:
+            if err.code() == KafkaError._PARTITION_EOF:
+                position = max(position, _position(consumer, topic, partition, position))
+                continue
+            raise SourceReadError(f"reading topic {topic!r} partition {partition} at "
+                                  f"offset {position} failed: {err.str()}")
+        if m.offset() >= end:
+            position = end
+            break
+        batch.append(m)
+        position = m.offset() + 1
+    return batch, position, bool(msgs)
 
 
 def _position(consumer: Consumer, topic: str, partition: int, default: int) -> int:
