@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kspark._engine.collector import RecordCollector
@@ -28,11 +28,18 @@ def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str) -
 
 
 def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
-               collector: RecordCollector, clock: Callable[[], int] | None = None) -> StreamTask:
-    """A fresh StreamTask running ``graph`` (processors come from their suppliers)."""
+               collector: RecordCollector, clock: Callable[[], int] | None = None,
+               only: Iterable[str] | None = None) -> StreamTask:
+    """A fresh StreamTask running ``graph``, or only the nodes named in ``only`` (a sub-topology).
+
+    Processors come from their suppliers, so each task has its own.
+    """
     nodes: dict[str, ProcessorNode] = {}
     app_id = config["application.id"]
+    wanted = set(only) if only is not None else None
     for spec in graph.nodes.values():
+        if wanted is not None and spec.name not in wanted:
+            continue
         if isinstance(spec, SourceSpec):
             node: ProcessorNode = SourceNode(
                 spec.name, [topic_name(t, spec.internal, app_id) for t in spec.topics],
@@ -55,7 +62,7 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
         for parent in spec.parents:
             nodes[parent].children.append(node)
         nodes[spec.name] = node
-    sources = {t: nodes[s.name] for s in graph.sources()
+    sources = {t: nodes[s.name] for s in graph.sources() if s.name in nodes
                for t in (topic_name(x, s.internal, app_id) for x in s.topics)}
     kwargs = {"clock": clock} if clock is not None else {}
     return StreamTask(task_id, sources, nodes.values(), config, collector, **kwargs)

@@ -13,9 +13,9 @@ from pyspark.sql import SparkSession
 from kspark._graph.graph import TopologyGraph
 from kspark._kafka.admin import Admin
 from kspark._spark.session import build_session, ensure_registered
-from kspark._spark.stage import STAGE_SCHEMA, make_stage
+from kspark._spark.planner import plan_query
 from kspark.config import StreamsConfig
-from kspark.errors import StreamsError, TopologyError
+from kspark.errors import StreamsError
 
 __all__ = ["SparkApplication"]
 
@@ -35,25 +35,13 @@ class SparkApplication:
 
     def start(self) -> None:
         c = self.config
-        if self.graph.internal_topics() or set(self.graph.sink_topics()) & set(self.graph.source_topics()):
-            raise TopologyError(
-                "this topology repartitions (repartition(), or through() feeding later steps); "
-                "running it on Spark needs the stage planner, which is not built yet. It runs "
-                "in the TopologyTestDriver today.")
         admin = Admin(c["bootstrap.servers"], c["request.timeout.ms"], c.with_prefix("admin."))
-        admin.check_topics(self.graph.source_topics(), self.graph.sink_topics())
+        user_sources = [t for t in self.graph.user_source_topics() if t not in self.graph.sink_topics()]
+        admin.check_topics(user_sources, self.graph.sink_topics())
+        counts = admin.partition_counts()
         spark = self._spark or build_session({k: v for k, v in c.items() if k.startswith("spark.")})
         ensure_registered(spark)
-        df = (spark.readStream.format("kspark_kafka")
-              .option("bootstrap", c["bootstrap.servers"])
-              .option("topics", json.dumps(self.graph.source_topics()))
-              .option("max_offsets", str(c["max.offsets.per.trigger"]))
-              .option("timeout_ms", str(c["request.timeout.ms"]))
-              .option("read_timeout_ms", str(c["source.read.timeout.ms"]))
-              .option("consumer_conf", json.dumps(c.with_prefix("consumer.")))
-              .option("admin_conf", json.dumps(c.with_prefix("admin.")))
-              .load())
-        out = df.mapInArrow(make_stage(self.graph, c.as_dict()), STAGE_SCHEMA)
+        out = plan_query(spark, self.graph, c, counts)
         writer = (out.writeStream.format("noop").queryName(c["application.id"])
                   .option("checkpointLocation", self.checkpoint_dir))
         if c["autostop.at"] == "eol":
@@ -81,9 +69,11 @@ class SparkApplication:
         last = self._query.lastProgress if self._query else None
         if not last:
             return {"batches": 0, "position": 0}
-        end = last["sources"][0].get("endOffset") or "{}"
-        offsets = json.loads(end) if isinstance(end, str) else end
-        pos = sum(int(o) for parts in offsets.values() for o in parts.values())
+        pos = 0
+        for source in last["sources"]:
+            end = source.get("endOffset") or "{}"
+            offsets = json.loads(end) if isinstance(end, str) else end
+            pos += sum(int(o) for parts in offsets.values() for o in parts.values())
         return {"batches": int(last["batchId"]) + 1, "position": pos}
 
 

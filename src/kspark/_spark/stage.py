@@ -1,37 +1,109 @@
-"""A fused Python stage: one Spark partition runs one Kafka Streams task of the real engine."""
+"""A fused Python stage: one Spark partition runs one Kafka Streams task of one sub-topology.
+
+Records for user topics go out through the task's own producer. Records for topics that
+another sub-topology of the same query reads (repartition and ``through()`` topics) come
+out of the stage as rows, each with the partition the engine computed with Kafka's
+partitioner, and reach their task through a Spark shuffle.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
 
+from kspark._engine.collector import RecordCollector
 from kspark._engine.nodes import RawRecord
+from kspark._engine.partitioner import default_partition
 from kspark._graph.graph import TopologyGraph
 from kspark._graph.instantiate import build_task
 from kspark._kafka.clients import task_producer
+from kspark._spark.source import ARROW_SCHEMA
 
-__all__ = ["make_stage", "STAGE_SCHEMA"]
+__all__ = ["StagePlan", "make_stage", "FED_ARROW_SCHEMA", "FED_SCHEMA"]
 
-STAGE_SCHEMA = "task string, records long, written long"
+FED_ARROW_SCHEMA = ARROW_SCHEMA.append(pa.field("src_task", pa.int32())).append(
+    pa.field("shuffle_key", pa.int32()))
+FED_SCHEMA = ("topic string, partition int, offset long, timestamp long, key binary, "
+              "value binary, headers array<struct<key:string,value:binary>>, "
+              "src_task int, shuffle_key int")
 
 # Tasks live on in their Python worker between micro-batches, so stream time and
 # punctuation schedules carry over while Spark keeps a task on the same worker.
 _TASKS: dict[tuple[str, str], Any] = {}
 
 
-def _raw_records(batch: pa.RecordBatch) -> Iterator[RawRecord]:
+@dataclass(frozen=True)
+class StagePlan:
+    """What one stage needs to know: its nodes and where its fed topics go.
+
+    ``fed``: resolved topic name -> (partitions, also written to Kafka?). ``shuffle_keys``:
+    per partition count, the int whose Spark hash lands in each partition.
+    """
+
+    stage: int
+    nodes: tuple[str, ...]
+    fed: dict[str, tuple[int, bool]]
+    shuffle_keys: dict[int, list[int]]
+
+
+class _RoutingCollector(RecordCollector):
+    """Sends user-topic records to Kafka; keeps fed-topic records as rows for the shuffle."""
+
+    def __init__(self, producer: RecordCollector, plan: StagePlan, task_partition: int):
+        self.producer = producer
+        self.plan = plan
+        self.task_partition = task_partition
+        self.rows: list[tuple] = []
+
+    def send(self, topic, key, value, timestamp, headers, partition) -> None:
+        fed = self.plan.fed.get(topic)
+        if fed is None:
+            self.producer.send(topic, key, value, timestamp, headers, partition)
+            return
+        n, to_kafka = fed
+        target = partition if partition is not None else default_partition(
+            key, n, self.task_partition)
+        if to_kafka:
+            self.producer.send(topic, key, value, timestamp, headers, target)
+        self.rows.append((topic, target, len(self.rows), timestamp, key, value, headers))
+
+    def flush(self) -> None:
+        self.producer.flush()
+
+    def take_batch(self) -> pa.RecordBatch:
+        rows, self.rows = self.rows, []
+        cols: dict[str, list] = {n: [] for n in FED_ARROW_SCHEMA.names}
+        for topic, target, seq, ts, key, value, headers in rows:
+            n = self.plan.fed[topic][0]
+            for name, v in zip(("topic", "partition", "offset", "timestamp", "key", "value"),
+                               (topic, target, seq, ts, key, value)):
+                cols[name].append(v)
+            cols["headers"].append([{"key": k, "value": hv} for k, hv in headers])
+            cols["src_task"].append(self.task_partition)
+            cols["shuffle_key"].append(self.plan.shuffle_keys[n][target])
+        return pa.RecordBatch.from_pydict(cols, schema=FED_ARROW_SCHEMA)
+
+
+def _raw_records(batch: pa.RecordBatch) -> list[tuple[tuple, RawRecord]]:
     cols = batch.to_pydict()
-    for topic, part, off, ts, key, value, headers in zip(
+    src = cols.get("src_task") or [-1] * batch.num_rows
+    out = []
+    for topic, part, off, ts, key, value, headers, s in zip(
             cols["topic"], cols["partition"], cols["offset"], cols["timestamp"],
-            cols["key"], cols["value"], cols["headers"]):
+            cols["key"], cols["value"], cols["headers"], src):
         hs = tuple((h["key"], h["value"]) for h in headers) if headers else ()
-        yield RawRecord(topic, part, off, ts, key, value, hs)
+        # Kafka records keep offset order; shuffled ones are ordered by (timestamp,
+        # upstream task, sequence) so that a replay sees the same order.
+        order = (0, off, 0, 0) if s is None or s < 0 else (ts, s, off, 1)
+        out.append((order, RawRecord(topic, part, off, ts, key, value, hs)))
+    return out
 
 
-def make_stage(graph: TopologyGraph, config: dict[str, Any], stage: int = 0
+def make_stage(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function of one sub-topology: run the task, write with its producer."""
     bootstrap = config["bootstrap.servers"]
@@ -40,22 +112,24 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any], stage: int = 0
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         partition = TaskContext.get().partitionId()
-        task_id = f"{stage}_{partition}"
+        task_id = f"{plan.stage}_{partition}"
         producer = task_producer(bootstrap, f"{app_id}-{task_id}-producer", producer_conf)
+        collector = _RoutingCollector(producer, plan, partition)
         key = (app_id, task_id)
-        task = _TASKS.pop(key, None) or build_task(graph, task_id, config, producer)
-        before = producer.sent
+        task = _TASKS.pop(key, None) or build_task(graph, task_id, config, collector,
+                                                    only=plan.nodes)
+        task.collector = collector
         try:
-            for batch in batches:
-                task.add_records(_raw_records(batch))
-            processed = task.process_buffered()
+            records = [r for b in batches for r in _raw_records(b)]
+            records.sort(key=lambda r: r[0])
+            task.add_records(r for _, r in records)
+            task.process_buffered()
             task.maybe_punctuate_wall_clock()
             task.flush()
         except BaseException:
             task.close()  # a failed batch is replayed from a fresh task
             raise
         _TASKS[key] = task
-        yield pa.RecordBatch.from_pydict(
-            {"task": [task_id], "records": [processed], "written": [producer.sent - before]})
+        yield collector.take_batch()
 
     return run

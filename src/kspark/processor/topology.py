@@ -77,20 +77,9 @@ class Topology:
         return out
 
     def _sub_topologies(self) -> list[list[Any]]:
-        root: dict[str, str] = {}
+        from kspark._graph.subtopology import sub_topologies
 
-        def find(n: str) -> str:
-            while root.setdefault(n, n) != n:
-                n = root[n]
-            return n
-
-        for spec in self._graph.nodes.values():
-            for p in spec.parents:
-                root[find(spec.name)] = find(p)
-        groups: dict[str, list[Any]] = {}
-        for spec in self._graph.nodes.values():
-            groups.setdefault(find(spec.name), []).append(spec)
-        return list(groups.values())
+        return [[self._graph.nodes[n] for n in st.nodes] for st in sub_topologies(self._graph)]
 
     def __repr__(self) -> str:
         return self.describe()

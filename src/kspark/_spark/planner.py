@@ -1,0 +1,101 @@
+"""Plan a topology as one streaming query: a fused stage per sub-topology, shuffles between."""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from kspark._graph.graph import TopologyGraph, topic_name
+from kspark._graph.subtopology import SubTopology, sub_topologies
+from kspark._spark.stage import FED_SCHEMA, StagePlan, make_stage
+from kspark.config import StreamsConfig
+from kspark.errors import TopologyError
+
+__all__ = ["plan_query"]
+
+
+def _shuffle_keys(spark: SparkSession, n: int) -> list[int]:
+    """For each partition p < n, an int whose Spark hash partitioning sends it to p."""
+    rows = (spark.range(0, 64 * n).selectExpr("cast(id as int) as k", f"pmod(hash(cast(id as int)), {n}) as p")
+            .groupBy("p").agg(F.min("k").alias("k")).collect())
+    keys = {r["p"]: r["k"] for r in rows}
+    if len(keys) != n:
+        raise TopologyError(f"could not find shuffle keys for {n} partitions")
+    return [keys[p] for p in range(n)]
+
+
+def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str]) -> DataFrame:
+    return (spark.readStream.format("kspark_kafka")
+            .option("bootstrap", c["bootstrap.servers"])
+            .option("topics", json.dumps(topics))
+            .option("max_offsets", str(c["max.offsets.per.trigger"]))
+            .option("timeout_ms", str(c["request.timeout.ms"]))
+            .option("read_timeout_ms", str(c["source.read.timeout.ms"]))
+            .option("consumer_conf", json.dumps(c.with_prefix("consumer.")))
+            .option("admin_conf", json.dumps(c.with_prefix("admin.")))
+            .load())
+
+
+def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
+               partition_counts: dict[str, int]) -> DataFrame:
+    """The DataFrame whose execution runs the whole topology for one micro-batch.
+
+    ``partition_counts`` holds every user topic the topology reads or writes by name.
+    """
+    app_id = c["application.id"]
+    internal = set(graph.internal_topics())
+    subs = sub_topologies(graph)
+    tasks: dict[int, int] = {}
+    fed_count: dict[str, int] = {}  # spec topic name -> partitions
+    for st in subs:
+        counts = [partition_counts[t] for t in st.user_topics] + [fed_count[t] for t in st.fed_topics]
+        tasks[st.id] = max(counts)
+        for t in st.feeds:
+            fed_count[t] = tasks[st.id] if t in internal else partition_counts[t]
+    readers = {t: st for st in subs for t in st.fed_topics}
+    keys = {n: _shuffle_keys(spark, n) for n in set(fed_count.values()) | set(tasks.values())}
+
+    outputs: dict[int, DataFrame] = {}
+    terminal: list[DataFrame] = []
+    for st in subs:
+        downstream = {readers[t].id for t in st.feeds}
+        if len(downstream) > 1:
+            raise TopologyError(
+                f"sub-topology {st.id} feeds sub-topologies {sorted(downstream)}; on Spark a "
+                "sub-topology may feed at most one other for now. Merge the branches before "
+                "repartitioning, or run it in the TopologyTestDriver.")
+        fed_names = [topic_name(t, t in internal, app_id) for t in st.fed_topics]
+        df = _stage_input(spark, c, st, fed_names, outputs, subs, tasks[st.id], keys)
+        fed = {topic_name(t, t in internal, app_id): (fed_count[t], t not in internal)
+               for t in st.feeds}
+        plan = StagePlan(st.id, st.nodes, fed, keys)
+        out = df.mapInArrow(make_stage(graph, c.as_dict(), plan), FED_SCHEMA)
+        outputs[st.id] = out
+        if not st.feeds:
+            terminal.append(out)
+    result = terminal[0]
+    for df in terminal[1:]:
+        result = result.unionByName(df)
+    return result
+
+
+def _stage_input(spark: SparkSession, c: StreamsConfig, st: SubTopology, fed_names: list[str],
+                 outputs: dict[int, DataFrame], subs: list[SubTopology], n: int,
+                 keys: dict[int, list[int]]) -> DataFrame:
+    parts: list[DataFrame] = []
+    if st.user_topics:
+        kafka = _kafka_df(spark, c, list(st.user_topics))
+        if not st.fed_topics:
+            return kafka  # one input partition per task already: no shuffle
+        mapping = F.create_map(*[x for p, k in enumerate(keys[n]) for x in (F.lit(p), F.lit(k))])
+        parts.append(kafka.withColumn("src_task", F.lit(-1))
+                     .withColumn("shuffle_key", mapping[F.col("partition")]))
+    for up in subs:
+        if set(up.feeds) & set(st.fed_topics):
+            parts.append(outputs[up.id].where(F.col("topic").isin(*fed_names)))
+    df = parts[0]
+    for p in parts[1:]:
+        df = df.unionByName(p)
+    return df.repartition(n, "shuffle_key")
