@@ -95,6 +95,17 @@ _KEYS = [
     ConfigKey("default.key.serde", object, None, "Serde for keys where none is given: a Serde or "
               "a built-in name such as 'String'.", _serde),
     ConfigKey("default.value.serde", object, None, "Serde for values where none is given.", _serde),
+    ConfigKey("default.timestamp.extractor", object, None, "A TimestampExtractor (instance or "
+              "class) for sources without their own; default FailOnInvalidTimestamp.",
+              lambda v: None if callable(v) or hasattr(v, "extract") else
+              "must be a TimestampExtractor or a function (record, partition_time) -> int"),
+    ConfigKey("deserialization.exception.handler", str, "log_and_fail", "What a task does with a "
+              "record it cannot deserialize: log_and_fail stops with an error naming topic, "
+              "partition and offset; log_and_continue logs, counts and skips it.",
+              _one_of("log_and_fail", "log_and_continue")),
+    ConfigKey("errors.dead.letter.queue.topic.name", str, None, "If set, records that cannot be "
+              "deserialized are also written, unchanged, to this topic, with headers naming the "
+              "error and where the record came from (KIP-1034)."),
     ConfigKey("request.timeout.ms", int, 30000, "How long kspark waits for the brokers to answer "
               "a metadata or admin request before failing with an error naming them.", _positive),
     ConfigKey("max.offsets.per.trigger", int, 200_000, "kspark: upper bound on the records one "

@@ -60,31 +60,18 @@ class SourceNode(ProcessorNode):
     """Deserializes raw records of its topics and forwards them."""
 
     def __init__(self, name: str, topics: list[str], key_serde: Any, value_serde: Any,
-                 timestamp_extractor: Callable[[RawRecord, int], int] | None = None):
+                 timestamp_extractor: Any = None):
         super().__init__(name, Processor())
         self.topics = topics
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.timestamp_extractor = timestamp_extractor
 
-    def extract_timestamp(self, raw: RawRecord, partition_time: int) -> int:
-        """The record's event time: the extractor's answer, or the record's own timestamp."""
-        if self.timestamp_extractor is not None:
-            ts = self.timestamp_extractor(raw, partition_time)
-        else:
-            ts = raw.timestamp
-        if ts < 0:
-            raise SerializationError(
-                f"invalid (negative) timestamp {ts} for the record at topic {raw.topic!r}, "
-                f"partition {raw.partition}, offset {raw.offset}; the producer wrote no valid "
-                "timestamp: give the source a timestamp_extractor that handles it"
-            )
-        return ts
-
     def init(self, task: "StreamTask") -> None:
         self.task = task
 
-    def deserialize(self, raw: RawRecord, timestamp: int) -> Record:
+    def deserialize(self, raw: RawRecord) -> Record:
+        """The record with key and value deserialized (timestamp as stored); raises SerializationError."""
         try:
             key = self.key_serde.deserialize(raw.topic, raw.key)
             value = self.value_serde.deserialize(raw.topic, raw.value)
@@ -94,7 +81,7 @@ class SourceNode(ProcessorNode):
                 f"{raw.partition}, offset {raw.offset} with key serde {self.key_serde!r} and "
                 f"value serde {self.value_serde!r}: {e}. Check the source's serdes."
             ) from e
-        return Record(key, value, timestamp, raw.headers)
+        return Record(key, value, raw.timestamp, raw.headers)
 
     def process(self, record: Record) -> None:
         for child in self.children:
@@ -129,5 +116,10 @@ class SinkNode(ProcessorNode):
             ) from e
         partition = None
         if self.partitioner is not None:
-            partition = self.partitioner(topic, record.key, record.value)
+            n = self.task.partition_counts.get(topic, 1)
+            partition = self.partitioner(topic, record.key, record.value, n)
+            if partition is not None and not 0 <= partition < n:
+                raise TopologyError(
+                    f"the partitioner of sink {self.name!r} chose partition {partition} of topic "
+                    f"{topic!r}, which has {n} partition(s)")
         self.task.collector.send(topic, key, value, record.timestamp, record.headers, partition)

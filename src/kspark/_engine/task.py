@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -16,9 +17,12 @@ from kspark._engine.punctuation import (
     PunctuationSchedule,
     PunctuationType,
 )
-from kspark.errors import TopologyError
+from kspark._engine.timestamps import ConsumerRecord, FailOnInvalidTimestamp, TimestampExtractor
+from kspark.errors import SerializationError, TopologyError
 
 __all__ = ["StreamTask"]
+
+log = logging.getLogger("kspark")
 
 
 def _wall_clock_ms() -> int:
@@ -45,6 +49,12 @@ class StreamTask:
         self.record_metadata: RecordMetadata | None = None
         self.commit_requested = False
         self.processed = 0
+        self.dropped = 0
+        self.partition_counts: dict[str, int] = {}  # sink topics' partitions, set by the host
+        self.partition_time: dict[tuple[str, int], int] = {}
+        self._default_extractor = config.get("default.timestamp.extractor") or FailOnInvalidTimestamp()
+        self._on_bad_record = config.get("deserialization.exception.handler", "log_and_fail")
+        self._dead_letter_topic = config.get("errors.dead.letter.queue.topic.name")
         self._group = PartitionGroup()
         self._stream_punctuations = PunctuationQueue()
         self._wall_punctuations = PunctuationQueue()
@@ -68,15 +78,59 @@ class StreamTask:
         source = self.sources.get(raw.topic)
         if source is None:
             raise TopologyError(f"task {self.task_id} has no source for topic {raw.topic!r}")
-        timestamp = source.extract_timestamp(raw, self.stream_time)
         self.record_metadata = RecordMetadata(raw.topic, raw.partition, raw.offset)
-        record = source.deserialize(raw, timestamp)
-        if timestamp > self.stream_time:
-            self.stream_time = timestamp
+        try:
+            record = source.deserialize(raw)
+        except SerializationError as e:
+            self._bad_record(raw, e)
+            return
+        tp = (raw.topic, raw.partition)
+        ts = self._extract(source, raw, record, self.partition_time.get(tp, -1))
+        if ts < 0:
+            self.dropped += 1
+            log.warning("task %s skips the record at topic %r, partition %d, offset %d: its "
+                        "timestamp extractor returned %d", self.task_id, raw.topic,
+                        raw.partition, raw.offset, ts)
+            self.record_metadata = None
+            return
+        if ts != record.timestamp:
+            record = record.with_timestamp(ts)
+        if ts > self.partition_time.get(tp, -1):
+            self.partition_time[tp] = ts
+        if ts > self.stream_time:
+            self.stream_time = ts
         source.process(record)
         self.processed += 1
         self.record_metadata = None
         self.maybe_punctuate_stream_time()
+
+    def _extract(self, source: SourceNode, raw: RawRecord, record: Record, partition_time: int) -> int:
+        extractor = source.timestamp_extractor or self._default_extractor
+        if isinstance(extractor, type):
+            extractor = extractor()
+        view = ConsumerRecord(raw.topic, raw.partition, raw.offset, raw.timestamp, record.key,
+                              record.value, raw.headers)
+        if isinstance(extractor, TimestampExtractor):
+            return int(extractor.extract(view, partition_time))
+        return int(extractor(view, partition_time))
+
+    def _bad_record(self, raw: RawRecord, error: SerializationError) -> None:
+        """A record that cannot be deserialized: dead-letter it if configured, then continue or fail."""
+        if self._dead_letter_topic:
+            headers = tuple(raw.headers) + (
+                ("__streams.errors.exception", type(error).__name__.encode()),
+                ("__streams.errors.message", str(error).encode()),
+                ("__streams.errors.topic", raw.topic.encode()),
+                ("__streams.errors.partition", str(raw.partition).encode()),
+                ("__streams.errors.offset", str(raw.offset).encode()),
+            )
+            self.collector.send(self._dead_letter_topic, raw.key, raw.value, raw.timestamp,
+                                headers, None)
+        self.record_metadata = None
+        if self._on_bad_record != "log_and_continue":
+            raise error
+        self.dropped += 1
+        log.warning("task %s skips an undeserializable record (%s)", self.task_id, error)
 
     def schedule(self, node: ProcessorNode, interval_ms: int, kind: PunctuationType,
                  callback: Callable[[int], None]) -> Cancellable:

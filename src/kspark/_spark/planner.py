@@ -70,7 +70,9 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
         df = _stage_input(spark, c, st, fed_names, outputs, subs, tasks[st.id], keys)
         fed = {topic_name(t, t in internal, app_id): (fed_count[t], t not in internal)
                for t in st.feeds}
-        plan = StagePlan(st.id, st.nodes, fed, keys)
+        counts = dict(partition_counts)
+        counts.update({name: n for name, (n, _) in fed.items()})
+        plan = StagePlan(st.id, st.nodes, fed, keys, counts)
         out = df.mapInArrow(make_stage(graph, c.as_dict(), plan), FED_SCHEMA)
         outputs[st.id] = out
         if not st.feeds:

@@ -48,6 +48,7 @@ class StagePlan:
     nodes: tuple[str, ...]
     fed: dict[str, tuple[int, bool]]
     shuffle_keys: dict[int, list[int]]
+    partition_counts: dict[str, int]
 
 
 class _RoutingCollector(RecordCollector):
@@ -119,6 +120,7 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
         task = _TASKS.pop(key, None) or build_task(graph, task_id, config, collector,
                                                     only=plan.nodes)
         task.collector = collector
+        task.partition_counts = plan.partition_counts
         try:
             records = [r for b in batches for r in _raw_records(b)]
             records.sort(key=lambda r: r[0])

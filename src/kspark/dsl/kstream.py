@@ -143,7 +143,11 @@ class KStream:
 
     def to(self, topic: str | Callable[..., str], *, key_serde: Any = None, value_serde: Any = None,
            partitioner: Callable[..., int | None] | None = None, name: str | None = None) -> None:
-        """Write the stream to ``topic`` (serdes default to the stream's, then to the config's)."""
+        """Write the stream to ``topic``, or to ``topic(key, value, record_metadata)``'s answer.
+
+        Serdes default to the stream's, then to the config's. ``partitioner(topic, key, value,
+        num_partitions)`` may choose the partition (None: Kafka's default, murmur2 of the key).
+        """
         name = name or self._graph.next_name("KSTREAM-SINK")
         self._graph.add(SinkSpec(name, topic, (self._node,),
                                  key_serde if key_serde is not None else self._key_serde,

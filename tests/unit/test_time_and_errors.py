@@ -1,0 +1,126 @@
+"""Timestamp extractors, stream time, deserialization handlers, partitioners, topic extractors."""
+
+import pytest
+from hypothesis import given, strategies as st
+
+from kspark import Serdes, StreamsBuilder
+from kspark.errors import SerializationError, StreamsError
+from kspark.processor import Processor
+from kspark.processor.timestamps import (
+    LogAndSkipOnInvalidTimestamp,
+    TimestampExtractor,
+    UsePartitionTimeOnInvalidTimestamp,
+    WallclockTimestampExtractor,
+)
+from kspark.testing import TopologyTestDriver
+
+S, I = Serdes.String(), Serdes.Integer()
+
+
+def _pipe_raw(d, topic, key, value, ts):
+    d._pipe(topic, key, value, ts, ())
+
+
+def _driver(extractor=None, config=None, **to_kwargs):
+    b = StreamsBuilder()
+    b.stream("in", key_serde=S, value_serde=I, timestamp_extractor=extractor).to(
+        "out", **to_kwargs)
+    return TopologyTestDriver(b.build(), config)
+
+
+def test_default_extractor_fails_on_negative_timestamp_naming_the_record():
+    d = _driver()
+    with pytest.raises(StreamsError, match=r"topic 'in', partition 0, offset 0"):
+        _pipe_raw(d, "in", b"k", b"\x00\x00\x00\x01", -1)
+
+
+def test_log_and_skip_drops_and_counts():
+    d = _driver(LogAndSkipOnInvalidTimestamp())
+    _pipe_raw(d, "in", b"k", b"\x00\x00\x00\x01", -1)
+    _pipe_raw(d, "in", b"k", b"\x00\x00\x00\x02", 5)
+    assert d.create_output_topic("out", S, I).read_values_to_list() == [2]
+    assert d._task.dropped == 1
+
+
+def test_use_partition_time_on_invalid():
+    d = _driver(UsePartitionTimeOnInvalidTimestamp)
+    _pipe_raw(d, "in", b"k", b"\x00\x00\x00\x01", 40)
+    _pipe_raw(d, "in", b"k", b"\x00\x00\x00\x02", -5)
+    assert [r.timestamp for r in d.create_output_topic("out", S, I).read_records_to_list()] == [40, 40]
+
+
+def test_custom_extractor_sees_deserialized_value_and_sets_output_timestamp():
+    class FromValue(TimestampExtractor):
+        def extract(self, record, partition_time):
+            return record.value * 1000
+
+    d = _driver(FromValue())
+    d.create_input_topic("in", S, I).pipe_input("k", 7, timestamp_ms=1)
+    assert d.create_output_topic("out", S, I).read_record().timestamp == 7000
+
+
+def test_wallclock_extractor_and_function_extractor():
+    d = _driver(WallclockTimestampExtractor())
+    d.create_input_topic("in", S, I).pipe_input("k", 1, timestamp_ms=1)
+    assert d.create_output_topic("out", S, I).read_record().timestamp > 1_600_000_000_000
+    d = _driver(lambda record, partition_time: 99)
+    d.create_input_topic("in", S, I).pipe_input("k", 1, timestamp_ms=1)
+    assert d.create_output_topic("out", S, I).read_record().timestamp == 99
+
+
+@given(st.lists(st.integers(0, 10_000), min_size=1, max_size=50))
+def test_stream_time_is_the_running_maximum(timestamps):
+    seen = []
+
+    class Watch(Processor):
+        def init(self, context):
+            self.context = context
+
+        def process(self, record):
+            seen.append(self.context.current_stream_time_ms())
+
+    b = StreamsBuilder()
+    b.stream("in", key_serde=S, value_serde=I).process(Watch)
+    d = TopologyTestDriver(b.build())
+    i = d.create_input_topic("in", S, I)
+    for ts in timestamps:
+        i.pipe_input("k", 0, timestamp_ms=ts)
+    assert seen == [max(timestamps[: n + 1]) for n in range(len(timestamps))]
+
+
+def test_log_and_fail_is_the_default_for_bad_records():
+    d = _driver()
+    with pytest.raises(SerializationError, match=r"topic 'in', partition 0, offset 0"):
+        _pipe_raw(d, "in", b"k", b"bad", 1)
+
+
+def test_log_and_continue_skips_bad_records_and_dead_letters_them():
+    d = _driver(config={"deserialization.exception.handler": "log_and_continue",
+                        "errors.dead.letter.queue.topic.name": "dlq"})
+    _pipe_raw(d, "in", b"k", b"bad", 1)
+    _pipe_raw(d, "in", b"k", b"\x00\x00\x00\x03", 2)
+    assert d.create_output_topic("out", S, I).read_values_to_list() == [3]
+    dead = d.create_output_topic("dlq", Serdes.ByteArray(), Serdes.ByteArray()).read_record()
+    assert dead.value == b"bad" and dead.key == b"k"
+    headers = dict(dead.headers)
+    assert headers["__streams.errors.topic"] == b"in"
+    assert headers["__streams.errors.offset"] == b"0"
+    assert b"Integer" in headers["__streams.errors.message"]
+
+
+def test_custom_partitioner_gets_the_partition_count_and_is_checked():
+    d = _driver(partitioner=lambda topic, k, v, n: n - 1, value_serde=I)
+    d.create_input_topic("in", S, I).pipe_input("k", 1)
+    assert d.producer_records()[0].partition == 0  # the driver's topics have one partition
+    d = _driver(partitioner=lambda topic, k, v, n: 5)
+    with pytest.raises(Exception, match="partition 5"):
+        d.create_input_topic("in", S, I).pipe_input("k", 1)
+
+
+def test_topic_name_extractor():
+    b = StreamsBuilder()
+    b.stream("in", key_serde=S, value_serde=I).to(
+        lambda k, v, meta: f"out-{k}-{meta.topic}", value_serde=I)
+    d = TopologyTestDriver(b.build())
+    d.create_input_topic("in", S, I).pipe_input("a", 1)
+    assert d.create_output_topic("out-a-in", S, I).read_value() == 1
