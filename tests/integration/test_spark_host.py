@@ -1,0 +1,100 @@
+"""Spark-host specifics: wall-clock punctuation, dead letters, partitioning, plan limits."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Producer
+
+from kspark import KafkaStreams, Serdes, StreamsBuilder
+from kspark._engine.partitioner import default_partition
+from kspark.errors import TopologyError
+from kspark.processor import Processor, PunctuationType
+from tests.conftest import consume_all
+
+pytestmark = pytest.mark.integration
+S, I = Serdes.String(), Serdes.Integer()
+
+
+def _produce(broker, topic, records):
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    for k, v, ts in records:
+        p.produce(topic, key=k, value=v, timestamp=ts)
+    p.flush(10)
+
+
+class WallTicker(Processor):
+    def init(self, context):
+        self.context = context
+        context.schedule(1, PunctuationType.WALL_CLOCK_TIME, self.tick)
+        self.ticked = False
+
+    def tick(self, now):
+        if not self.ticked and getattr(self, "last", None) is not None:
+            self.ticked = True
+            self.context.forward(self.last.with_value(f"tick-{self.context.task_id()}"))
+
+    def process(self, record):
+        self.last = record
+
+
+def test_wall_clock_punctuation_fires_in_each_task(broker, spark, admin, topic_name, app_config):
+    src, dst = topic_name("wall-in"), topic_name("wall-out")
+    admin.create_topics({src: 2, dst: 2})
+    _produce(broker, src, [(f"k{i}".encode(), I.serialize(src, i), 1000 + i) for i in range(20)])
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=I).process(WallTicker).to(dst, key_serde=S,
+                                                                     value_serde=S)
+    streams = KafkaStreams(b.build(), app_config(), spark=spark)
+    streams.start()
+    assert streams.await_termination(120)
+    streams.close()
+    values = sorted(m.value().decode() for m in consume_all(broker, dst, 2, timeout_s=20))
+    assert values == ["tick-0_0", "tick-0_1"]
+
+
+def test_bad_records_go_to_the_dead_letter_topic_and_processing_continues(
+        broker, spark, admin, topic_name, app_config):
+    src, dst, dlq = topic_name("dl-in"), topic_name("dl-out"), topic_name("dl-dlq")
+    admin.create_topics({src: 1, dst: 1, dlq: 1})
+    _produce(broker, src, [(b"a", I.serialize(src, 1), 1), (b"b", b"bad", 2),
+                           (b"c", I.serialize(src, 3), 3)])
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=I).to(dst)
+    cfg = app_config(**{"deserialization.exception.handler": "log_and_continue",
+                        "errors.dead.letter.queue.topic.name": dlq})
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    streams.start()
+    assert streams.await_termination(120)
+    streams.close()
+    assert [I.deserialize(dst, m.value()) for m in consume_all(broker, dst, 2)] == [1, 3]
+    [dead] = consume_all(broker, dlq, 1)
+    assert dead.value() == b"bad"
+    assert dict(dead.headers())["__streams.errors.offset"] == b"1"
+
+
+def test_engine_partition_matches_where_kafka_puts_keyed_records(
+        broker, spark, admin, topic_name, app_config):
+    src, dst = topic_name("part-in"), topic_name("part-out")
+    admin.create_topics({src: 1, dst: 5})
+    _produce(broker, src, [(f"key-{i}".encode(), I.serialize(src, i), 10 + i) for i in range(100)])
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=I).to(dst)
+    streams = KafkaStreams(b.build(), app_config(), spark=spark)
+    streams.start()
+    assert streams.await_termination(120)
+    streams.close()
+    msgs = consume_all(broker, dst, 100)
+    assert len(msgs) == 100
+    assert all(m.partition() == default_partition(m.key(), 5) for m in msgs)
+
+
+def test_a_sub_topology_feeding_two_others_is_refused_clearly(
+        broker, spark, admin, topic_name, app_config):
+    src = topic_name("fan-in")
+    admin.create_topics({src: 1, "fan-a": 1, "fan-b": 1})
+    b = StreamsBuilder()
+    s = b.stream(src, key_serde=S, value_serde=I)
+    s.repartition(name="one").to("fan-a")
+    s.repartition(name="two").to("fan-b")
+    with pytest.raises(TopologyError, match="feeds sub-topologies"):
+        KafkaStreams(b.build(), app_config(), spark=spark).start()
