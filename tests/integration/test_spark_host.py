@@ -98,3 +98,23 @@ def test_a_sub_topology_feeding_two_others_is_refused_clearly(
     s.repartition(name="two").to("fan-b")
     with pytest.raises(TopologyError, match="feeds sub-topologies"):
         KafkaStreams(b.build(), app_config(), spark=spark).start()
+
+
+def test_offset_reset_latest_skips_what_was_there_before_the_first_start(
+        broker, spark, admin, topic_name, app_config):
+    src, dst = topic_name("reset-in"), topic_name("reset-out")
+    admin.create_topics({src: 1, dst: 1})
+    _produce(broker, src, [(b"old", I.serialize(src, 1), 1)])
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=I, offset_reset="latest").to(dst)
+    cfg = app_config()
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    streams.start()
+    assert streams.await_termination(120)
+    streams.close()
+    _produce(broker, src, [(b"new", I.serialize(src, 2), 2)])
+    streams = KafkaStreams(b.build(), cfg, spark=spark)  # restart: resumes from its checkpoint
+    streams.start()
+    assert streams.await_termination(120)
+    streams.close()
+    assert [m.key() for m in consume_all(broker, dst, 1)] == [b"new"]

@@ -6,7 +6,7 @@ They are re-exported by :mod:`kspark.processor`, which is where users import the
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Generic, Mapping, TypeVar
 
 __all__ = ["Record", "RecordMetadata", "Processor", "ProcessorContext", "Headers"]
@@ -16,7 +16,7 @@ V = TypeVar("V")
 Headers = tuple[tuple[str, bytes | None], ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Record(Generic[K, V]):
     """An immutable record flowing through a topology.
 
@@ -33,19 +33,19 @@ class Record(Generic[K, V]):
 
     def with_key(self, key: Any) -> "Record":
         """A copy with another key."""
-        return replace(self, key=key)
+        return Record(key, self.value, self.timestamp, self.headers)
 
     def with_value(self, value: Any) -> "Record":
         """A copy with another value."""
-        return replace(self, value=value)
+        return Record(self.key, value, self.timestamp, self.headers)
 
     def with_timestamp(self, timestamp: int) -> "Record":
         """A copy with another timestamp (ms since the epoch)."""
-        return replace(self, timestamp=timestamp)
+        return Record(self.key, self.value, timestamp, self.headers)
 
     def with_headers(self, headers: Any) -> "Record":
         """A copy with other headers: a sequence of ``(key, bytes)`` or a mapping."""
-        return replace(self, headers=normalize_headers(headers))
+        return Record(self.key, self.value, self.timestamp, normalize_headers(headers))
 
 
 def normalize_headers(headers: Any) -> Headers:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 __all__ = ["RawRecord", "ProcessorNode", "SourceNode", "SinkNode"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RawRecord:
     """A record as read from Kafka: serialized key and value plus metadata."""
 

@@ -39,6 +39,12 @@ class PartitionGroup:
 
     def drain(self) -> Iterable[RawRecord]:
         """Yield every buffered record, lowest head timestamp first."""
+        queues = [q for q in self._queues.values() if q]
+        if len(queues) == 1:  # one partition: offset order is the order
+            q = queues[0]
+            while q:
+                yield q.popleft()
+            return
         heap = [(q[0].timestamp, tp, q) for tp, q in self._queues.items() if q]
         heapq.heapify(heap)
         while heap:

@@ -46,7 +46,7 @@ class StreamTask:
         self.collector = collector
         self.clock = clock
         self.stream_time = -1
-        self.record_metadata: RecordMetadata | None = None
+        self._current: RawRecord | None = None
         self.commit_requested = False
         self.processed = 0
         self.dropped = 0
@@ -60,6 +60,12 @@ class StreamTask:
         self._wall_punctuations = PunctuationQueue()
         for node in self.nodes:
             node.init(self)
+
+    @property
+    def record_metadata(self) -> RecordMetadata | None:
+        """Topic, partition and offset of the input record being processed (None in punctuation)."""
+        raw = self._current
+        return None if raw is None else RecordMetadata(raw.topic, raw.partition, raw.offset)
 
     def add_records(self, records: Iterable[RawRecord]) -> None:
         """Buffer input records; :meth:`process_buffered` processes them in timestamp order."""
@@ -78,7 +84,7 @@ class StreamTask:
         source = self.sources.get(raw.topic)
         if source is None:
             raise TopologyError(f"task {self.task_id} has no source for topic {raw.topic!r}")
-        self.record_metadata = RecordMetadata(raw.topic, raw.partition, raw.offset)
+        self._current = raw
         try:
             record = source.deserialize(raw)
         except SerializationError as e:
@@ -91,7 +97,7 @@ class StreamTask:
             log.warning("task %s skips the record at topic %r, partition %d, offset %d: its "
                         "timestamp extractor returned %d", self.task_id, raw.topic,
                         raw.partition, raw.offset, ts)
-            self.record_metadata = None
+            self._current = None
             return
         if ts != record.timestamp:
             record = record.with_timestamp(ts)
@@ -101,11 +107,13 @@ class StreamTask:
             self.stream_time = ts
         source.process(record)
         self.processed += 1
-        self.record_metadata = None
+        self._current = None
         self.maybe_punctuate_stream_time()
 
     def _extract(self, source: SourceNode, raw: RawRecord, record: Record, partition_time: int) -> int:
         extractor = source.timestamp_extractor or self._default_extractor
+        if raw.timestamp >= 0 and type(extractor) is FailOnInvalidTimestamp:
+            return raw.timestamp  # the default extractor on a valid timestamp: no call needed
         if isinstance(extractor, type):
             extractor = extractor()
         view = ConsumerRecord(raw.topic, raw.partition, raw.offset, raw.timestamp, record.key,
@@ -126,7 +134,7 @@ class StreamTask:
             )
             self.collector.send(self._dead_letter_topic, raw.key, raw.value, raw.timestamp,
                                 headers, None)
-        self.record_metadata = None
+        self._current = None
         if self._on_bad_record != "log_and_continue":
             raise error
         self.dropped += 1
@@ -145,7 +153,7 @@ class StreamTask:
 
     def maybe_punctuate_stream_time(self) -> int:
         """Fire the stream-time punctuations that are due; returns how many fired."""
-        if self.stream_time < 0:
+        if self.stream_time < 0 or not self._stream_punctuations.schedules:
             return 0
         return self._fire(self._stream_punctuations.due(self.stream_time), self.stream_time)
 

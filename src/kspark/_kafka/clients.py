@@ -69,17 +69,19 @@ def _consume_some(consumer: Consumer, topic: str, partition: int, position: int,
     batch = []
     for m in msgs:
         err = m.error()
-        if err is not None:
+        if err is None:
+            offset = m.offset()
+            if offset >= end:
+                position = end
+                break
+            batch.append(m)
+            position = offset + 1
+        else:
             if err.code() == KafkaError._PARTITION_EOF:
                 position = max(position, _position(consumer, topic, partition, position))
                 continue
             raise SourceReadError(f"reading topic {topic!r} partition {partition} at "
                                   f"offset {position} failed: {err.str()}")
-        if m.offset() >= end:
-            position = end
-            break
-        batch.append(m)
-        position = m.offset() + 1
     return batch, position, bool(msgs)
 
 
@@ -95,7 +97,9 @@ class TaskProducer(RecordCollector):
                  flush_timeout_s: float = 120.0):
         conf = {"bootstrap.servers": bootstrap, "client.id": client_id,
                 "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-                "partitioner": "murmur2_random", "logger": _Quiet()}
+                "partitioner": "murmur2_random", "logger": _Quiet(),
+                # Only failed deliveries call back: no Python call per record written.
+                "delivery.report.only.error": True, "on_delivery": self._on_delivery}
         conf.update(extra or {})
         self.client_id = client_id
         self._producer = Producer(conf)
@@ -108,15 +112,14 @@ class TaskProducer(RecordCollector):
             self._errors.append(f"topic {msg.topic()!r} partition {msg.partition()}: {err.str()}")
 
     def send(self, topic, key, value, timestamp, headers, partition) -> None:
-        kwargs: dict[str, Any] = {"key": key, "value": value, "timestamp": timestamp,
-                                  "on_delivery": self._on_delivery}
-        if headers:
-            kwargs["headers"] = list(headers)
-        if partition is not None:
-            kwargs["partition"] = partition
+        produce = self._producer.produce
         while True:
             try:
-                self._producer.produce(topic, **kwargs)
+                if partition is None and not headers:
+                    produce(topic, value, key, timestamp=timestamp)
+                else:
+                    produce(topic, value, key, partition=-1 if partition is None else partition,
+                            timestamp=timestamp, headers=list(headers) if headers else None)
                 break
             except BufferError:
                 self._producer.poll(0.1)

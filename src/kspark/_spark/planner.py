@@ -26,8 +26,10 @@ def _shuffle_keys(spark: SparkSession, n: int) -> list[int]:
     return [keys[p] for p in range(n)]
 
 
-def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str]) -> DataFrame:
+def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
+              resets: dict[str, str]) -> DataFrame:
     return (spark.readStream.format("kspark_kafka")
+            .option("resets", json.dumps({t: resets[t] for t in topics if t in resets}))
             .option("bootstrap", c["bootstrap.servers"])
             .option("topics", json.dumps(topics))
             .option("max_offsets", str(c["max.offsets.per.trigger"]))
@@ -46,6 +48,7 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
     """
     app_id = c["application.id"]
     internal = set(graph.internal_topics())
+    resets = {t: s.offset_reset for s in graph.sources() if s.offset_reset for t in s.topics}
     subs = sub_topologies(graph)
     tasks: dict[int, int] = {}
     fed_count: dict[str, int] = {}  # spec topic name -> partitions
@@ -67,7 +70,7 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
                 "sub-topology may feed at most one other for now. Merge the branches before "
                 "repartitioning, or run it in the TopologyTestDriver.")
         fed_names = [topic_name(t, t in internal, app_id) for t in st.fed_topics]
-        df = _stage_input(spark, c, st, fed_names, outputs, subs, tasks[st.id], keys)
+        df = _stage_input(spark, c, st, fed_names, resets, outputs, subs, tasks[st.id], keys)
         fed = {topic_name(t, t in internal, app_id): (fed_count[t], t not in internal)
                for t in st.feeds}
         counts = dict(partition_counts)
@@ -84,11 +87,12 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
 
 
 def _stage_input(spark: SparkSession, c: StreamsConfig, st: SubTopology, fed_names: list[str],
+                 resets: dict[str, str],
                  outputs: dict[int, DataFrame], subs: list[SubTopology], n: int,
                  keys: dict[int, list[int]]) -> DataFrame:
     parts: list[DataFrame] = []
     if st.user_topics:
-        kafka = _kafka_df(spark, c, list(st.user_topics))
+        kafka = _kafka_df(spark, c, list(st.user_topics), resets)
         if not st.fed_topics:
             return kafka  # one input partition per task already: no shuffle
         mapping = F.create_map(*[x for p, k in enumerate(keys[n]) for x in (F.lit(p), F.lit(k))])

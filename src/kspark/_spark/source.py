@@ -63,6 +63,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.read_timeout_ms = int(options["read_timeout_ms"])
         self.consumer_conf: dict[str, Any] = json.loads(options.get("consumer_conf", "{}"))
         self.admin_conf: dict[str, Any] = json.loads(options.get("admin_conf", "{}"))
+        self.resets: dict[str, str] = json.loads(options.get("resets", "{}"))
         self._stop_at: Offsets | None = None
 
     def _admin(self) -> Any:
@@ -80,7 +81,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return out
 
     def initialOffset(self) -> Offsets:
-        return self._ends(self._admin(), earliest=True)
+        """Where a new query starts: each topic's earliest offset, or its end for 'latest' sources."""
+        admin = self._admin()
+        earliest, latest = self._ends(admin, earliest=True), self._ends(admin)
+        return {t: (latest if self.resets.get(t) == "latest" else earliest)[t] for t in self.topics}
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         ends = self._stop_at if self._stop_at is not None else self._ends(self._admin())
@@ -133,14 +137,17 @@ def _cap(start: Offsets, ends: Offsets, max_rows: int) -> Offsets:
 
 
 def _to_arrow(msgs: list) -> pa.RecordBatch:
-    cols: dict[str, list] = {n: [] for n in ARROW_SCHEMA.names}
+    topics, parts, offs, tss, keys, values, headers = [], [], [], [], [], [], []
     for m in msgs:
-        cols["topic"].append(m.topic())
-        cols["partition"].append(m.partition())
-        cols["offset"].append(m.offset())
-        cols["timestamp"].append(m.timestamp()[1])
-        cols["key"].append(m.key())
-        cols["value"].append(m.value())
+        topics.append(m.topic())
+        parts.append(m.partition())
+        offs.append(m.offset())
+        tss.append(m.timestamp()[1])
+        keys.append(m.key())
+        values.append(m.value())
         h = m.headers()
-        cols["headers"].append([{"key": k, "value": v} for k, v in h] if h else [])
-    return pa.RecordBatch.from_pydict(cols, schema=ARROW_SCHEMA)
+        headers.append([{"key": k, "value": v} for k, v in h] if h else [])
+    return pa.RecordBatch.from_arrays(
+        [pa.array(topics, pa.string()), pa.array(parts, pa.int32()), pa.array(offs, pa.int64()),
+         pa.array(tss, pa.int64()), pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+         pa.array(headers, ARROW_SCHEMA.field("headers").type)], schema=ARROW_SCHEMA)

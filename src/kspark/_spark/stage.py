@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 from pyspark import TaskContext
 
 from kspark._engine.collector import RecordCollector
@@ -90,18 +91,21 @@ class _RoutingCollector(RecordCollector):
 
 
 def _raw_records(batch: pa.RecordBatch) -> list[tuple[tuple, RawRecord]]:
-    cols = batch.to_pydict()
-    src = cols.get("src_task") or [-1] * batch.num_rows
-    out = []
-    for topic, part, off, ts, key, value, headers, s in zip(
-            cols["topic"], cols["partition"], cols["offset"], cols["timestamp"],
-            cols["key"], cols["value"], cols["headers"], src):
-        hs = tuple((h["key"], h["value"]) for h in headers) if headers else ()
-        # Kafka records keep offset order; shuffled ones are ordered by (timestamp,
-        # upstream task, sequence) so that a replay sees the same order.
-        order = (0, off, 0, 0) if s is None or s < 0 else (ts, s, off, 1)
-        out.append((order, RawRecord(topic, part, off, ts, key, value, hs)))
-    return out
+    n = batch.num_rows
+    col = batch.column
+    topic, part, off, ts = (col(i).to_pylist() for i in range(4))
+    key, value = col(4).to_pylist(), col(5).to_pylist()
+    hcol = col(6)
+    has_headers = n and pa.compute.sum(pa.compute.list_value_length(hcol)).as_py()
+    headers = ([tuple((h["key"], h["value"]) for h in hs) if hs else () for hs in hcol.to_pylist()]
+               if has_headers else [()] * n)
+    src = col(7).to_pylist() if batch.num_columns > 7 else None
+    if src is None:  # straight from Kafka: offset order within each partition
+        return [((0, o, 0, 0), RawRecord(t, p, o, s, k, v, h))
+                for t, p, o, s, k, v, h in zip(topic, part, off, ts, key, value, headers)]
+    # Shuffled rows are ordered by (timestamp, upstream task, sequence): a replay sees the same order.
+    return [((s, u, o, 1), RawRecord(t, p, o, s, k, v, h))
+            for t, p, o, s, k, v, h, u in zip(topic, part, off, ts, key, value, headers, src)]
 
 
 def make_stage(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
@@ -123,7 +127,8 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
         task.partition_counts = plan.partition_counts
         try:
             records = [r for b in batches for r in _raw_records(b)]
-            records.sort(key=lambda r: r[0])
+            if any(order[3] for order, _ in records):  # shuffled rows: make their order replayable
+                records.sort(key=lambda r: r[0])
             task.add_records(r for _, r in records)
             task.process_buffered()
             task.maybe_punctuate_wall_clock()

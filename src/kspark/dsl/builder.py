@@ -7,6 +7,7 @@ from typing import Any
 
 from kspark._graph.graph import SourceSpec, TopologyGraph
 from kspark.dsl.kstream import KStream
+from kspark.errors import TopologyError
 from kspark.processor.topology import Topology
 
 __all__ = ["StreamsBuilder"]
@@ -34,7 +35,13 @@ class StreamsBuilder:
     def stream(self, topic_or_topics: str | list[str], *, key_serde: Any = None,
                value_serde: Any = None, timestamp_extractor: Callable | None = None,
                offset_reset: str | None = None) -> KStream:
-        """A KStream of the records of one topic or several."""
+        """A KStream of the records of one topic or several.
+
+        ``offset_reset`` ("earliest", the default, or "latest") says where a new application
+        starts reading these topics; a restarted one resumes from its checkpoint.
+        """
+        if offset_reset not in (None, "earliest", "latest"):
+            raise TopologyError(f"offset_reset must be 'earliest' or 'latest', got {offset_reset!r}")
         topics = (topic_or_topics,) if isinstance(topic_or_topics, str) else tuple(topic_or_topics)
         name = self._graph.next_name("KSTREAM-SOURCE")
         self._graph.add(SourceSpec(name, topics, key_serde, value_serde,
