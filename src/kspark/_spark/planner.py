@@ -58,7 +58,8 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
         for t in st.feeds:
             fed_count[t] = tasks[st.id] if t in internal else partition_counts[t]
     readers = {t: st for st in subs for t in st.fed_topics}
-    keys = {n: _shuffle_keys(spark, n) for n in set(fed_count.values()) | set(tasks.values())}
+    shuffled = [tasks[st.id] for st in subs if st.fed_topics]
+    keys = {n: _shuffle_keys(spark, n) for n in set(fed_count.values()) | set(shuffled)}
 
     outputs: dict[int, DataFrame] = {}
     terminal: list[DataFrame] = []
@@ -75,7 +76,8 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
                for t in st.feeds}
         counts = dict(partition_counts)
         counts.update({name: n for name, (n, _) in fed.items()})
-        plan = StagePlan(st.id, st.nodes, fed, keys, counts)
+        streaming = len(st.user_topics) == 1 and not st.fed_topics
+        plan = StagePlan(st.id, st.nodes, fed, keys, counts, streaming)
         out = df.mapInArrow(make_stage(graph, c.as_dict(), plan), FED_SCHEMA)
         outputs[st.id] = out
         if not st.feeds:

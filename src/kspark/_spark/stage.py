@@ -50,6 +50,7 @@ class StagePlan:
     fed: dict[str, tuple[int, bool]]
     shuffle_keys: dict[int, list[int]]
     partition_counts: dict[str, int]
+    streaming: bool = False  # one input topic, nothing shuffled in: process batch by batch
 
 
 class _RoutingCollector(RecordCollector):
@@ -126,11 +127,16 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
         task.collector = collector
         task.partition_counts = plan.partition_counts
         try:
-            records = [r for b in batches for r in _raw_records(b)]
-            if any(order[3] for order, _ in records):  # shuffled rows: make their order replayable
-                records.sort(key=lambda r: r[0])
-            task.add_records(r for _, r in records)
-            task.process_buffered()
+            if plan.streaming:  # one partition per task: offset order is processing order
+                for b in batches:
+                    task.add_records(r for _, r in _raw_records(b))
+                    task.process_buffered()
+            else:
+                records = [r for b in batches for r in _raw_records(b)]
+                if any(order[3] for order, _ in records):  # shuffled rows: replayable order
+                    records.sort(key=lambda r: r[0])
+                task.add_records(r for _, r in records)
+                task.process_buffered()
             task.maybe_punctuate_wall_clock()
             task.flush()
         except BaseException:
