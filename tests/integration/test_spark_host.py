@@ -118,3 +118,16 @@ def test_offset_reset_latest_skips_what_was_there_before_the_first_start(
     assert streams.await_termination(120)
     streams.close()
     assert [m.key() for m in consume_all(broker, dst, 1)] == [b"new"]
+
+
+def test_copartitioned_topics_with_different_partition_counts_fail_at_start(
+        broker, spark, admin, topic_name, app_config):
+    left, right, dst = topic_name("cop-l"), topic_name("cop-r"), topic_name("cop-out")
+    admin.create_topics({left: 2, right: 3, dst: 1})
+    b = StreamsBuilder()
+    b.stream(left, key_serde=S, value_serde=I).merge(
+        b.stream(right, key_serde=S, value_serde=I)).to(dst)
+    topology = b.build()
+    topology._graph.copartition(left, right)  # what a join registers
+    with pytest.raises(TopologyError, match=rf"'{left}' has 2, '{right}' has 3"):
+        KafkaStreams(topology, app_config(), spark=spark).start()

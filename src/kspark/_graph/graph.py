@@ -61,6 +61,8 @@ class TopologyGraph:
 
     nodes: dict[str, NodeSpec] = field(default_factory=dict)
     _counter: int = 0
+    # Groups of source topics whose partition N must meet in task N (joins register them).
+    copartition_groups: list[frozenset[str]] = field(default_factory=list)
 
     def next_name(self, prefix: str) -> str:
         """A Kafka-Streams-style generated name, e.g. ``KSTREAM-FILTER-0000000001``."""
@@ -84,6 +86,21 @@ class TopologyGraph:
                 raise TopologyError(f"topic {sorted(dup)[0]!r} is already read by another source")
         self.nodes[spec.name] = spec
         return spec
+
+    def copartition(self, *topics: str) -> None:
+        """Require ``topics`` to be co-partitioned (same partition count, checked at start)."""
+        self.copartition_groups.append(frozenset(topics))
+
+    def check_copartitioning(self, partition_counts: dict[str, int]) -> None:
+        """Raise TopologyError naming the topics of any group whose partition counts differ."""
+        for group in self.copartition_groups:
+            counts = {t: partition_counts[t] for t in sorted(group) if t in partition_counts}
+            if len(set(counts.values())) > 1:
+                shown = ", ".join(f"{t!r} has {n}" for t, n in counts.items())
+                raise TopologyError(
+                    f"topics that must be co-partitioned have different partition counts "
+                    f"({shown}); give them the same number of partitions, or repartition() "
+                    "one side first")
 
     def sources(self) -> list[SourceSpec]:
         return [n for n in self.nodes.values() if isinstance(n, SourceSpec)]

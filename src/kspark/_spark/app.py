@@ -39,6 +39,7 @@ class SparkApplication:
         user_sources = [t for t in self.graph.user_source_topics() if t not in self.graph.sink_topics()]
         admin.check_topics(user_sources, self.graph.sink_topics())
         counts = admin.partition_counts()
+        self.graph.check_copartitioning(counts)
         spark = self._spark or build_session({k: v for k, v in c.items() if k.startswith("spark.")})
         ensure_registered(spark)
         out = plan_query(spark, self.graph, c, counts)
