@@ -9,14 +9,11 @@ from typing import Any
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kspark._kafka import QuietLogger
 from kspark.errors import BrokerUnreachableError, KSparkError, MissingSinkTopicError, MissingSourceTopicError
 
 __all__ = ["Admin"]
 
-
-class _Quiet:
-    def log(self, *args: object, **kwargs: object) -> None:
-        pass
 
 
 class Admin:
@@ -25,7 +22,7 @@ class Admin:
     def __init__(self, bootstrap: str, timeout_ms: int = 30000, extra: Mapping[str, Any] | None = None):
         self.bootstrap = bootstrap
         self.timeout_s = timeout_ms / 1000
-        conf = {"bootstrap.servers": bootstrap, "logger": _Quiet(), "socket.timeout.ms": timeout_ms}
+        conf = {"bootstrap.servers": bootstrap, "logger": QuietLogger(), "socket.timeout.ms": timeout_ms}
         conf.update(extra or {})
         self._admin = AdminClient(conf)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kspark._kafka.jars import kafka_libs, kspark_home
 from kspark._kafka.prereqs import java_binary
+from kspark._kafka import QuietLogger
 from kspark.errors import BrokerError
 
 __all__ = ["LocalBroker", "BrokerStatus", "free_port"]
@@ -190,7 +191,7 @@ class LocalBroker:
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0,
-                             "logger": _SilentLogger()})
+                             "logger": QuietLogger()})
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -213,12 +214,6 @@ class LocalBroker:
         except OSError:
             return "(no log written)"
 
-
-class _SilentLogger:
-    """A logging.Logger stand-in that drops librdkafka's connection-refused chatter."""
-
-    def log(self, *args: object, **kwargs: object) -> None:
-        pass
 
 
 def _reap(pid: int) -> None:

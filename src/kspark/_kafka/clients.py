@@ -9,14 +9,11 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from kspark._engine.collector import RecordCollector
+from kspark._kafka import QuietLogger
 from kspark.errors import SinkWriteError, SourceReadError
 
 __all__ = ["read_range", "TaskProducer", "task_producer"]
 
-
-class _Quiet:
-    def log(self, *args: object, **kwargs: object) -> None:
-        pass
 
 
 def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
@@ -36,7 +33,7 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
             "enable.auto.commit": False, "enable.auto.offset.store": False,
             "isolation.level": "read_committed", "enable.partition.eof": True,
             "auto.offset.reset": "earliest", "fetch.max.bytes": 52428800,
-            "logger": _Quiet(), "error_cb": lambda err: errors.append(err.str())}
+            "logger": QuietLogger(), "error_cb": lambda err: errors.append(err.str())}
     conf.update(extra or {})
     position, last_progress = start, time.monotonic()
     while position < end:
@@ -97,7 +94,7 @@ class TaskProducer(RecordCollector):
                  flush_timeout_s: float = 120.0):
         conf = {"bootstrap.servers": bootstrap, "client.id": client_id,
                 "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-                "partitioner": "murmur2_random", "logger": _Quiet(),
+                "partitioner": "murmur2_random", "logger": QuietLogger(),
                 # Only failed deliveries call back: no Python call per record written.
                 "delivery.report.only.error": True, "on_delivery": self._on_delivery}
         conf.update(extra or {})
