@@ -89,9 +89,9 @@ def test_print_writes_label_key_value(capsys):
     assert capsys.readouterr().out == "[dbg]: a, 1\n"
 
 
-def test_process_with_store_names_is_a_clear_error():
+def test_process_with_an_unknown_store_is_a_clear_error():
     s = StreamsBuilder().stream("in", key_serde=S, value_serde=I)
-    with pytest.raises(TopologyError, match="state stores"):
+    with pytest.raises(TopologyError, match="no state store named 'store'"):
         s.process(Processor, "store")
 
 

@@ -104,6 +104,10 @@ class ProcessorContext(ABC):
         """Ask for a commit as soon as possible (on Spark: at the end of the micro-batch)."""
 
     @abstractmethod
+    def get_state_store(self, name: str) -> Any:
+        """The state store ``name``; the processor must be connected to it."""
+
+    @abstractmethod
     def schedule(self, interval_ms: int, punctuation_type: Any, callback: Any) -> Any:
         """Call ``callback(timestamp)`` every ``interval_ms`` of stream time or wall-clock time.
 

@@ -48,5 +48,8 @@ class NodeContext(ProcessorContext):
     def commit(self) -> None:
         self._task.commit_requested = True
 
+    def get_state_store(self, name: str) -> Any:
+        return self._task.get_state_store(self._node, name)
+
     def schedule(self, interval_ms: int, punctuation_type: Any, callback: Any) -> Any:
         return self._task.schedule(self._node, interval_ms, punctuation_type, callback)

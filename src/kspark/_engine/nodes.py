@@ -34,6 +34,7 @@ class ProcessorNode:
         self.name = name
         self.processor = processor
         self.children: list[ProcessorNode] = []
+        self.store_names: set[str] = set()
 
     def init(self, task: "StreamTask") -> None:
         from kspark._engine.context import NodeContext

@@ -17,6 +17,7 @@ from kspark._engine.punctuation import (
     PunctuationSchedule,
     PunctuationType,
 )
+from kspark._engine.state.build import build_store, changelog_topic, task_store_dir
 from kspark._engine.timestamps import ConsumerRecord, FailOnInvalidTimestamp, TimestampExtractor
 from kspark.errors import SerializationError, TopologyError
 
@@ -38,7 +39,8 @@ class StreamTask:
 
     def __init__(self, task_id: str, sources: Mapping[str, SourceNode],
                  nodes: Iterable[ProcessorNode], config: Mapping[str, Any],
-                 collector: RecordCollector, clock: Callable[[], int] = _wall_clock_ms):
+                 collector: RecordCollector, clock: Callable[[], int] = _wall_clock_ms,
+                 store_builders: Mapping[str, Any] | None = None):
         self.task_id = task_id
         self.sources = dict(sources)
         self.nodes = list(nodes)
@@ -58,8 +60,30 @@ class StreamTask:
         self._group = PartitionGroup()
         self._stream_punctuations = PunctuationQueue()
         self._wall_punctuations = PunctuationQueue()
+        self.partition = int(task_id.rsplit("_", 1)[-1])
+        self.current_timestamp = -1
+        self.stores = {name: self._build_store(b) for name, b in (store_builders or {}).items()}
         for node in self.nodes:
             node.init(self)
+
+    def _build_store(self, builder: Any) -> Any:
+        app_id = self.config["application.id"]
+        topic = changelog_topic(app_id, builder.name)
+
+        def log(key: bytes, value: bytes | None) -> None:
+            self.collector.send(topic, key, value, max(self.current_timestamp, 0), (), self.partition)
+
+        directory = task_store_dir(self.config["state.dir"], app_id, self.task_id)
+        return build_store(builder, directory, log)
+
+    def get_state_store(self, node: ProcessorNode, name: str) -> Any:
+        """The store ``name``, if ``node``'s processor is connected to it."""
+        if name not in node.store_names:
+            raise TopologyError(
+                f"processor {node.name!r} in task {self.task_id} has no access to state store "
+                f"{name!r}; connect it (KStream.process(supplier, {name!r}) or "
+                "Topology.connect_processor_and_state_stores)")
+        return self.stores[name]
 
     @property
     def record_metadata(self) -> RecordMetadata | None:
@@ -105,6 +129,7 @@ class StreamTask:
             self.partition_time[tp] = ts
         if ts > self.stream_time:
             self.stream_time = ts
+        self.current_timestamp = ts
         source.process(record)
         self.processed += 1
         self._current = None
@@ -164,6 +189,7 @@ class StreamTask:
 
     def _fire(self, schedules: list[PunctuationSchedule], now: int) -> int:
         for s in schedules:
+            self.current_timestamp = now
             s.callback(now)
         return len(schedules)
 
@@ -171,10 +197,15 @@ class StreamTask:
         node.process(record)
 
     def flush(self) -> None:
-        """End of a batch: flush the collector (raises if any write failed)."""
+        """End of a batch (a commit): write stores down, then flush the collector (raises if any
+        write failed)."""
+        for store in self.stores.values():
+            store.flush()
         self.collector.flush()
         self.commit_requested = False
 
     def close(self) -> None:
         for node in self.nodes:
             node.close()
+        for store in self.stores.values():
+            store.close()

@@ -63,6 +63,29 @@ class TopologyGraph:
     _counter: int = 0
     # Groups of source topics whose partition N must meet in task N (joins register them).
     copartition_groups: list[frozenset[str]] = field(default_factory=list)
+    # State stores: name -> (builder, names of the processors connected to it)
+    stores: dict[str, tuple[Any, set[str]]] = field(default_factory=dict)
+
+    def add_store(self, builder: Any, processors: tuple[str, ...] = ()) -> None:
+        if builder.name in self.stores:
+            raise TopologyError(f"a state store named {builder.name!r} already exists")
+        self.stores[builder.name] = (builder, set())
+        self.connect(processors, (builder.name,))
+
+    def connect(self, processors: tuple[str, ...], store_names: tuple[str, ...]) -> None:
+        """Give ``processors`` access to the named stores."""
+        for store in store_names:
+            if store not in self.stores:
+                raise TopologyError(f"no state store named {store!r}; add it with "
+                                    "Topology.add_state_store or StreamsBuilder.add_state_store")
+            for p in processors:
+                if not isinstance(self.nodes.get(p), ProcessorSpec):
+                    raise TopologyError(f"cannot connect store {store!r} to {p!r}: no processor "
+                                        "of that name")
+                self.stores[store][1].add(p)
+
+    def stores_of(self, processor: str) -> list[str]:
+        return sorted(n for n, (_, procs) in self.stores.items() if processor in procs)
 
     def next_name(self, prefix: str) -> str:
         """A Kafka-Streams-style generated name, e.g. ``KSTREAM-FILTER-0000000001``."""

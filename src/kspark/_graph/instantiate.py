@@ -62,7 +62,11 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
         for parent in spec.parents:
             nodes[parent].children.append(node)
         nodes[spec.name] = node
+    kwargs = {"clock": clock} if clock is not None else {}
     sources = {t: nodes[s.name] for s in graph.sources() if s.name in nodes
                for t in (topic_name(x, s.internal, app_id) for x in s.topics)}
-    kwargs = {"clock": clock} if clock is not None else {}
-    return StreamTask(task_id, sources, nodes.values(), config, collector, **kwargs)
+    stores = {name: builder for name, (builder, procs) in graph.stores.items() if procs & set(nodes)}
+    for name, node in nodes.items():
+        node.store_names = set(graph.stores_of(name))
+    return StreamTask(task_id, sources, nodes.values(), config, collector, store_builders=stores,
+                      **kwargs)

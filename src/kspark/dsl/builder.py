@@ -48,6 +48,11 @@ class StreamsBuilder:
                                    timestamp_extractor, offset_reset))
         return KStream(self._graph, name, key_serde, value_serde)
 
+    def add_state_store(self, builder: Any) -> "StreamsBuilder":
+        """Add a state store that ``KStream.process(supplier, "name")`` can connect to."""
+        self._graph.add_store(builder)
+        return self
+
     def build(self) -> Topology:
         """The topology built so far."""
         return Topology(self._graph)

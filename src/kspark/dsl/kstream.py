@@ -96,12 +96,15 @@ class KStream:
 
     def process(self, processor_supplier: Callable[[], Any], *store_names: str,
                 name: str | None = None) -> "KStream":
-        """Run a Processor API processor (``processor_supplier()`` makes one per task)."""
+        """Run a Processor API processor (``processor_supplier()`` makes one per task).
+
+        ``store_names`` name stores added with ``StreamsBuilder.add_state_store`` that the
+        processor may use through ``context.get_state_store(name)``.
+        """
+        out = self._then("KSTREAM-PROCESSOR", processor_supplier, name, keep_serdes=False)
         if store_names:
-            raise TopologyError(
-                f"process() was given state stores {store_names}: state stores are not "
-                "available in this kspark version yet (they come with the stateful issue)")
-        return self._then("KSTREAM-PROCESSOR", processor_supplier, name, keep_serdes=False)
+            self._graph.connect((out._node,), tuple(store_names))
+        return out
 
     def print(self, label: str | None = None, name: str | None = None) -> None:
         """Print each record as ``[label]: key, value`` (label defaults to the node's name)."""

@@ -51,6 +51,16 @@ class Topology:
         self._graph.add(SinkSpec(name, topic, tuple(parent_names), key_serde, value_serde, partitioner))
         return self
 
+    def add_state_store(self, builder: Any, *processor_names: str) -> "Topology":
+        """Add a state store, optionally connected to processors already in the topology."""
+        self._graph.add_store(builder, tuple(processor_names))
+        return self
+
+    def connect_processor_and_state_stores(self, processor_name: str, *store_names: str) -> "Topology":
+        """Give a processor access to stores added before."""
+        self._graph.connect((processor_name,), tuple(store_names))
+        return self
+
     def describe(self) -> str:
         """Sub-topologies, sources, processors and sinks, as Kafka Streams prints them."""
         lines = ["Topologies:"]
@@ -67,7 +77,7 @@ class Topology:
             topic = spec.topic if isinstance(spec.topic, str) else "<topic extractor>"
             head = f"    Sink: {spec.name} (topic: {topic})"
         else:
-            head = f"    Processor: {spec.name} (stores: [])"
+            head = f"    Processor: {spec.name} (stores: [{', '.join(self._graph.stores_of(spec.name))}])"
         out = [head]
         children = [c.name for c in self._graph.children(spec.name)]
         if children:

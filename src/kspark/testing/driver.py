@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -53,6 +55,10 @@ class TopologyTestDriver:
     def __init__(self, topology: Topology, config: Mapping[str, Any] | None = None,
                  initial_wall_clock_time_ms: int = 0):
         props = dict(_DRIVER_DEFAULTS)
+        self._tmp_state = None
+        if "state.dir" not in (config or {}):
+            self._tmp_state = tempfile.mkdtemp(prefix="kspark-driver-")
+            props["state.dir"] = self._tmp_state
         props.update(config or {})
         self.config = StreamsConfig(props)
         self._graph = topology._graph
@@ -114,9 +120,27 @@ class TopologyTestDriver:
     def _records_for(self, topic: str) -> list:
         return [r for r in self._collector.records if r.topic == topic]
 
+    def get_state_store(self, name: str) -> Any:
+        """The task's state store ``name`` (to read or seed it in a test)."""
+        if name not in self._task.stores:
+            raise TopologyError(f"the topology has no state store named {name!r}; it has "
+                                f"{sorted(self._task.stores)}")
+        return self._task.stores[name]
+
+    def get_key_value_store(self, name: str) -> Any:
+        """The key-value store ``name``."""
+        from kspark._engine.state.kv import KeyValueStore
+
+        store = self.get_state_store(name)
+        if not isinstance(store, KeyValueStore):
+            raise TopologyError(f"state store {name!r} is not a key-value store")
+        return store
+
     def close(self) -> None:
-        """Close the task's processors."""
+        """Close the task's processors and stores (and remove the driver's own state dir)."""
         self._task.close()
+        if self._tmp_state:
+            shutil.rmtree(self._tmp_state, ignore_errors=True)
 
     def __enter__(self) -> "TopologyTestDriver":
         return self

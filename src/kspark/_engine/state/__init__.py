@@ -1,0 +1,1 @@
+"""State stores of the engine: byte stores, and the layers stacked over them."""

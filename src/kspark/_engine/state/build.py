@@ -1,0 +1,41 @@
+"""Build a store from its builder for one task: byte store, then logging, caching, typing."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kspark._engine.state.bytes_stores import InMemoryBytesStore, RocksDBBytesStore
+from kspark._engine.state.kv import KeyValueStore
+from kspark._engine.state.layers import CachingLayer, ChangeLoggingLayer
+
+__all__ = ["build_store", "changelog_topic", "task_store_dir"]
+
+
+def changelog_topic(application_id: str, store: str) -> str:
+    """``<application.id>-<store>-changelog``, as Kafka Streams names it."""
+    return f"{application_id}-{store}-changelog"
+
+
+def build_store(builder: Any, directory: Path | None = None,
+                log: Callable[[bytes, bytes | None], None] | None = None) -> KeyValueStore:
+    """The store ``builder`` describes; ``log`` receives changes when logging is enabled."""
+    supplier = builder.supplier
+    if supplier.persistent:
+        where = directory or Path(tempfile.mkdtemp(prefix="kspark-store-"))
+        inner: Any = RocksDBBytesStore(supplier.name, Path(where) / supplier.name)
+    else:
+        inner = InMemoryBytesStore(supplier.name)
+    if builder.logging_enabled and log is not None:
+        inner = ChangeLoggingLayer(inner, log)
+    if builder.caching_enabled:
+        inner = CachingLayer(inner)
+    return KeyValueStore(supplier.name, inner, builder.key_serde, builder.value_serde)
+
+
+def task_store_dir(state_dir: str, application_id: str, task_id: str) -> Path:
+    """``<state.dir>/<application.id>/<task>``: where a task's persistent stores live."""
+    return Path(os.path.join(state_dir, application_id, task_id))

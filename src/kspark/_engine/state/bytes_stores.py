@@ -1,0 +1,128 @@
+"""Byte-level key-value stores ordered by key bytes: in-memory, and RocksDB through rocksdict."""
+
+from __future__ import annotations
+
+import bisect
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["InMemoryBytesStore", "RocksDBBytesStore"]
+
+Entry = tuple[bytes, bytes]
+
+
+class InMemoryBytesStore:
+    """A dict plus a sorted key list, so ranges come out in key-byte order."""
+
+    persistent = False
+
+    def __init__(self, name: str):
+        self.name = name
+        self._data: dict[bytes, bytes] = {}
+        self._keys: list[bytes] = []
+
+    def get(self, key: bytes) -> bytes | None:
+        return self._data.get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        if value is None:
+            self.delete(key)
+            return
+        if key not in self._data:
+            bisect.insort(self._keys, key)
+        self._data[key] = value
+
+    def delete(self, key: bytes) -> bytes | None:
+        old = self._data.pop(key, None)
+        if old is not None:
+            del self._keys[bisect.bisect_left(self._keys, key)]
+        return old
+
+    def range(self, lo: bytes | None, hi: bytes | None, reverse: bool = False) -> Iterator[Entry]:
+        """Entries with ``lo <= key <= hi`` (None: unbounded), in key order or reversed."""
+        i = 0 if lo is None else bisect.bisect_left(self._keys, lo)
+        j = len(self._keys) if hi is None else bisect.bisect_right(self._keys, hi)
+        keys = self._keys[i:j]
+        for k in reversed(keys) if reverse else keys:
+            yield k, self._data[k]
+
+    def approximate_num_entries(self) -> int:
+        return len(self._data)
+
+    def flush(self) -> None:
+        """Nothing to write: the data only lives in memory."""
+
+    def close(self) -> None:
+        self._data.clear()
+        self._keys.clear()
+
+    def destroy(self) -> None:
+        self.close()
+
+
+class RocksDBBytesStore:
+    """A RocksDB database under ``directory`` (rocksdict), iterated in key-byte order."""
+
+    persistent = True
+
+    def __init__(self, name: str, directory: Path):
+        from rocksdict import Options, Rdict
+
+        self.name = name
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        opts = Options(raw_mode=True)
+        opts.create_if_missing(True)
+        self._db = Rdict(str(self.directory), options=opts)
+
+    def get(self, key: bytes) -> bytes | None:
+        return self._db.get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        if value is None:
+            self.delete(key)
+        else:
+            self._db[key] = value
+
+    def delete(self, key: bytes) -> bytes | None:
+        old = self._db.get(key)
+        if old is not None:
+            del self._db[key]
+        return old
+
+    def range(self, lo: bytes | None, hi: bytes | None, reverse: bool = False) -> Iterator[Entry]:
+        it = self._db.iter()
+        if reverse:
+            it.seek_to_last() if hi is None else it.seek_for_prev(hi)
+            while it.valid():
+                k = it.key()
+                if lo is not None and k < lo:
+                    break
+                yield k, it.value()
+                it.prev()
+        else:
+            it.seek_to_first() if lo is None else it.seek(lo)
+            while it.valid():
+                k = it.key()
+                if hi is not None and k > hi:
+                    break
+                yield k, it.value()
+                it.next()
+
+    def approximate_num_entries(self) -> int:
+        try:
+            return int(self._db.property_int_value("rocksdb.estimate-num-keys") or 0)
+        except Exception:
+            return sum(1 for _ in self._db.keys())
+
+    def flush(self) -> None:
+        self._db.flush()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def destroy(self) -> None:
+        """Close and delete the database files (used when local state must be rebuilt)."""
+        self.close()
+        shutil.rmtree(self.directory, ignore_errors=True)

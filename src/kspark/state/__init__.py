@@ -1,0 +1,16 @@
+"""State stores: build them with :class:`Stores`, attach them to processors.
+
+Example:
+    >>> from kspark import Serdes
+    >>> from kspark.state import Stores
+    >>> builder = Stores.key_value_store_builder(
+    ...     Stores.persistent_key_value_store("counts"), Serdes.String(), Serdes.Long())
+    >>> builder.name, builder.logging_enabled, builder.caching_enabled
+    ('counts', True, False)
+"""
+
+from kspark._engine.state.kv import KeyValue, KeyValueIterator, KeyValueStore
+from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder, Stores
+
+__all__ = ["KeyValue", "KeyValueIterator", "KeyValueStore", "KeyValueBytesStoreSupplier",
+           "KeyValueStoreBuilder", "Stores"]

@@ -1,0 +1,72 @@
+"""The Stores factory, store suppliers and builders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kspark._engine.state.build import build_store
+from kspark._engine.state.kv import KeyValueStore
+
+__all__ = ["Stores", "KeyValueBytesStoreSupplier", "KeyValueStoreBuilder"]
+
+
+@dataclass(frozen=True)
+class KeyValueBytesStoreSupplier:
+    """Names a key-value store and says whether it is persistent (RocksDB) or in memory."""
+
+    name: str
+    persistent: bool
+
+
+@dataclass(frozen=True)
+class KeyValueStoreBuilder:
+    """A store to build per task: supplier, serdes, logging and caching."""
+
+    supplier: KeyValueBytesStoreSupplier
+    key_serde: Any
+    value_serde: Any
+    logging_enabled: bool = True
+    log_config: tuple[tuple[str, str], ...] = ()
+    caching_enabled: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.supplier.name
+
+    def with_logging_enabled(self, config: dict[str, str] | None = None) -> "KeyValueStoreBuilder":
+        """Back the store with a compacted changelog topic (``config``: its topic configs)."""
+        return replace(self, logging_enabled=True, log_config=tuple((config or {}).items()))
+
+    def with_logging_disabled(self) -> "KeyValueStoreBuilder":
+        return replace(self, logging_enabled=False, log_config=())
+
+    def with_caching_enabled(self) -> "KeyValueStoreBuilder":
+        """Hold writes until commit, so each key's latest value is written (and emitted) once."""
+        return replace(self, caching_enabled=True)
+
+    def with_caching_disabled(self) -> "KeyValueStoreBuilder":
+        return replace(self, caching_enabled=False)
+
+    def build(self) -> KeyValueStore:
+        """A standalone store (no changelog): for use outside a topology, e.g. in tests."""
+        return build_store(self)
+
+
+class Stores:
+    """Factory of store suppliers and builders, named as Kafka Streams' ``Stores``."""
+
+    @staticmethod
+    def persistent_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        """A RocksDB key-value store."""
+        return KeyValueBytesStoreSupplier(name, True)
+
+    @staticmethod
+    def in_memory_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        """An in-memory key-value store (restored from its changelog when logged)."""
+        return KeyValueBytesStoreSupplier(name, False)
+
+    @staticmethod
+    def key_value_store_builder(supplier: KeyValueBytesStoreSupplier, key_serde: Any,
+                                value_serde: Any) -> KeyValueStoreBuilder:
+        return KeyValueStoreBuilder(supplier, key_serde, value_serde)
