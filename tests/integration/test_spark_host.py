@@ -131,17 +131,3 @@ def test_copartitioned_topics_with_different_partition_counts_fail_at_start(
     topology._graph.copartition(left, right)  # what a join registers
     with pytest.raises(TopologyError, match=rf"'{left}' has 2, '{right}' has 3"):
         KafkaStreams(topology, app_config(), spark=spark).start()
-
-
-def test_stateful_topologies_are_refused_on_spark_until_restoration_exists(
-        broker, spark, admin, topic_name, app_config):
-    from kspark.state import Stores
-
-    src = topic_name("stores-in")
-    admin.create_topics({src: 1})
-    b = StreamsBuilder()
-    b.add_state_store(Stores.key_value_store_builder(
-        Stores.persistent_key_value_store("counts"), S, I))
-    b.stream(src, key_serde=S, value_serde=I).process(Processor, "counts")
-    with pytest.raises(TopologyError, match=r"state stores \(counts\)"):
-        KafkaStreams(b.build(), app_config(), spark=spark).start()

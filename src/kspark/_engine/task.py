@@ -40,7 +40,7 @@ class StreamTask:
     def __init__(self, task_id: str, sources: Mapping[str, SourceNode],
                  nodes: Iterable[ProcessorNode], config: Mapping[str, Any],
                  collector: RecordCollector, clock: Callable[[], int] = _wall_clock_ms,
-                 store_builders: Mapping[str, Any] | None = None):
+                 store_builders: Mapping[str, Any] | None = None, batch_buffer: bool = False):
         self.task_id = task_id
         self.sources = dict(sources)
         self.nodes = list(nodes)
@@ -62,6 +62,7 @@ class StreamTask:
         self._wall_punctuations = PunctuationQueue()
         self.partition = int(task_id.rsplit("_", 1)[-1])
         self.current_timestamp = -1
+        self._batch_buffer = batch_buffer
         self.stores = {name: self._build_store(b) for name, b in (store_builders or {}).items()}
         for node in self.nodes:
             node.init(self)
@@ -74,7 +75,7 @@ class StreamTask:
             self.collector.send(topic, key, value, max(self.current_timestamp, 0), (), self.partition)
 
         directory = task_store_dir(self.config["state.dir"], app_id, self.task_id)
-        return build_store(builder, directory, log)
+        return build_store(builder, directory, log, self._batch_buffer)
 
     def get_state_store(self, node: ProcessorNode, name: str) -> Any:
         """The store ``name``, if ``node``'s processor is connected to it."""

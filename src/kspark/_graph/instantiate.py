@@ -29,7 +29,7 @@ def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str) -
 
 def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
                collector: RecordCollector, clock: Callable[[], int] | None = None,
-               only: Iterable[str] | None = None) -> StreamTask:
+               only: Iterable[str] | None = None, batch_buffer: bool = False) -> StreamTask:
     """A fresh StreamTask running ``graph``, or only the nodes named in ``only`` (a sub-topology).
 
     Processors come from their suppliers, so each task has its own.
@@ -69,4 +69,4 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
     for name, node in nodes.items():
         node.store_names = set(graph.stores_of(name))
     return StreamTask(task_id, sources, nodes.values(), config, collector, store_builders=stores,
-                      **kwargs)
+                      batch_buffer=batch_buffer, **kwargs)

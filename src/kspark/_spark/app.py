@@ -35,11 +35,6 @@ class SparkApplication:
 
     def start(self) -> None:
         c = self.config
-        if self.graph.stores:
-            raise TopologyError(
-                f"this topology uses state stores ({', '.join(sorted(self.graph.stores))}); "
-                "running stores on Spark needs changelog restoration, which is not built yet. "
-                "It runs in the TopologyTestDriver today.")
         admin = Admin(c["bootstrap.servers"], c["request.timeout.ms"], c.with_prefix("admin."))
         user_sources = [t for t in self.graph.user_source_topics() if t not in self.graph.sink_topics()]
         admin.check_topics(user_sources, self.graph.sink_topics())
@@ -47,7 +42,8 @@ class SparkApplication:
         self.graph.check_copartitioning(counts)
         spark = self._spark or build_session({k: v for k, v in c.items() if k.startswith("spark.")})
         ensure_registered(spark)
-        out = plan_query(spark, self.graph, c, counts)
+        out, store_tasks = plan_query(spark, self.graph, c, counts)
+        self._create_changelogs(admin, counts, store_tasks)
         writer = (out.writeStream.format("noop").queryName(c["application.id"])
                   .option("checkpointLocation", self.checkpoint_dir))
         if c["autostop.at"] == "eol":
@@ -55,6 +51,23 @@ class SparkApplication:
         else:
             writer = writer.trigger(processingTime=f"{c['commit.interval.ms']} milliseconds")
         self._query = writer.start()
+
+    def _create_changelogs(self, admin: Admin, counts: dict[str, int],
+                           store_tasks: dict[str, int]) -> None:
+        """A compacted changelog topic per logged store, one partition per task."""
+        from kspark._engine.state.build import changelog_topic
+
+        for name, n in store_tasks.items():
+            builder = self.graph.stores[name][0]
+            if not builder.logging_enabled:
+                continue
+            topic = changelog_topic(self.config["application.id"], name)
+            if topic in counts and counts[topic] != n:
+                raise TopologyError(
+                    f"changelog topic {topic!r} has {counts[topic]} partitions but store {name!r} "
+                    f"has {n} tasks; reset the application (delete the topic and the state "
+                    "directory) or restore the input topics' partition counts")
+            admin.create_topics({topic: n}, {"cleanup.policy": "compact", **dict(builder.log_config)})
 
     def await_termination(self, timeout_s: float | None) -> bool:
         try:

@@ -41,8 +41,9 @@ def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
 
 
 def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
-               partition_counts: dict[str, int]) -> DataFrame:
-    """The DataFrame whose execution runs the whole topology for one micro-batch.
+               partition_counts: dict[str, int]) -> tuple[DataFrame, dict[str, int]]:
+    """The DataFrame whose execution runs the whole topology for one micro-batch, and the
+    number of tasks of each state store (its changelog's partition count).
 
     ``partition_counts`` holds every user topic the topology reads or writes by name.
     """
@@ -85,7 +86,9 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
     result = terminal[0]
     for df in terminal[1:]:
         result = result.unionByName(df)
-    return result
+    store_tasks = {name: tasks[st.id] for st in subs for name, (_, procs) in graph.stores.items()
+                   if procs & set(st.nodes)}
+    return result, store_tasks
 
 
 def _stage_input(spark: SparkSession, c: StreamsConfig, st: SubTopology, fed_names: list[str],

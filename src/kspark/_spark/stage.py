@@ -21,8 +21,10 @@ from kspark._engine.nodes import RawRecord
 from kspark._engine.partitioner import default_partition
 from kspark._graph.graph import TopologyGraph
 from kspark._graph.instantiate import build_task
+from kspark._engine.state.build import bottom, discard_buffered
 from kspark._kafka.clients import task_producer
 from kspark._spark.source import ARROW_SCHEMA
+from kspark._spark.state import admin_for, checkpoint_task, logged_partitions, restore_task
 
 __all__ = ["StagePlan", "make_stage", "FED_ARROW_SCHEMA", "FED_SCHEMA"]
 
@@ -109,12 +111,24 @@ def _raw_records(batch: pa.RecordBatch) -> list[tuple[tuple, RawRecord]]:
             for t, p, o, s, k, v, h, u in zip(topic, part, off, ts, key, value, headers, src)]
 
 
+def _reusable(task: Any, builders: dict[str, Any]) -> Any:
+    """A task cached in this worker, if its in-memory stores are still at their changelogs' end."""
+    if task is None:
+        return None
+    parts = logged_partitions(task, builders)
+    if parts and admin_for(task.config).end_offsets(parts.values()) != task.changelog_offsets:
+        task.close()  # another worker ran this task since: rebuild and restore
+        return None
+    return task
+
+
 def make_stage(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function of one sub-topology: run the task, write with its producer."""
     bootstrap = config["bootstrap.servers"]
     app_id = config["application.id"]
     producer_conf = {k[len("producer."):]: v for k, v in config.items() if k.startswith("producer.")}
+    builders = {name: b for name, (b, _) in graph.stores.items()}
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         partition = TaskContext.get().partitionId()
@@ -122,8 +136,10 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
         producer = task_producer(bootstrap, f"{app_id}-{task_id}-producer", producer_conf)
         collector = _RoutingCollector(producer, plan, partition)
         key = (app_id, task_id)
-        task = _TASKS.pop(key, None) or build_task(graph, task_id, config, collector,
-                                                    only=plan.nodes)
+        task = _reusable(_TASKS.pop(key, None), builders)
+        if task is None:
+            task = build_task(graph, task_id, config, collector, only=plan.nodes, batch_buffer=True)
+            task.changelog_offsets = restore_task(task, builders)
         task.collector = collector
         task.partition_counts = plan.partition_counts
         try:
@@ -139,10 +155,16 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
                 task.process_buffered()
             task.maybe_punctuate_wall_clock()
             task.flush()
+            task.changelog_offsets = checkpoint_task(task, builders)
         except BaseException:
-            task.close()  # a failed batch is replayed from a fresh task
+            for store in task.stores.values():
+                discard_buffered(store)
+            task.close()  # a failed batch is replayed from a fresh task, restored from changelogs
             raise
-        _TASKS[key] = task
+        if any(bottom(s).persistent for s in task.stores.values()):
+            task.close()  # RocksDB is reopened by whichever worker runs the task next
+        else:
+            _TASKS[key] = task
         yield collector.take_batch()
 
     return run

@@ -12,7 +12,7 @@ from kspark._engine.state.bytes_stores import InMemoryBytesStore, RocksDBBytesSt
 from kspark._engine.state.kv import KeyValueStore
 from kspark._engine.state.layers import CachingLayer, ChangeLoggingLayer
 
-__all__ = ["build_store", "changelog_topic", "task_store_dir"]
+__all__ = ["build_store", "changelog_topic", "task_store_dir", "bottom", "discard_buffered"]
 
 
 def changelog_topic(application_id: str, store: str) -> str:
@@ -21,8 +21,13 @@ def changelog_topic(application_id: str, store: str) -> str:
 
 
 def build_store(builder: Any, directory: Path | None = None,
-                log: Callable[[bytes, bytes | None], None] | None = None) -> KeyValueStore:
-    """The store ``builder`` describes; ``log`` receives changes when logging is enabled."""
+                log: Callable[[bytes, bytes | None], None] | None = None,
+                batch_buffer: bool = False) -> KeyValueStore:
+    """The store ``builder`` describes; ``log`` receives changes when logging is enabled.
+
+    ``batch_buffer`` holds every write until the batch commits (a caching layer even if the
+    builder has caching off), so a failed batch leaves the store as the batch found it.
+    """
     supplier = builder.supplier
     if supplier.persistent:
         where = directory or Path(tempfile.mkdtemp(prefix="kspark-store-"))
@@ -31,9 +36,26 @@ def build_store(builder: Any, directory: Path | None = None,
         inner = InMemoryBytesStore(supplier.name)
     if builder.logging_enabled and log is not None:
         inner = ChangeLoggingLayer(inner, log)
-    if builder.caching_enabled:
+    if builder.caching_enabled or batch_buffer:
         inner = CachingLayer(inner)
     return KeyValueStore(supplier.name, inner, builder.key_serde, builder.value_serde)
+
+
+def bottom(store: KeyValueStore) -> Any:
+    """The byte store under all layers (restoration writes there, unlogged)."""
+    inner = store.inner
+    while hasattr(inner, "inner"):
+        inner = inner.inner
+    return inner
+
+
+def discard_buffered(store: KeyValueStore) -> None:
+    """Drop writes held by a caching layer (the batch failed)."""
+    inner = store.inner
+    while inner is not None:
+        if isinstance(inner, CachingLayer):
+            inner.discard()
+        inner = getattr(inner, "inner", None)
 
 
 def task_store_dir(state_dir: str, application_id: str, task_id: str) -> Path:

@@ -60,6 +60,9 @@ class InMemoryBytesStore:
     def destroy(self) -> None:
         self.close()
 
+    def wipe(self) -> None:
+        self.close()
+
 
 class RocksDBBytesStore:
     """A RocksDB database under ``directory`` (rocksdict), iterated in key-byte order."""
@@ -123,6 +126,16 @@ class RocksDBBytesStore:
         self._db.close()
 
     def destroy(self) -> None:
-        """Close and delete the database files (used when local state must be rebuilt)."""
+        """Close and delete the database files."""
         self.close()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+    def wipe(self) -> None:
+        """Delete everything and start empty at the same place (local state must be rebuilt)."""
+        from rocksdict import Options, Rdict
+
+        self.destroy()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        opts = Options(raw_mode=True)
+        opts.create_if_missing(True)
+        self._db = Rdict(str(self.directory), options=opts)

@@ -1,0 +1,99 @@
+"""State stores on Spark: task-local, changelog-backed, checkpointed, restored."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from kspark import KafkaStreams, Serdes, StreamsBuilder
+from kspark.processor import Processor
+from kspark.state import Stores
+from kspark.testing import TopologyTestDriver
+from tests.conftest import consume_all
+
+pytestmark = pytest.mark.integration
+S, L = Serdes.String(), Serdes.Long()
+
+
+class CountingProcessor(Processor):
+    def init(self, context):
+        self.context = context
+        self.store = context.get_state_store("counts")
+
+    def process(self, record):
+        n = (self.store.get(record.key) or 0) + 1
+        self.store.put(record.key, n)
+        self.context.forward(record.with_value(n))
+
+
+def _topology(src, dst, kind):
+    b = StreamsBuilder()
+    b.add_state_store(Stores.key_value_store_builder(kind("counts"), S, L))
+    b.stream(src, key_serde=S, value_serde=S).process(CountingProcessor, "counts").to(
+        dst, key_serde=S, value_serde=L)
+    return b.build()
+
+
+def _produce(broker, topic, n, offset=0):
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    for i in range(offset, offset + n):
+        p.produce(topic, key=f"k{i % 13}".encode(), value=b"x", timestamp=1000 + i)
+    p.flush(10)
+
+
+def _run(topology, cfg, spark):
+    streams = KafkaStreams(topology, cfg, spark=spark)
+    streams.start()
+    assert streams.await_termination(240)
+    streams.close()
+
+
+def _final_counts(broker, dst, n):
+    counts = {}
+    for m in consume_all(broker, dst, n):
+        counts[m.key().decode()] = L.deserialize(dst, m.value())
+    return counts
+
+
+@pytest.mark.parametrize("kind", [Stores.persistent_key_value_store,
+                                  Stores.in_memory_key_value_store], ids=["rocksdb", "in-memory"])
+def test_counts_match_the_driver_across_batches(kind, broker, spark, admin, topic_name, app_config):
+    src, dst = topic_name("count-in"), topic_name("count-out")
+    admin.create_topics({src: 2, dst: 2})
+    _produce(broker, src, 300)
+    cfg = app_config(max_offsets_per_trigger=50)
+    _run(_topology(src, dst, kind), cfg, spark)
+    with TopologyTestDriver(_topology(src, dst, kind)) as d:
+        i = d.create_input_topic(src, S, S)
+        for n in range(300):
+            i.pipe_input(f"k{n % 13}", "x", 1000 + n)
+        expected = sorted(d.create_output_topic(dst, S, L).read_key_values_to_list())
+    got = sorted((m.key().decode(), L.deserialize(dst, m.value()))
+                 for m in consume_all(broker, dst, 300))
+    assert got == expected
+    app = cfg["application.id"]
+    changelog = consume_all(broker, f"{app}-counts-changelog", 1)
+    assert changelog, "the store's changelog topic holds its updates"
+    assert admin.partition_counts()[f"{app}-counts-changelog"] == 2
+
+
+def test_lost_local_state_is_restored_from_the_changelog(broker, spark, admin, topic_name,
+                                                         app_config):
+    src, dst = topic_name("restore-in"), topic_name("restore-out")
+    admin.create_topics({src: 2, dst: 2})
+    _produce(broker, src, 130)
+    cfg = app_config(max_offsets_per_trigger=40)
+    topology = _topology(src, dst, Stores.persistent_key_value_store)
+    _run(topology, cfg, spark)
+    state = Path(cfg["state.dir"]) / cfg["application.id"]
+    for task_dir in ("0_0", "0_1"):
+        assert (state / task_dir / ".checkpoint").exists()
+    shutil.rmtree(state / "0_0")                      # lose one task's state entirely
+    (state / "0_1" / ".checkpoint").unlink()          # and the other's checkpoint
+    _produce(broker, src, 130, offset=130)
+    _run(topology, cfg, spark)
+    counts = _final_counts(broker, dst, 260)
+    assert counts == {f"k{i}": 20 for i in range(13)}
