@@ -1,0 +1,90 @@
+"""Stateful processing on local-cluster: tasks move between executor processes, and an
+executor killed mid-run loses nothing: the final state equals the expected one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from kspark import Serdes
+from tests.conftest import consume_all
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+N, KEYS = 1200, 13
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _executors(pid: int) -> list[int]:
+    found = []
+    for p in _descendants(pid):
+        try:
+            if b"CoarseGrainedExecutorBackend" in Path(f"/proc/{p}/cmdline").read_bytes():
+                found.append(p)
+        except OSError:
+            pass
+    return found
+
+
+def test_executor_killed_mid_run_final_state_is_exact(broker, admin, topic_name, tmp_path):
+    src, dst = topic_name("cluster-in"), topic_name("cluster-out")
+    admin.create_topics({src: 2, dst: 2})
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    for i in range(N):
+        p.produce(src, key=f"k{i % KEYS}".encode(), value=b"x", timestamp=1000 + i)
+    p.flush(10)
+    app_id = f"cluster-{src}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.cluster_app", broker, src, dst, app_id,
+         str(tmp_path / "state")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    killed, lines = None, []
+    try:
+        deadline = time.monotonic() + 600
+        for line in proc.stdout:
+            lines.append(line)
+            if killed is None and line.startswith("batches ") and int(line.split()[1]) >= 1:
+                time.sleep(0.5)  # into the next batch's processing
+                execs = _executors(proc.pid)
+                assert len(execs) >= 2, f"expected 2 executor processes, saw {execs}"
+                killed = execs[0]
+                os.kill(killed, signal.SIGKILL)
+            assert time.monotonic() < deadline, "the cluster app did not finish in time"
+        assert proc.wait(60) == 0, "".join(lines[-40:])
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert killed is not None, "".join(lines[-40:])
+    expected = {f"k{k}": len(range(k, N, KEYS)) for k in range(KEYS)}
+    changelog = {}
+    for m in consume_all(broker, f"{app_id}-counts-changelog", 1, timeout_s=30):
+        changelog[m.key().decode()] = Serdes.Long().deserialize("", m.value())
+    assert changelog == expected, "the store's final state (its changelog) is exact"
+    last = {}
+    for m in consume_all(broker, dst, N):
+        k, v = m.key().decode(), Serdes.Long().deserialize("", m.value())
+        last[k] = max(last.get(k, 0), v)
+    assert last == expected, "the last count emitted per key is exact (at-least-once output)"
