@@ -8,7 +8,7 @@ Example:
 """
 
 from kspark.config import StreamsConfig
-from kspark.dsl import KStream, StreamsBuilder
+from kspark.dsl import KGroupedStream, KStream, KTable, Materialized, StreamsBuilder
 from kspark.errors import KSparkError
 from kspark.processor import Topology
 from kspark.serde import Serde, Serdes
@@ -17,7 +17,10 @@ from kspark.streams import KafkaStreams, spark_session
 __all__ = [
     "KafkaStreams",
     "KSparkError",
+    "KGroupedStream",
     "KStream",
+    "KTable",
+    "Materialized",
     "Serde",
     "Serdes",
     "StreamsBuilder",

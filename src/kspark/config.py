@@ -106,6 +106,9 @@ _KEYS = [
     ConfigKey("errors.dead.letter.queue.topic.name", str, None, "If set, records that cannot be "
               "deserialized are also written, unchanged, to this topic, with headers naming the "
               "error and where the record came from (KIP-1034)."),
+    ConfigKey("statestore.cache.max.bytes", int, 10 * 1024 * 1024, "Record cache for DSL "
+              "stores: above 0, a table emits each key's latest change once per commit (on "
+              "Spark: per micro-batch); 0 emits every update.", _non_negative),
     ConfigKey("request.timeout.ms", int, 30000, "How long kspark waits for the brokers to answer "
               "a metadata or admin request before failing with an error naming them.", _positive),
     ConfigKey("max.offsets.per.trigger", int, 200_000, "kspark: upper bound on the records one "

@@ -97,3 +97,81 @@ def test_lost_local_state_is_restored_from_the_changelog(broker, spark, admin, t
     _run(topology, cfg, spark)
     counts = _final_counts(broker, dst, 260)
     assert counts == {f"k{i}": 20 for i in range(13)}
+
+
+# DSL aggregations and tables: each runs on the driver and on Spark. With caching (the
+# default) Spark emits each key's latest value once per micro-batch, the driver after every
+# record, so the tables (latest value per key) are compared; without caching, every update.
+from kspark import Materialized  # noqa: E402
+
+I = Serdes.Integer()
+
+
+def _agg_count(b, src, dst):
+    b.stream(src, key_serde=S, value_serde=S).group_by_key().count().to_stream().to(
+        dst, value_serde=L)
+
+
+def _agg_group_by_reduce(b, src, dst):
+    (b.stream(src, key_serde=S, value_serde=S).group_by(lambda k, v: k[:2], key_serde=S)
+      .reduce(lambda agg, v: str(int(agg) + int(v)), Materialized.with_(S, S))
+      .to_stream().map_values(int).to(dst, value_serde=L))
+
+
+def _agg_aggregate_in_memory(b, src, dst):
+    (b.stream(src, key_serde=S, value_serde=S).group_by_key()
+      .aggregate(lambda: 0, lambda k, v, agg: agg + int(v),
+                 Materialized.as_("sums").with_value_serde(L).in_memory())
+      .filter(lambda k, v: v % 2 == 0).to_stream().to(dst, value_serde=L))
+
+
+def _table_source(b, src, dst):
+    (b.table(src, key_serde=S, value_serde=S).map_values(lambda v: int(v) * 10)
+      .to_stream().to(dst, value_serde=L))
+
+
+AGG_SCENARIOS = {"count": _agg_count, "group-by-reduce": _agg_group_by_reduce,
+                 "aggregate-filter-in-memory": _agg_aggregate_in_memory,
+                 "table-from-topic": _table_source}
+
+
+def _agg_input():
+    return [(f"k{i % 7}{i % 3}", str(i % 5), 1000 + i) for i in range(240)]
+
+
+@pytest.mark.parametrize("caching", [True, False], ids=["cached", "uncached"])
+@pytest.mark.parametrize("name", sorted(AGG_SCENARIOS))
+def test_dsl_aggregations_agree_with_the_driver(name, caching, broker, spark, admin, topic_name,
+                                               app_config):
+    build = AGG_SCENARIOS[name]
+    src, dst = topic_name(f"agg-{name}-in"), topic_name(f"agg-{name}-out")
+    admin.create_topics({src: 2, dst: 2})
+    cache = {"statestore.cache.max.bytes": (1 << 20) if caching else 0}
+    b = StreamsBuilder()
+    build(b, src, dst)
+    with TopologyTestDriver(b.build(), cache) as d:
+        i = d.create_input_topic(src, S, S)
+        for k, v, ts in _agg_input():
+            i.pipe_input(k, v, ts)
+        o = d.create_output_topic(dst, S, L)
+        expected_updates = o.read_key_values_to_list()
+    expected_table = {}
+    for k, v in expected_updates:
+        expected_table[k] = v
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    for k, v, ts in _agg_input():
+        p.produce(src, key=k.encode(), value=v.encode(), timestamp=ts)
+    p.flush(10)
+    b = StreamsBuilder()
+    build(b, src, dst)
+    _run(b.build(), app_config(max_offsets_per_trigger=60, **cache), spark)
+    got_updates = [(m.key().decode(), None if m.value() is None else L.deserialize(dst, m.value()))
+                   for m in consume_all(broker, dst, 1)]
+    got_table = {}
+    for k, v in got_updates:
+        got_table[k] = v
+    present = lambda table: {k: v for k, v in table.items() if v is not None}  # noqa: E731
+    assert present(got_table) == present(expected_table)  # a None row is an absent row
+    if not caching:
+        per_key = lambda ups: {k: [v for kk, v in ups if kk == k] for k, _ in ups}  # noqa: E731
+        assert per_key(got_updates) == per_key(expected_updates)

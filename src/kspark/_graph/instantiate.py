@@ -12,7 +12,7 @@ from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGra
 from kspark.errors import TopologyError
 from kspark.serde import Serde, Serdes
 
-__all__ = ["build_task", "resolve_serde"]
+__all__ = ["build_task", "resolve_serde", "resolve_store"]
 
 
 def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str) -> Serde:
@@ -25,6 +25,24 @@ def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str) -
             f"the config key 'default.{kind}.serde'"
         )
     return Serdes.by_name(serde) if isinstance(serde, str) else serde
+
+
+def resolve_store(builder: Any, config: Mapping[str, Any]) -> Any:
+    """The builder with default serdes and the default caching (statestore.cache.max.bytes) filled in."""
+    from dataclasses import replace
+
+    from kspark._engine.state.timestamped import ValueAndTimestampSerde
+
+    ks = resolve_serde(builder.key_serde, config, "key", f"store {builder.name}")
+    vs = builder.value_serde
+    if isinstance(vs, ValueAndTimestampSerde):
+        vs = ValueAndTimestampSerde(resolve_serde(vs.inner, config, "value", f"store {builder.name}"))
+    else:
+        vs = resolve_serde(vs, config, "value", f"store {builder.name}")
+    caching = builder.caching_enabled
+    if caching is None:
+        caching = config.get("statestore.cache.max.bytes", 0) > 0
+    return replace(builder, key_serde=ks, value_serde=vs, caching_enabled=caching)
 
 
 def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
@@ -65,7 +83,8 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
     kwargs = {"clock": clock} if clock is not None else {}
     sources = {t: nodes[s.name] for s in graph.sources() if s.name in nodes
                for t in (topic_name(x, s.internal, app_id) for x in s.topics)}
-    stores = {name: builder for name, (builder, procs) in graph.stores.items() if procs & set(nodes)}
+    stores = {name: resolve_store(builder, config) for name, (builder, procs)
+              in graph.stores.items() if procs & set(nodes)}
     for name, node in nodes.items():
         node.store_names = set(graph.stores_of(name))
     return StreamTask(task_id, sources, nodes.values(), config, collector, store_builders=stores,

@@ -6,6 +6,9 @@ Example:
 """
 
 from kspark.dsl.builder import StreamsBuilder
+from kspark.dsl.grouped import KGroupedStream
 from kspark.dsl.kstream import KStream
+from kspark.dsl.ktable import KTable
+from kspark.dsl.materialized import Materialized
 
-__all__ = ["StreamsBuilder", "KStream"]
+__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "Materialized"]

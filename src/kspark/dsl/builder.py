@@ -48,6 +48,29 @@ class StreamsBuilder:
                                    timestamp_extractor, offset_reset))
         return KStream(self._graph, name, key_serde, value_serde)
 
+    def table(self, topic: str, *, key_serde: Any = None, value_serde: Any = None,
+              materialized: Any = None, timestamp_extractor: Callable | None = None,
+              offset_reset: str | None = None) -> Any:
+        """A KTable of ``topic``: each record upserts its key; a null value deletes it."""
+        import functools
+
+        from kspark._engine.tables import TableSourceProcessor
+        from kspark._graph.graph import ProcessorSpec
+        from kspark.dsl.ktable import KTable
+        from kspark.dsl.materialized import Materialized
+
+        src = self._graph.next_name("KSTREAM-SOURCE")
+        self._graph.add(SourceSpec(src, (topic,), key_serde, value_serde, timestamp_extractor,
+                                   offset_reset))
+        name = self._graph.next_name("KTABLE-SOURCE")
+        m = materialized or Materialized()
+        store = m.store_name or f"{topic}-STATE-STORE-{name[-10:]}"
+        ks = m.key_serde if m.key_serde is not None else key_serde
+        vs = m.value_serde if m.value_serde is not None else value_serde
+        self._graph.add(ProcessorSpec(name, functools.partial(TableSourceProcessor, store), (src,)))
+        self._graph.add_store(m.builder(store, ks, vs), (name,))
+        return KTable(self._graph, name, ks, vs, store)
+
     def add_state_store(self, builder: Any) -> "StreamsBuilder":
         """Add a state store that ``KStream.process(supplier, "name")`` can connect to."""
         self._graph.add_store(builder)

@@ -22,11 +22,15 @@ class KStream:
         >>> s.filter(lambda k, v: v != "").map_values(str.upper).to("out")
     """
 
-    def __init__(self, graph: TopologyGraph, node: str, key_serde: Any, value_serde: Any):
+    def __init__(self, graph: TopologyGraph, node: str, key_serde: Any, value_serde: Any,
+                 repartition_required: bool = False):
         self._graph = graph
         self._node = node
         self._key_serde = key_serde
         self._value_serde = value_serde
+        # The key may have changed since the last source/repartition: a key-based operation
+        # must repartition first, as Kafka Streams does.
+        self._repartition_required = repartition_required
 
     def _then(self, prefix: str, supplier: Callable[[], Any], name: str | None = None,
               key_serde: Any = None, value_serde: Any = None, keep_serdes: bool = True) -> "KStream":
@@ -34,7 +38,9 @@ class KStream:
         self._graph.add(ProcessorSpec(name, supplier, (self._node,)))
         if keep_serdes:
             key_serde, value_serde = self._key_serde, self._value_serde
-        return KStream(self._graph, name, key_serde, value_serde)
+        key_changing = prefix in ("KSTREAM-MAP", "KSTREAM-FLATMAP", "KSTREAM-KEY-SELECT")
+        return KStream(self._graph, name, key_serde, value_serde,
+                       self._repartition_required or key_changing)
 
     def filter(self, predicate: Callable[[Any, Any], bool], name: str | None = None) -> "KStream":
         """Keep the records for which ``predicate(key, value)`` is true."""
@@ -135,6 +141,23 @@ class KStream:
         src = self._graph.next_name("KSTREAM-SOURCE")
         self._graph.add(SourceSpec(src, (topic,), ks, vs, internal=internal))
         return KStream(self._graph, src, ks, vs)
+
+    def group_by_key(self, *, key_serde: Any = None, value_serde: Any = None) -> Any:
+        """Group by the current key (repartitioning first if an earlier step changed it)."""
+        from kspark.dsl.grouped import KGroupedStream
+
+        ks = key_serde if key_serde is not None else self._key_serde
+        vs = value_serde if value_serde is not None else self._value_serde
+        stream = self
+        if self._repartition_required:
+            name = self._graph.next_name("KSTREAM-AGGREGATE")
+            stream = self.repartition(key_serde=ks, value_serde=vs, name=name)
+        return KGroupedStream(KStream(self._graph, stream._node, ks, vs))
+
+    def group_by(self, fn: Callable[[Any, Any], Any], *, key_serde: Any = None,
+                 value_serde: Any = None) -> Any:
+        """Group by ``fn(key, value)`` (always repartitions by the new key)."""
+        return self.select_key(fn).group_by_key(key_serde=key_serde, value_serde=value_serde)
 
     def peek(self, action: Callable[[Any, Any], None], name: str | None = None) -> "KStream":
         """Call ``action(key, value)`` for each record and pass it on unchanged."""

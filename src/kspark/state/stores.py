@@ -28,7 +28,7 @@ class KeyValueStoreBuilder:
     value_serde: Any
     logging_enabled: bool = True
     log_config: tuple[tuple[str, str], ...] = ()
-    caching_enabled: bool = False
+    caching_enabled: bool | None = False  # None: as statestore.cache.max.bytes says (DSL stores)
 
     @property
     def name(self) -> str:

@@ -131,10 +131,18 @@ class TopologyTestDriver:
         """The key-value store ``name``."""
         from kspark._engine.state.kv import KeyValueStore
 
+        from kspark._engine.state.timestamped import ValueAndTimestampSerde
+
         store = self.get_state_store(name)
         if not isinstance(store, KeyValueStore):
             raise TopologyError(f"state store {name!r} is not a key-value store")
+        if isinstance(store.value_serde, ValueAndTimestampSerde):  # a DSL store: plain values
+            return KeyValueStore(name, store.inner, store.key_serde, _PlainValues(store.value_serde))
         return store
+
+    def get_timestamped_key_value_store(self, name: str) -> Any:
+        """A DSL store with its ValueAndTimestamp values."""
+        return self.get_state_store(name)
 
     def close(self) -> None:
         """Close the task's processors and stores (and remove the driver's own state dir)."""
@@ -147,6 +155,22 @@ class TopologyTestDriver:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _PlainValues:
+    """Reads a timestamped store's values without their timestamps."""
+
+    def __init__(self, timestamped: Any):
+        self.timestamped = timestamped
+
+    def deserialize(self, topic: str, data: bytes | None) -> Any:
+        vt = self.timestamped.deserialize(topic, data)
+        return None if vt is None else vt.value
+
+    def serialize(self, topic: str, data: Any) -> bytes | None:
+        from kspark._engine.state.timestamped import ValueAndTimestamp
+
+        return self.timestamped.serialize(topic, None if data is None else ValueAndTimestamp(data, 0))
 
 
 class TestInputTopic:

@@ -38,7 +38,9 @@ def build_store(builder: Any, directory: Path | None = None,
         inner = ChangeLoggingLayer(inner, log)
     if builder.caching_enabled or batch_buffer:
         inner = CachingLayer(inner)
-    return KeyValueStore(supplier.name, inner, builder.key_serde, builder.value_serde)
+    store = KeyValueStore(supplier.name, inner, builder.key_serde, builder.value_serde)
+    store.caching_enabled = bool(builder.caching_enabled)
+    return store
 
 
 def bottom(store: KeyValueStore) -> Any:

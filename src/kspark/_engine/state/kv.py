@@ -82,6 +82,7 @@ class KeyValueStore:
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.is_open = True
+        self.caching_enabled = False  # set by build_store: changes are emitted at commit
 
     def name(self) -> str:
         return self._name

@@ -1,0 +1,143 @@
+"""KTable machinery: changes (new, old), aggregation and table processors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark._engine.state.layers import CachingLayer
+from kspark._engine.state.timestamped import ValueAndTimestamp
+
+__all__ = ["Change", "StreamAggregateProcessor", "TableSourceProcessor", "TableFilterProcessor",
+           "TableMapValuesProcessor", "TableToStreamProcessor"]
+
+
+class Change(NamedTuple):
+    """What flows between KTable nodes: a key's new value and its old one."""
+
+    new: Any
+    old: Any
+
+
+class _TableStoreProcessor(Processor):
+    """Writes to a timestamped store and forwards Change(new, old): at once, or at commit when
+    the store caches (then each key's latest change of the commit goes out once)."""
+
+    def __init__(self, store_name: str):
+        self.store_name = store_name
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store = context.get_state_store(self.store_name)
+        self.emit_on_flush = self.store.caching_enabled
+        if self.emit_on_flush:
+            layer = self.store.inner
+            while layer is not None and not isinstance(layer, CachingLayer):
+                layer = getattr(layer, "inner", None)
+            if layer is not None:
+                layer.on_flush = self._flushed
+            else:
+                self.emit_on_flush = False
+
+    def _flushed(self, key: bytes, new: bytes | None, old: bytes | None) -> None:
+        name, vs = self.store_name, self.store.value_serde
+        k = self.store.key_serde.deserialize(name, key)
+        n, o = vs.deserialize(name, new), vs.deserialize(name, old)
+        if n is None and o is None:
+            return
+        ts = n.timestamp if n is not None else o.timestamp
+        self.context.forward(Record(k, Change(n and n.value, o and o.value), ts))
+
+    def _write(self, record: Record, new: Any, old: Any) -> None:
+        self.store.put(record.key, None if new is None else ValueAndTimestamp(new, record.timestamp))
+        if not self.emit_on_flush:
+            self.context.forward(Record(record.key, Change(new, old), record.timestamp,
+                                        record.headers))
+
+    def _get(self, key: Any) -> Any:
+        vt = self.store.get(key)
+        return None if vt is None else vt.value
+
+
+class StreamAggregateProcessor(_TableStoreProcessor):
+    """count / reduce / aggregate of a grouped stream; null keys and values are skipped."""
+
+    def __init__(self, store_name: str, initializer: Callable[[], Any] | None,
+                 aggregator: Callable[[Any, Any, Any], Any]):
+        super().__init__(store_name)
+        self.initializer = initializer
+        self.aggregator = aggregator
+
+    def process(self, record: Record) -> None:
+        if record.key is None or record.value is None:
+            return
+        old = self._get(record.key)
+        if old is None:
+            new = (record.value if self.initializer is None
+                   else self.aggregator(record.key, record.value, self.initializer()))
+        else:
+            new = self.aggregator(record.key, record.value, old)
+        self._write(record, new, old)
+
+
+class TableSourceProcessor(_TableStoreProcessor):
+    """Materializes a topic as a table: a value upserts, a null value (tombstone) deletes."""
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            return
+        old = self._get(record.key)
+        if record.value is None and old is None:
+            return
+        self._write(record, record.value, old)
+
+
+class TableFilterProcessor(Processor):
+    """Keeps new/old values that match; a change where neither matches is not forwarded."""
+
+    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool = False):
+        self.predicate, self.negate = predicate, negate
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def _keep(self, key: Any, v: Any) -> Any:
+        return v if v is not None and bool(self.predicate(key, v)) != self.negate else None
+
+    def process(self, record: Record) -> None:
+        ch = record.value
+        new, old = self._keep(record.key, ch.new), self._keep(record.key, ch.old)
+        if new is None and old is None:
+            return
+        self.context.forward(record.with_value(Change(new, old)))
+
+
+class TableMapValuesProcessor(Processor):
+    """Maps new and old values with ``fn(value)`` (``fn(key, value)`` with_key)."""
+
+    def __init__(self, fn: Callable[..., Any], with_key: bool = False):
+        self.fn, self.with_key = fn, with_key
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def _map(self, key: Any, v: Any) -> Any:
+        if v is None:
+            return None
+        return self.fn(key, v) if self.with_key else self.fn(v)
+
+    def process(self, record: Record) -> None:
+        ch = record.value
+        self.context.forward(record.with_value(
+            Change(self._map(record.key, ch.new), self._map(record.key, ch.old))))
+
+
+class TableToStreamProcessor(Processor):
+    """The table's changelog as a stream: each change's new value (None for a delete)."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(record.value.new))

@@ -1,0 +1,72 @@
+"""Materialized: how a DSL operation's state store is named, typed and built."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+__all__ = ["Materialized"]
+
+
+@dataclass(frozen=True)
+class Materialized:
+    """Store name (queryable), serdes, store type, logging and caching of a DSL store.
+
+    Example:
+        >>> from kspark import Serdes
+        >>> m = Materialized.as_("counts").with_value_serde(Serdes.Long()).with_caching_disabled()
+        >>> m.store_name, m.caching
+        ('counts', False)
+    """
+
+    store_name: str | None = None
+    key_serde: Any = None
+    value_serde: Any = None
+    persistent: bool = True
+    caching: bool | None = None  # None: statestore.cache.max.bytes decides
+    logging: bool = True
+    log_config: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def as_(store: Any) -> "Materialized":
+        """Name the store (a name, or a store supplier from :class:`~kspark.state.Stores`)."""
+        if isinstance(store, str):
+            return Materialized(store_name=store)
+        return Materialized(store_name=store.name, persistent=store.persistent)
+
+    @staticmethod
+    def with_(key_serde: Any, value_serde: Any) -> "Materialized":
+        return Materialized(key_serde=key_serde, value_serde=value_serde)
+
+    def with_key_serde(self, serde: Any) -> "Materialized":
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> "Materialized":
+        return replace(self, value_serde=serde)
+
+    def with_caching_enabled(self) -> "Materialized":
+        return replace(self, caching=True)
+
+    def with_caching_disabled(self) -> "Materialized":
+        return replace(self, caching=False)
+
+    def with_logging_enabled(self, config: dict[str, str] | None = None) -> "Materialized":
+        return replace(self, logging=True, log_config=tuple((config or {}).items()))
+
+    def with_logging_disabled(self) -> "Materialized":
+        return replace(self, logging=False)
+
+    def in_memory(self) -> "Materialized":
+        """Keep the store in memory instead of RocksDB."""
+        return replace(self, persistent=False)
+
+    def builder(self, default_name: str, key_serde: Any, value_serde: Any) -> Any:
+        """The timestamped key-value store builder this describes."""
+        from kspark._engine.state.timestamped import ValueAndTimestampSerde
+        from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
+
+        supplier = KeyValueBytesStoreSupplier(self.store_name or default_name, self.persistent)
+        return KeyValueStoreBuilder(
+            supplier, self.key_serde if self.key_serde is not None else key_serde,
+            ValueAndTimestampSerde(self.value_serde if self.value_serde is not None else value_serde),
+            logging_enabled=self.logging, log_config=self.log_config, caching_enabled=self.caching)

@@ -1,0 +1,108 @@
+"""Grouped aggregations and KTables through the TopologyTestDriver."""
+
+from collections import Counter
+
+from hypothesis import given, settings, strategies as st
+
+from kspark import Materialized, Serdes, StreamsBuilder
+from kspark.testing import TopologyTestDriver
+
+S, I, L = Serdes.String(), Serdes.Integer(), Serdes.Long()
+NO_CACHE = {"statestore.cache.max.bytes": 0, "application.id": "app"}
+
+
+def _run(build, records, config=NO_CACHE, out_serdes=(S, L)):
+    b = StreamsBuilder()
+    build(b.stream("in", key_serde=S, value_serde=S))
+    with TopologyTestDriver(b.build(), config) as d:
+        i = d.create_input_topic("in", S, S)
+        for n, (k, v) in enumerate(records):
+            i.pipe_input(k, v, n)
+        return d.create_output_topic("out", *out_serdes).read_key_values_to_list(), d
+
+
+def test_count_emits_every_update_and_skips_null_keys_and_values():
+    out, _ = _run(lambda s: s.group_by_key().count().to_stream().to("out", value_serde=L),
+                  [("a", "x"), ("b", "y"), (None, "z"), ("a", None), ("a", "w")])
+    assert out == [("a", 1), ("b", 1), ("a", 2)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from("abcd"), max_size=30))
+def test_count_equals_a_counter_of_the_input(keys):
+    b = StreamsBuilder()
+    b.stream("in", key_serde=S, value_serde=S).group_by_key().count(
+        Materialized.as_("counts")).to_stream().to("out", value_serde=L)
+    with TopologyTestDriver(b.build()) as d:
+        i = d.create_input_topic("in", S, S)
+        for k in keys:
+            i.pipe_input(k, "x")
+        assert d.create_output_topic("out", S, L).read_key_values_to_map() == dict(Counter(keys))
+        store = d.get_key_value_store("counts")
+        assert {kv.key: kv.value for kv in store.all()} == dict(Counter(keys))
+
+
+def test_reduce_and_aggregate():
+    out, _ = _run(lambda s: s.group_by_key().reduce(lambda agg, v: agg + v).to_stream()
+                  .to("out", value_serde=S), [("a", "x"), ("a", "y"), ("b", "z")],
+                  out_serdes=(S, S))
+    assert out == [("a", "x"), ("a", "xy"), ("b", "z")]
+    out, _ = _run(lambda s: s.group_by_key().aggregate(
+        lambda: 100, lambda k, v, agg: agg + len(v), Materialized.with_(S, I))
+        .to_stream().to("out", value_serde=I), [("a", "xx"), ("a", "yyy")], out_serdes=(S, I))
+    assert out == [("a", 102), ("a", 105)]
+
+
+def test_group_by_repartitions_by_the_new_key():
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=S)
+      .group_by(lambda k, v: v[0], key_serde=S, value_serde=S).count()
+      .to_stream().to("out", value_serde=L))
+    t = b.build()
+    assert t.describe().count("Sub-topology") == 2
+    with TopologyTestDriver(t, NO_CACHE) as d:
+        i = d.create_input_topic("in", S, S)
+        for k, v in [("1", "apple"), ("2", "avocado"), ("3", "banana")]:
+            i.pipe_input(k, v)
+        assert d.create_output_topic("out", S, L).read_key_values_to_list() == [
+            ("a", 1), ("a", 2), ("b", 1)]
+
+
+def test_select_key_then_group_by_key_repartitions_too():
+    b = StreamsBuilder()
+    s = b.stream("in", key_serde=S, value_serde=S).select_key(lambda k, v: v)
+    s.group_by_key().count().to_stream().to("out", value_serde=L)
+    assert b.build().describe().count("Sub-topology") == 2
+
+
+def test_table_from_topic_with_tombstones_filter_map_values_old_new():
+    seen = []
+    b = StreamsBuilder()
+    t = b.table("in", key_serde=S, value_serde=I, materialized=Materialized.as_("prices"))
+    t2 = t.filter(lambda k, v: v > 10).map_values(lambda v: v * 2)
+    t2.to_stream().peek(lambda k, v: seen.append((k, v))).to("out", value_serde=I)
+    with TopologyTestDriver(b.build(), NO_CACHE) as d:
+        i = d.create_input_topic("in", S, I)
+        i.pipe_input("a", 5)      # filtered out: old and new both fail -> nothing
+        i.pipe_input("a", 20)     # new 40
+        i.pipe_input("b", 30)
+        i.pipe_input("a", 3)      # a now filtered: delete downstream (None)
+        i.pipe_input("b", None)   # tombstone deletes b
+        assert seen == [("a", 40), ("b", 60), ("a", None), ("b", None)]
+        assert list(d.get_key_value_store("prices").all()) == [("a", 3)]
+        assert d.create_output_topic("out", S, I).read_key_values_to_map() == {}
+
+
+def test_caching_emits_latest_per_key_at_commit():
+    """Several records between commits, as in a Spark micro-batch."""
+    b = StreamsBuilder()
+    b.stream("in", key_serde=S, value_serde=S).group_by_key().count().to_stream().to(
+        "out", value_serde=L)
+    with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": 1 << 20}) as d:
+        from kspark._engine.nodes import RawRecord
+        task = d._task
+        for n, k in enumerate(["a", "a", "b", "a"]):
+            task.process(RawRecord("in", 0, n, n, k.encode(), b"x"))
+        assert d.create_output_topic("out", S, L).is_empty()
+        task.flush()  # the commit
+        assert d.create_output_topic("out", S, L).read_key_values_to_list() == [("a", 3), ("b", 1)]
