@@ -8,7 +8,17 @@ Example:
 """
 
 from kspark.config import StreamsConfig
-from kspark.dsl import KGroupedStream, KStream, KTable, Materialized, StreamsBuilder
+from kspark.dsl import (
+    KGroupedStream,
+    KStream,
+    KTable,
+    Materialized,
+    StreamsBuilder,
+    TimeWindowedSerde,
+    TimeWindows,
+    Window,
+    Windowed,
+)
 from kspark.errors import KSparkError
 from kspark.processor import Topology
 from kspark.serde import Serde, Serdes
@@ -25,7 +35,11 @@ __all__ = [
     "Serdes",
     "StreamsBuilder",
     "StreamsConfig",
+    "TimeWindowedSerde",
+    "TimeWindows",
     "Topology",
+    "Window",
+    "Windowed",
     "spark_session",
 ]
 __version__ = "0.1.0"

@@ -135,6 +135,28 @@ AGG_SCENARIOS = {"count": _agg_count, "group-by-reduce": _agg_group_by_reduce,
                  "table-from-topic": _table_source}
 
 
+def _windowed_count(b, src, dst):
+    from kspark import TimeWindows
+
+    (b.stream(src, key_serde=S, value_serde=S).group_by_key()
+      .windowed_by(TimeWindows.of_size_and_grace(50, 20)).count().to_stream()
+      .map(lambda wk, v: (f"{wk.key}@{wk.window.start}", v)).to(dst, key_serde=S, value_serde=L))
+
+
+def _hopping_sum(b, src, dst):
+    from kspark import TimeWindows
+
+    (b.stream(src, key_serde=S, value_serde=S).group_by_key()
+      .windowed_by(TimeWindows.of_size_with_no_grace(60).advance_by(20))
+      .aggregate(lambda: 0, lambda k, v, agg: agg + int(v), Materialized.with_(S, L))
+      .to_stream().map(lambda wk, v: (f"{wk.key}@{wk.window.start}", v))
+      .to(dst, key_serde=S, value_serde=L))
+
+
+AGG_SCENARIOS.update({"tumbling-window-count-grace": _windowed_count,
+                      "hopping-window-aggregate": _hopping_sum})
+
+
 def _agg_input():
     return [(f"k{i % 7}{i % 3}", str(i % 5), 1000 + i) for i in range(240)]
 
@@ -175,3 +197,4 @@ def test_dsl_aggregations_agree_with_the_driver(name, caching, broker, spark, ad
     if not caching:
         per_key = lambda ups: {k: [v for kk, v in ups if kk == k] for k, _ in ups}  # noqa: E731
         assert per_key(got_updates) == per_key(expected_updates)
+

@@ -43,3 +43,21 @@ def test_cli_reports_errors_without_traceback(tmp_path, capsys):
 def test_status_of_a_stopped_broker(tmp_path, capsys):
     assert main(["broker", "status", "--dir", str(tmp_path)]) == 3
     assert "not running" in capsys.readouterr().out
+
+
+def test_cluster_ids_starting_with_a_dash_are_passed_safely(tmp_path, monkeypatch):
+    """base64 ids may start with '-': the format call must not read them as an option."""
+    import subprocess as sp
+
+    from kspark._kafka import broker as broker_mod
+
+    seen = {}
+
+    def fake_run(cmd, **kwargs):
+        seen["cmd"] = cmd
+        return sp.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(broker_mod.subprocess, "run", fake_run)
+    monkeypatch.setattr(broker_mod.base64, "urlsafe_b64encode", lambda b: b"-abc==")
+    LocalBroker(tmp_path)._format(["java"], tmp_path / "server.properties")
+    assert "--cluster-id=-abc" in seen["cmd"]

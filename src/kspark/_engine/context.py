@@ -48,6 +48,10 @@ class NodeContext(ProcessorContext):
     def commit(self) -> None:
         self._task.commit_requested = True
 
+    def record_dropped(self, reason: str) -> None:
+        """Count and log a record the processor drops (kspark-internal)."""
+        self._task.record_dropped(self._node, reason)
+
     def get_state_store(self, name: str) -> Any:
         return self._task.get_state_store(self._node, name)
 

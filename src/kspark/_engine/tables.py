@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.state.layers import CachingLayer
 from kspark._engine.state.timestamped import ValueAndTimestamp
+from kspark._engine.windows import Windowed
 
 __all__ = ["Change", "StreamAggregateProcessor", "TableSourceProcessor", "TableFilterProcessor",
            "TableMapValuesProcessor", "TableToStreamProcessor"]
@@ -42,7 +43,7 @@ class _TableStoreProcessor(Processor):
 
     def _flushed(self, key: bytes, new: bytes | None, old: bytes | None) -> None:
         name, vs = self.store_name, self.store.value_serde
-        k = self.store.key_serde.deserialize(name, key)
+        k = self.store.decode_key(key)
         n, o = vs.deserialize(name, new), vs.deserialize(name, old)
         if n is None and o is None:
             return
@@ -79,6 +80,45 @@ class StreamAggregateProcessor(_TableStoreProcessor):
         else:
             new = self.aggregator(record.key, record.value, old)
         self._write(record, new, old)
+
+
+class WindowAggregateProcessor(_TableStoreProcessor):
+    """Windowed count / reduce / aggregate; records for windows closed past grace are dropped."""
+
+    def __init__(self, store_name: str, windows: Any, initializer: Callable[[], Any] | None,
+                 aggregator: Callable[[Any, Any, Any], Any]):
+        super().__init__(store_name)
+        self.windows = windows
+        self.initializer = initializer
+        self.aggregator = aggregator
+        self.observed = -1
+        self.dropped_late = 0
+
+    def process(self, record: Record) -> None:
+        if record.key is None or record.value is None:
+            return
+        ts = record.timestamp
+        self.observed = max(self.observed, ts)
+        for w in self.windows.windows_for(ts):
+            if w.end + self.windows.grace_ms <= self.observed:
+                self.dropped_late += 1
+                self.context.record_dropped(
+                    f"late record for window [{w.start}, {w.end}) of key {record.key!r}: stream "
+                    f"time {self.observed} is past the window's end plus grace "
+                    f"({self.windows.grace_ms} ms)")
+                continue
+            old_vt = self.store.fetch(record.key, w.start)
+            old = None if old_vt is None else old_vt.value
+            if old is None:
+                new = (record.value if self.initializer is None
+                       else self.aggregator(record.key, record.value, self.initializer()))
+            else:
+                new = self.aggregator(record.key, record.value, old)
+            new_ts = ts if old_vt is None else max(ts, old_vt.timestamp)
+            self.store.put(record.key, ValueAndTimestamp(new, new_ts), w.start)
+            if not self.emit_on_flush:
+                self.context.forward(Record(Windowed(record.key, w), Change(new, old), new_ts,
+                                            record.headers))
 
 
 class TableSourceProcessor(_TableStoreProcessor):

@@ -77,6 +77,10 @@ class StreamTask:
         directory = task_store_dir(self.config["state.dir"], app_id, self.task_id)
         return build_store(builder, directory, log, self._batch_buffer)
 
+    def record_dropped(self, node: ProcessorNode, reason: str) -> None:
+        self.dropped += 1
+        log.warning("task %s, processor %s drops a record: %s", self.task_id, node.name, reason)
+
     def get_state_store(self, node: ProcessorNode, name: str) -> Any:
         """The store ``name``, if ``node``'s processor is connected to it."""
         if name not in node.store_names:

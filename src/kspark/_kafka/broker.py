@@ -181,8 +181,10 @@ class LocalBroker:
 
     def _format(self, jvm: list[str], props: Path) -> None:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        proc = subprocess.run(jvm + ["kafka.tools.StorageTool", "format", "-t", cluster_id,
-                                     "-c", str(props)], capture_output=True, text=True, timeout=120)
+        # "--cluster-id=<id>" in one word: a generated id may start with '-'
+        proc = subprocess.run(jvm + ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
+                                     "--config", str(props)], capture_output=True, text=True,
+                              timeout=120)
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
             raise BrokerError(f"formatting the broker's storage in {self.dir / 'data'} failed:\n{tail}")

@@ -10,5 +10,7 @@ from kspark.dsl.grouped import KGroupedStream
 from kspark.dsl.kstream import KStream
 from kspark.dsl.ktable import KTable
 from kspark.dsl.materialized import Materialized
+from kspark._engine.windows import TimeWindowedSerde, TimeWindows, Window, Windowed
 
-__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "Materialized"]
+__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "Materialized", "TimeWindows",
+           "TimeWindowedSerde", "Window", "Windowed"]

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from kspark.dsl.kstream import KStream
     from kspark.dsl.ktable import KTable
 
-__all__ = ["KGroupedStream"]
+__all__ = ["KGroupedStream", "TimeWindowedKStream"]
 
 
 class KGroupedStream:
@@ -46,6 +46,10 @@ class KGroupedStream:
         self._graph.add_store(m.builder(store, key_serde, value_serde), (name,))
         return KTable(self._graph, name, key_serde, value_serde, store)
 
+    def windowed_by(self, windows: Any) -> "TimeWindowedKStream":
+        """Aggregate per key and time window (``TimeWindows``)."""
+        return TimeWindowedKStream(self, windows)
+
     def count(self, materialized: Materialized | None = None) -> "KTable":
         """The number of records per key (values default to Serdes.Long())."""
         from kspark.serde import Serdes
@@ -62,4 +66,51 @@ class KGroupedStream:
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | None = None) -> "KTable":
         """Fold each key's values: ``aggregator(key, value, aggregate)`` from ``initializer()``."""
+        return self._aggregate("KSTREAM-AGGREGATE", initializer, aggregator, materialized, None)
+
+
+class TimeWindowedKStream:
+    """A grouped stream cut into time windows: aggregations give a KTable of Windowed keys."""
+
+    def __init__(self, grouped: KGroupedStream, windows: Any):
+        self._grouped = grouped
+        self._windows = windows
+
+    def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None,
+                   aggregator: Callable[[Any, Any, Any], Any], materialized: Materialized | None,
+                   value_serde: Any) -> "KTable":
+        from kspark._engine.state.timestamped import ValueAndTimestampSerde
+        from kspark._engine.tables import WindowAggregateProcessor
+        from kspark._engine.windows import TimeWindowedSerde
+        from kspark.dsl.ktable import KTable
+        from kspark.state.stores import WindowBytesStoreSupplier, WindowStoreBuilder
+
+        g, w = self._grouped, self._windows
+        m = materialized or Materialized()
+        name = g._graph.next_name(prefix)
+        store = m.store_name or f"{name}-STATE-STORE"
+        key_serde = m.key_serde if m.key_serde is not None else g._stream._key_serde
+        value_serde = m.value_serde if m.value_serde is not None else value_serde
+        g._graph.add(ProcessorSpec(name, functools.partial(
+            WindowAggregateProcessor, store, w, initializer, aggregator), (g._stream._node,)))
+        supplier = WindowBytesStoreSupplier(store, m.persistent, w.size_ms + w.grace_ms, w.size_ms)
+        g._graph.add_store(WindowStoreBuilder(
+            supplier, key_serde, ValueAndTimestampSerde(value_serde), logging_enabled=m.logging,
+            log_config=m.log_config, caching_enabled=m.caching), (name,))
+        windowed = None if key_serde is None else TimeWindowedSerde(key_serde, w.size_ms)
+        return KTable(g._graph, name, windowed, value_serde, store)
+
+    def count(self, materialized: Materialized | None = None) -> "KTable":
+        from kspark.serde import Serdes
+
+        return self._aggregate("KSTREAM-AGGREGATE", lambda: 0, lambda k, v, agg: agg + 1,
+                               materialized, Serdes.Long())
+
+    def reduce(self, reducer: Callable[[Any, Any], Any],
+               materialized: Materialized | None = None) -> "KTable":
+        return self._aggregate("KSTREAM-REDUCE", None, lambda k, v, agg: reducer(agg, v),
+                               materialized, self._grouped._stream._value_serde)
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  materialized: Materialized | None = None) -> "KTable":
         return self._aggregate("KSTREAM-AGGREGATE", initializer, aggregator, materialized, None)

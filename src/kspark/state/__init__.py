@@ -10,7 +10,15 @@ Example:
 """
 
 from kspark._engine.state.kv import KeyValue, KeyValueIterator, KeyValueStore
-from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder, Stores
+from kspark._engine.state.window import WindowStore
+from kspark.state.stores import (
+    KeyValueBytesStoreSupplier,
+    KeyValueStoreBuilder,
+    Stores,
+    WindowBytesStoreSupplier,
+    WindowStoreBuilder,
+)
 
 __all__ = ["KeyValue", "KeyValueIterator", "KeyValueStore", "KeyValueBytesStoreSupplier",
-           "KeyValueStoreBuilder", "Stores"]
+           "KeyValueStoreBuilder", "Stores", "WindowBytesStoreSupplier", "WindowStore",
+           "WindowStoreBuilder"]

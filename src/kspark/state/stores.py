@@ -8,7 +8,8 @@ from typing import Any
 from kspark._engine.state.build import build_store
 from kspark._engine.state.kv import KeyValueStore
 
-__all__ = ["Stores", "KeyValueBytesStoreSupplier", "KeyValueStoreBuilder"]
+__all__ = ["Stores", "KeyValueBytesStoreSupplier", "KeyValueStoreBuilder",
+           "WindowBytesStoreSupplier", "WindowStoreBuilder"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,25 @@ class KeyValueStoreBuilder:
         return build_store(self)
 
 
+@dataclass(frozen=True)
+class WindowBytesStoreSupplier:
+    """Names a window store: persistence, retention, window size, duplicates (for joins)."""
+
+    name: str
+    persistent: bool
+    retention_ms: int
+    window_size_ms: int
+    retain_duplicates: bool = False
+
+
+@dataclass(frozen=True)
+class WindowStoreBuilder(KeyValueStoreBuilder):
+    """A window store to build per task."""
+
+    def build(self) -> Any:
+        return build_store(self)
+
+
 class Stores:
     """Factory of store suppliers and builders, named as Kafka Streams' ``Stores``."""
 
@@ -65,6 +85,22 @@ class Stores:
     def in_memory_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
         """An in-memory key-value store (restored from its changelog when logged)."""
         return KeyValueBytesStoreSupplier(name, False)
+
+    @staticmethod
+    def persistent_window_store(name: str, retention_ms: int, window_size_ms: int,
+                                retain_duplicates: bool = False) -> WindowBytesStoreSupplier:
+        """A RocksDB window store keeping windows for ``retention_ms``."""
+        return WindowBytesStoreSupplier(name, True, retention_ms, window_size_ms, retain_duplicates)
+
+    @staticmethod
+    def in_memory_window_store(name: str, retention_ms: int, window_size_ms: int,
+                               retain_duplicates: bool = False) -> WindowBytesStoreSupplier:
+        return WindowBytesStoreSupplier(name, False, retention_ms, window_size_ms, retain_duplicates)
+
+    @staticmethod
+    def window_store_builder(supplier: WindowBytesStoreSupplier, key_serde: Any,
+                             value_serde: Any) -> WindowStoreBuilder:
+        return WindowStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def key_value_store_builder(supplier: KeyValueBytesStoreSupplier, key_serde: Any,

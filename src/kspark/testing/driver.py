@@ -140,6 +140,21 @@ class TopologyTestDriver:
             return KeyValueStore(name, store.inner, store.key_serde, _PlainValues(store.value_serde))
         return store
 
+    def get_window_store(self, name: str) -> Any:
+        """The window store ``name`` (a DSL store's values without their timestamps)."""
+        from kspark._engine.state.timestamped import ValueAndTimestampSerde
+        from kspark._engine.state.window import WindowStore
+
+        store = self.get_state_store(name)
+        if not isinstance(store, WindowStore):
+            raise TopologyError(f"state store {name!r} is not a window store")
+        if isinstance(store.value_serde, ValueAndTimestampSerde):
+            plain = WindowStore(name, store.inner, store.key_serde, _PlainValues(store.value_serde),
+                                store.retention_ms, store.window_size_ms)
+            plain.observed = store.observed
+            return plain
+        return store
+
     def get_timestamped_key_value_store(self, name: str) -> Any:
         """A DSL store with its ValueAndTimestamp values."""
         return self.get_state_store(name)

@@ -22,7 +22,7 @@ def changelog_topic(application_id: str, store: str) -> str:
 
 def build_store(builder: Any, directory: Path | None = None,
                 log: Callable[[bytes, bytes | None], None] | None = None,
-                batch_buffer: bool = False) -> KeyValueStore:
+                batch_buffer: bool = False) -> Any:
     """The store ``builder`` describes; ``log`` receives changes when logging is enabled.
 
     ``batch_buffer`` holds every write until the batch commits (a caching layer even if the
@@ -38,7 +38,13 @@ def build_store(builder: Any, directory: Path | None = None,
         inner = ChangeLoggingLayer(inner, log)
     if builder.caching_enabled or batch_buffer:
         inner = CachingLayer(inner)
-    store = KeyValueStore(supplier.name, inner, builder.key_serde, builder.value_serde)
+    if hasattr(supplier, "window_size_ms"):
+        from kspark._engine.state.window import WindowStore
+
+        store: Any = WindowStore(supplier.name, inner, builder.key_serde, builder.value_serde,
+                                 supplier.retention_ms, supplier.window_size_ms)
+    else:
+        store = KeyValueStore(supplier.name, inner, builder.key_serde, builder.value_serde)
     store.caching_enabled = bool(builder.caching_enabled)
     return store
 

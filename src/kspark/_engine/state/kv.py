@@ -98,6 +98,9 @@ class KeyValueStore:
     def _v(self, raw: bytes | None) -> Any:
         return None if raw is None else self.value_serde.deserialize(self._name, raw)
 
+    def decode_key(self, raw: bytes) -> Any:
+        return self.key_serde.deserialize(self._name, raw)
+
     def get(self, key: Any) -> Any:
         return self._v(self.inner.get(self._k(key)))
 

@@ -1,0 +1,129 @@
+"""WindowStore: values per (key, window start), on a byte store ordered by key then time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from kspark._engine.state.kv import KeyValue, KeyValueIterator
+from kspark._engine.windows import Window, Windowed
+
+__all__ = ["WindowStore"]
+
+_TS = 8
+
+
+def _ts(t: int) -> bytes:
+    return t.to_bytes(_TS, "big", signed=True)
+
+
+class WindowStore:
+    """A window store: ``put(key, value, window_start)``; fetches by key and time range.
+
+    Entries whose window started more than ``retention_ms`` before the newest window seen
+    are expired: not returned, and dropped from the bytes store as time moves on.
+
+    Example:
+        >>> from kspark import Serdes
+        >>> from kspark.state import Stores
+        >>> s = Stores.window_store_builder(Stores.in_memory_window_store("w", 100, 10),
+        ...     Serdes.String(), Serdes.Integer()).build()
+        >>> s.put("a", 1, 0); s.put("a", 2, 10)
+        >>> [tuple(kv) for kv in s.fetch("a", 0, 10)], s.fetch("a", 10)
+        ([(0, 1), (10, 2)], 2)
+    """
+
+    def __init__(self, name: str, inner: Any, key_serde: Any, value_serde: Any,
+                 retention_ms: int, window_size_ms: int):
+        self._name = name
+        self.inner = inner
+        self.key_serde, self.value_serde = key_serde, value_serde
+        self.retention_ms, self.window_size_ms = retention_ms, window_size_ms
+        self.observed = -1
+        self.caching_enabled = False
+        self.is_open = True
+
+    def name(self) -> str:
+        return self._name
+
+    def persistent(self) -> bool:
+        return bool(self.inner.persistent)
+
+    def decode_key(self, raw: bytes) -> Windowed:
+        """The Windowed key of a stored entry's bytes."""
+        start = int.from_bytes(raw[-_TS:], "big", signed=True)
+        return Windowed(self.key_serde.deserialize(self._name, raw[:-_TS]),
+                        Window(start, start + self.window_size_ms))
+
+    def _expired(self, start: int) -> bool:
+        return self.observed >= 0 and start < self.observed - self.retention_ms
+
+    def put(self, key: Any, value: Any, window_start: int) -> None:
+        """Store ``value`` for ``key`` in the window starting at ``window_start`` (None deletes)."""
+        if window_start > self.observed:
+            self.observed = window_start
+        if self._expired(window_start):
+            return
+        kb = self.key_serde.serialize(self._name, key)
+        self.inner.put(kb + _ts(window_start), self.value_serde.serialize(self._name, value))
+
+    def _scan(self, key_bytes: bytes | None, t_from: int, t_to: int, reverse: bool) -> Iterator[tuple[bytes, int, bytes]]:
+        if key_bytes is not None:
+            entries = self.inner.range(key_bytes + _ts(t_from), key_bytes + _ts(t_to), reverse)
+        else:
+            entries = self.inner.range(None, None, reverse)
+        for k, v in entries:
+            kb, start = k[:-_TS], int.from_bytes(k[-_TS:], "big", signed=True)
+            if key_bytes is not None and kb != key_bytes:
+                continue
+            if t_from <= start <= t_to and not self._expired(start):
+                yield kb, start, v
+
+    def fetch(self, key: Any, time_from: int, time_to: int | None = None) -> Any:
+        """``fetch(key, t)``: the value of the window starting at t; ``fetch(key, from, to)``:
+        an iterator of KeyValue(window start, value) in time order."""
+        kb = self.key_serde.serialize(self._name, key)
+        if time_to is None:
+            for _, _, v in self._scan(kb, time_from, time_from, False):
+                return self.value_serde.deserialize(self._name, v)
+            return None
+        return KeyValueIterator(KeyValue(s, self.value_serde.deserialize(self._name, v))
+                                for _, s, v in self._scan(kb, time_from, time_to, False))
+
+    def backward_fetch(self, key: Any, time_from: int, time_to: int) -> KeyValueIterator:
+        kb = self.key_serde.serialize(self._name, key)
+        return KeyValueIterator(KeyValue(s, self.value_serde.deserialize(self._name, v))
+                                for _, s, v in self._scan(kb, time_from, time_to, True))
+
+    def _windowed(self, entries: Iterator[tuple[bytes, int, bytes]]) -> KeyValueIterator:
+        return KeyValueIterator(
+            KeyValue(Windowed(self.key_serde.deserialize(self._name, kb),
+                              Window(s, s + self.window_size_ms)),
+                     self.value_serde.deserialize(self._name, v)) for kb, s, v in entries)
+
+    def fetch_all(self, time_from: int, time_to: int) -> KeyValueIterator:
+        """Every key's windows starting in ``[time_from, time_to]``, as Windowed keys."""
+        return self._windowed(self._scan(None, time_from, time_to, False))
+
+    def all(self) -> KeyValueIterator:
+        return self._windowed(self._scan(None, -(1 << 62), 1 << 62, False))
+
+    def backward_all(self) -> KeyValueIterator:
+        return self._windowed(self._scan(None, -(1 << 62), 1 << 62, True))
+
+    def purge_expired(self) -> int:
+        """Delete expired windows from the bytes store; returns how many."""
+        dead = [k for k, _ in self.inner.range(None, None)
+                if self._expired(int.from_bytes(k[-_TS:], "big", signed=True))]
+        for k in dead:
+            self.inner.delete(k)
+        return len(dead)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def close(self) -> None:
+        if self.is_open:
+            self.inner.flush()
+            self.inner.close()
+            self.is_open = False

@@ -1,0 +1,98 @@
+"""Window stores and windowed aggregations through the TopologyTestDriver."""
+
+import pytest
+
+from kspark import Materialized, Serdes, StreamsBuilder, TimeWindowedSerde, TimeWindows
+from kspark import Window, Windowed
+from kspark.state import Stores
+from kspark.testing import TopologyTestDriver
+
+S, I, L = Serdes.String(), Serdes.Integer(), Serdes.Long()
+NO_CACHE = {"statestore.cache.max.bytes": 0}
+
+
+@pytest.fixture(params=[Stores.in_memory_window_store, Stores.persistent_window_store],
+                ids=["in-memory", "rocksdb"])
+def wstore(request):
+    s = Stores.window_store_builder(request.param("w", 100, 10), S, I).build()
+    yield s
+    s.close()
+
+
+def test_window_store_put_fetch_backward_all_and_retention(wstore):
+    wstore.put("a", 1, 0)
+    wstore.put("a", 2, 10)
+    wstore.put("b", 3, 10)
+    wstore.put("ab", 4, 0)
+    assert wstore.fetch("a", 10) == 2
+    assert list(wstore.fetch("a", 0, 50)) == [(0, 1), (10, 2)]
+    assert list(wstore.backward_fetch("a", 0, 50)) == [(10, 2), (0, 1)]
+    assert [(kv.key.key, kv.key.window.start, kv.value) for kv in wstore.fetch_all(10, 10)] == [
+        ("a", 10, 2), ("b", 10, 3)]
+    assert len(list(wstore.all())) == 4
+    wstore.put("a", 5, 200)  # time moves on: windows before 100 expire
+    assert list(wstore.fetch("a", 0, 300)) == [(200, 5)]
+    assert wstore.purge_expired() == 4
+    wstore.put("z", 9, 50)  # already expired: ignored
+    assert wstore.fetch("z", 50) is None
+
+
+def test_time_windows_validate():
+    with pytest.raises(ValueError, match="advance"):
+        TimeWindows.of_size_with_no_grace(10).advance_by(20)
+
+
+def _windowed_count(windows, records, config=NO_CACHE):
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=S).group_by_key().windowed_by(windows)
+      .count(Materialized.as_("wc")).to_stream()
+      .map(lambda wk, v: (f"{wk.key}@{wk.window.start}-{wk.window.end}", v))
+      .to("out", key_serde=S, value_serde=L))
+    d = TopologyTestDriver(b.build(), config)
+    i = d.create_input_topic("in", S, S)
+    for k, ts in records:
+        i.pipe_input(k, "x", ts)
+    return d, d.create_output_topic("out", S, L).read_key_values_to_list()
+
+
+def test_tumbling_window_count():
+    d, out = _windowed_count(TimeWindows.of_size_with_no_grace(10),
+                             [("a", 1), ("a", 5), ("a", 12), ("b", 3)])
+    # no grace: b at 3 arrives when stream time is 12, after [0, 10) closed: dropped
+    assert out == [("a@0-10", 1), ("a@0-10", 2), ("a@10-20", 1)]
+    assert d._task.dropped == 1
+    assert list(d.get_window_store("wc").fetch("a", 0, 20)) == [(0, 2), (10, 1)]
+
+
+def test_hopping_window_count():
+    _, out = _windowed_count(TimeWindows.of_size_with_no_grace(10).advance_by(5),
+                             [("a", 7), ("a", 12)])
+    assert out == [("a@0-10", 1), ("a@5-15", 1), ("a@5-15", 2), ("a@10-20", 1)]
+
+
+def test_out_of_order_within_grace_counts_and_late_records_are_dropped_and_counted():
+    d, out = _windowed_count(TimeWindows.of_size_and_grace(10, 5),
+                             [("a", 12), ("a", 8), ("a", 30), ("a", 9), ("a", 25)])
+    # 8 is within grace of [0,10) (stream time 12 < 10 + 5); after 30, [0,10) is closed: 9 dropped
+    assert out == [("a@10-20", 1), ("a@0-10", 1), ("a@30-40", 1), ("a@20-30", 1)]
+    assert d._task.dropped == 1
+
+
+def test_windowed_serde_is_javas_time_windowed_layout():
+    serde = TimeWindowedSerde(S, 10)
+    raw = serde.serialize("t", Windowed("k", Window(20, 30)))
+    assert raw == b"k" + (20).to_bytes(8, "big")
+    assert serde.deserialize("t", raw) == Windowed("k", Window(20, 30))
+
+
+def test_windowed_reduce_with_caching_emits_per_commit():
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=S).group_by_key()
+      .windowed_by(TimeWindows.of_size_with_no_grace(10)).reduce(lambda a, v: a + v)
+      .to_stream().map(lambda wk, v: (wk.key, v)).to("out", key_serde=S, value_serde=S))
+    with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": 1 << 20}) as d:
+        from kspark._engine.nodes import RawRecord
+        for n, v in enumerate(["x", "y", "z"]):
+            d._task.process(RawRecord("in", 0, n, n, b"a", v.encode()))
+        d._task.flush()
+        assert d.create_output_topic("out", S, S).read_key_values_to_list() == [("a", "xyz")]
