@@ -198,3 +198,45 @@ def test_dsl_aggregations_agree_with_the_driver(name, caching, broker, spark, ad
         per_key = lambda ups: {k: [v for kk, v in ups if kk == k] for k, _ in ups}  # noqa: E731
         assert per_key(got_updates) == per_key(expected_updates)
 
+
+
+def _stream_table_left_join(b, a, c, dst):
+    t = b.table(a, key_serde=S, value_serde=S)
+    (b.stream(c, key_serde=S, value_serde=S).left_join(t, lambda v, u: f"{v}/{u}")
+      .to(dst, value_serde=S))
+
+
+def _table_table_outer_join(b, a, c, dst):
+    left, right = b.table(a, key_serde=S, value_serde=S), b.table(c, key_serde=S, value_serde=S)
+    left.outer_join(right, lambda x, y: f"{x}+{y}").to_stream().to(dst, value_serde=S)
+
+
+@pytest.mark.parametrize("build", [_stream_table_left_join, _table_table_outer_join],
+                         ids=["stream-table-left-join", "table-table-outer-join"])
+def test_joins_agree_with_the_driver(build, broker, spark, admin, topic_name, app_config):
+    a, c, dst = topic_name("join-a"), topic_name("join-c"), topic_name("join-out")
+    admin.create_topics({a: 2, c: 2, dst: 2})
+    recs_a = [(f"u{i % 9}", None if i % 11 == 10 else f"a{i}", 1000 + 2 * i) for i in range(60)]
+    recs_c = [(f"u{i % 7}", f"c{i}", 1001 + 2 * i) for i in range(60)]
+    cache = {"statestore.cache.max.bytes": 0}
+    b = StreamsBuilder()
+    build(b, a, c, dst)
+    with TopologyTestDriver(b.build(), cache) as d:
+        ta, tc = d.create_input_topic(a, S, S), d.create_input_topic(c, S, S)
+        for topic, (k, v, ts) in sorted([(ta, r) for r in recs_a] + [(tc, r) for r in recs_c],
+                                        key=lambda x: x[1][2]):
+            topic.pipe_input(k, v, ts)
+        expected = d.create_output_topic(dst, S, S).read_key_values_to_list()
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    for topic, recs in ((a, recs_a), (c, recs_c)):
+        for k, v, ts in recs:
+            p.produce(topic, key=k.encode(), value=None if v is None else v.encode(), timestamp=ts)
+    p.flush(10)
+    b = StreamsBuilder()
+    build(b, a, c, dst)
+    # one micro-batch: both inputs are then aligned by timestamp, as in the driver
+    _run(b.build(), app_config(**cache), spark)
+    got = [(m.key().decode(), None if m.value() is None else m.value().decode())
+           for m in consume_all(broker, dst, 1)]
+    per_key = lambda rows: {k: [v for kk, v in rows if kk == k] for k, _ in rows}  # noqa: E731
+    assert per_key(got) == per_key(expected)

@@ -11,7 +11,8 @@ from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.windows import Windowed
 
 __all__ = ["Change", "StreamAggregateProcessor", "TableSourceProcessor", "TableFilterProcessor",
-           "TableMapValuesProcessor", "TableToStreamProcessor"]
+           "TableMapValuesProcessor", "TableToStreamProcessor", "TablePassThroughProcessor",
+           "WindowAggregateProcessor"]
 
 
 class Change(NamedTuple):
@@ -181,3 +182,13 @@ class TableToStreamProcessor(Processor):
 
     def process(self, record: Record) -> None:
         self.context.forward(record.with_value(record.value.new))
+
+
+class TablePassThroughProcessor(Processor):
+    """Forwards changes unchanged (the merge point of a table-table join's two sides)."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record)

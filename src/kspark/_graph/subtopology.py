@@ -47,6 +47,10 @@ def sub_topologies(graph: TopologyGraph) -> list[SubTopology]:
     for spec in graph.nodes.values():
         for p in spec.parents:
             root[find(spec.name)] = find(p)
+    for _, processors in graph.stores.values():  # processors sharing a store share a task
+        names = sorted(processors)
+        for other in names[1:]:
+            root[find(other)] = find(names[0])
     groups: dict[str, list] = {}
     for spec in graph.nodes.values():
         groups.setdefault(find(spec.name), []).append(spec)

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from kspark._engine import joins as ops_joins
 from kspark._engine import operators as ops
 from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
 from kspark.errors import TopologyError
@@ -141,6 +142,47 @@ class KStream:
         src = self._graph.next_name("KSTREAM-SOURCE")
         self._graph.add(SourceSpec(src, (topic,), ks, vs, internal=internal))
         return KStream(self._graph, src, ks, vs)
+
+    def _source_topics(self) -> set[str]:
+        """The user source topics this stream's records come from (for co-partitioning)."""
+        from kspark._graph.graph import SourceSpec
+
+        out, todo, seen = set(), [self._node], set()
+        while todo:
+            spec = self._graph.nodes[todo.pop()]
+            if spec.name in seen:
+                continue
+            seen.add(spec.name)
+            if isinstance(spec, SourceSpec):
+                out.update(spec.topics if not spec.internal else ())
+            todo.extend(spec.parents)
+        return out
+
+    def join(self, table: Any, joiner: Callable[[Any, Any], Any], *, left: bool = False,
+             name: str | None = None) -> "KStream":
+        """Join each record with ``table``'s current value for its key: ``joiner(value, table_value)``.
+
+        The stream is repartitioned first if an earlier step changed its key; stream and
+        table topics must be co-partitioned (checked at start).
+        """
+        store = table.queryable_store_name()
+        if store is None:
+            raise TopologyError("the table of a join must be materialized: join a table from "
+                                "StreamsBuilder.table() or an aggregation, or materialize it")
+        stream = self.repartition() if self._repartition_required else self
+        out = stream._then("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", functools.partial(
+            ops_joins.StreamTableJoinProcessor, store, joiner, left), name, self._key_serde, None,
+            keep_serdes=False)
+        self._graph.connect((out._node,), (store,))
+        topics = stream._source_topics() | table._source_topics()
+        if len(topics) > 1:
+            self._graph.copartition(*sorted(topics))
+        return out
+
+    def left_join(self, table: Any, joiner: Callable[[Any, Any], Any], *,
+                  name: str | None = None) -> "KStream":
+        """Like :meth:`join`, but records without a table value are joined with None."""
+        return self.join(table, joiner, left=True, name=name)
 
     def group_by_key(self, *, key_serde: Any = None, value_serde: Any = None) -> Any:
         """Group by the current key (repartitioning first if an earlier step changed it)."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from kspark._engine import tables
 from kspark._graph.graph import ProcessorSpec, TopologyGraph
+from kspark.errors import TopologyError
 
 __all__ = ["KTable"]
 
@@ -53,6 +54,46 @@ class KTable:
         """Map each value with ``fn(value)`` (``fn(key, value)`` with_key)."""
         return self._then("KTABLE-MAPVALUES",
                           functools.partial(tables.TableMapValuesProcessor, fn, with_key), None)
+
+    def _source_topics(self) -> set[str]:
+        from kspark.dsl.kstream import KStream
+
+        return KStream(self._graph, self._node, None, None)._source_topics()
+
+    def _join(self, other: "KTable", joiner: Callable[[Any, Any], Any], kind: str,
+              materialized: Any = None) -> "KTable":
+        from kspark._engine.joins import TableTableJoinProcessor
+
+        if self._store_name is None or other._store_name is None:
+            raise TopologyError("both tables of a table-table join must be materialized (from "
+                                "StreamsBuilder.table() or an aggregation)")
+        prefix = {"inner": "KTABLE-JOIN", "left": "KTABLE-LEFTJOIN", "outer": "KTABLE-OUTERJOIN"}[kind]
+        this = self._graph.next_name(prefix + "THIS")
+        that = self._graph.next_name(prefix + "OTHER")
+        self._graph.add(ProcessorSpec(this, functools.partial(
+            TableTableJoinProcessor, other._store_name, joiner, kind, True), (self._node,)))
+        self._graph.add(ProcessorSpec(that, functools.partial(
+            TableTableJoinProcessor, self._store_name, joiner, kind, False), (other._node,)))
+        self._graph.connect((this,), (other._store_name,))
+        self._graph.connect((that,), (self._store_name,))
+        merge = self._graph.next_name("KTABLE-MERGE")
+        self._graph.add(ProcessorSpec(merge, tables.TablePassThroughProcessor, (this, that)))
+        topics = self._source_topics() | other._source_topics()
+        if len(topics) > 1:
+            self._graph.copartition(*sorted(topics))
+        return KTable(self._graph, merge, self._key_serde, None)
+
+    def join(self, other: "KTable", joiner: Callable[[Any, Any], Any]) -> "KTable":
+        """Rows present in both tables, valued ``joiner(value, other_value)``."""
+        return self._join(other, joiner, "inner")
+
+    def left_join(self, other: "KTable", joiner: Callable[[Any, Any], Any]) -> "KTable":
+        """Every row of this table; ``other_value`` is None where the other has none."""
+        return self._join(other, joiner, "left")
+
+    def outer_join(self, other: "KTable", joiner: Callable[[Any, Any], Any]) -> "KTable":
+        """Rows present in either table (the missing side is None)."""
+        return self._join(other, joiner, "outer")
 
     def to_stream(self) -> Any:
         """The table's updates as a KStream (a delete is a record with a None value)."""

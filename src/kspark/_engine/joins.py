@@ -1,0 +1,77 @@
+"""Joins against tables: KStream-KTable and KTable-KTable, looking up the other side's store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark._engine.tables import Change
+
+__all__ = ["StreamTableJoinProcessor", "TableTableJoinProcessor"]
+
+
+def _lookup(store: Any, key: Any) -> tuple[Any, int]:
+    vt = store.get(key)
+    return (None, -1) if vt is None else (vt.value, vt.timestamp)
+
+
+class StreamTableJoinProcessor(Processor):
+    """Each stream record joins the table's current value for its key.
+
+    Inner: records whose key has no table value (or a null key or value) are dropped.
+    Left: they are joined with None.
+    """
+
+    def __init__(self, store_name: str, joiner: Callable[[Any, Any], Any], left: bool):
+        self.store_name, self.joiner, self.left = store_name, joiner, left
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store = context.get_state_store(self.store_name)
+
+    def process(self, record: Record) -> None:
+        if record.key is None or record.value is None:
+            if self.left and record.key is not None:
+                self.context.forward(record.with_value(self.joiner(record.value, None)))
+            return
+        other, _ = _lookup(self.store, record.key)
+        if other is None and not self.left:
+            return
+        self.context.forward(record.with_value(self.joiner(record.value, other)))
+
+
+class TableTableJoinProcessor(Processor):
+    """One side of a table-table join: a change on this side joins the other side's value.
+
+    ``kind`` is "inner", "left" or "outer"; ``this_is_left`` says which side this processor
+    is on, so the joiner always gets (left value, right value).
+    """
+
+    def __init__(self, other_store: str, joiner: Callable[[Any, Any], Any], kind: str,
+                 this_is_left: bool):
+        self.other_store, self.joiner = other_store, joiner
+        self.kind, self.this_is_left = kind, this_is_left
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store = context.get_state_store(self.other_store)
+
+    def _join(self, mine: Any, other: Any) -> Any:
+        left, right = (mine, other) if self.this_is_left else (other, mine)
+        if left is None and right is None:
+            return None
+        if self.kind == "inner" and (left is None or right is None):
+            return None
+        if self.kind == "left" and left is None:
+            return None
+        return self.joiner(left, right)
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        other, other_ts = _lookup(self.store, record.key)
+        new, old = self._join(change.new, other), self._join(change.old, other)
+        if new is None and old is None:
+            return
+        ts = max(record.timestamp, other_ts)
+        self.context.forward(Record(record.key, Change(new, old), ts, record.headers))

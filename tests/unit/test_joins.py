@@ -1,0 +1,82 @@
+"""Stream-table and table-table joins through the TopologyTestDriver."""
+
+import pytest
+
+from kspark import Serdes, StreamsBuilder
+from kspark.errors import TopologyError
+from kspark.testing import TopologyTestDriver
+
+S = Serdes.String()
+NO_CACHE = {"statestore.cache.max.bytes": 0}
+
+
+def _stream_table(left):
+    b = StreamsBuilder()
+    t = b.table("users", key_serde=S, value_serde=S)
+    s = b.stream("clicks", key_serde=S, value_serde=S)
+    joined = s.left_join(t, lambda c, u: f"{c}/{u}") if left else s.join(t, lambda c, u: f"{c}/{u}")
+    joined.to("out", value_serde=S)
+    d = TopologyTestDriver(b.build(), NO_CACHE)
+    return d, d.create_input_topic("users", S, S), d.create_input_topic("clicks", S, S), \
+        d.create_output_topic("out", S, S)
+
+
+@pytest.mark.parametrize("left", [False, True], ids=["inner", "left"])
+def test_stream_table_join(left):
+    d, users, clicks, out = _stream_table(left)
+    clicks.pipe_input("u1", "c0", 0)     # no user yet
+    users.pipe_input("u1", "ann", 1)
+    clicks.pipe_input("u1", "c1", 2)
+    users.pipe_input("u1", "anna", 3)     # table updates do not emit
+    clicks.pipe_input("u1", "c2", 4)
+    users.pipe_input("u1", None, 5)       # tombstone
+    clicks.pipe_input("u1", "c3", 6)
+    expected = [("u1", "c1/ann"), ("u1", "c2/anna")]
+    if left:
+        expected = [("u1", "c0/None")] + expected + [("u1", "c3/None")]
+    assert out.read_key_values_to_list() == expected
+
+
+def test_stream_table_join_is_one_task_and_copartitioned():
+    b = StreamsBuilder()
+    t = b.table("users", key_serde=S, value_serde=S)
+    b.stream("clicks", key_serde=S, value_serde=S).join(t, lambda c, u: c).to("out")
+    topology = b.build()
+    assert topology.describe().count("Sub-topology") == 1
+    assert topology._graph.copartition_groups == [frozenset({"users", "clicks"})]
+
+
+def test_stream_after_key_change_is_repartitioned_before_the_join():
+    b = StreamsBuilder()
+    t = b.table("users", key_serde=S, value_serde=S)
+    (b.stream("clicks", key_serde=S, value_serde=S).select_key(lambda k, v: v)
+      .join(t, lambda c, u: u).to("out", value_serde=S))
+    assert b.build().describe().count("Sub-topology") == 2
+
+
+def test_join_with_unmaterialized_table_is_refused():
+    b = StreamsBuilder()
+    t = b.table("users", key_serde=S, value_serde=S).filter(lambda k, v: True)
+    with pytest.raises(TopologyError, match="materialized"):
+        b.stream("clicks", key_serde=S, value_serde=S).join(t, lambda c, u: c)
+
+
+@pytest.mark.parametrize("kind,expected", [
+    ("join", [("k", "a1+b1"), ("k", "a2+b1"), ("k", None)]),
+    ("left_join", [("k", "a1+None"), ("k", "a1+b1"), ("k", "a2+b1"), ("k", "a2+None")]),
+    ("outer_join", [("k", "a1+None"), ("k", "a1+b1"), ("k", "a2+b1"), ("k", "a2+None"),
+                    ("j", "None+b9")]),
+])
+def test_table_table_joins(kind, expected):
+    b = StreamsBuilder()
+    left = b.table("left", key_serde=S, value_serde=S)
+    right = b.table("right", key_serde=S, value_serde=S)
+    getattr(left, kind)(right, lambda a, c: f"{a}+{c}").to_stream().to("out", value_serde=S)
+    with TopologyTestDriver(b.build(), NO_CACHE) as d:
+        lt, rt = d.create_input_topic("left", S, S), d.create_input_topic("right", S, S)
+        lt.pipe_input("k", "a1", 1)
+        rt.pipe_input("k", "b1", 2)
+        lt.pipe_input("k", "a2", 3)
+        rt.pipe_input("k", None, 4)
+        rt.pipe_input("j", "b9", 5)
+        assert d.create_output_topic("out", S, S).read_key_values_to_list() == expected
