@@ -23,7 +23,9 @@ test: setup
 	$(PY) -m pytest -q
 
 bench: setup
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) benchmarks/stateless.py
+	$(PY) benchmarks/stateful_count.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

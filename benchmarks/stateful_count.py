@@ -1,0 +1,160 @@
+"""Benchmark: group_by_key().count(), Kafka -> Kafka, 1M records over 100k keys, 2 partitions.
+
+Compared in one run on this machine, against the same local broker and the same records:
+  (a) a plain confluent-kafka loop: consume -> dict count -> produce (one process);
+  (b) the same count with PySpark's own transformWithStateInPandas (RocksDB state store
+      provider), reading through kspark's Kafka source, results to the noop sink;
+  (c) kspark: group_by_key().count() with a persistent (RocksDB) store, logged, AvailableNow.
+A 10,000-record warm-up query runs first so (b) and (c) find Spark's Python workers started.
+
+    .venv/bin/python benchmarks/stateful_count.py [--records 1000000] [--keys 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from kspark import KafkaStreams, Serdes, StreamsBuilder, spark_session
+from kspark._kafka.admin import Admin
+from kspark._kafka.broker import LocalBroker, free_port
+
+
+def produce(bootstrap: str, topic: str, n: int, keys: int) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
+                  "partitioner": "murmur2_random"})
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, key=b"key-%d" % (i * 7919 % keys), value=b"v",
+                          timestamp=1_700_000_000_000 + i)
+                break
+            except BufferError:
+                p.poll(0.05)
+    p.flush(120)
+
+
+def baseline(bootstrap: str, src: str, dst: str, n: int, partitions: int) -> float:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-count",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(src, p, 0) for p in range(partitions)])
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
+                  "partitioner": "murmur2_random"})
+    counts: dict[bytes, int] = {}
+    seen, start = 0, time.perf_counter()
+    while seen < n:
+        for m in c.consume(10000, 1.0):
+            if m.error():
+                continue
+            seen += 1
+            k = m.key()
+            counts[k] = counts.get(k, 0) + 1
+            while True:
+                try:
+                    p.produce(dst, key=k, value=counts[k].to_bytes(8, "big"))
+                    break
+                except BufferError:
+                    p.poll(0.05)
+        p.poll(0)
+    p.flush(120)
+    c.close()
+    return time.perf_counter() - start
+
+
+def kspark_count(bootstrap: str, src: str, dst: str, spark, state_dir: str) -> float:
+    b = StreamsBuilder()
+    (b.stream(src, key_serde=Serdes.Bytes(), value_serde=Serdes.Bytes()).group_by_key().count()
+      .to_stream().to(dst, value_serde=Serdes.Long()))
+    streams = KafkaStreams(b.build(), {
+        "application.id": f"bench-count-{time.time_ns()}", "bootstrap.servers": bootstrap,
+        "autostop.at": "eol", "state.dir": state_dir, "max.offsets.per.trigger": 500_000,
+        "producer.linger.ms": 20}, spark=spark)
+    start = time.perf_counter()
+    streams.start()
+    streams.await_termination()
+    elapsed = time.perf_counter() - start
+    streams.close()
+    return elapsed
+
+
+def tws_count(bootstrap: str, src: str, spark, checkpoint: str) -> float:
+    import json
+
+    import pandas as pd
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class CountProcessor(StatefulProcessor):
+        def init(self, handle):
+            self.count = handle.getValueState("count", "count long")
+
+        def handleInputRows(self, key, rows, timerValues):
+            n = self.count.get()[0] if self.count.exists() else 0
+            for pdf in rows:
+                n += len(pdf)
+            self.count.update((n,))
+            yield pd.DataFrame({"key": [key[0]], "count": [n]})
+
+        def close(self):
+            pass
+
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass",
+                   "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    df = (spark.readStream.format("kspark_kafka").option("bootstrap", bootstrap)
+          .option("topics", json.dumps([src])).option("max_offsets", "500000")
+          .option("timeout_ms", "30000").option("read_timeout_ms", "60000").load())
+    out = df.select("key").groupBy("key").transformWithStateInPandas(
+        statefulProcessor=CountProcessor(), outputStructType="key binary, count long",
+        outputMode="Update", timeMode="None")
+    start = time.perf_counter()
+    q = (out.writeStream.format("noop").outputMode("update").option("checkpointLocation", checkpoint)
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--keys", type=int, default=100_000)
+    ap.add_argument("--partitions", type=int, default=2)
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="kspark-bench-")
+    broker = LocalBroker(os.path.join(work, "broker"), port=free_port(), heap="1g")
+    bootstrap = broker.start()
+    n = args.records
+    try:
+        admin = Admin(bootstrap)
+        admin.create_topics({t: args.partitions for t in
+                             ("count-in", "count-out-base", "count-out-kspark", "warm-in", "warm-out")})
+        t = time.perf_counter()
+        produce(bootstrap, "count-in", n, args.keys)
+        produce(bootstrap, "warm-in", 10_000, 1000)
+        print(f"loaded {n} records over {args.keys} keys in {time.perf_counter() - t:.1f}s", flush=True)
+        spark = spark_session({"spark.master": f"local[{args.partitions}]", "spark.ui.enabled": "false",
+                               "spark.sql.shuffle.partitions": str(args.partitions)})
+        base = baseline(bootstrap, "count-in", "count-out-base", n, args.partitions)
+        warm = kspark_count(bootstrap, "warm-in", "warm-out", spark, os.path.join(work, "warm"))
+        ks = kspark_count(bootstrap, "count-in", "count-out-kspark", spark, os.path.join(work, "ks"))
+        tws = tws_count(bootstrap, "count-in", spark, os.path.join(work, "tws"))
+        print(f"kspark warm-up query (10,000 records): {warm:.1f}s")
+        for label, secs in (("(a) confluent-kafka loop, dict count", base),
+                            ("(b) PySpark transformWithStateInPandas (RocksDB), noop sink", tws),
+                            ("(c) kspark group_by_key().count(), RocksDB, logged", ks)):
+            print(f"{label:<62} {secs:7.1f}s {n / secs:10,.0f} records/s")
+        print(f"ratio kspark / loop throughput: {base / ks:.2f}")
+        print(f"ratio kspark / transformWithStateInPandas throughput: {tws / ks:.2f}")
+        spark.stop()
+    finally:
+        broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
