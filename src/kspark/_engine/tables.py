@@ -12,7 +12,7 @@ from kspark._engine.windows import Windowed
 
 __all__ = ["Change", "StreamAggregateProcessor", "TableSourceProcessor", "TableFilterProcessor",
            "TableMapValuesProcessor", "TableToStreamProcessor", "TablePassThroughProcessor",
-           "WindowAggregateProcessor"]
+           "WindowAggregateProcessor", "SessionAggregateProcessor"]
 
 
 class Change(NamedTuple):
@@ -192,3 +192,48 @@ class TablePassThroughProcessor(Processor):
 
     def process(self, record: Record) -> None:
         self.context.forward(record)
+
+
+class SessionAggregateProcessor(_TableStoreProcessor):
+    """Session count / reduce / aggregate: a record joins (and merges) the sessions within
+    the gap; merged sessions are removed downstream (a change to None)."""
+
+    def __init__(self, store_name: str, windows: Any, initializer: Callable[[], Any] | None,
+                 aggregator: Callable[[Any, Any, Any], Any],
+                 merger: Callable[[Any, Any, Any], Any]):
+        super().__init__(store_name)
+        self.windows, self.initializer = windows, initializer
+        self.aggregator, self.merger = aggregator, merger
+        self.observed = -1
+
+    def process(self, record: Record) -> None:
+        from kspark._engine.windows import Window
+
+        if record.key is None or record.value is None:
+            return
+        ts, gap = record.timestamp, self.windows.gap_ms
+        self.observed = max(self.observed, ts)
+        if ts + gap + self.windows.grace_ms <= self.observed:  # its session would already be closed
+            self.context.record_dropped(
+                f"late record for a session of key {record.key!r} at {ts}: stream time "
+                f"{self.observed} is past its end plus grace ({self.windows.grace_ms} ms)")
+            return
+        start, end, agg = ts, ts, None
+        merged = list(self.store.find_sessions(record.key, ts - gap, ts + gap))
+        for kv in merged:
+            vt = kv.value
+            start, end = min(start, kv.key.window.start), max(end, kv.key.window.end)
+            agg = vt.value if agg is None else self.merger(record.key, agg, vt.value)
+        if agg is None:
+            agg = (record.value if self.initializer is None
+                   else self.aggregator(record.key, record.value, self.initializer()))
+        else:
+            agg = self.aggregator(record.key, record.value, agg)
+        for kv in merged:
+            self.store.remove(kv.key)
+            if not self.emit_on_flush:
+                self.context.forward(Record(kv.key, Change(None, kv.value.value), ts, record.headers))
+        session = Windowed(record.key, Window(start, end))
+        self.store.put(session, ValueAndTimestamp(agg, ts))
+        if not self.emit_on_flush:
+            self.context.forward(Record(session, Change(agg, None), ts, record.headers))

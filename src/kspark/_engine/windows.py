@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Window", "Windowed", "TimeWindows", "TimeWindowedSerde"]
+__all__ = ["Window", "Windowed", "TimeWindows", "TimeWindowedSerde", "SessionWindows",
+           "SessionWindowedSerde"]
 
 
 @dataclass(frozen=True, order=True)
@@ -89,3 +90,47 @@ class TimeWindowedSerde:
 
     def __repr__(self) -> str:
         return f"TimeWindowedSerde({self.inner!r}, {self.window_size_ms})"
+
+
+@dataclass(frozen=True)
+class SessionWindows:
+    """Sessions: records of a key closer than ``gap_ms`` in time fall into one window.
+
+    Example:
+        >>> SessionWindows.of_inactivity_gap_and_grace(30, 10).gap_ms
+        30
+    """
+
+    gap_ms: int
+    grace_ms: int
+
+    @staticmethod
+    def of_inactivity_gap_with_no_grace(gap_ms: int) -> "SessionWindows":
+        return SessionWindows.of_inactivity_gap_and_grace(gap_ms, 0)
+
+    @staticmethod
+    def of_inactivity_gap_and_grace(gap_ms: int, grace_ms: int) -> "SessionWindows":
+        if gap_ms <= 0 or grace_ms < 0:
+            raise ValueError(f"invalid session windows: gap {gap_ms} ms, grace {grace_ms} ms "
+                             "(need gap > 0, grace >= 0)")
+        return SessionWindows(gap_ms, grace_ms)
+
+
+class SessionWindowedSerde:
+    """Session-windowed keys as key bytes + 8-byte end + 8-byte start (Java's layout)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    def serialize(self, topic: str, data: Windowed | None) -> bytes | None:
+        if data is None:
+            return None
+        return (self.inner.serialize(topic, data.key) + data.window.end.to_bytes(8, "big", signed=True)
+                + data.window.start.to_bytes(8, "big", signed=True))
+
+    def deserialize(self, topic: str, data: bytes | None) -> Windowed | None:
+        if data is None:
+            return None
+        return Windowed(self.inner.deserialize(topic, data[:-16]),
+                        Window(int.from_bytes(data[-8:], "big", signed=True),
+                               int.from_bytes(data[-16:-8], "big", signed=True)))

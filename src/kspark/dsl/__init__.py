@@ -10,7 +10,14 @@ from kspark.dsl.grouped import KGroupedStream
 from kspark.dsl.kstream import KStream
 from kspark.dsl.ktable import KTable
 from kspark.dsl.materialized import Materialized
-from kspark._engine.windows import TimeWindowedSerde, TimeWindows, Window, Windowed
+from kspark._engine.windows import (
+    SessionWindowedSerde,
+    SessionWindows,
+    TimeWindowedSerde,
+    TimeWindows,
+    Window,
+    Windowed,
+)
 
 __all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "Materialized", "TimeWindows",
-           "TimeWindowedSerde", "Window", "Windowed"]
+           "TimeWindowedSerde", "Window", "Windowed", "SessionWindows", "SessionWindowedSerde"]

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from kspark.dsl.kstream import KStream
     from kspark.dsl.ktable import KTable
 
-__all__ = ["KGroupedStream", "TimeWindowedKStream"]
+__all__ = ["KGroupedStream", "TimeWindowedKStream", "SessionWindowedKStream"]
 
 
 class KGroupedStream:
@@ -46,8 +46,12 @@ class KGroupedStream:
         self._graph.add_store(m.builder(store, key_serde, value_serde), (name,))
         return KTable(self._graph, name, key_serde, value_serde, store)
 
-    def windowed_by(self, windows: Any) -> "TimeWindowedKStream":
-        """Aggregate per key and time window (``TimeWindows``)."""
+    def windowed_by(self, windows: Any) -> Any:
+        """Aggregate per key and window: ``TimeWindows`` or ``SessionWindows``."""
+        from kspark._engine.windows import SessionWindows
+
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedKStream(self, windows)
         return TimeWindowedKStream(self, windows)
 
     def count(self, materialized: Materialized | None = None) -> "KTable":
@@ -114,3 +118,55 @@ class TimeWindowedKStream:
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | None = None) -> "KTable":
         return self._aggregate("KSTREAM-AGGREGATE", initializer, aggregator, materialized, None)
+
+
+class SessionWindowedKStream:
+    """A grouped stream cut into sessions: aggregations give a KTable of Windowed keys."""
+
+    def __init__(self, grouped: KGroupedStream, windows: Any):
+        self._grouped = grouped
+        self._windows = windows
+
+    def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None,
+                   aggregator: Callable[[Any, Any, Any], Any], merger: Callable[[Any, Any, Any], Any],
+                   materialized: Materialized | None, value_serde: Any) -> "KTable":
+        from kspark._engine.state.timestamped import ValueAndTimestampSerde
+        from kspark._engine.tables import SessionAggregateProcessor
+        from kspark._engine.windows import SessionWindowedSerde
+        from kspark.dsl.ktable import KTable
+        from kspark.state.stores import SessionBytesStoreSupplier, SessionStoreBuilder
+
+        g, w = self._grouped, self._windows
+        m = materialized or Materialized()
+        name = g._graph.next_name(prefix)
+        store = m.store_name or f"{name}-STATE-STORE"
+        key_serde = m.key_serde if m.key_serde is not None else g._stream._key_serde
+        value_serde = m.value_serde if m.value_serde is not None else value_serde
+        g._graph.add(ProcessorSpec(name, functools.partial(
+            SessionAggregateProcessor, store, w, initializer, aggregator, merger),
+            (g._stream._node,)))
+        supplier = SessionBytesStoreSupplier(store, m.persistent, w.gap_ms + w.grace_ms)
+        g._graph.add_store(SessionStoreBuilder(
+            supplier, key_serde, ValueAndTimestampSerde(value_serde), logging_enabled=m.logging,
+            log_config=m.log_config, caching_enabled=m.caching), (name,))
+        windowed = None if key_serde is None else SessionWindowedSerde(key_serde)
+        return KTable(g._graph, name, windowed, value_serde, store)
+
+    def count(self, materialized: Materialized | None = None) -> "KTable":
+        from kspark.serde import Serdes
+
+        return self._aggregate("KSTREAM-AGGREGATE", lambda: 0, lambda k, v, agg: agg + 1,
+                               lambda k, a, b: a + b, materialized, Serdes.Long())
+
+    def reduce(self, reducer: Callable[[Any, Any], Any],
+               materialized: Materialized | None = None) -> "KTable":
+        return self._aggregate("KSTREAM-REDUCE", None, lambda k, v, agg: reducer(agg, v),
+                               lambda k, a, b: reducer(a, b), materialized,
+                               self._grouped._stream._value_serde)
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  merger: Callable[[Any, Any, Any], Any],
+                  materialized: Materialized | None = None) -> "KTable":
+        """``merger(key, agg1, agg2)`` combines two sessions' aggregates when a record joins them."""
+        return self._aggregate("KSTREAM-AGGREGATE", initializer, aggregator, merger,
+                               materialized, None)

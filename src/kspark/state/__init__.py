@@ -10,10 +10,13 @@ Example:
 """
 
 from kspark._engine.state.kv import KeyValue, KeyValueIterator, KeyValueStore
+from kspark._engine.state.session import SessionStore
 from kspark._engine.state.window import WindowStore
 from kspark.state.stores import (
     KeyValueBytesStoreSupplier,
     KeyValueStoreBuilder,
+    SessionBytesStoreSupplier,
+    SessionStoreBuilder,
     Stores,
     WindowBytesStoreSupplier,
     WindowStoreBuilder,
@@ -21,4 +24,4 @@ from kspark.state.stores import (
 
 __all__ = ["KeyValue", "KeyValueIterator", "KeyValueStore", "KeyValueBytesStoreSupplier",
            "KeyValueStoreBuilder", "Stores", "WindowBytesStoreSupplier", "WindowStore",
-           "WindowStoreBuilder"]
+           "WindowStoreBuilder", "SessionStore", "SessionBytesStoreSupplier", "SessionStoreBuilder"]

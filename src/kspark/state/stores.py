@@ -9,7 +9,8 @@ from kspark._engine.state.build import build_store
 from kspark._engine.state.kv import KeyValueStore
 
 __all__ = ["Stores", "KeyValueBytesStoreSupplier", "KeyValueStoreBuilder",
-           "WindowBytesStoreSupplier", "WindowStoreBuilder"]
+           "WindowBytesStoreSupplier", "WindowStoreBuilder", "SessionBytesStoreSupplier",
+           "SessionStoreBuilder"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,23 @@ class WindowStoreBuilder(KeyValueStoreBuilder):
         return build_store(self)
 
 
+@dataclass(frozen=True)
+class SessionBytesStoreSupplier:
+    """Names a session store: persistence and retention."""
+
+    name: str
+    persistent: bool
+    retention_ms: int
+
+
+@dataclass(frozen=True)
+class SessionStoreBuilder(KeyValueStoreBuilder):
+    """A session store to build per task."""
+
+    def build(self) -> Any:
+        return build_store(self)
+
+
 class Stores:
     """Factory of store suppliers and builders, named as Kafka Streams' ``Stores``."""
 
@@ -101,6 +119,19 @@ class Stores:
     def window_store_builder(supplier: WindowBytesStoreSupplier, key_serde: Any,
                              value_serde: Any) -> WindowStoreBuilder:
         return WindowStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def persistent_session_store(name: str, retention_ms: int) -> SessionBytesStoreSupplier:
+        return SessionBytesStoreSupplier(name, True, retention_ms)
+
+    @staticmethod
+    def in_memory_session_store(name: str, retention_ms: int) -> SessionBytesStoreSupplier:
+        return SessionBytesStoreSupplier(name, False, retention_ms)
+
+    @staticmethod
+    def session_store_builder(supplier: SessionBytesStoreSupplier, key_serde: Any,
+                              value_serde: Any) -> SessionStoreBuilder:
+        return SessionStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def key_value_store_builder(supplier: KeyValueBytesStoreSupplier, key_serde: Any,

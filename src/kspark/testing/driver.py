@@ -155,6 +155,21 @@ class TopologyTestDriver:
             return plain
         return store
 
+    def get_session_store(self, name: str) -> Any:
+        """The session store ``name`` (a DSL store's values without their timestamps)."""
+        from kspark._engine.state.session import SessionStore
+        from kspark._engine.state.timestamped import ValueAndTimestampSerde
+
+        store = self.get_state_store(name)
+        if not isinstance(store, SessionStore):
+            raise TopologyError(f"state store {name!r} is not a session store")
+        if isinstance(store.value_serde, ValueAndTimestampSerde):
+            plain = SessionStore(name, store.inner, store.key_serde, _PlainValues(store.value_serde),
+                                 store.retention_ms)
+            plain.observed = store.observed
+            return plain
+        return store
+
     def get_timestamped_key_value_store(self, name: str) -> Any:
         """A DSL store with its ValueAndTimestamp values."""
         return self.get_state_store(name)

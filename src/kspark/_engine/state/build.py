@@ -38,10 +38,15 @@ def build_store(builder: Any, directory: Path | None = None,
         inner = ChangeLoggingLayer(inner, log)
     if builder.caching_enabled or batch_buffer:
         inner = CachingLayer(inner)
-    if hasattr(supplier, "window_size_ms"):
+    if hasattr(supplier, "retention_ms") and not hasattr(supplier, "window_size_ms"):
+        from kspark._engine.state.session import SessionStore
+
+        store: Any = SessionStore(supplier.name, inner, builder.key_serde, builder.value_serde,
+                                  supplier.retention_ms)
+    elif hasattr(supplier, "window_size_ms"):
         from kspark._engine.state.window import WindowStore
 
-        store: Any = WindowStore(supplier.name, inner, builder.key_serde, builder.value_serde,
+        store = WindowStore(supplier.name, inner, builder.key_serde, builder.value_serde,
                                  supplier.retention_ms, supplier.window_size_ms)
     else:
         store = KeyValueStore(supplier.name, inner, builder.key_serde, builder.value_serde)

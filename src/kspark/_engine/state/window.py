@@ -69,7 +69,8 @@ class WindowStore:
 
     def _scan(self, key_bytes: bytes | None, t_from: int, t_to: int, reverse: bool) -> Iterator[tuple[bytes, int, bytes]]:
         if key_bytes is not None:
-            entries = self.inner.range(key_bytes + _ts(t_from), key_bytes + _ts(t_to), reverse)
+            # timestamps are >= 0; a negative bound would sort after them as signed bytes
+            entries = self.inner.range(key_bytes + _ts(max(t_from, 0)), key_bytes + _ts(t_to), reverse)
         else:
             entries = self.inner.range(None, None, reverse)
         for k, v in entries:

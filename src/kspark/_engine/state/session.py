@@ -1,0 +1,101 @@
+"""SessionStore: aggregates per (key, session window), found by time overlap."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from kspark._engine.state.kv import KeyValue, KeyValueIterator
+from kspark._engine.windows import Window, Windowed
+
+__all__ = ["SessionStore"]
+
+
+def _b(t: int) -> bytes:
+    return t.to_bytes(8, "big", signed=True)
+
+
+def _i(b: bytes) -> int:
+    return int.from_bytes(b, "big", signed=True)
+
+
+class SessionStore:
+    """Sessions keyed ``[key][end][start]`` (Kafka Streams' session key layout).
+
+    Example:
+        >>> from kspark import Serdes, Window, Windowed
+        >>> from kspark.state import Stores
+        >>> s = Stores.session_store_builder(Stores.in_memory_session_store("s", 100),
+        ...     Serdes.String(), Serdes.Integer()).build()
+        >>> s.put(Windowed("a", Window(0, 5)), 2)
+        >>> [(kv.key.window.start, kv.key.window.end, kv.value) for kv in s.find_sessions("a", 3, 9)]
+        [(0, 5, 2)]
+    """
+
+    def __init__(self, name: str, inner: Any, key_serde: Any, value_serde: Any, retention_ms: int):
+        self._name = name
+        self.inner = inner
+        self.key_serde, self.value_serde = key_serde, value_serde
+        self.retention_ms = retention_ms
+        self.observed = -1
+        self.caching_enabled = False
+        self.is_open = True
+
+    def name(self) -> str:
+        return self._name
+
+    def persistent(self) -> bool:
+        return bool(self.inner.persistent)
+
+    def decode_key(self, raw: bytes) -> Windowed:
+        return Windowed(self.key_serde.deserialize(self._name, raw[:-16]),
+                        Window(_i(raw[-8:]), _i(raw[-16:-8])))
+
+    def _raw_key(self, wk: Windowed) -> bytes:
+        return (self.key_serde.serialize(self._name, wk.key) + _b(wk.window.end)
+                + _b(wk.window.start))
+
+    def put(self, session: Windowed, value: Any) -> None:
+        """Store the aggregate of ``session`` (a Windowed key); None removes it."""
+        self.observed = max(self.observed, session.window.end)
+        if session.window.end < self.observed - self.retention_ms:
+            return
+        self.inner.put(self._raw_key(session), self.value_serde.serialize(self._name, value))
+
+    def remove(self, session: Windowed) -> None:
+        self.inner.delete(self._raw_key(session))
+
+    def fetch_session(self, key: Any, start: int, end: int) -> Any:
+        raw = self.inner.get(self._raw_key(Windowed(key, Window(start, end))))
+        return None if raw is None else self.value_serde.deserialize(self._name, raw)
+
+    def _scan(self, key: Any, earliest_end: int, latest_start: int) -> Iterator[KeyValue]:
+        kb = self.key_serde.serialize(self._name, key)
+        # timestamps are >= 0; a negative bound would sort after all of them as signed bytes
+        for raw, v in self.inner.range(kb + _b(max(earliest_end, 0)), kb + _b(1 << 62)):
+            if raw[:-16] != kb:
+                continue
+            start, end = _i(raw[-8:]), _i(raw[-16:-8])
+            if end >= earliest_end and start <= latest_start and \
+                    end >= self.observed - self.retention_ms:
+                yield KeyValue(Windowed(key, Window(start, end)),
+                               self.value_serde.deserialize(self._name, v))
+
+    def find_sessions(self, key: Any, earliest_session_end: int,
+                      latest_session_start: int) -> KeyValueIterator:
+        """Sessions of ``key`` ending at or after ``earliest_session_end`` and starting at or
+        before ``latest_session_start``."""
+        return KeyValueIterator(self._scan(key, earliest_session_end, latest_session_start))
+
+    def fetch(self, key: Any) -> KeyValueIterator:
+        """Every live session of ``key``."""
+        return KeyValueIterator(self._scan(key, -(1 << 62), 1 << 62))
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def close(self) -> None:
+        if self.is_open:
+            self.inner.flush()
+            self.inner.close()
+            self.is_open = False
