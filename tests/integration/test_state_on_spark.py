@@ -153,8 +153,18 @@ def _hopping_sum(b, src, dst):
       .to(dst, key_serde=S, value_serde=L))
 
 
+def _session_count(b, src, dst):
+    from kspark import SessionWindows
+
+    (b.stream(src, key_serde=S, value_serde=S).group_by_key()
+      .windowed_by(SessionWindows.of_inactivity_gap_and_grace(15, 30)).count().to_stream()
+      .map(lambda wk, v: (f"{wk.key}@{wk.window.start}-{wk.window.end}", v))
+      .to(dst, key_serde=S, value_serde=L))
+
+
 AGG_SCENARIOS.update({"tumbling-window-count-grace": _windowed_count,
-                      "hopping-window-aggregate": _hopping_sum})
+                      "hopping-window-aggregate": _hopping_sum,
+                      "session-window-count": _session_count})
 
 
 def _agg_input():
