@@ -9,6 +9,8 @@ Example:
 
 from kspark.config import StreamsConfig
 from kspark.dsl import (
+    BufferConfig,
+    Suppressed,
     KGroupedStream,
     KStream,
     KTable,
@@ -27,6 +29,8 @@ from kspark.serde import Serde, Serdes
 from kspark.streams import KafkaStreams, spark_session
 
 __all__ = [
+    "BufferConfig",
+    "Suppressed",
     "KafkaStreams",
     "KSparkError",
     "KGroupedStream",

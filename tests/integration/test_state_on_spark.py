@@ -162,6 +162,16 @@ def _session_count(b, src, dst):
       .to(dst, key_serde=S, value_serde=L))
 
 
+def _suppressed_final_counts(b, src, dst):
+    from kspark import Suppressed, TimeWindows
+
+    (b.stream(src, key_serde=S, value_serde=S).group_by_key()
+      .windowed_by(TimeWindows.of_size_and_grace(40, 10)).count()
+      .suppress(Suppressed.until_window_closes()).to_stream()
+      .map(lambda wk, v: (f"{wk.key}@{wk.window.start}", v)).to(dst, key_serde=S, value_serde=L))
+
+
+AGG_SCENARIOS.update({"suppress-final-window-counts": _suppressed_final_counts})
 AGG_SCENARIOS.update({"tumbling-window-count-grace": _windowed_count,
                       "hopping-window-aggregate": _hopping_sum,
                       "session-window-count": _session_count})

@@ -40,7 +40,8 @@ class StreamTask:
     def __init__(self, task_id: str, sources: Mapping[str, SourceNode],
                  nodes: Iterable[ProcessorNode], config: Mapping[str, Any],
                  collector: RecordCollector, clock: Callable[[], int] = _wall_clock_ms,
-                 store_builders: Mapping[str, Any] | None = None, batch_buffer: bool = False):
+                 store_builders: Mapping[str, Any] | None = None, batch_buffer: bool = False,
+                 restore: Callable[["StreamTask"], Any] | None = None):
         self.task_id = task_id
         self.sources = dict(sources)
         self.nodes = list(nodes)
@@ -64,6 +65,9 @@ class StreamTask:
         self.current_timestamp = -1
         self._batch_buffer = batch_buffer
         self.stores = {name: self._build_store(b) for name, b in (store_builders or {}).items()}
+        # Stores are brought up to date before any processor sees them (as Kafka Streams
+        # restores before it initializes processors).
+        self.restored = restore(self) if restore is not None else None
         for node in self.nodes:
             node.init(self)
 

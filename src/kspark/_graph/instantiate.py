@@ -47,7 +47,8 @@ def resolve_store(builder: Any, config: Mapping[str, Any]) -> Any:
 
 def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
                collector: RecordCollector, clock: Callable[[], int] | None = None,
-               only: Iterable[str] | None = None, batch_buffer: bool = False) -> StreamTask:
+               only: Iterable[str] | None = None, batch_buffer: bool = False,
+               restore: Callable[[StreamTask], Any] | None = None) -> StreamTask:
     """A fresh StreamTask running ``graph``, or only the nodes named in ``only`` (a sub-topology).
 
     Processors come from their suppliers, so each task has its own.
@@ -88,4 +89,4 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
     for name, node in nodes.items():
         node.store_names = set(graph.stores_of(name))
     return StreamTask(task_id, sources, nodes.values(), config, collector, store_builders=stores,
-                      batch_buffer=batch_buffer, **kwargs)
+                      batch_buffer=batch_buffer, restore=restore, **kwargs)

@@ -138,8 +138,9 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
         key = (app_id, task_id)
         task = _reusable(_TASKS.pop(key, None), builders)
         if task is None:
-            task = build_task(graph, task_id, config, collector, only=plan.nodes, batch_buffer=True)
-            task.changelog_offsets = restore_task(task, builders)
+            task = build_task(graph, task_id, config, collector, only=plan.nodes, batch_buffer=True,
+                              restore=lambda t: restore_task(t, builders))
+            task.changelog_offsets = task.restored
         task.collector = collector
         task.partition_counts = plan.partition_counts
         try:

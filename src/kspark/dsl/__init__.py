@@ -10,6 +10,7 @@ from kspark.dsl.grouped import KGroupedStream
 from kspark.dsl.kstream import KStream
 from kspark.dsl.ktable import KTable
 from kspark.dsl.materialized import Materialized
+from kspark._engine.suppress import BufferConfig, Suppressed
 from kspark._engine.windows import (
     SessionWindowedSerde,
     SessionWindows,
@@ -20,4 +21,4 @@ from kspark._engine.windows import (
 )
 
 __all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "Materialized", "TimeWindows",
-           "TimeWindowedSerde", "Window", "Windowed", "SessionWindows", "SessionWindowedSerde"]
+           "TimeWindowedSerde", "Window", "Windowed", "SessionWindows", "SessionWindowedSerde", "Suppressed", "BufferConfig"]

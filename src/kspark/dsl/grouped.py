@@ -102,7 +102,9 @@ class TimeWindowedKStream:
             supplier, key_serde, ValueAndTimestampSerde(value_serde), logging_enabled=m.logging,
             log_config=m.log_config, caching_enabled=m.caching), (name,))
         windowed = None if key_serde is None else TimeWindowedSerde(key_serde, w.size_ms)
-        return KTable(g._graph, name, windowed, value_serde, store)
+        table = KTable(g._graph, name, windowed, value_serde, store)
+        table._window_grace = w.grace_ms
+        return table
 
     def count(self, materialized: Materialized | None = None) -> "KTable":
         from kspark.serde import Serdes
@@ -150,7 +152,9 @@ class SessionWindowedKStream:
             supplier, key_serde, ValueAndTimestampSerde(value_serde), logging_enabled=m.logging,
             log_config=m.log_config, caching_enabled=m.caching), (name,))
         windowed = None if key_serde is None else SessionWindowedSerde(key_serde)
-        return KTable(g._graph, name, windowed, value_serde, store)
+        table = KTable(g._graph, name, windowed, value_serde, store)
+        table._window_grace = w.grace_ms
+        return table
 
     def count(self, materialized: Materialized | None = None) -> "KTable":
         from kspark.serde import Serdes

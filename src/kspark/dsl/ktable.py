@@ -30,6 +30,7 @@ class KTable:
         self._key_serde = key_serde
         self._value_serde = value_serde
         self._store_name = store_name
+        self._window_grace: int | None = None  # set on windowed aggregation results
 
     def queryable_store_name(self) -> str | None:
         """The store holding this table, if it is materialized."""
@@ -94,6 +95,20 @@ class KTable:
     def outer_join(self, other: "KTable", joiner: Callable[[Any, Any], Any]) -> "KTable":
         """Rows present in either table (the missing side is None)."""
         return self._join(other, joiner, "outer")
+
+    def suppress(self, suppressed: Any) -> "KTable":
+        """Hold updates back: final window results (``Suppressed.until_window_closes``) or at
+        most one per key per time limit (``Suppressed.until_time_limit``)."""
+        from kspark._engine.suppress import PickleSerde, SuppressProcessor
+        from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
+
+        name = self._graph.next_name("KTABLE-SUPPRESS")
+        store = f"{name}-STATE-STORE"
+        self._graph.add(ProcessorSpec(name, functools.partial(
+            SuppressProcessor, store, suppressed, self._window_grace), (self._node,)))
+        self._graph.add_store(KeyValueStoreBuilder(
+            KeyValueBytesStoreSupplier(store, False), PickleSerde(), PickleSerde()), (name,))
+        return KTable(self._graph, name, self._key_serde, self._value_serde)
 
     def to_stream(self) -> Any:
         """The table's updates as a KStream (a delete is a record with a None value)."""
