@@ -10,6 +10,7 @@ Example:
 from kspark.config import StreamsConfig
 from kspark.dsl import (
     BufferConfig,
+    JoinWindows,
     Suppressed,
     KGroupedStream,
     KStream,
@@ -30,6 +31,7 @@ from kspark.streams import KafkaStreams, spark_session
 
 __all__ = [
     "BufferConfig",
+    "JoinWindows",
     "Suppressed",
     "KafkaStreams",
     "KSparkError",

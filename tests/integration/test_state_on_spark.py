@@ -231,8 +231,18 @@ def _table_table_outer_join(b, a, c, dst):
     left.outer_join(right, lambda x, y: f"{x}+{y}").to_stream().to(dst, value_serde=S)
 
 
-@pytest.mark.parametrize("build", [_stream_table_left_join, _table_table_outer_join],
-                         ids=["stream-table-left-join", "table-table-outer-join"])
+def _stream_stream_outer_join(b, a, c, dst):
+    from kspark import JoinWindows
+
+    left, right = b.stream(a, key_serde=S, value_serde=S), b.stream(c, key_serde=S, value_serde=S)
+    left.outer_join(right, lambda x, y: f"{x}+{y}",
+                    JoinWindows.of_time_difference_and_grace(6, 2)).to(dst, value_serde=S)
+
+
+@pytest.mark.parametrize("build", [_stream_table_left_join, _table_table_outer_join,
+                                   _stream_stream_outer_join],
+                         ids=["stream-table-left-join", "table-table-outer-join",
+                              "stream-stream-outer-join"])
 def test_joins_agree_with_the_driver(build, broker, spark, admin, topic_name, app_config):
     a, c, dst = topic_name("join-a"), topic_name("join-c"), topic_name("join-out")
     admin.create_topics({a: 2, c: 2, dst: 2})

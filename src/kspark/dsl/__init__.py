@@ -10,6 +10,7 @@ from kspark.dsl.grouped import KGroupedStream
 from kspark.dsl.kstream import KStream
 from kspark.dsl.ktable import KTable
 from kspark.dsl.materialized import Materialized
+from kspark._engine.stream_joins import JoinWindows
 from kspark._engine.suppress import BufferConfig, Suppressed
 from kspark._engine.windows import (
     SessionWindowedSerde,
@@ -21,4 +22,4 @@ from kspark._engine.windows import (
 )
 
 __all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "Materialized", "TimeWindows",
-           "TimeWindowedSerde", "Window", "Windowed", "SessionWindows", "SessionWindowedSerde", "Suppressed", "BufferConfig"]
+           "TimeWindowedSerde", "Window", "Windowed", "SessionWindows", "SessionWindowedSerde", "Suppressed", "BufferConfig", "JoinWindows"]

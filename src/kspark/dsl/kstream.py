@@ -158,13 +158,16 @@ class KStream:
             todo.extend(spec.parents)
         return out
 
-    def join(self, table: Any, joiner: Callable[[Any, Any], Any], *, left: bool = False,
-             name: str | None = None) -> "KStream":
+    def join(self, table: Any, joiner: Callable[[Any, Any], Any], windows: Any = None, *,
+             left: bool = False, name: str | None = None) -> "KStream":
         """Join each record with ``table``'s current value for its key: ``joiner(value, table_value)``.
 
         The stream is repartitioned first if an earlier step changed its key; stream and
-        table topics must be co-partitioned (checked at start).
+        table topics must be co-partitioned (checked at start). With another KStream and
+        ``JoinWindows``, a windowed stream-stream join.
         """
+        if isinstance(table, KStream):
+            return self._stream_join(table, joiner, windows, "inner")
         store = table.queryable_store_name()
         if store is None:
             raise TopologyError("the table of a join must be materialized: join a table from "
@@ -179,10 +182,56 @@ class KStream:
             self._graph.copartition(*sorted(topics))
         return out
 
-    def left_join(self, table: Any, joiner: Callable[[Any, Any], Any], *,
+    def left_join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None, *,
                   name: str | None = None) -> "KStream":
-        """Like :meth:`join`, but records without a table value are joined with None."""
-        return self.join(table, joiner, left=True, name=name)
+        """Like :meth:`join`, but records without a partner are joined with None (for a
+        stream, once their join window has closed)."""
+        if isinstance(other, KStream):
+            return self._stream_join(other, joiner, windows, "left")
+        return self.join(other, joiner, left=True, name=name)
+
+    def outer_join(self, other: "KStream", joiner: Callable[[Any, Any], Any],
+                   windows: Any) -> "KStream":
+        """Windowed stream-stream outer join: unpartnered records of either side join None."""
+        return self._stream_join(other, joiner, windows, "outer")
+
+    def _stream_join(self, other: "KStream", joiner: Callable[[Any, Any], Any], windows: Any,
+                     kind: str) -> "KStream":
+        from kspark._engine.stream_joins import PendingKeySerde, StreamStreamJoinProcessor
+        from kspark._engine.suppress import PickleSerde
+        from kspark.state.stores import (
+            KeyValueBytesStoreSupplier,
+            KeyValueStoreBuilder,
+            WindowBytesStoreSupplier,
+            WindowStoreBuilder,
+        )
+
+        if windows is None:
+            raise TopologyError("a stream-stream join needs JoinWindows")
+        left = self.repartition() if self._repartition_required else self
+        right = other.repartition() if other._repartition_required else other
+        g = self._graph
+        this = g.next_name("KSTREAM-JOINTHIS")
+        that = g.next_name("KSTREAM-JOINOTHER")
+        stores = {n: f"{n}-STORE" for n in (this, that)}
+        pending = f"{this}-PENDING-STORE"
+        retention = windows.size_ms() + windows.grace_ms
+        for n, ks in ((this, left._key_serde), (that, right._key_serde)):
+            g.add(ProcessorSpec(n, functools.partial(
+                StreamStreamJoinProcessor, stores[n], stores[that if n == this else this], pending,
+                joiner, windows, kind, n == this), ((left if n == this else right)._node,)))
+        for n, s in ((this, left), (that, right)):
+            g.add_store(WindowStoreBuilder(
+                WindowBytesStoreSupplier(stores[n], True, retention, windows.size_ms() + 1, True),
+                s._key_serde, PickleSerde()), (this, that))
+        g.add_store(KeyValueStoreBuilder(KeyValueBytesStoreSupplier(pending, False),
+                                         PendingKeySerde(), PickleSerde()), (this, that))
+        merge = g.next_name("KSTREAM-MERGE")
+        g.add(ProcessorSpec(merge, ops.PassThroughProcessor, (this, that)))
+        topics = left._source_topics() | right._source_topics()
+        if len(topics) > 1:
+            g.copartition(*sorted(topics))
+        return KStream(g, merge, self._key_serde, None)
 
     def group_by_key(self, *, key_serde: Any = None, value_serde: Any = None) -> Any:
         """Group by the current key (repartitioning first if an earlier step changed it)."""

@@ -47,7 +47,8 @@ def build_store(builder: Any, directory: Path | None = None,
         from kspark._engine.state.window import WindowStore
 
         store = WindowStore(supplier.name, inner, builder.key_serde, builder.value_serde,
-                                 supplier.retention_ms, supplier.window_size_ms)
+                            supplier.retention_ms, supplier.window_size_ms,
+                            supplier.retain_duplicates)
     else:
         store = KeyValueStore(supplier.name, inner, builder.key_serde, builder.value_serde)
     store.caching_enabled = bool(builder.caching_enabled)

@@ -34,7 +34,7 @@ class WindowStore:
     """
 
     def __init__(self, name: str, inner: Any, key_serde: Any, value_serde: Any,
-                 retention_ms: int, window_size_ms: int):
+                 retention_ms: int, window_size_ms: int, retain_duplicates: bool = False):
         self._name = name
         self.inner = inner
         self.key_serde, self.value_serde = key_serde, value_serde
@@ -42,6 +42,10 @@ class WindowStore:
         self.observed = -1
         self.caching_enabled = False
         self.is_open = True
+        # with duplicates kept (stream-stream joins), each put gets a 4-byte sequence suffix
+        self.retain_duplicates = retain_duplicates
+        self._suffix = _TS + 4 if retain_duplicates else _TS
+        self._seq = 0
 
     def name(self) -> str:
         return self._name
@@ -51,8 +55,9 @@ class WindowStore:
 
     def decode_key(self, raw: bytes) -> Windowed:
         """The Windowed key of a stored entry's bytes."""
-        start = int.from_bytes(raw[-_TS:], "big", signed=True)
-        return Windowed(self.key_serde.deserialize(self._name, raw[:-_TS]),
+        n = self._suffix
+        start = int.from_bytes(raw[-n:][:_TS], "big", signed=True)
+        return Windowed(self.key_serde.deserialize(self._name, raw[:-n]),
                         Window(start, start + self.window_size_ms))
 
     def _expired(self, start: int) -> bool:
@@ -64,17 +69,24 @@ class WindowStore:
             self.observed = window_start
         if self._expired(window_start):
             return
-        kb = self.key_serde.serialize(self._name, key)
-        self.inner.put(kb + _ts(window_start), self.value_serde.serialize(self._name, value))
+        kb = self.key_serde.serialize(self._name, key) + _ts(window_start)
+        if self.retain_duplicates:
+            if value is None:
+                return  # with duplicates, None never deletes (as in Kafka Streams)
+            self._seq = (self._seq + 1) & 0x7FFFFFFF
+            kb += self._seq.to_bytes(4, "big")
+        self.inner.put(kb, self.value_serde.serialize(self._name, value))
 
     def _scan(self, key_bytes: bytes | None, t_from: int, t_to: int, reverse: bool) -> Iterator[tuple[bytes, int, bytes]]:
         if key_bytes is not None:
             # timestamps are >= 0; a negative bound would sort after them as signed bytes
-            entries = self.inner.range(key_bytes + _ts(max(t_from, 0)), key_bytes + _ts(t_to), reverse)
+            hi = key_bytes + _ts(t_to) + (b"\xff" * 4 if self.retain_duplicates else b"")
+            entries = self.inner.range(key_bytes + _ts(max(t_from, 0)), hi, reverse)
         else:
             entries = self.inner.range(None, None, reverse)
+        n = self._suffix
         for k, v in entries:
-            kb, start = k[:-_TS], int.from_bytes(k[-_TS:], "big", signed=True)
+            kb, start = k[:-n], int.from_bytes(k[-n:][:_TS], "big", signed=True)
             if key_bytes is not None and kb != key_bytes:
                 continue
             if t_from <= start <= t_to and not self._expired(start):
@@ -114,8 +126,9 @@ class WindowStore:
 
     def purge_expired(self) -> int:
         """Delete expired windows from the bytes store; returns how many."""
+        n = self._suffix
         dead = [k for k, _ in self.inner.range(None, None)
-                if self._expired(int.from_bytes(k[-_TS:], "big", signed=True))]
+                if self._expired(int.from_bytes(k[-n:][:_TS], "big", signed=True))]
         for k in dead:
             self.inner.delete(k)
         return len(dead)
