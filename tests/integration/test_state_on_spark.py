@@ -171,7 +171,14 @@ def _suppressed_final_counts(b, src, dst):
       .map(lambda wk, v: (f"{wk.key}@{wk.window.start}", v)).to(dst, key_serde=S, value_serde=L))
 
 
-AGG_SCENARIOS.update({"suppress-final-window-counts": _suppressed_final_counts})
+def _table_group_by_count(b, src, dst):
+    (b.table(src, key_serde=S, value_serde=S).group_by(lambda k, v: (v, k), key_serde=S,
+                                                       value_serde=S)
+      .count().to_stream().to(dst, value_serde=L))
+
+
+AGG_SCENARIOS.update({"suppress-final-window-counts": _suppressed_final_counts,
+                      "table-group-by-count": _table_group_by_count})
 AGG_SCENARIOS.update({"tumbling-window-count-grace": _windowed_count,
                       "hopping-window-aggregate": _hopping_sum,
                       "session-window-count": _session_count})

@@ -106,3 +106,25 @@ def test_caching_emits_latest_per_key_at_commit():
         assert d.create_output_topic("out", S, L).is_empty()
         task.flush()  # the commit
         assert d.create_output_topic("out", S, L).read_key_values_to_list() == [("a", 3), ("b", 1)]
+
+
+def test_table_group_by_count_and_aggregate_with_subtractor():
+    b = StreamsBuilder()
+    users = b.table("users", key_serde=S, value_serde=S)
+    grouped = users.group_by(lambda user, city: (city, user), key_serde=S, value_serde=S)
+    grouped.count().to_stream().to("counts", value_serde=L)
+    (users.group_by(lambda user, city: (city, len(user)), key_serde=S, value_serde=I)
+     .aggregate(lambda: 0, lambda k, v, agg: agg + v, lambda k, v, agg: agg - v,
+                Materialized.with_(S, I)).to_stream().to("lengths", value_serde=I))
+    t = b.build()
+    assert t.describe().count("Sub-topology") == 3
+    with TopologyTestDriver(t, NO_CACHE) as d:
+        i = d.create_input_topic("users", S, S)
+        i.pipe_input("ann", "oslo")
+        i.pipe_input("bob", "oslo")
+        i.pipe_input("ann", "rome")   # ann moves: oslo -1, rome +1
+        i.pipe_input("bob", None)     # bob leaves: oslo -1
+        counts = d.create_output_topic("counts", S, L).read_key_values_to_list()
+        assert counts == [("oslo", 1), ("oslo", 2), ("oslo", 1), ("rome", 1), ("oslo", 0)]
+        lengths = d.create_output_topic("lengths", S, I).read_key_values_to_map()
+        assert lengths == {"oslo": 0, "rome": 3}

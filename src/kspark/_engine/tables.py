@@ -12,7 +12,8 @@ from kspark._engine.windows import Windowed
 
 __all__ = ["Change", "StreamAggregateProcessor", "TableSourceProcessor", "TableFilterProcessor",
            "TableMapValuesProcessor", "TableToStreamProcessor", "TablePassThroughProcessor",
-           "WindowAggregateProcessor", "SessionAggregateProcessor"]
+           "WindowAggregateProcessor", "SessionAggregateProcessor", "ChangeSerde",
+           "TableGroupByProcessor", "TableAggregateProcessor"]
 
 
 class Change(NamedTuple):
@@ -237,3 +238,65 @@ class SessionAggregateProcessor(_TableStoreProcessor):
         self.store.put(session, ValueAndTimestamp(agg, ts))
         if not self.emit_on_flush:
             self.context.forward(Record(session, Change(agg, None), ts, record.headers))
+
+
+class ChangeSerde:
+    """A Change with one side set (as table re-grouping sends them): a flag byte (1: new,
+    0: old), then the value's bytes. kspark-internal: used on repartition topics."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    def serialize(self, topic: str, data: Change | None) -> bytes | None:
+        if data is None:
+            return None
+        if data.new is not None:
+            return b"\x01" + (self.inner.serialize(topic, data.new) or b"")
+        return b"\x00" + (self.inner.serialize(topic, data.old) or b"")
+
+    def deserialize(self, topic: str, data: bytes | None) -> Change | None:
+        if data is None:
+            return None
+        value = self.inner.deserialize(topic, data[1:])
+        return Change(value, None) if data[:1] == b"\x01" else Change(None, value)
+
+
+class TableGroupByProcessor(Processor):
+    """Re-keys a table's changes: the old row is subtracted under its old group, the new row
+    added under its new group (two records, subtraction first)."""
+
+    def __init__(self, selector: Callable[[Any, Any], tuple[Any, Any]]):
+        self.selector = selector
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        if change.old is not None:
+            k, v = self.selector(record.key, change.old)
+            self.context.forward(Record(k, Change(None, v), record.timestamp, record.headers))
+        if change.new is not None:
+            k, v = self.selector(record.key, change.new)
+            self.context.forward(Record(k, Change(v, None), record.timestamp, record.headers))
+
+
+class TableAggregateProcessor(_TableStoreProcessor):
+    """Aggregates a re-grouped table: ``adder`` for new rows, ``subtractor`` for old ones."""
+
+    def __init__(self, store_name: str, initializer: Callable[[], Any],
+                 adder: Callable[[Any, Any, Any], Any], subtractor: Callable[[Any, Any, Any], Any]):
+        super().__init__(store_name)
+        self.initializer, self.adder, self.subtractor = initializer, adder, subtractor
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            return
+        change: Change = record.value
+        old = self._get(record.key)
+        agg = old if old is not None else self.initializer()
+        if change.old is not None:
+            agg = self.subtractor(record.key, change.old, agg)
+        if change.new is not None:
+            agg = self.adder(record.key, change.new, agg)
+        self._write(record, agg, old)

@@ -8,7 +8,7 @@ Example:
 from kspark.dsl.builder import StreamsBuilder
 from kspark.dsl.grouped import KGroupedStream
 from kspark.dsl.kstream import KStream
-from kspark.dsl.ktable import KTable
+from kspark.dsl.ktable import KGroupedTable, KTable
 from kspark.dsl.materialized import Materialized
 from kspark._engine.stream_joins import JoinWindows
 from kspark._engine.suppress import BufferConfig, Suppressed
@@ -21,5 +21,5 @@ from kspark._engine.windows import (
     Windowed,
 )
 
-__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "Materialized", "TimeWindows",
+__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "KGroupedTable", "Materialized", "TimeWindows",
            "TimeWindowedSerde", "Window", "Windowed", "SessionWindows", "SessionWindowedSerde", "Suppressed", "BufferConfig", "JoinWindows"]

@@ -10,7 +10,7 @@ from kspark._engine import tables
 from kspark._graph.graph import ProcessorSpec, TopologyGraph
 from kspark.errors import TopologyError
 
-__all__ = ["KTable"]
+__all__ = ["KTable", "KGroupedTable"]
 
 
 class KTable:
@@ -96,6 +96,11 @@ class KTable:
         """Rows present in either table (the missing side is None)."""
         return self._join(other, joiner, "outer")
 
+    def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], *, key_serde: Any = None,
+                 value_serde: Any = None) -> "KGroupedTable":
+        """Re-group the table's rows by ``selector(key, value) -> (new_key, new_value)``."""
+        return KGroupedTable(self, selector, key_serde, value_serde)
+
     def suppress(self, suppressed: Any) -> "KTable":
         """Hold updates back: final window results (``Suppressed.until_window_closes``) or at
         most one per key per time limit (``Suppressed.until_time_limit``)."""
@@ -117,3 +122,62 @@ class KTable:
         name = self._graph.next_name("KTABLE-TOSTREAM")
         self._graph.add(ProcessorSpec(name, tables.TableToStreamProcessor, (self._node,)))
         return KStream(self._graph, name, self._key_serde, self._value_serde)
+
+
+class KGroupedTable:
+    """A re-grouped table: aggregations add new rows and subtract replaced or deleted ones.
+
+    Example:
+        >>> from kspark import StreamsBuilder, Serdes
+        >>> b = StreamsBuilder()
+        >>> users = b.table("users", key_serde=Serdes.String(), value_serde=Serdes.String())
+        >>> per_city = users.group_by(lambda user, city: (city, user)).count()
+    """
+
+    def __init__(self, table: KTable, selector: Callable, key_serde: Any, value_serde: Any):
+        self._table, self._selector = table, selector
+        self._key_serde, self._value_serde = key_serde, value_serde
+
+    def _aggregate(self, initializer: Callable[[], Any], adder: Callable, subtractor: Callable,
+                   materialized: Any, value_serde: Any) -> KTable:
+        from kspark._engine.tables import ChangeSerde, TableAggregateProcessor
+        from kspark._graph.graph import SinkSpec, SourceSpec
+        from kspark.dsl.materialized import Materialized
+
+        g, t = self._table._graph, self._table
+        select = g.next_name("KTABLE-SELECT")
+        g.add(ProcessorSpec(select, functools.partial(tables.TableGroupByProcessor, self._selector),
+                            (t._node,)))
+        name = g.next_name("KTABLE-AGGREGATE")
+        topic = f"{name}-repartition"
+        g.add(SinkSpec(g.next_name("KSTREAM-SINK"), topic, (select,), self._key_serde,
+                       ChangeSerde(self._value_serde), internal=True))
+        src = g.next_name("KSTREAM-SOURCE")
+        g.add(SourceSpec(src, (topic,), self._key_serde, ChangeSerde(self._value_serde),
+                         internal=True))
+        m = materialized or Materialized()
+        store = m.store_name or f"{name}-STATE-STORE"
+        ks = m.key_serde if m.key_serde is not None else self._key_serde
+        vs = m.value_serde if m.value_serde is not None else value_serde
+        g.add(ProcessorSpec(name, functools.partial(
+            TableAggregateProcessor, store, initializer, adder, subtractor), (src,)))
+        g.add_store(m.builder(store, ks, vs), (name,))
+        return KTable(g, name, ks, vs, store)
+
+    def count(self, materialized: Any = None) -> KTable:
+        from kspark.serde import Serdes
+
+        return self._aggregate(lambda: 0, lambda k, v, agg: agg + 1, lambda k, v, agg: agg - 1,
+                               materialized, Serdes.Long())
+
+    def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
+               materialized: Any = None) -> KTable:
+        """``adder(agg, new_value)`` and ``subtractor(agg, old_value)``."""
+        return self._aggregate(lambda: None, lambda k, v, agg: v if agg is None else adder(agg, v),
+                               lambda k, v, agg: subtractor(agg, v), materialized,
+                               self._value_serde)
+
+    def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
+                  subtractor: Callable[[Any, Any, Any], Any], materialized: Any = None) -> KTable:
+        """``adder(key, value, agg)`` / ``subtractor(key, value, agg)`` from ``initializer()``."""
+        return self._aggregate(initializer, adder, subtractor, materialized, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
-__all__ = ["KeyValue", "KeyValueIterator", "KeyValueStore"]
+__all__ = ["KeyValue", "KeyValueIterator", "KeyValueStore", "StoreBase"]
 
 
 class KeyValue(NamedTuple):
@@ -63,7 +63,30 @@ class KeyValueIterator:
         self.close()
 
 
-class KeyValueStore:
+class StoreBase:
+    """What every typed store shares: its name, persistence, flush and close."""
+
+    _name: str
+    inner: Any
+    is_open: bool
+
+    def name(self) -> str:
+        return self._name
+
+    def persistent(self) -> bool:
+        return bool(self.inner.persistent)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def close(self) -> None:
+        if self.is_open:
+            self.inner.flush()
+            self.inner.close()
+            self.is_open = False
+
+
+class KeyValueStore(StoreBase):
     """A key-value store of typed keys and values; range order follows the serialized keys.
 
     Example:
@@ -83,12 +106,6 @@ class KeyValueStore:
         self.value_serde = value_serde
         self.is_open = True
         self.caching_enabled = False  # set by build_store: changes are emitted at commit
-
-    def name(self) -> str:
-        return self._name
-
-    def persistent(self) -> bool:
-        return bool(self.inner.persistent)
 
     def _k(self, key: Any) -> bytes:
         if key is None:
@@ -159,12 +176,3 @@ class KeyValueStore:
 
     def approximate_num_entries(self) -> int:
         return self.inner.approximate_num_entries()
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        if self.is_open:
-            self.inner.flush()
-            self.inner.close()
-            self.is_open = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kspark._engine.state.kv import KeyValue, KeyValueIterator
+from kspark._engine.state.kv import KeyValue, KeyValueIterator, StoreBase
 from kspark._engine.windows import Window, Windowed
 
 __all__ = ["SessionStore"]
@@ -19,7 +19,7 @@ def _i(b: bytes) -> int:
     return int.from_bytes(b, "big", signed=True)
 
 
-class SessionStore:
+class SessionStore(StoreBase):
     """Sessions keyed ``[key][end][start]`` (Kafka Streams' session key layout).
 
     Example:
@@ -40,12 +40,6 @@ class SessionStore:
         self.observed = -1
         self.caching_enabled = False
         self.is_open = True
-
-    def name(self) -> str:
-        return self._name
-
-    def persistent(self) -> bool:
-        return bool(self.inner.persistent)
 
     def decode_key(self, raw: bytes) -> Windowed:
         return Windowed(self.key_serde.deserialize(self._name, raw[:-16]),
@@ -90,12 +84,3 @@ class SessionStore:
     def fetch(self, key: Any) -> KeyValueIterator:
         """Every live session of ``key``."""
         return KeyValueIterator(self._scan(key, -(1 << 62), 1 << 62))
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        if self.is_open:
-            self.inner.flush()
-            self.inner.close()
-            self.is_open = False

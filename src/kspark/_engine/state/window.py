@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kspark._engine.state.kv import KeyValue, KeyValueIterator
+from kspark._engine.state.kv import KeyValue, KeyValueIterator, StoreBase
 from kspark._engine.windows import Window, Windowed
 
 __all__ = ["WindowStore"]
@@ -17,7 +17,7 @@ def _ts(t: int) -> bytes:
     return t.to_bytes(_TS, "big", signed=True)
 
 
-class WindowStore:
+class WindowStore(StoreBase):
     """A window store: ``put(key, value, window_start)``; fetches by key and time range.
 
     Entries whose window started more than ``retention_ms`` before the newest window seen
@@ -46,12 +46,6 @@ class WindowStore:
         self.retain_duplicates = retain_duplicates
         self._suffix = _TS + 4 if retain_duplicates else _TS
         self._seq = 0
-
-    def name(self) -> str:
-        return self._name
-
-    def persistent(self) -> bool:
-        return bool(self.inner.persistent)
 
     def decode_key(self, raw: bytes) -> Windowed:
         """The Windowed key of a stored entry's bytes."""
@@ -132,12 +126,3 @@ class WindowStore:
         for k in dead:
             self.inner.delete(k)
         return len(dead)
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        if self.is_open:
-            self.inner.flush()
-            self.inner.close()
-            self.is_open = False
