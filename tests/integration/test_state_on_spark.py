@@ -184,6 +184,9 @@ AGG_SCENARIOS.update({"tumbling-window-count-grace": _windowed_count,
                       "session-window-count": _session_count})
 
 
+REPARTITIONING = {"group-by-reduce", "table-group-by-count"}
+
+
 def _agg_input():
     return [(f"k{i % 7}{i % 3}", str(i % 5), 1000 + i) for i in range(240)]
 
@@ -221,7 +224,11 @@ def test_dsl_aggregations_agree_with_the_driver(name, caching, broker, spark, ad
         got_table[k] = v
     present = lambda table: {k: v for k, v in table.items() if v is not None}  # noqa: E731
     assert present(got_table) == present(expected_table)  # a None row is an absent row
-    if not caching:
+    # Without caching every update is emitted; compare each key's sequence of updates too,
+    # except after a repartition of multi-partition input: there, which partition's records
+    # reach the aggregation first depends on micro-batch boundaries (as in Kafka Streams it
+    # depends on fetch timing), so only the final table is deterministic.
+    if not caching and name not in REPARTITIONING:
         per_key = lambda ups: {k: [v for kk, v in ups if kk == k] for k, _ in ups}  # noqa: E731
         assert per_key(got_updates) == per_key(expected_updates)
 

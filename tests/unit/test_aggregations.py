@@ -128,3 +128,13 @@ def test_table_group_by_count_and_aggregate_with_subtractor():
         assert counts == [("oslo", 1), ("oslo", 2), ("oslo", 1), ("rome", 1), ("oslo", 0)]
         lengths = d.create_output_topic("lengths", S, I).read_key_values_to_map()
         assert lengths == {"oslo": 0, "rome": 3}
+
+
+def test_cached_table_changes_emitted_at_commit_reach_a_repartitioned_aggregation():
+    b = StreamsBuilder()
+    (b.table("users", key_serde=S, value_serde=S)
+      .group_by(lambda user, city: (city, user), key_serde=S, value_serde=S).count()
+      .to_stream().to("counts", value_serde=L))
+    with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": 1 << 20}) as d:
+        d.create_input_topic("users", S, S).pipe_input("ann", "oslo")
+        assert d.create_output_topic("counts", S, L).read_key_values_to_map() == {"oslo": 1}
