@@ -17,6 +17,40 @@ if TYPE_CHECKING:
 __all__ = ["KGroupedStream", "TimeWindowedKStream", "SessionWindowedKStream"]
 
 
+def _add_aggregation(stream: "KStream", prefix: str, materialized: Materialized | None,
+                     value_serde: Any, make_processor: Callable[[str], Any],
+                     make_builder: Callable[[Materialized, str, Any, Any], Any],
+                     table_key_serde: Callable[[Any], Any] = lambda ks: ks,
+                     grace_ms: int | None = None) -> "KTable":
+    """Add an aggregation node and its store after ``stream``; returns the resulting KTable."""
+    from kspark.dsl.ktable import KTable
+
+    g = stream._graph
+    m = materialized or Materialized()
+    name = g.next_name(prefix)
+    store = m.store_name or f"{name}-STATE-STORE"
+    key_serde = m.key_serde if m.key_serde is not None else stream._key_serde
+    value_serde = m.value_serde if m.value_serde is not None else value_serde
+    g.add(ProcessorSpec(name, make_processor(store), (stream._node,)))
+    g.add_store(make_builder(m, store, key_serde, value_serde), (name,))
+    table = KTable(g, name, None if key_serde is None else table_key_serde(key_serde),
+                   value_serde, store)
+    table._window_grace = grace_ms
+    return table
+
+
+def _timestamped_builder(builder_cls: Any, supplier: Callable[[str, Materialized], Any]) -> Callable:
+    """A ``make_builder`` for window and session stores holding ValueAndTimestamp values."""
+    from kspark._engine.state.timestamped import ValueAndTimestampSerde
+
+    def make(m: Materialized, store: str, key_serde: Any, value_serde: Any) -> Any:
+        return builder_cls(supplier(store, m), key_serde, ValueAndTimestampSerde(value_serde),
+                           logging_enabled=m.logging, log_config=m.log_config,
+                           caching_enabled=m.caching)
+
+    return make
+
+
 class KGroupedStream:
     """Returned by ``group_by_key`` / ``group_by``. Records with a null key or value are skipped.
 
@@ -34,17 +68,10 @@ class KGroupedStream:
     def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None,
                    aggregator: Callable[[Any, Any, Any], Any], materialized: Materialized | None,
                    value_serde: Any) -> "KTable":
-        from kspark.dsl.ktable import KTable
-
-        m = materialized or Materialized()
-        name = self._graph.next_name(prefix)
-        store = m.store_name or f"{name}-STATE-STORE"
-        key_serde = m.key_serde if m.key_serde is not None else self._stream._key_serde
-        value_serde = m.value_serde if m.value_serde is not None else value_serde
-        self._graph.add(ProcessorSpec(name, functools.partial(
-            StreamAggregateProcessor, store, initializer, aggregator), (self._stream._node,)))
-        self._graph.add_store(m.builder(store, key_serde, value_serde), (name,))
-        return KTable(self._graph, name, key_serde, value_serde, store)
+        return _add_aggregation(
+            self._stream, prefix, materialized, value_serde,
+            lambda store: functools.partial(StreamAggregateProcessor, store, initializer, aggregator),
+            lambda m, store, ks, vs: m.builder(store, ks, vs))
 
     def windowed_by(self, windows: Any) -> Any:
         """Aggregate per key and window: ``TimeWindows`` or ``SessionWindows``."""
@@ -83,28 +110,18 @@ class TimeWindowedKStream:
     def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None,
                    aggregator: Callable[[Any, Any, Any], Any], materialized: Materialized | None,
                    value_serde: Any) -> "KTable":
-        from kspark._engine.state.timestamped import ValueAndTimestampSerde
         from kspark._engine.tables import WindowAggregateProcessor
         from kspark._engine.windows import TimeWindowedSerde
-        from kspark.dsl.ktable import KTable
         from kspark.state.stores import WindowBytesStoreSupplier, WindowStoreBuilder
 
-        g, w = self._grouped, self._windows
-        m = materialized or Materialized()
-        name = g._graph.next_name(prefix)
-        store = m.store_name or f"{name}-STATE-STORE"
-        key_serde = m.key_serde if m.key_serde is not None else g._stream._key_serde
-        value_serde = m.value_serde if m.value_serde is not None else value_serde
-        g._graph.add(ProcessorSpec(name, functools.partial(
-            WindowAggregateProcessor, store, w, initializer, aggregator), (g._stream._node,)))
-        supplier = WindowBytesStoreSupplier(store, m.persistent, w.size_ms + w.grace_ms, w.size_ms)
-        g._graph.add_store(WindowStoreBuilder(
-            supplier, key_serde, ValueAndTimestampSerde(value_serde), logging_enabled=m.logging,
-            log_config=m.log_config, caching_enabled=m.caching), (name,))
-        windowed = None if key_serde is None else TimeWindowedSerde(key_serde, w.size_ms)
-        table = KTable(g._graph, name, windowed, value_serde, store)
-        table._window_grace = w.grace_ms
-        return table
+        w = self._windows
+        return _add_aggregation(
+            self._grouped._stream, prefix, materialized, value_serde,
+            lambda store: functools.partial(WindowAggregateProcessor, store, w, initializer,
+                                            aggregator),
+            _timestamped_builder(WindowStoreBuilder, lambda store, m: WindowBytesStoreSupplier(
+                store, m.persistent, w.size_ms + w.grace_ms, w.size_ms)),
+            lambda ks: TimeWindowedSerde(ks, w.size_ms), w.grace_ms)
 
     def count(self, materialized: Materialized | None = None) -> "KTable":
         from kspark.serde import Serdes
@@ -132,29 +149,18 @@ class SessionWindowedKStream:
     def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None,
                    aggregator: Callable[[Any, Any, Any], Any], merger: Callable[[Any, Any, Any], Any],
                    materialized: Materialized | None, value_serde: Any) -> "KTable":
-        from kspark._engine.state.timestamped import ValueAndTimestampSerde
         from kspark._engine.tables import SessionAggregateProcessor
         from kspark._engine.windows import SessionWindowedSerde
-        from kspark.dsl.ktable import KTable
         from kspark.state.stores import SessionBytesStoreSupplier, SessionStoreBuilder
 
-        g, w = self._grouped, self._windows
-        m = materialized or Materialized()
-        name = g._graph.next_name(prefix)
-        store = m.store_name or f"{name}-STATE-STORE"
-        key_serde = m.key_serde if m.key_serde is not None else g._stream._key_serde
-        value_serde = m.value_serde if m.value_serde is not None else value_serde
-        g._graph.add(ProcessorSpec(name, functools.partial(
-            SessionAggregateProcessor, store, w, initializer, aggregator, merger),
-            (g._stream._node,)))
-        supplier = SessionBytesStoreSupplier(store, m.persistent, w.gap_ms + w.grace_ms)
-        g._graph.add_store(SessionStoreBuilder(
-            supplier, key_serde, ValueAndTimestampSerde(value_serde), logging_enabled=m.logging,
-            log_config=m.log_config, caching_enabled=m.caching), (name,))
-        windowed = None if key_serde is None else SessionWindowedSerde(key_serde)
-        table = KTable(g._graph, name, windowed, value_serde, store)
-        table._window_grace = w.grace_ms
-        return table
+        w = self._windows
+        return _add_aggregation(
+            self._grouped._stream, prefix, materialized, value_serde,
+            lambda store: functools.partial(SessionAggregateProcessor, store, w, initializer,
+                                            aggregator, merger),
+            _timestamped_builder(SessionStoreBuilder, lambda store, m: SessionBytesStoreSupplier(
+                store, m.persistent, w.gap_ms + w.grace_ms)),
+            SessionWindowedSerde, w.grace_ms)
 
     def count(self, materialized: Materialized | None = None) -> "KTable":
         from kspark.serde import Serdes
