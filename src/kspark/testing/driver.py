@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import shutil
 import tempfile
 from collections import deque
@@ -129,48 +130,36 @@ class TopologyTestDriver:
                                 f"{sorted(self._task.stores)}")
         return self._task.stores[name]
 
+    def _typed_store(self, name: str, cls: type, kind: str) -> Any:
+        """Store ``name`` if it is a ``cls``; a DSL store is read with plain values (no timestamps)."""
+        from kspark._engine.state.timestamped import ValueAndTimestampSerde
+
+        store = self.get_state_store(name)
+        if not isinstance(store, cls):
+            raise TopologyError(f"state store {name!r} is not a {kind} store")
+        if isinstance(store.value_serde, ValueAndTimestampSerde):
+            view = copy.copy(store)  # shares the bytes below; only the value serde differs
+            view.value_serde = _PlainValues(store.value_serde)
+            return view
+        return store
+
     def get_key_value_store(self, name: str) -> Any:
         """The key-value store ``name``."""
         from kspark._engine.state.kv import KeyValueStore
 
-        from kspark._engine.state.timestamped import ValueAndTimestampSerde
-
-        store = self.get_state_store(name)
-        if not isinstance(store, KeyValueStore):
-            raise TopologyError(f"state store {name!r} is not a key-value store")
-        if isinstance(store.value_serde, ValueAndTimestampSerde):  # a DSL store: plain values
-            return KeyValueStore(name, store.inner, store.key_serde, _PlainValues(store.value_serde))
-        return store
+        return self._typed_store(name, KeyValueStore, "key-value")
 
     def get_window_store(self, name: str) -> Any:
-        """The window store ``name`` (a DSL store's values without their timestamps)."""
-        from kspark._engine.state.timestamped import ValueAndTimestampSerde
+        """The window store ``name``."""
         from kspark._engine.state.window import WindowStore
 
-        store = self.get_state_store(name)
-        if not isinstance(store, WindowStore):
-            raise TopologyError(f"state store {name!r} is not a window store")
-        if isinstance(store.value_serde, ValueAndTimestampSerde):
-            plain = WindowStore(name, store.inner, store.key_serde, _PlainValues(store.value_serde),
-                                store.retention_ms, store.window_size_ms)
-            plain.observed = store.observed
-            return plain
-        return store
+        return self._typed_store(name, WindowStore, "window")
 
     def get_session_store(self, name: str) -> Any:
-        """The session store ``name`` (a DSL store's values without their timestamps)."""
+        """The session store ``name``."""
         from kspark._engine.state.session import SessionStore
-        from kspark._engine.state.timestamped import ValueAndTimestampSerde
 
-        store = self.get_state_store(name)
-        if not isinstance(store, SessionStore):
-            raise TopologyError(f"state store {name!r} is not a session store")
-        if isinstance(store.value_serde, ValueAndTimestampSerde):
-            plain = SessionStore(name, store.inner, store.key_serde, _PlainValues(store.value_serde),
-                                 store.retention_ms)
-            plain.observed = store.observed
-            return plain
-        return store
+        return self._typed_store(name, SessionStore, "session")
 
     def get_timestamped_key_value_store(self, name: str) -> Any:
         """A DSL store with its ValueAndTimestamp values."""
