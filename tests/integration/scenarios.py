@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kspark import Serdes
-from kspark.processor import Processor, PunctuationType, Topology
+from kspark.processor import Processor, PunctuationType, Record, Topology
 from kspark.processor.timestamps import TimestampExtractor
+from kspark.state import Stores
 
 S, I = Serdes.String(), Serdes.Integer()
 
@@ -61,6 +62,30 @@ class Summer(Processor):
 class ValueTime(TimestampExtractor):
     def extract(self, record, partition_time):
         return 5000 + record.value * 10
+
+
+class StoreScanner(Processor):
+    """Sums values per key in a store; every 40 ms of stream time forwards every key's sum."""
+
+    def init(self, context):
+        self.context = context
+        self.store = context.get_state_store("scan-sums")
+        context.schedule(40, PunctuationType.STREAM_TIME, self.scan)
+
+    def scan(self, ts):
+        with self.store.all() as entries:
+            for entry in entries:
+                self.context.forward(Record(entry.key, f"{entry.value}@{ts}", ts))
+
+    def process(self, record):
+        self.store.put(record.key, (self.store.get(record.key) or 0) + record.value)
+
+
+def _store_scan(b, i, o):
+    store = Stores.key_value_store_builder(Stores.persistent_key_value_store("scan-sums"), S, I)
+    return (Topology().add_source("src", i[0], key_serde=S, value_serde=I)
+            .add_processor("scan", StoreScanner, "src").add_state_store(store, "scan")
+            .add_sink("sink", o[0], "scan", key_serde=S, value_serde=S))
 
 
 def _processor_api(b, i, o):
@@ -149,6 +174,10 @@ SCENARIOS = [
     Scenario("stream-time-punctuation", lambda b, i, o: b.stream(
         i[0], key_serde=S, value_serde=I).process(Summer).to(o[0], key_serde=S, value_serde=S),
         {"in": _records(200, keys=7)}, ["out"], partitions=1, per_batch=100_000),
+    # stream time and punctuation due times carry over between micro-batches (the task is
+    # rebuilt each batch: it has a RocksDB store)
+    Scenario("punctuation-scans-a-store", _store_scan, {"in": _records(200, keys=7, step=7)},
+             ["out"], partitions=1, per_batch=25),
     Scenario("through-topic", _through, {"in": _records(100)}, ["mid", "out"],
              out_serdes=(S, None)),
 ]

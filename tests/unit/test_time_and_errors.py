@@ -5,7 +5,8 @@ from hypothesis import given, strategies as st
 
 from kspark import Serdes, StreamsBuilder
 from kspark.errors import SerializationError, StreamsError
-from kspark.processor import Processor
+from kspark.processor import Processor, PunctuationType, Topology
+from kspark.processor import Record
 from kspark.processor.timestamps import (
     LogAndSkipOnInvalidTimestamp,
     TimestampExtractor,
@@ -124,3 +125,47 @@ def test_topic_name_extractor():
     d = TopologyTestDriver(b.build())
     d.create_input_topic("in", S, I).pipe_input("a", 1)
     assert d.create_output_topic("out-a-in", S, I).read_value() == 1
+
+
+class _ScanEvery(Processor):
+    """Counts records; every 10 ms of stream time emits the running count."""
+
+    def init(self, context):
+        self.context, self.n = context, 0
+        context.schedule(10, PunctuationType.STREAM_TIME, self.emit)
+
+    def emit(self, ts):
+        self.context.forward(Record("n", self.n, ts))
+
+    def process(self, record):
+        self.n += 1
+
+
+@given(st.lists(st.integers(0, 200), min_size=1, max_size=40), st.integers(0, 40))
+def test_a_resumed_task_punctuates_as_if_it_had_never_stopped(timestamps, cut):
+    from kspark._engine.collector import MemoryCollector
+    from kspark._engine.nodes import RawRecord
+    from kspark._graph.instantiate import build_task
+    from kspark.config import StreamsConfig
+
+    topo = (Topology().add_source("src", "in", key_serde=S, value_serde=I)
+            .add_processor("scan", _ScanEvery, "src").add_sink("sink", "out", "scan",
+                                                               key_serde=S, value_serde=I))
+    config = StreamsConfig({"application.id": "t", "bootstrap.servers": "x"})
+    raws = [RawRecord("in", 0, i, ts, b"k", I.serialize("in", 1), ()) for i, ts in enumerate(timestamps)]
+
+    def run(parts, progress=None):
+        out, done = MemoryCollector(), None
+        for part in parts:
+            restore = (lambda t, p=progress: t.resume(p)) if progress else None
+            task = build_task(topo._graph, "0_0", config, out, restore=restore)
+            for raw in part:
+                task.process(raw)
+            progress, done = task.progress(), task
+        return [(r.timestamp, I.deserialize("out", r.value)) for r in out.records], done
+
+    whole, task = run([raws])
+    split, resumed = run([raws[:cut], raws[cut:]])
+    # the processor's own count restarts (it has no store); when punctuations fire does not
+    assert [t for t, _ in split] == [t for t, _ in whole]
+    assert resumed.stream_time == task.stream_time == max(timestamps)

@@ -33,6 +33,7 @@ class PunctuationSchedule:
     callback: Callable[[int], None]
     next_ms: int
     cancelled: bool = False
+    key: str = ""  # "<node>#<n>": the node's n-th schedule, to resume it after a restart
 
     def advance(self, now: int) -> None:
         """Next due time after ``now``; punctuations missed in between are skipped, as in Kafka Streams."""

@@ -64,6 +64,8 @@ class StreamTask:
         self.partition = int(task_id.rsplit("_", 1)[-1])
         self.current_timestamp = -1
         self._batch_buffer = batch_buffer
+        self._resume_schedules: dict[str, tuple[int, int]] = {}
+        self._schedule_counts: dict[str, int] = {}
         self.stores = {name: self._build_store(b) for name, b in (store_builders or {}).items()}
         # Stores are brought up to date before any processor sees them (as Kafka Streams
         # restores before it initializes processors).
@@ -181,9 +183,38 @@ class StreamTask:
             raise TopologyError(f"processor {node.name!r} in task {self.task_id} scheduled a "
                                 f"punctuation every {interval_ms} ms; the interval must be >= 1")
         if kind == PunctuationType.STREAM_TIME:
-            return self._stream_punctuations.add(PunctuationSchedule(node, interval_ms, callback, 0))
+            n = self._schedule_counts.get(node.name, 0)
+            self._schedule_counts[node.name] = n + 1
+            key = f"{node.name}#{n}"
+            saved_interval, saved_next = self._resume_schedules.get(key, (interval_ms, 0))
+            first = saved_next if saved_interval == interval_ms else 0
+            return self._stream_punctuations.add(
+                PunctuationSchedule(node, interval_ms, callback, first, key=key))
         first = self.clock() + interval_ms
         return self._wall_punctuations.add(PunctuationSchedule(node, interval_ms, callback, first))
+
+    def progress(self) -> dict[str, Any]:
+        """What a restarted task needs to go on where this one is: stream time, partition
+        times and when each stream-time punctuation is next due (JSON-ready).
+
+        Kafka Streams keeps partition time in the committed offsets' metadata; a host saves
+        this at each commit and hands it to :meth:`resume` of the task's next incarnation.
+        """
+        return {"stream_time": self.stream_time,
+                "partition_time": [[t, p, ts] for (t, p), ts in sorted(self.partition_time.items())],
+                "punctuations": {s.key: [s.interval_ms, s.next_ms]
+                                 for s in self._stream_punctuations.schedules if not s.cancelled}}
+
+    def resume(self, progress: Mapping[str, Any]) -> None:
+        """Take over a predecessor's :meth:`progress`; call before processors are initialized.
+
+        A stream-time punctuation that a processor schedules again (same node, same order,
+        same interval) keeps its due time instead of firing at the next record.
+        """
+        self.stream_time = int(progress.get("stream_time", -1))
+        self.partition_time = {(t, int(p)): int(ts) for t, p, ts in progress.get("partition_time", [])}
+        self._resume_schedules = {k: (int(i), int(n))
+                                  for k, (i, n) in progress.get("punctuations", {}).items()}
 
     def maybe_punctuate_stream_time(self) -> int:
         """Fire the stream-time punctuations that are due; returns how many fired."""

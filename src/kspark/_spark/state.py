@@ -4,7 +4,9 @@ A task's stores live under ``<state.dir>/<application.id>/<task>``. Before a bat
 logged store is brought up to the end of its changelog partition: from the checkpointed
 offset when the local state has a valid checkpoint, else wiped and restored from the
 beginning. After the batch (stores written down, producer flushed), the changelog end
-offsets are written to the checkpoint file.
+offsets are written to the checkpoint file, and the task's progress (stream time,
+partition times, punctuation due times) to ``.progress``, so a task rebuilt for the next
+batch goes on where it was.
 """
 
 from __future__ import annotations
@@ -14,7 +16,12 @@ import time
 from typing import Any
 
 from kspark._engine.state.build import bottom, changelog_topic, task_store_dir
-from kspark._engine.state.checkpoint import read_checkpoint, write_checkpoint
+from kspark._engine.state.checkpoint import (
+    read_checkpoint,
+    read_progress,
+    write_checkpoint,
+    write_progress,
+)
 from kspark._engine.task import StreamTask
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import read_range
@@ -41,13 +48,23 @@ def logged_partitions(task: StreamTask, builders: dict[str, Any]) -> dict[str, t
             if builders[name].logging_enabled}
 
 
-def _checkpoint_path(task: StreamTask):
+def _checkpoint_path(task: StreamTask, name: str = ".checkpoint"):
     return task_store_dir(task.config["state.dir"], task.config["application.id"],
-                          task.task_id) / ".checkpoint"
+                          task.task_id) / name
+
+
+def _keeps_progress(task: StreamTask) -> bool:
+    return bool(task.stores) or bool(task.progress()["punctuations"])
 
 
 def restore_task(task: StreamTask, builders: dict[str, Any]) -> dict[tuple[str, int], int]:
-    """Bring every logged store of a new task up to its changelog's end; returns the end offsets."""
+    """Bring every logged store of a new task up to its changelog's end; returns the end offsets.
+
+    The task also resumes its saved progress, if any.
+    """
+    progress = read_progress(_checkpoint_path(task, ".progress"))
+    if progress is not None:
+        task.resume(progress)
     parts = logged_partitions(task, builders)
     if not parts:
         return {}
@@ -89,7 +106,10 @@ def _restore(task_id: str, name: str, raw: Any, tp: tuple[str, int], start: int,
 
 
 def checkpoint_task(task: StreamTask, builders: dict[str, Any]) -> dict[tuple[str, int], int]:
-    """After a committed batch: the changelog ends, written to the checkpoint file."""
+    """After a committed batch: the changelog ends, written to the checkpoint file (and the
+    task's progress to ``.progress``)."""
+    if _keeps_progress(task):
+        write_progress(_checkpoint_path(task, ".progress"), task.progress())
     parts = logged_partitions(task, builders)
     if not parts:
         return {}

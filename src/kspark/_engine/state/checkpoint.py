@@ -1,15 +1,18 @@
-"""The task's checkpoint file: the changelog offset each local store is up to date with.
+"""The task's checkpoint files: the changelog offset each local store is up to date with,
+and the task's progress (stream time, partition times, punctuation due times).
 
-The format is Kafka Streams' ``.checkpoint``: a version line (0), a count line, then one
-``<topic> <partition> <offset>`` line per store changelog.
+``.checkpoint`` has Kafka Streams' format: a version line (0), a count line, then one
+``<topic> <partition> <offset>`` line per store changelog. ``.progress`` is JSON; Kafka
+Streams keeps the same facts in its committed offsets' metadata.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-__all__ = ["read_checkpoint", "write_checkpoint"]
+__all__ = ["read_checkpoint", "write_checkpoint", "read_progress", "write_progress"]
 
 
 def read_checkpoint(path: Path) -> dict[tuple[str, int], int] | None:
@@ -32,7 +35,31 @@ def write_checkpoint(path: Path, offsets: dict[tuple[str, int], int]) -> None:
     """Write ``offsets`` atomically (temp file, then rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
     body = "".join(f"{t} {p} {o}\n" for (t, p), o in sorted(offsets.items()))
-    tmp.write_text(f"0\n{len(offsets)}\n{body}")
+    _write_atomically(path, f"0\n{len(offsets)}\n{body}")
+
+
+def read_progress(path: Path) -> dict | None:
+    """A task's saved progress, or None if missing or unreadable (the task then starts afresh).
+
+    >>> import tempfile; p = Path(tempfile.mkdtemp()) / ".progress"
+    >>> write_progress(p, {"stream_time": 42}); read_progress(p)
+    {'stream_time': 42}
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_progress(path: Path, progress: dict) -> None:
+    """Write ``progress`` atomically (temp file, then rename)."""
+    _write_atomically(Path(path), json.dumps(progress, sort_keys=True))
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
     os.replace(tmp, path)
