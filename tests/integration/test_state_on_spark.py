@@ -179,7 +179,16 @@ def _table_group_by_count(b, src, dst):
 
 AGG_SCENARIOS.update({"suppress-final-window-counts": _suppressed_final_counts,
                       "table-group-by-count": _table_group_by_count})
+def _sliding_count(b, src, dst):
+    from kspark import SlidingWindows
+
+    (b.stream(src, key_serde=S, value_serde=S).group_by_key()
+      .windowed_by(SlidingWindows.of_time_difference_and_grace(30, 10)).count().to_stream()
+      .map(lambda wk, v: (f"{wk.key}@{wk.window.start}", v)).to(dst, key_serde=S, value_serde=L))
+
+
 AGG_SCENARIOS.update({"tumbling-window-count-grace": _windowed_count,
+                      "sliding-window-count": _sliding_count,
                       "hopping-window-aggregate": _hopping_sum,
                       "session-window-count": _session_count})
 
@@ -187,8 +196,11 @@ AGG_SCENARIOS.update({"tumbling-window-count-grace": _windowed_count,
 REPARTITIONING = {"group-by-reduce", "table-group-by-count"}
 
 
-def _agg_input():
-    return [(f"k{i % 7}{i % 3}", str(i % 5), 1000 + i) for i in range(240)]
+def _agg_input(name):
+    """240 records over 21 keys; tables (read from the topic) also get tombstones."""
+    tombstones = name.startswith("table-")
+    return [(f"k{i % 7}{i % 3}", None if tombstones and i % 9 == 8 else str(i % 5), 1000 + i)
+            for i in range(240)]
 
 
 @pytest.mark.parametrize("caching", [True, False], ids=["cached", "uncached"])
@@ -203,7 +215,7 @@ def test_dsl_aggregations_agree_with_the_driver(name, caching, broker, spark, ad
     build(b, src, dst)
     with TopologyTestDriver(b.build(), cache) as d:
         i = d.create_input_topic(src, S, S)
-        for k, v, ts in _agg_input():
+        for k, v, ts in _agg_input(name):
             i.pipe_input(k, v, ts)
         o = d.create_output_topic(dst, S, L)
         expected_updates = o.read_key_values_to_list()
@@ -211,8 +223,8 @@ def test_dsl_aggregations_agree_with_the_driver(name, caching, broker, spark, ad
     for k, v in expected_updates:
         expected_table[k] = v
     p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
-    for k, v, ts in _agg_input():
-        p.produce(src, key=k.encode(), value=v.encode(), timestamp=ts)
+    for k, v, ts in _agg_input(name):
+        p.produce(src, key=k.encode(), value=None if v is None else v.encode(), timestamp=ts)
     p.flush(10)
     b = StreamsBuilder()
     build(b, src, dst)
@@ -234,53 +246,65 @@ def test_dsl_aggregations_agree_with_the_driver(name, caching, broker, spark, ad
 
 
 
-def _stream_table_left_join(b, a, c, dst):
+def _stream_table_joins(b, a, c, outs):
     t = b.table(a, key_serde=S, value_serde=S)
-    (b.stream(c, key_serde=S, value_serde=S).left_join(t, lambda v, u: f"{v}/{u}")
-      .to(dst, value_serde=S))
+    s = b.stream(c, key_serde=S, value_serde=S)
+    s.join(t, lambda v, u: f"{v}/{u}").to(outs["join"], value_serde=S)
+    s.left_join(t, lambda v, u: f"{v}/{u}").to(outs["left"], value_serde=S)
 
 
-def _table_table_outer_join(b, a, c, dst):
+def _table_table_joins(b, a, c, outs):
     left, right = b.table(a, key_serde=S, value_serde=S), b.table(c, key_serde=S, value_serde=S)
-    left.outer_join(right, lambda x, y: f"{x}+{y}").to_stream().to(dst, value_serde=S)
+    for variant, join in (("join", left.join), ("left", left.left_join),
+                          ("outer", left.outer_join)):
+        join(right, lambda x, y: f"{x}+{y}").to_stream().to(outs[variant], value_serde=S)
 
 
-def _stream_stream_outer_join(b, a, c, dst):
+def _stream_stream_joins(b, a, c, outs):
     from kspark import JoinWindows
 
     left, right = b.stream(a, key_serde=S, value_serde=S), b.stream(c, key_serde=S, value_serde=S)
-    left.outer_join(right, lambda x, y: f"{x}+{y}",
-                    JoinWindows.of_time_difference_and_grace(6, 2)).to(dst, value_serde=S)
+    windows = JoinWindows.of_time_difference_and_grace(6, 2)
+    for variant, join in (("join", left.join), ("left", left.left_join),
+                          ("outer", left.outer_join)):
+        join(right, lambda x, y: f"{x}+{y}", windows).to(outs[variant], value_serde=S)
 
 
-@pytest.mark.parametrize("build", [_stream_table_left_join, _table_table_outer_join,
-                                   _stream_stream_outer_join],
-                         ids=["stream-table-left-join", "table-table-outer-join",
-                              "stream-stream-outer-join"])
-def test_joins_agree_with_the_driver(build, broker, spark, admin, topic_name, app_config):
-    a, c, dst = topic_name("join-a"), topic_name("join-c"), topic_name("join-out")
-    admin.create_topics({a: 2, c: 2, dst: 2})
+@pytest.mark.parametrize("build, variants", [
+    (_stream_table_joins, ("join", "left")),
+    (_table_table_joins, ("join", "left", "outer")),
+    (_stream_stream_joins, ("join", "left", "outer")),
+], ids=["stream-table-joins", "table-table-joins", "stream-stream-joins"])
+def test_joins_agree_with_the_driver(build, variants, broker, spark, admin, topic_name,
+                                     app_config):
+    a, c = topic_name("join-a"), topic_name("join-c")
+    outs = {v: topic_name(f"join-{v}") for v in variants}
+    admin.create_topics({a: 2, c: 2, **{o: 2 for o in outs.values()}})
     recs_a = [(f"u{i % 9}", None if i % 11 == 10 else f"a{i}", 1000 + 2 * i) for i in range(60)]
     recs_c = [(f"u{i % 7}", f"c{i}", 1001 + 2 * i) for i in range(60)]
     cache = {"statestore.cache.max.bytes": 0}
     b = StreamsBuilder()
-    build(b, a, c, dst)
+    build(b, a, c, outs)
+    expected = {}
     with TopologyTestDriver(b.build(), cache) as d:
         ta, tc = d.create_input_topic(a, S, S), d.create_input_topic(c, S, S)
         for topic, (k, v, ts) in sorted([(ta, r) for r in recs_a] + [(tc, r) for r in recs_c],
                                         key=lambda x: x[1][2]):
             topic.pipe_input(k, v, ts)
-        expected = d.create_output_topic(dst, S, S).read_key_values_to_list()
+        for variant, o in outs.items():
+            expected[variant] = d.create_output_topic(o, S, S).read_key_values_to_list()
+            assert expected[variant], f"{variant} must produce output"
     p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
     for topic, recs in ((a, recs_a), (c, recs_c)):
         for k, v, ts in recs:
             p.produce(topic, key=k.encode(), value=None if v is None else v.encode(), timestamp=ts)
     p.flush(10)
     b = StreamsBuilder()
-    build(b, a, c, dst)
+    build(b, a, c, outs)
     # one micro-batch: both inputs are then aligned by timestamp, as in the driver
     _run(b.build(), app_config(**cache), spark)
-    got = [(m.key().decode(), None if m.value() is None else m.value().decode())
-           for m in consume_all(broker, dst, 1)]
     per_key = lambda rows: {k: [v for kk, v in rows if kk == k] for k, _ in rows}  # noqa: E731
-    assert per_key(got) == per_key(expected)
+    for variant, o in outs.items():
+        got = [(m.key().decode(), None if m.value() is None else m.value().decode())
+               for m in consume_all(broker, o, 1)]
+        assert per_key(got) == per_key(expected[variant]), f"{variant} differs"

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Window", "Windowed", "TimeWindows", "TimeWindowedSerde", "SessionWindows",
-           "SessionWindowedSerde"]
+           "SessionWindowedSerde", "SlidingWindows"]
 
 
 @dataclass(frozen=True, order=True)
 class Window:
-    """A window ``[start, end)`` in ms."""
+    """A window ``[start, end)`` in ms (a sliding window's end is inclusive: ``[start, end]``)."""
 
     start: int
     end: int
@@ -67,6 +67,36 @@ class TimeWindows:
             out.append(Window(start, start + self.size_ms))
             start += self.advance_ms
         return out
+
+
+@dataclass(frozen=True)
+class SlidingWindows:
+    """Windows of ``time_difference_ms`` that slide with the records: two records of a key
+    share a window when their timestamps differ by at most the time difference.
+
+    Each record has a window ending at its timestamp, ``[t - d, t]``, and one starting just
+    after it, ``[t + 1, t + 1 + d]`` (created once a later record falls in it); both ends
+    are inclusive. Records later than the window end plus grace are dropped.
+
+    Example:
+        >>> w = SlidingWindows.of_time_difference_and_grace(10, 5)
+        >>> (w.time_difference_ms, w.grace_ms)
+        (10, 5)
+    """
+
+    time_difference_ms: int
+    grace_ms: int
+
+    @staticmethod
+    def of_time_difference_with_no_grace(time_difference_ms: int) -> "SlidingWindows":
+        return SlidingWindows.of_time_difference_and_grace(time_difference_ms, 0)
+
+    @staticmethod
+    def of_time_difference_and_grace(time_difference_ms: int, grace_ms: int) -> "SlidingWindows":
+        if time_difference_ms <= 0 or grace_ms < 0:
+            raise ValueError(f"invalid sliding windows: time difference {time_difference_ms} ms, "
+                             f"grace {grace_ms} ms (need time difference > 0, grace >= 0)")
+        return SlidingWindows(time_difference_ms, grace_ms)
 
 
 class TimeWindowedSerde:

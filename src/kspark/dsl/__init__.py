@@ -15,6 +15,7 @@ from kspark._engine.suppress import BufferConfig, Suppressed
 from kspark._engine.windows import (
     SessionWindowedSerde,
     SessionWindows,
+    SlidingWindows,
     TimeWindowedSerde,
     TimeWindows,
     Window,
@@ -22,4 +23,4 @@ from kspark._engine.windows import (
 )
 
 __all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "KGroupedTable", "Materialized", "TimeWindows",
-           "TimeWindowedSerde", "Window", "Windowed", "SessionWindows", "SessionWindowedSerde", "Suppressed", "BufferConfig", "JoinWindows"]
+           "TimeWindowedSerde", "Window", "Windowed", "SessionWindows", "SlidingWindows", "SessionWindowedSerde", "Suppressed", "BufferConfig", "JoinWindows"]

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from kspark.dsl.kstream import KStream
     from kspark.dsl.ktable import KTable
 
-__all__ = ["KGroupedStream", "TimeWindowedKStream", "SessionWindowedKStream"]
+__all__ = ["KGroupedStream", "TimeWindowedKStream", "SlidingWindowedKStream",
+           "SessionWindowedKStream"]
 
 
 def _add_aggregation(stream: "KStream", prefix: str, materialized: Materialized | None,
@@ -74,11 +75,13 @@ class KGroupedStream:
             lambda m, store, ks, vs: m.builder(store, ks, vs))
 
     def windowed_by(self, windows: Any) -> Any:
-        """Aggregate per key and window: ``TimeWindows`` or ``SessionWindows``."""
-        from kspark._engine.windows import SessionWindows
+        """Aggregate per key and window: ``TimeWindows``, ``SlidingWindows`` or ``SessionWindows``."""
+        from kspark._engine.windows import SessionWindows, SlidingWindows
 
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self, windows)
+        if isinstance(windows, SlidingWindows):
+            return SlidingWindowedKStream(self, windows)
         return TimeWindowedKStream(self, windows)
 
     def count(self, materialized: Materialized | None = None) -> "KTable":
@@ -110,18 +113,24 @@ class TimeWindowedKStream:
     def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None,
                    aggregator: Callable[[Any, Any, Any], Any], materialized: Materialized | None,
                    value_serde: Any) -> "KTable":
-        from kspark._engine.tables import WindowAggregateProcessor
         from kspark._engine.windows import TimeWindowedSerde
         from kspark.state.stores import WindowBytesStoreSupplier, WindowStoreBuilder
 
-        w = self._windows
+        processor, size, retention = self._layout()
         return _add_aggregation(
             self._grouped._stream, prefix, materialized, value_serde,
-            lambda store: functools.partial(WindowAggregateProcessor, store, w, initializer,
+            lambda store: functools.partial(processor, store, self._windows, initializer,
                                             aggregator),
             _timestamped_builder(WindowStoreBuilder, lambda store, m: WindowBytesStoreSupplier(
-                store, m.persistent, w.size_ms + w.grace_ms, w.size_ms)),
-            lambda ks: TimeWindowedSerde(ks, w.size_ms), w.grace_ms)
+                store, m.persistent, retention, size)),
+            lambda ks: TimeWindowedSerde(ks, size), self._windows.grace_ms)
+
+    def _layout(self) -> tuple[Any, int, int]:
+        """The aggregating processor, the window size and the store's retention."""
+        from kspark._engine.tables import WindowAggregateProcessor
+
+        w = self._windows
+        return WindowAggregateProcessor, w.size_ms, w.size_ms + w.grace_ms
 
     def count(self, materialized: Materialized | None = None) -> "KTable":
         from kspark.serde import Serdes
@@ -137,6 +146,26 @@ class TimeWindowedKStream:
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | None = None) -> "KTable":
         return self._aggregate("KSTREAM-AGGREGATE", initializer, aggregator, materialized, None)
+
+
+class SlidingWindowedKStream(TimeWindowedKStream):
+    """A grouped stream in sliding windows (``SlidingWindows``): ``count``, ``reduce`` and
+    ``aggregate`` give a KTable of Windowed keys whose windows are ``[start, start + d]``.
+
+    Example:
+        >>> from kspark import StreamsBuilder, Serdes, SlidingWindows
+        >>> b = StreamsBuilder()
+        >>> table = (b.stream("clicks", key_serde=Serdes.String(), value_serde=Serdes.String())
+        ...           .group_by_key()
+        ...           .windowed_by(SlidingWindows.of_time_difference_and_grace(5000, 1000))
+        ...           .count())
+    """
+
+    def _layout(self) -> tuple[Any, int, int]:
+        from kspark._engine.sliding import SlidingWindowAggregateProcessor, sliding_store_retention
+
+        w = self._windows
+        return SlidingWindowAggregateProcessor, w.time_difference_ms, sliding_store_retention(w)
 
 
 class SessionWindowedKStream:

@@ -1,0 +1,149 @@
+"""Sliding-window aggregation: count / reduce / aggregate over ``SlidingWindows``.
+
+The store holds, per key, only windows that hold records and differ in content: the window
+ending at each record, ``[t - d, t]``, and the one starting just after it,
+``[t + 1, t + 1 + d]``, when a later record falls into it. Each stored aggregate carries
+the newest record timestamp in it. A new record updates every stored window that covers
+it and creates its own windows, seeding them from neighbouring windows with the same
+content (aggregates cannot be taken apart), as Kafka Streams does. Windows past their end
+plus grace are left alone; a record whose windows are all past it is dropped and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kspark._engine.api import Record
+from kspark._engine.state.timestamped import ValueAndTimestamp
+from kspark._engine.tables import Change, _TableStoreProcessor
+from kspark._engine.windows import SlidingWindows, Window, Windowed
+
+__all__ = ["SlidingWindowAggregateProcessor", "sliding_store_retention"]
+
+
+def sliding_store_retention(windows: SlidingWindows) -> int:
+    """How long the store keeps a window: long enough to seed a new record's window while
+    that record is within grace (it may look back two time differences).
+
+    >>> sliding_store_retention(SlidingWindows.of_time_difference_and_grace(10, 5))
+    26
+    """
+    return 2 * windows.time_difference_ms + windows.grace_ms + 1
+
+
+class SlidingWindowAggregateProcessor(_TableStoreProcessor):
+    """Emits ``Windowed(key, Window(start, start + d))`` -> Change(new, old) per window update."""
+
+    def __init__(self, store_name: str, windows: SlidingWindows,
+                 initializer: Callable[[], Any] | None, aggregator: Callable[[Any, Any, Any], Any]):
+        super().__init__(store_name)
+        self.windows, self.initializer, self.aggregator = windows, initializer, aggregator
+        self.observed = -1
+        self.dropped_late = 0
+
+    def process(self, record: Record) -> None:
+        if record.key is None or record.value is None:
+            return
+        t, d = record.timestamp, self.windows.time_difference_ms
+        self.observed = max(self.observed, t)
+        close = self.observed - self.windows.grace_ms
+        if t + 1 + d <= close:
+            self._late(record, t - d, t, close)
+        elif t < d:
+            self._process_early(record, close)
+        else:
+            self._process(record, close)
+
+    def _process(self, record: Record, close: int) -> None:
+        t, d = record.timestamp, self.windows.time_difference_ms
+        with self.store.fetch(record.key, max(0, t - 2 * d), t + 1) as found:
+            stored = list(found)
+        starts = {start for start, _ in stored}
+        before = after = None  # aggregates to seed this record's left / right window
+        left_exists = right_exists = False
+        previous = None  # the newest record timestamp before t, when known
+        for start, vt in stored:
+            end = start + d
+            if end < t:
+                before, previous = vt, vt.timestamp
+            elif end == t:
+                left_exists = True
+                if vt.timestamp < t:
+                    previous = vt.timestamp
+                self._add(record, start, vt, close)
+            elif start <= t:
+                after = vt
+                self._add(record, start, vt, close)
+            elif start == t + 1:
+                right_exists = True
+        if previous is not None and previous + 1 not in starts and previous + 1 + d >= t:
+            self._add(record, previous + 1, None, close)  # the previous record's right window
+        if not left_exists:
+            seed = before if previous is not None and previous >= t - d else None
+            self._add(record, t - d, seed and ValueAndTimestamp(seed.value, t), close, fresh=True)
+        if not right_exists and after is not None and after.timestamp > t:
+            self._create_right_window(record, after)
+
+    def _process_early(self, record: Record, close: int) -> None:
+        """``t < d``: windows cannot start before 0, so ``[0, d]`` holds every early record."""
+        t = record.timestamp
+        with self.store.fetch(record.key, 0, t + 1) as found:
+            stored = list(found)
+        starts = {start for start, _ in stored}
+        combined = after = None
+        right_exists = False
+        previous = None
+        for start, vt in stored:
+            if start == 0:
+                combined = vt
+                if vt.timestamp < t:
+                    previous = vt.timestamp
+            elif start <= t:
+                after = vt
+                self._add(record, start, vt, close)
+            elif start == t + 1:
+                right_exists = True
+        if after is None and combined is not None and combined.timestamp > t:
+            after = combined  # only later records are in [0, d] then
+        if not right_exists and after is not None and after.timestamp > t:
+            self._create_right_window(record, after)
+        if previous is not None and previous + 1 not in starts:
+            self._add(record, previous + 1, None, close)
+        self._add(record, 0, combined, close)
+
+    def _add(self, record: Record, start: int, base: ValueAndTimestamp | None, close: int,
+             fresh: bool = False) -> None:
+        """Aggregate ``record`` into the window at ``start`` holding ``base`` (None: empty)."""
+        end = start + self.windows.time_difference_ms
+        if end < close:
+            self._late(record, start, end, close)
+            return
+        if base is None:
+            new = (record.value if self.initializer is None
+                   else self.aggregator(record.key, record.value, self.initializer()))
+            new_ts = record.timestamp
+        else:
+            new = self.aggregator(record.key, record.value, base.value)
+            new_ts = max(record.timestamp, base.timestamp)
+        self.store.put(record.key, ValueAndTimestamp(new, new_ts), start)
+        if not self.emit_on_flush:
+            old = None if base is None or fresh else base.value
+            self.context.forward(Record(Windowed(record.key, Window(start, end)), Change(new, old),
+                                        new_ts, record.headers))
+
+    def _create_right_window(self, record: Record, content: ValueAndTimestamp) -> None:
+        """``[t + 1, t + 1 + d]`` holds exactly what ``content`` holds (records after t)."""
+        start = record.timestamp + 1
+        self.store.put(record.key, content, start)
+        if not self.emit_on_flush:
+            window = Window(start, start + self.windows.time_difference_ms)
+            self.context.forward(Record(Windowed(record.key, window), Change(content.value, None),
+                                        content.timestamp, record.headers))
+
+    def _late(self, record: Record, start: int, end: int, close: int) -> None:
+        self.dropped_late += 1
+        self.context.record_dropped(
+            f"late record (timestamp {record.timestamp}) for sliding window [{start}, {end}] "
+            f"of key {record.key!r}: the window closed at stream time {self.observed} "
+            f"(end plus grace {self.windows.grace_ms} ms)")
