@@ -270,16 +270,28 @@ def _stream_stream_joins(b, a, c, outs):
         join(right, lambda x, y: f"{x}+{y}", windows).to(outs[variant], value_serde=S)
 
 
-@pytest.mark.parametrize("build, variants", [
-    (_stream_table_joins, ("join", "left")),
-    (_table_table_joins, ("join", "left", "outer")),
-    (_stream_stream_joins, ("join", "left", "outer")),
-], ids=["stream-table-joins", "table-table-joins", "stream-stream-joins"])
-def test_joins_agree_with_the_driver(build, variants, broker, spark, admin, topic_name,
-                                     app_config):
+def _foreign_key_join(b, a, c, outs):
+    # one join per topology: on Spark a sub-topology feeds at most one other for now
+    left, right = b.table(a, key_serde=S, value_serde=S), b.table(c, key_serde=S, value_serde=S)
+    fk = lambda v: f"u{int(v[1:]) % 7}"  # noqa: E731  ("a12" names row u5 of the other table)
+    for variant, join in (("join", left.join), ("left", left.left_join)):
+        if variant in outs:
+            join(right, fk, lambda x, y: f"{x}+{y}").to_stream().to(outs[variant], value_serde=S)
+
+
+@pytest.mark.parametrize("build, variants, c_partitions", [
+    (_stream_table_joins, ("join", "left"), 2),
+    (_table_table_joins, ("join", "left", "outer"), 2),
+    (_stream_stream_joins, ("join", "left", "outer"), 2),
+    (_foreign_key_join, ("join",), 3),  # need not be co-partitioned
+    (_foreign_key_join, ("left",), 3),
+], ids=["stream-table-joins", "table-table-joins", "stream-stream-joins", "foreign-key-join",
+        "foreign-key-left-join"])
+def test_joins_agree_with_the_driver(build, variants, c_partitions, broker, spark, admin,
+                                     topic_name, app_config):
     a, c = topic_name("join-a"), topic_name("join-c")
     outs = {v: topic_name(f"join-{v}") for v in variants}
-    admin.create_topics({a: 2, c: 2, **{o: 2 for o in outs.values()}})
+    admin.create_topics({a: 2, c: c_partitions, **{o: 2 for o in outs.values()}})
     recs_a = [(f"u{i % 9}", None if i % 11 == 10 else f"a{i}", 1000 + 2 * i) for i in range(60)]
     recs_c = [(f"u{i % 7}", f"c{i}", 1001 + 2 * i) for i in range(60)]
     cache = {"statestore.cache.max.bytes": 0}
@@ -308,3 +320,45 @@ def test_joins_agree_with_the_driver(build, variants, broker, spark, admin, topi
         got = [(m.key().decode(), None if m.value() is None else m.value().decode())
                for m in consume_all(broker, o, 1)]
         assert per_key(got) == per_key(expected[variant]), f"{variant} differs"
+
+
+def test_stages_joined_by_a_union_keep_their_task_numbers(broker, spark, admin, topic_name,
+                                                           app_config):
+    # Two independent counts end in one union, and a repartitioned stream meets a table read
+    # from Kafka in another: Spark numbers the partitions of a union's later inputs after the
+    # earlier ones, which must not shift task numbers (stores, changelogs, checkpoints).
+    x, y, t, dst = (topic_name(n) for n in ("ux", "uy", "ut", "uout"))
+    admin.create_topics({x: 2, y: 2, t: 3, dst: 2})
+
+    def build(b):
+        xs = b.stream(x, key_serde=S, value_serde=S)
+        xs.group_by_key().count().to_stream().map_values(lambda n: f"x{n}").to(dst, value_serde=S)
+        b.stream(y, key_serde=S, value_serde=S).group_by_key().count().to_stream().map_values(
+            lambda n: f"y{n}").to(dst, value_serde=S)
+        table = b.table(t, key_serde=S, value_serde=S)
+        # the repartition topic gets the table's 3 partitions, as in Kafka Streams
+        (xs.select_key(lambda k, v: f"t{v}").join(table, lambda v, u: f"{v}/{u}")
+           .to(dst, key_serde=S, value_serde=S))
+
+    recs = {x: [(f"k{i % 5}", str(i % 3), 1000 + 3 * i) for i in range(30)],
+            y: [(f"k{i % 4}", "y", 1001 + 3 * i) for i in range(30)],
+            t: [(f"t{i}", f"row{i}", 900 + i) for i in range(3)]}
+    b = StreamsBuilder()
+    build(b)
+    serdes = {"default.key.serde": "String", "default.value.serde": "String"}
+    with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": 0, **serdes}) as d:
+        pipes = {topic: d.create_input_topic(topic, S, S) for topic in recs}
+        for ts, topic, k, v in sorted((r[2], topic, r[0], r[1]) for topic, rs in recs.items()
+                                      for r in rs):
+            pipes[topic].pipe_input(k, v, ts)
+        expected = d.create_output_topic(dst, S, S).read_key_values_to_list()
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    for topic in (t, x, y):
+        for k, v, ts in recs[topic]:
+            p.produce(topic, key=k.encode(), value=v.encode(), timestamp=ts)
+    p.flush(10)
+    b = StreamsBuilder()
+    build(b)
+    _run(b.build(), {**app_config(statestore_cache_max_bytes=0), **serdes}, spark)
+    got = [(m.key().decode(), m.value().decode()) for m in consume_all(broker, dst, 1)]
+    assert sorted(got) == sorted(expected)

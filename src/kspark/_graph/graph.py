@@ -65,6 +65,9 @@ class TopologyGraph:
     copartition_groups: list[frozenset[str]] = field(default_factory=list)
     # State stores: name -> (builder, names of the processors connected to it)
     stores: dict[str, tuple[Any, set[str]]] = field(default_factory=dict)
+    # Internal topics partitioned like another topic rather than like their writer's tasks
+    # (a foreign-key join's subscriptions go to the right table's partitions).
+    partitions_like: dict[str, str] = field(default_factory=dict)
 
     def add_store(self, builder: Any, processors: tuple[str, ...] = ()) -> None:
         if builder.name in self.stores:
@@ -124,6 +127,18 @@ class TopologyGraph:
                     f"topics that must be co-partitioned have different partition counts "
                     f"({shown}); give them the same number of partitions, or repartition() "
                     "one side first")
+
+    def upstream_topic(self, node: str) -> str:
+        """The first topic a source upstream of ``node`` reads (as named in its spec)."""
+        todo, seen = [node], set()
+        while todo:
+            spec = self.nodes[todo.pop(0)]
+            if isinstance(spec, SourceSpec):
+                return spec.topics[0]
+            if spec.name not in seen:
+                seen.add(spec.name)
+                todo.extend(spec.parents)
+        raise TopologyError(f"node {node!r} has no source upstream")
 
     def sources(self) -> list[SourceSpec]:
         return [n for n in self.nodes.values() if isinstance(n, SourceSpec)]

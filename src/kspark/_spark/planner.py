@@ -57,10 +57,15 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
         counts = [partition_counts[t] for t in st.user_topics] + [fed_count[t] for t in st.fed_topics]
         tasks[st.id] = max(counts)
         for t in st.feeds:
-            fed_count[t] = tasks[st.id] if t in internal else partition_counts[t]
+            like = graph.partitions_like.get(t)
+            if like is not None:
+                fed_count[t] = partition_counts[like] if like in partition_counts else fed_count[like]
+            else:
+                fed_count[t] = tasks[st.id] if t in internal else partition_counts[t]
     readers = {t: st for st in subs for t in st.fed_topics}
     shuffled = [tasks[st.id] for st in subs if st.fed_topics]
     keys = {n: _shuffle_keys(spark, n) for n in set(fed_count.values()) | set(shuffled)}
+    offsets = _partition_offsets(subs, tasks, partition_counts)
 
     outputs: dict[int, DataFrame] = {}
     terminal: list[DataFrame] = []
@@ -78,7 +83,7 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
         counts = dict(partition_counts)
         counts.update({name: n for name, (n, _) in fed.items()})
         streaming = len(st.user_topics) == 1 and not st.fed_topics
-        plan = StagePlan(st.id, st.nodes, fed, keys, counts, streaming)
+        plan = StagePlan(st.id, st.nodes, fed, keys, counts, streaming, offsets[st.id])
         out = df.mapInArrow(make_stage(graph, c.as_dict(), plan), FED_SCHEMA)
         outputs[st.id] = out
         if not st.feeds:
@@ -89,6 +94,33 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
     store_tasks = {name: tasks[st.id] for st in subs for name, (_, procs) in graph.stores.items()
                    if procs & set(st.nodes)}
     return result, store_tasks
+
+
+def _partition_offsets(subs: list[SubTopology], tasks: dict[int, int],
+                       partition_counts: dict[str, int]) -> dict[int, int]:
+    """Where each stage's tasks start among the partitions of the union its output joins.
+
+    A stage runs in the same Spark stage as the union after it (a union is a narrow
+    dependency), so Spark numbers its tasks after those of the union's earlier inputs:
+    a stage's task is ``TaskContext.partitionId() - offset``. Unions come from
+    ``_stage_input`` (Kafka first, then upstream stages in order) and from the final union
+    of terminal stages.
+    """
+    offsets: dict[int, int] = {st.id: 0 for st in subs}
+    for st in subs:
+        if not st.fed_topics:
+            continue
+        pos = max((partition_counts[t] for t in st.user_topics), default=0)
+        for up in subs:
+            if set(up.feeds) & set(st.fed_topics):
+                offsets[up.id] = pos
+                pos += tasks[up.id]
+    pos = 0
+    for st in subs:
+        if not st.feeds:
+            offsets[st.id] = pos
+            pos += tasks[st.id]
+    return offsets
 
 
 def _stage_input(spark: SparkSession, c: StreamsConfig, st: SubTopology, fed_names: list[str],

@@ -53,6 +53,7 @@ class StagePlan:
     shuffle_keys: dict[int, list[int]]
     partition_counts: dict[str, int]
     streaming: bool = False  # one input topic, nothing shuffled in: process batch by batch
+    partition_offset: int = 0  # Spark's partition id of task 0 (see planner._partition_offsets)
 
 
 class _RoutingCollector(RecordCollector):
@@ -131,7 +132,7 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
     builders = {name: b for name, (b, _) in graph.stores.items()}
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        partition = TaskContext.get().partitionId()
+        partition = TaskContext.get().partitionId() - plan.partition_offset
         task_id = f"{plan.stage}_{partition}"
         producer = task_producer(bootstrap, f"{app_id}-{task_id}-producer", producer_conf)
         collector = _RoutingCollector(producer, plan, partition)

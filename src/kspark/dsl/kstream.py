@@ -14,6 +14,19 @@ from kspark.errors import TopologyError
 __all__ = ["KStream"]
 
 
+def _copartition(graph: TopologyGraph, *sides: Any) -> None:
+    """Register a join's co-partitioning, as Kafka Streams does: the user topics the sides
+    read must have equal partition counts (checked at start), and repartition topics just
+    upstream of a side get the partition count of those user topics."""
+    user = sorted(set().union(*(side._source_topics() for side in sides)))
+    if len(user) > 1:
+        graph.copartition(*user)
+    if user:
+        for side in sides:
+            for topic in side._source_topics(internal=True):
+                graph.partitions_like.setdefault(topic, user[0])
+
+
 class KStream:
     """An unbounded stream of key-value records. Each method adds a node and returns a new KStream.
 
@@ -143,8 +156,9 @@ class KStream:
         self._graph.add(SourceSpec(src, (topic,), ks, vs, internal=internal))
         return KStream(self._graph, src, ks, vs)
 
-    def _source_topics(self) -> set[str]:
-        """The user source topics this stream's records come from (for co-partitioning)."""
+    def _source_topics(self, internal: bool = False) -> set[str]:
+        """The user source topics this stream's records come from (for co-partitioning), or
+        with ``internal`` the nearest repartition topics upstream."""
         from kspark._graph.graph import SourceSpec
 
         out, todo, seen = set(), [self._node], set()
@@ -153,8 +167,8 @@ class KStream:
             if spec.name in seen:
                 continue
             seen.add(spec.name)
-            if isinstance(spec, SourceSpec):
-                out.update(spec.topics if not spec.internal else ())
+            if isinstance(spec, SourceSpec) and spec.internal == internal:
+                out.update(spec.topics)
             todo.extend(spec.parents)
         return out
 
@@ -177,9 +191,7 @@ class KStream:
             ops_joins.StreamTableJoinProcessor, store, joiner, left), name, self._key_serde, None,
             keep_serdes=False)
         self._graph.connect((out._node,), (store,))
-        topics = stream._source_topics() | table._source_topics()
-        if len(topics) > 1:
-            self._graph.copartition(*sorted(topics))
+        _copartition(self._graph, stream, table)
         return out
 
     def left_join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None, *,
@@ -228,9 +240,7 @@ class KStream:
                                          PendingKeySerde(), PickleSerde()), (this, that))
         merge = g.next_name("KSTREAM-MERGE")
         g.add(ProcessorSpec(merge, ops.PassThroughProcessor, (this, that)))
-        topics = left._source_topics() | right._source_topics()
-        if len(topics) > 1:
-            g.copartition(*sorted(topics))
+        _copartition(g, left, right)
         return KStream(g, merge, self._key_serde, None)
 
     def group_by_key(self, *, key_serde: Any = None, value_serde: Any = None) -> Any:

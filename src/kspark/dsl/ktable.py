@@ -56,10 +56,10 @@ class KTable:
         return self._then("KTABLE-MAPVALUES",
                           functools.partial(tables.TableMapValuesProcessor, fn, with_key), None)
 
-    def _source_topics(self) -> set[str]:
+    def _source_topics(self, internal: bool = False) -> set[str]:
         from kspark.dsl.kstream import KStream
 
-        return KStream(self._graph, self._node, None, None)._source_topics()
+        return KStream(self._graph, self._node, None, None)._source_topics(internal)
 
     def _join(self, other: "KTable", joiner: Callable[[Any, Any], Any], kind: str,
               materialized: Any = None) -> "KTable":
@@ -79,18 +79,100 @@ class KTable:
         self._graph.connect((that,), (self._store_name,))
         merge = self._graph.next_name("KTABLE-MERGE")
         self._graph.add(ProcessorSpec(merge, tables.TablePassThroughProcessor, (this, that)))
-        topics = self._source_topics() | other._source_topics()
-        if len(topics) > 1:
-            self._graph.copartition(*sorted(topics))
+        from kspark.dsl.kstream import _copartition
+
+        _copartition(self._graph, self, other)
         return KTable(self._graph, merge, self._key_serde, None)
 
-    def join(self, other: "KTable", joiner: Callable[[Any, Any], Any]) -> "KTable":
-        """Rows present in both tables, valued ``joiner(value, other_value)``."""
+    def join(self, other: "KTable", joiner: Callable[..., Any],
+             fk_joiner: Callable[[Any, Any], Any] | None = None, *,
+             materialized: Any = None) -> "KTable":
+        """Rows present in both tables, valued ``joiner(value, other_value)``.
+
+        ``join(other, foreign_key_extractor, joiner)`` is a foreign-key join: each row joins
+        the row of ``other`` whose key is ``foreign_key_extractor(value)`` (the tables need
+        not be co-partitioned); the result is keyed like this table.
+        """
+        if fk_joiner is not None:
+            return self._fk_join(other, joiner, fk_joiner, False, materialized)
         return self._join(other, joiner, "inner")
 
-    def left_join(self, other: "KTable", joiner: Callable[[Any, Any], Any]) -> "KTable":
-        """Every row of this table; ``other_value`` is None where the other has none."""
+    def left_join(self, other: "KTable", joiner: Callable[..., Any],
+                  fk_joiner: Callable[[Any, Any], Any] | None = None, *,
+                  materialized: Any = None) -> "KTable":
+        """Every row of this table; ``other_value`` is None where the other has none.
+
+        ``left_join(other, foreign_key_extractor, joiner)``: the foreign-key variant.
+        """
+        if fk_joiner is not None:
+            return self._fk_join(other, joiner, fk_joiner, True, materialized)
         return self._join(other, joiner, "left")
+
+    def _fk_join(self, other: "KTable", extractor: Callable[[Any], Any],
+                 joiner: Callable[[Any, Any], Any], left: bool, materialized: Any) -> "KTable":
+        from kspark._engine import fk_join as fk
+        from kspark._graph.graph import SinkSpec, SourceSpec
+        from kspark.dsl.materialized import Materialized
+        from kspark.serde import Serdes
+        from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
+
+        if other._store_name is None:
+            raise TopologyError("the other table of a foreign-key join must be materialized "
+                                "(from StreamsBuilder.table() or an aggregation)")
+        g, raw = self._graph, Serdes.ByteArray()
+
+        def kv_store(name: str, key_serde: Any, value_serde: Any) -> Any:
+            return KeyValueStoreBuilder(KeyValueBytesStoreSupplier(name, True), key_serde,
+                                        value_serde)
+
+        # 1. this table's side: subscriptions keyed by foreign key
+        send = g.next_name("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION")
+        registrations = f"{send}-topic"
+        versions = f"{send}-VERSION-STATE-STORE"
+        g.add(ProcessorSpec(send, functools.partial(
+            fk.SubscribeProcessor, extractor, versions, self._key_serde, self._value_serde),
+            (self._node,)))
+        g.add_store(kv_store(versions, self._key_serde, Serdes.Long()), (send,))
+        g.add(SinkSpec(g.next_name("KTABLE-SINK"), registrations, (send,), other._key_serde, raw,
+                       internal=True))
+        # 2. the other table's side: keep subscriptions, answer them
+        source = g.next_name("KTABLE-SOURCE")
+        g.add(SourceSpec(source, (registrations,), other._key_serde, raw, internal=True))
+        subscriptions = g.next_name("KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE")
+        receive = g.next_name("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR")
+        g.add(ProcessorSpec(receive, functools.partial(
+            fk.SubscriptionProcessor, subscriptions, other._store_name, other._key_serde,
+            other._value_serde), (source,)))
+        g.add_store(kv_store(subscriptions, raw, raw), (receive,))
+        g.connect((receive,), (other._store_name,))
+        changes = g.next_name("KTABLE-FK-JOIN-OTHER-CHANGE")
+        g.add(ProcessorSpec(changes, functools.partial(
+            fk.RightChangeProcessor, subscriptions, other._key_serde, other._value_serde),
+            (other._node,)))
+        g.connect((changes,), (subscriptions,))
+        resolve = g.next_name("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE")
+        responses = f"{resolve}-topic"
+        g.add(SinkSpec(g.next_name("KTABLE-SINK"), responses, (receive, changes), raw, raw,
+                       internal=True))
+        # 3. back in this table's partitioning: newest answer per key -> the result table
+        source = g.next_name("KTABLE-SOURCE")
+        g.add(SourceSpec(source, (responses,), raw, raw, internal=True))
+        m = materialized or Materialized()
+        result = m.store_name or f"{resolve}-STATE-STORE"
+        seen = f"{resolve}-VERSION-STATE-STORE"
+        g.add(ProcessorSpec(resolve, functools.partial(
+            fk.ResolveProcessor, result, seen, joiner, left, self._key_serde, self._value_serde,
+            other._value_serde), (source,)))
+        # an unnamed result store holds whatever the joiner returns: kspark-internal bytes
+        from kspark._engine.suppress import PickleSerde
+
+        internal_values = m.store_name is None and m.value_serde is None
+        g.add_store(m.builder(result, self._key_serde,
+                              PickleSerde() if internal_values else m.value_serde), (resolve,))
+        g.add_store(kv_store(seen, raw, Serdes.Long()), (resolve,))
+        g.partitions_like[registrations] = g.upstream_topic(other._node)
+        g.partitions_like[responses] = g.upstream_topic(self._node)
+        return KTable(g, resolve, self._key_serde, m.value_serde, result)
 
     def outer_join(self, other: "KTable", joiner: Callable[[Any, Any], Any]) -> "KTable":
         """Rows present in either table (the missing side is None)."""

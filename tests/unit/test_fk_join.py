@@ -1,0 +1,100 @@
+"""Foreign-key KTable joins through the TopologyTestDriver."""
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from kspark import Materialized, Serdes, StreamsBuilder
+from kspark.errors import TopologyError
+from kspark.testing import TopologyTestDriver
+
+S = Serdes.String()
+NO_CACHE = {"statestore.cache.max.bytes": 0}
+
+
+def _fk(v):
+    return v.split("|")[0] or None  # "p1|3": order of 3 of product p1; "|3": no product
+
+
+def _driver(left_join=False, config=NO_CACHE):
+    b = StreamsBuilder()
+    orders = b.table("orders", key_serde=S, value_serde=S)
+    products = b.table("products", key_serde=S, value_serde=S)
+    join = orders.left_join if left_join else orders.join
+    join(products, _fk, lambda o, p: f"{o}+{p}",
+         materialized=Materialized.as_("enriched").with_value_serde(S)).to_stream().to(
+        "out", key_serde=S, value_serde=S)
+    d = TopologyTestDriver(b.build(), config)
+    return d, d.create_input_topic("orders", S, S), d.create_input_topic("products", S, S)
+
+
+STEPS = [("o", "o1", "p1|3"), ("p", "p1", "apple"), ("p", "p1", "pear"), ("o", "o1", "p2|1"),
+         ("p", "p2", "kiwi"), ("p", "p1", "plum"), ("o", "o2", "p2|5"), ("o", "o1", None),
+         ("p", "p2", None), ("o", "o3", "|7")]
+
+
+@pytest.mark.parametrize("left_join, expected", [
+    (False, [("o1", "p1|3+apple"), ("o1", "p1|3+pear"), ("o1", None), ("o1", "p2|1+kiwi"),
+             ("o2", "p2|5+kiwi"), ("o1", None), ("o2", None)]),
+    (True, [("o1", "p1|3+None"), ("o1", "p1|3+apple"), ("o1", "p1|3+pear"),
+            ("o1", "p2|1+None"), ("o1", "p2|1+kiwi"), ("o2", "p2|5+kiwi"), ("o1", None),
+            ("o2", "p2|5+None"), ("o3", "|7+None")]),
+], ids=["inner", "left"])
+def test_rows_follow_their_foreign_key(left_join, expected):
+    d, orders, products = _driver(left_join)
+    for n, (side, k, v) in enumerate(STEPS):
+        (orders if side == "o" else products).pipe_input(k, v, 100 + n)
+    assert d.create_output_topic("out", S, S).read_key_values_to_list() == expected
+    store = d.get_key_value_store("enriched")
+    assert {kv.key: kv.value for kv in store.all()} == (
+        {"o2": "p2|5+None", "o3": "|7+None"} if left_join else {})
+    d.close()
+
+
+def test_the_result_timestamp_is_the_later_of_both_rows():
+    d, orders, products = _driver()
+    products.pipe_input("p1", "apple", 500)
+    orders.pipe_input("o1", "p1|1", 200)
+    products.pipe_input("p1", "pear", 300)  # older than the order: the order's time wins
+    out = d.create_output_topic("out", S, S).read_records_to_list()
+    assert [(r.value, r.timestamp) for r in out] == [("p1|1+apple", 500), ("p1|1+pear", 300)]
+    d.close()
+
+
+def test_the_other_table_must_be_materialized():
+    b = StreamsBuilder()
+    orders = b.table("orders", key_serde=S, value_serde=S)
+    products = b.table("products", key_serde=S, value_serde=S).map_values(str.upper)
+    with pytest.raises(TopologyError, match="materialized"):
+        orders.join(products, _fk, lambda o, p: o)
+
+
+_updates = st.lists(st.tuples(st.sampled_from("op"), st.sampled_from(["a", "b", "c", "d"]),
+                              st.one_of(st.none(), st.sampled_from(["a", "b", "x", ""]))),
+                    max_size=40)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_updates, st.booleans())
+def test_the_result_table_is_the_join_of_the_final_tables(updates, left_join):
+    d, orders, products = _driver(left_join, config={"statestore.cache.max.bytes": 1 << 20})
+    left, right = {}, {}
+    for n, (side, k, fk) in enumerate(updates):
+        if side == "o":
+            v = None if fk is None else f"{fk}|{n}"
+            orders.pipe_input(k, v, n)
+            left.pop(k, None) if v is None else left.__setitem__(k, v)
+        else:
+            v = None if fk is None else f"name{n}"
+            products.pipe_input(k, v, n)
+            right.pop(k, None) if v is None else right.__setitem__(k, v)
+    expected = {}
+    for k, v in left.items():
+        p = right.get(_fk(v)) if _fk(v) else None
+        if p is not None or left_join:
+            expected[k] = f"{v}+{p}"
+    table = {}
+    for k, v in d.create_output_topic("out", S, S).read_key_values_to_list():
+        table[k] = v
+    assert {k: v for k, v in table.items() if v is not None} == expected
+    assert {kv.key: kv.value for kv in d.get_key_value_store("enriched").all()} == expected
+    d.close()
