@@ -14,73 +14,37 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from _common import consume_loop, local_broker, produce, send, timed_run
 
-from kspark import KafkaStreams, Serdes, StreamsBuilder, spark_session
-from kspark._kafka.admin import Admin
-from kspark._kafka.broker import LocalBroker, free_port
+from kspark import Serdes, StreamsBuilder, spark_session
 
 
-def produce(bootstrap: str, topic: str, n: int, keys: int) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
-                  "partitioner": "murmur2_random"})
-    for i in range(n):
-        while True:
-            try:
-                p.produce(topic, key=b"key-%d" % (i * 7919 % keys), value=b"v",
-                          timestamp=1_700_000_000_000 + i)
-                break
-            except BufferError:
-                p.poll(0.05)
-    p.flush(120)
+def records(n: int, keys: int):
+    return ((b"key-%d" % (i * 7919 % keys), b"v") for i in range(n))
 
 
 def baseline(bootstrap: str, src: str, dst: str, n: int, partitions: int) -> float:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-count",
-                  "enable.auto.commit": False})
-    c.assign([TopicPartition(src, p, 0) for p in range(partitions)])
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
-                  "partitioner": "murmur2_random"})
     counts: dict[bytes, int] = {}
-    seen, start = 0, time.perf_counter()
-    while seen < n:
-        for m in c.consume(10000, 1.0):
-            if m.error():
-                continue
-            seen += 1
-            k = m.key()
-            counts[k] = counts.get(k, 0) + 1
-            while True:
-                try:
-                    p.produce(dst, key=k, value=counts[k].to_bytes(8, "big"))
-                    break
-                except BufferError:
-                    p.poll(0.05)
-        p.poll(0)
-    p.flush(120)
-    c.close()
-    return time.perf_counter() - start
+
+    def handle(p, m):
+        k = m.key()
+        counts[k] = counts.get(k, 0) + 1
+        send(p, dst, k, counts[k].to_bytes(8, "big"))
+
+    return consume_loop(bootstrap, src, partitions, n, handle)
 
 
 def kspark_count(bootstrap: str, src: str, dst: str, spark, state_dir: str) -> float:
     b = StreamsBuilder()
     (b.stream(src, key_serde=Serdes.Bytes(), value_serde=Serdes.Bytes()).group_by_key().count()
       .to_stream().to(dst, value_serde=Serdes.Long()))
-    streams = KafkaStreams(b.build(), {
+    return timed_run(b.build(), {
         "application.id": f"bench-count-{time.time_ns()}", "bootstrap.servers": bootstrap,
-        "autostop.at": "eol", "state.dir": state_dir, "max.offsets.per.trigger": 500_000,
-        "producer.linger.ms": 20}, spark=spark)
-    start = time.perf_counter()
-    streams.start()
-    streams.await_termination()
-    elapsed = time.perf_counter() - start
-    streams.close()
-    return elapsed
+        "state.dir": state_dir, "max.offsets.per.trigger": 500_000, "producer.linger.ms": 20},
+        spark)
 
 
 def tws_count(bootstrap: str, src: str, spark, checkpoint: str) -> float:
@@ -124,17 +88,12 @@ def main() -> int:
     ap.add_argument("--keys", type=int, default=100_000)
     ap.add_argument("--partitions", type=int, default=2)
     args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="kspark-bench-")
-    broker = LocalBroker(os.path.join(work, "broker"), port=free_port(), heap="1g")
-    bootstrap = broker.start()
     n = args.records
-    try:
-        admin = Admin(bootstrap)
-        admin.create_topics({t: args.partitions for t in
-                             ("count-in", "count-out-base", "count-out-kspark", "warm-in", "warm-out")})
+    topics = ["count-in", "count-out-base", "count-out-kspark", "warm-in", "warm-out"]
+    with local_broker(topics, args.partitions) as (bootstrap, work):
         t = time.perf_counter()
-        produce(bootstrap, "count-in", n, args.keys)
-        produce(bootstrap, "warm-in", 10_000, 1000)
+        produce(bootstrap, "count-in", records(n, args.keys))
+        produce(bootstrap, "warm-in", records(10_000, 1000))
         print(f"loaded {n} records over {args.keys} keys in {time.perf_counter() - t:.1f}s", flush=True)
         spark = spark_session({"spark.master": f"local[{args.partitions}]", "spark.ui.enabled": "false",
                                "spark.sql.shuffle.partitions": str(args.partitions)})
@@ -150,9 +109,6 @@ def main() -> int:
         print(f"ratio kspark / loop throughput: {base / ks:.2f}")
         print(f"ratio kspark / transformWithStateInPandas throughput: {tws / ks:.2f}")
         spark.stop()
-    finally:
-        broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from _common import consume_loop, local_broker, produce, send, timed_run
 
-from kspark import KafkaStreams, Serdes, StreamsBuilder, spark_session
-from kspark._kafka.admin import Admin
-from kspark._kafka.broker import LocalBroker, free_port
+from kspark import Serdes, StreamsBuilder, spark_session
 
 
 def keep(value: bytes) -> bool:
@@ -30,49 +26,19 @@ def transform(value: bytes) -> bytes:
     return value.upper()
 
 
-def produce(bootstrap: str, topic: str, n: int) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
-                  "partitioner": "murmur2_random", "compression.type": "lz4"})
+def records(n: int):
     payload = os.urandom(50).hex().encode()  # 100 bytes
-    for i in range(n):
-        while True:
-            try:
-                p.produce(topic, key=b"key-%d" % (i % 10000), value=bytes([i % 256]) + payload[1:],
-                          timestamp=1_700_000_000_000 + i)
-                break
-            except BufferError:
-                p.poll(0.05)
-        if i % 100_000 == 0:
-            p.poll(0)
-    p.flush(120)
+    return ((b"key-%d" % (i % 10000), bytes([i % 256]) + payload[1:]) for i in range(n))
 
 
 def baseline(bootstrap: str, src: str, dst: str, n: int, partitions: int) -> float:
     """consume -> filter + transform -> produce, in one Python process, as fast as it goes."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-baseline",
-                  "enable.auto.commit": False, "fetch.max.bytes": 52428800})
-    c.assign([TopicPartition(src, p, 0) for p in range(partitions)])
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
-                  "partitioner": "murmur2_random"})
-    seen = 0
-    start = time.perf_counter()
-    while seen < n:
-        for m in c.consume(10000, 1.0):
-            if m.error():
-                continue
-            seen += 1
-            v = m.value()
-            if keep(v):
-                while True:
-                    try:
-                        p.produce(dst, key=m.key(), value=transform(v), timestamp=m.timestamp()[1])
-                        break
-                    except BufferError:
-                        p.poll(0.05)
-        p.poll(0)
-    p.flush(120)
-    c.close()
-    return time.perf_counter() - start
+    def handle(p, m):
+        v = m.value()
+        if keep(v):
+            send(p, dst, m.key(), transform(v), m.timestamp()[1])
+
+    return consume_loop(bootstrap, src, partitions, n, handle)
 
 
 def kspark_run(bootstrap: str, src: str, dst: str, spark, state_dir: str) -> float:
@@ -80,16 +46,10 @@ def kspark_run(bootstrap: str, src: str, dst: str, spark, state_dir: str) -> flo
     (b.stream(src, key_serde=Serdes.ByteArray(), value_serde=Serdes.ByteArray())
       .filter(lambda k, v: keep(v)).map_values(transform)
       .to(dst, value_serde=Serdes.ByteArray()))
-    streams = KafkaStreams(b.build(), {
-        "application.id": f"bench-{int(time.time())}", "bootstrap.servers": bootstrap,
-        "autostop.at": "eol", "state.dir": state_dir, "max.offsets.per.trigger": 500_000,
-        "producer.linger.ms": 20, "producer.batch.num.messages": 10000}, spark=spark)
-    start = time.perf_counter()
-    streams.start()
-    streams.await_termination()
-    elapsed = time.perf_counter() - start
-    streams.close()
-    return elapsed
+    return timed_run(b.build(), {
+        "application.id": f"bench-{time.time_ns()}", "bootstrap.servers": bootstrap,
+        "state.dir": state_dir, "max.offsets.per.trigger": 500_000,
+        "producer.linger.ms": 20, "producer.batch.num.messages": 10000}, spark)
 
 
 def main() -> int:
@@ -97,35 +57,25 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--partitions", type=int, default=2)
     args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="kspark-bench-")
-    broker = LocalBroker(os.path.join(work, "broker"), port=free_port(), heap="1g")
-    bootstrap = broker.start()
-    try:
-        admin = Admin(bootstrap)
-        admin.create_topics({"bench-in": args.partitions, "bench-out-base": args.partitions,
-                             "bench-out-kspark": args.partitions, "warm-in": args.partitions,
-                             "warm-out": args.partitions})
-        produce(bootstrap, "warm-in", 10_000)
+    n = args.records
+    topics = ["bench-in", "bench-out-base", "bench-out-kspark", "warm-in", "warm-out"]
+    with local_broker(topics, args.partitions) as (bootstrap, work):
+        produce(bootstrap, "warm-in", records(10_000), **{"compression.type": "lz4"})
         t = time.perf_counter()
-        produce(bootstrap, "bench-in", args.records)
-        print(f"loaded {args.records} records of 100 bytes in {time.perf_counter() - t:.1f}s",
-              flush=True)
+        produce(bootstrap, "bench-in", records(n), **{"compression.type": "lz4"})
+        print(f"loaded {n} records of 100 bytes in {time.perf_counter() - t:.1f}s", flush=True)
         spark = spark_session({"spark.master": f"local[{args.partitions}]",
                                "spark.ui.enabled": "false"})
-        base = baseline(bootstrap, "bench-in", "bench-out-base", args.records, args.partitions)
+        base = baseline(bootstrap, "bench-in", "bench-out-base", n, args.partitions)
         warm = kspark_run(bootstrap, "warm-in", "warm-out", spark, os.path.join(work, "warm"))
         ks = kspark_run(bootstrap, "bench-in", "bench-out-kspark", spark,
                         os.path.join(work, "state"))
-        n = args.records
         print(f"kspark warm-up query over 10,000 records (Python workers start): {warm:7.1f}s")
         print(f"baseline (confluent-kafka loop, 1 process): {base:7.1f}s  {n / base:10,.0f} records/s")
         print(f"kspark on Spark local[{args.partitions}] (AvailableNow, warm session, incl. query start): "
               f"{ks:7.1f}s  {n / ks:10,.0f} records/s")
         print(f"ratio kspark / baseline throughput: {base / ks:.2f}")
         spark.stop()
-    finally:
-        broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
