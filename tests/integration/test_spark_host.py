@@ -88,18 +88,6 @@ def test_engine_partition_matches_where_kafka_puts_keyed_records(
     assert all(m.partition() == default_partition(m.key(), 5) for m in msgs)
 
 
-def test_a_sub_topology_feeding_two_others_is_refused_clearly(
-        broker, spark, admin, topic_name, app_config):
-    src = topic_name("fan-in")
-    admin.create_topics({src: 1, "fan-a": 1, "fan-b": 1})
-    b = StreamsBuilder()
-    s = b.stream(src, key_serde=S, value_serde=I)
-    s.repartition(name="one").to("fan-a")
-    s.repartition(name="two").to("fan-b")
-    with pytest.raises(TopologyError, match="feeds sub-topologies"):
-        KafkaStreams(b.build(), app_config(), spark=spark).start()
-
-
 def test_offset_reset_latest_skips_what_was_there_before_the_first_start(
         broker, spark, admin, topic_name, app_config):
     src, dst = topic_name("reset-in"), topic_name("reset-out")

@@ -1,8 +1,15 @@
-"""Plan a topology as one streaming query: a fused stage per sub-topology, shuffles between."""
+"""Plan a topology as one streaming query: fused stages of sub-topologies, shuffles between.
+
+A sub-topology that reads only Kafka is a stage of its own. Sub-topologies fed by others
+are grouped so that the readers of one stage's output share a stage: its input is one
+Spark exchange in which each member's tasks own a range of partitions. Every stage's
+output is then consumed exactly once, so its tasks (their stores and writes) run once.
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -40,6 +47,69 @@ def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
             .load())
 
 
+@dataclass
+class _Group:
+    """Sub-topologies run by one stage. A fed group reads one exchange of ``size``
+    partitions in which each member's tasks have a range starting at ``first[member]``;
+    a group without ``fed`` is one sub-topology reading Kafka only (no exchange)."""
+
+    members: list[SubTopology]
+    fed: bool
+    first: dict[int, int] = field(default_factory=dict)
+    size: int = 0
+
+
+def _groups(subs: list[SubTopology], tasks: dict[int, int]) -> list[_Group]:
+    """Stages, upstream first. The sub-topologies that read what one stage writes share a
+    stage (and its exchange), so that every stage's output is consumed exactly once."""
+    readers = {t: st for st in subs for t in st.fed_topics}
+    root = {st.id: st.id for st in subs}
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            i = root[i]
+        return i
+
+    changed = True
+    while changed:  # merge the readers of each group's output, until nothing changes
+        changed = False
+        outputs: dict[int, set[int]] = {}
+        for st in subs:
+            outputs.setdefault(find(st.id), set()).update(find(readers[t].id) for t in st.feeds)
+        for consumers in outputs.values():
+            first, *rest = sorted(consumers) or [None]
+            for other in rest:
+                if find(other) != find(first):
+                    root[find(other)] = find(first)
+                    changed = True
+    by_root: dict[int, list[SubTopology]] = {}
+    for st in subs:
+        by_root.setdefault(find(st.id), []).append(st)
+    groups = {r: _Group(members, fed=bool(members[0].fed_topics)) for r, members in by_root.items()}
+    for g in groups.values():
+        pos = 0
+        for m in g.members:
+            g.first[m.id] = pos
+            pos += tasks[m.id]
+        g.size = pos
+    order: list[_Group] = []
+    seen: set[int] = set()
+
+    def visit(r: int) -> None:  # upstream groups first
+        if r in seen:
+            return
+        seen.add(r)
+        for m in by_root[r]:
+            for up in subs:
+                if set(up.feeds) & set(m.fed_topics):
+                    visit(find(up.id))
+        order.append(groups[r])
+
+    for r in by_root:
+        visit(r)
+    return order
+
+
 def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
                partition_counts: dict[str, int]) -> tuple[DataFrame, dict[str, int]]:
     """The DataFrame whose execution runs the whole topology for one micro-batch, and the
@@ -62,83 +132,93 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
                 fed_count[t] = partition_counts[like] if like in partition_counts else fed_count[like]
             else:
                 fed_count[t] = tasks[st.id] if t in internal else partition_counts[t]
+    groups = _groups(subs, tasks)
+    group_of = {m.id: g for g in groups for m in g.members}
     readers = {t: st for st in subs for t in st.fed_topics}
-    shuffled = [tasks[st.id] for st in subs if st.fed_topics]
-    keys = {n: _shuffle_keys(spark, n) for n in set(fed_count.values()) | set(shuffled)}
-    offsets = _partition_offsets(subs, tasks, partition_counts)
+    keys = {n: _shuffle_keys(spark, n) for n in {g.size for g in groups if g.fed}}
+    name = lambda t: topic_name(t, t in internal, app_id)  # noqa: E731
+    routes = {name(t): (group_of[r.id].size, group_of[r.id].first[r.id]) for t, r in readers.items()}
 
-    outputs: dict[int, DataFrame] = {}
-    terminal: list[DataFrame] = []
-    for st in subs:
-        downstream = {readers[t].id for t in st.feeds}
-        if len(downstream) > 1:
-            raise TopologyError(
-                f"sub-topology {st.id} feeds sub-topologies {sorted(downstream)}; on Spark a "
-                "sub-topology may feed at most one other for now. Merge the branches before "
-                "repartitioning, or run it in the TopologyTestDriver.")
-        fed_names = [topic_name(t, t in internal, app_id) for t in st.fed_topics]
-        df = _stage_input(spark, c, st, fed_names, resets, outputs, subs, tasks[st.id], keys)
-        fed = {topic_name(t, t in internal, app_id): (fed_count[t], t not in internal)
-               for t in st.feeds}
-        counts = dict(partition_counts)
-        counts.update({name: n for name, (n, _) in fed.items()})
-        streaming = len(st.user_topics) == 1 and not st.fed_topics
-        plan = StagePlan(st.id, st.nodes, fed, keys, counts, streaming, offsets[st.id])
-        out = df.mapInArrow(make_stage(graph, c.as_dict(), plan), FED_SCHEMA)
-        outputs[st.id] = out
-        if not st.feeds:
-            terminal.append(out)
+    outputs: dict[int, DataFrame] = {}  # by id(group)
+    union_offsets = _union_offsets(groups, partition_counts)
+    for g in groups:
+        members = []
+        for st in g.members:
+            fed = {name(t): (fed_count[t], t not in internal) for t in st.feeds}
+            counts = dict(partition_counts)
+            counts.update({n: p for n, (p, _) in fed.items()})
+            streaming = len(st.user_topics) == 1 and not st.fed_topics
+            plan = StagePlan(st.id, st.nodes, fed, routes, keys, counts, streaming)
+            members.append((g.first[st.id], tasks[st.id], plan))
+        df = _group_input(spark, c, g, groups, resets, outputs, keys, name)
+        stage = make_stage(graph, c.as_dict(), members, union_offsets[id(g)])
+        outputs[id(g)] = df.mapInArrow(stage, FED_SCHEMA)
+    terminal = [outputs[id(g)] for g in groups if not _downstream(g, groups)]
     result = terminal[0]
     for df in terminal[1:]:
         result = result.unionByName(df)
-    store_tasks = {name: tasks[st.id] for st in subs for name, (_, procs) in graph.stores.items()
+    store_tasks = {store: tasks[st.id] for st in subs for store, (_, procs) in graph.stores.items()
                    if procs & set(st.nodes)}
     return result, store_tasks
 
 
-def _partition_offsets(subs: list[SubTopology], tasks: dict[int, int],
-                       partition_counts: dict[str, int]) -> dict[int, int]:
-    """Where each stage's tasks start among the partitions of the union its output joins.
+def _downstream(g: _Group, groups: list[_Group]) -> _Group | None:
+    """The one group that reads what ``g`` writes, if any."""
+    fed = {t for m in g.members for t in m.feeds}
+    for other in groups:
+        if any(set(m.fed_topics) & fed for m in other.members):
+            return other
+    return None
 
-    A stage runs in the same Spark stage as the union after it (a union is a narrow
-    dependency), so Spark numbers its tasks after those of the union's earlier inputs:
-    a stage's task is ``TaskContext.partitionId() - offset``. Unions come from
-    ``_stage_input`` (Kafka first, then upstream stages in order) and from the final union
-    of terminal stages.
+
+def _union_offsets(groups: list[_Group], partition_counts: dict[str, int]) -> dict[int, int]:
+    """Spark's partition id of each stage's partition 0.
+
+    A stage runs in the same Spark stage as the union its output joins (a union is a narrow
+    dependency), and Spark numbers a union's partitions input after input. Unions come from
+    ``_group_input`` (members' Kafka reads first, then upstream stages in order) and from
+    the final union of terminal stages.
     """
-    offsets: dict[int, int] = {st.id: 0 for st in subs}
-    for st in subs:
-        if not st.fed_topics:
+    out = {id(g): 0 for g in groups}
+    for g in groups:
+        if not g.fed:
             continue
-        pos = max((partition_counts[t] for t in st.user_topics), default=0)
-        for up in subs:
-            if set(up.feeds) & set(st.fed_topics):
-                offsets[up.id] = pos
-                pos += tasks[up.id]
+        pos = sum(max(partition_counts[t] for t in m.user_topics) for m in g.members
+                  if m.user_topics)
+        for up in _upstream(g, groups):
+            out[id(up)] = pos
+            pos += up.size
     pos = 0
-    for st in subs:
-        if not st.feeds:
-            offsets[st.id] = pos
-            pos += tasks[st.id]
-    return offsets
+    for g in groups:
+        if _downstream(g, groups) is None:
+            out[id(g)] = pos
+            pos += g.size
+    return out
 
 
-def _stage_input(spark: SparkSession, c: StreamsConfig, st: SubTopology, fed_names: list[str],
+def _upstream(g: _Group, groups: list[_Group]) -> list[_Group]:
+    fed = {t for m in g.members for t in m.fed_topics}
+    return [up for up in groups if any(set(m.feeds) & fed for m in up.members)]
+
+
+def _group_input(spark: SparkSession, c: StreamsConfig, g: _Group, groups: list[_Group],
                  resets: dict[str, str],
-                 outputs: dict[int, DataFrame], subs: list[SubTopology], n: int,
-                 keys: dict[int, list[int]]) -> DataFrame:
+                 outputs: dict[int, DataFrame], keys: dict[int, list[int]], name) -> DataFrame:
+    if not g.fed:
+        (st,) = g.members
+        return _kafka_df(spark, c, list(st.user_topics), resets)  # one input partition per task
     parts: list[DataFrame] = []
-    if st.user_topics:
-        kafka = _kafka_df(spark, c, list(st.user_topics), resets)
-        if not st.fed_topics:
-            return kafka  # one input partition per task already: no shuffle
-        mapping = F.create_map(*[x for p, k in enumerate(keys[n]) for x in (F.lit(p), F.lit(k))])
-        parts.append(kafka.withColumn("src_task", F.lit(-1))
-                     .withColumn("shuffle_key", mapping[F.col("partition")]))
-    for up in subs:
-        if set(up.feeds) & set(st.fed_topics):
-            parts.append(outputs[up.id].where(F.col("topic").isin(*fed_names)))
+    for st in g.members:
+        if st.user_topics:
+            kafka = _kafka_df(spark, c, list(st.user_topics), resets)
+            lookup = keys[g.size][g.first[st.id]:]
+            mapping = F.create_map(*[x for p, k in enumerate(lookup) for x in (F.lit(p), F.lit(k))])
+            parts.append(kafka.withColumn("src_task", F.lit(-1))
+                         .withColumn("shuffle_key", mapping[F.col("partition")]))
+    fed_names = [name(t) for m in g.members for t in m.fed_topics]
+    for up in _upstream(g, groups):
+        parts.append(outputs[id(up)].where(F.col("topic").isin(*fed_names)))
     df = parts[0]
     for p in parts[1:]:
         df = df.unionByName(p)
-    return df.repartition(n, "shuffle_key")
+    return df.repartition(g.size, "shuffle_key")

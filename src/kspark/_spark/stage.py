@@ -41,19 +41,21 @@ _TASKS: dict[tuple[str, str], Any] = {}
 
 @dataclass(frozen=True)
 class StagePlan:
-    """What one stage needs to know: its nodes and where its fed topics go.
+    """What one sub-topology's tasks need to know: its nodes and where its fed topics go.
 
-    ``fed``: resolved topic name -> (partitions, also written to Kafka?). ``shuffle_keys``:
-    per partition count, the int whose Spark hash lands in each partition.
+    ``fed``: resolved topic name -> (partitions, also written to Kafka?). ``routes``: fed
+    topic -> (size of the exchange its reader's group reads through, the reader's first
+    partition in it). ``shuffle_keys``: per exchange size, the int whose Spark hash lands in
+    each partition.
     """
 
     stage: int
     nodes: tuple[str, ...]
     fed: dict[str, tuple[int, bool]]
+    routes: dict[str, tuple[int, int]]
     shuffle_keys: dict[int, list[int]]
     partition_counts: dict[str, int]
     streaming: bool = False  # one input topic, nothing shuffled in: process batch by batch
-    partition_offset: int = 0  # Spark's partition id of task 0 (see planner._partition_offsets)
 
 
 class _RoutingCollector(RecordCollector):
@@ -84,13 +86,13 @@ class _RoutingCollector(RecordCollector):
         rows, self.rows = self.rows, []
         cols: dict[str, list] = {n: [] for n in FED_ARROW_SCHEMA.names}
         for topic, target, seq, ts, key, value, headers in rows:
-            n = self.plan.fed[topic][0]
             for name, v in zip(("topic", "partition", "offset", "timestamp", "key", "value"),
                                (topic, target, seq, ts, key, value)):
                 cols[name].append(v)
             cols["headers"].append([{"key": k, "value": hv} for k, hv in headers])
             cols["src_task"].append(self.task_partition)
-            cols["shuffle_key"].append(self.plan.shuffle_keys[n][target])
+            size, first = self.plan.routes[topic]
+            cols["shuffle_key"].append(self.plan.shuffle_keys[size][first + target])
         return pa.RecordBatch.from_pydict(cols, schema=FED_ARROW_SCHEMA)
 
 
@@ -123,16 +125,36 @@ def _reusable(task: Any, builders: dict[str, Any]) -> Any:
     return task
 
 
-def make_stage(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
+def make_stage(graph: TopologyGraph, config: dict[str, Any],
+               members: list[tuple[int, int, StagePlan]], union_offset: int = 0
                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function of one sub-topology: run the task, write with its producer."""
+    """The ``mapInArrow`` function of a stage: each Spark partition runs one task of one of
+    its sub-topologies and writes with the task's producer.
+
+    ``members``: (first partition, task count, plan) per sub-topology; ``union_offset``:
+    Spark's partition id of the stage's partition 0 (the stage runs inside the union its
+    output joins, which numbers its partitions after the union's earlier inputs).
+    """
+    runners = [(first, count, _task_runner(graph, config, plan)) for first, count, plan in members]
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        q = TaskContext.get().partitionId() - union_offset
+        for first, count, runner in runners:
+            if first <= q < first + count:
+                return runner(q - first, batches)
+        raise RuntimeError(f"stage partition {q} belongs to no sub-topology: {members}")
+
+    return run
+
+
+def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
+                 ) -> Callable[[int, Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     bootstrap = config["bootstrap.servers"]
     app_id = config["application.id"]
     producer_conf = {k[len("producer."):]: v for k, v in config.items() if k.startswith("producer.")}
     builders = {name: b for name, (b, _) in graph.stores.items()}
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        partition = TaskContext.get().partitionId() - plan.partition_offset
+    def run(partition: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         task_id = f"{plan.stage}_{partition}"
         producer = task_producer(bootstrap, f"{app_id}-{task_id}-producer", producer_conf)
         collector = _RoutingCollector(producer, plan, partition)
