@@ -98,3 +98,15 @@ def test_the_result_table_is_the_join_of_the_final_tables(updates, left_join):
     assert {k: v for k, v in table.items() if v is not None} == expected
     assert {kv.key: kv.value for kv in d.get_key_value_store("enriched").all()} == expected
     d.close()
+
+
+def test_the_extractor_may_take_the_key_too():
+    b = StreamsBuilder()
+    orders = b.table("orders", key_serde=S, value_serde=S)
+    products = b.table("products", key_serde=S, value_serde=S)
+    orders.join(products, lambda k, v: f"p{k[-1]}", lambda o, p: f"{o}+{p}").to_stream().to(
+        "out", key_serde=S, value_serde=S)
+    with TopologyTestDriver(b.build(), NO_CACHE) as d:
+        d.create_input_topic("products", S, S).pipe_input("p7", "kiwi", 1)
+        d.create_input_topic("orders", S, S).pipe_input("o7", "two", 2)
+        assert d.create_output_topic("out", S, S).read_key_values_to_list() == [("o7", "two+kiwi")]

@@ -18,6 +18,7 @@ travel in them serialized with the left table's serdes.
 
 from __future__ import annotations
 
+import inspect
 import struct
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -99,12 +100,35 @@ def _serde(serde: Any, config: Mapping[str, Any], kind: str) -> Any:
     return Serdes.by_name(serde) if isinstance(serde, str) else serde
 
 
-class SubscribeProcessor(Processor):
-    """Left side: a Change(new, old) of a left row becomes subscription messages."""
+def _takes_key(fn: Callable[..., Any]) -> bool:
+    """Whether a foreign-key extractor is ``fn(key, value)`` rather than ``fn(value)``.
 
-    def __init__(self, extractor: Callable[[Any], Any], version_store: str, key_serde: Any,
+    >>> _takes_key(lambda v: v), _takes_key(lambda k, v: k)
+    (False, True)
+    """
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # some builtins have no signature: value only
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                  and p.default is p.empty]
+    return len(positional) == 2
+
+
+class SubscribeProcessor(Processor):
+    """Left side: a Change(new, old) of a left row becomes subscription messages.
+
+    The extractor is ``fn(value)`` or ``fn(key, value)``, as Kafka Streams accepts both.
+    """
+
+    def __init__(self, extractor: Callable[..., Any], version_store: str, key_serde: Any,
                  value_serde: Any):
-        self.extractor, self.version_store = extractor, version_store
+        if _takes_key(extractor):
+            self.extractor = None
+            self.keyed_extractor = extractor
+        else:
+            self.extractor, self.keyed_extractor = extractor, None
+        self.version_store = version_store
         self.key_serde, self.value_serde = key_serde, value_serde
 
     def init(self, context: ProcessorContext) -> None:
@@ -121,8 +145,8 @@ class SubscribeProcessor(Processor):
         version = (self.versions.get(record.key) or 0) + 1
         self.versions.put(record.key, version)
         key = self.key_serde.serialize("", record.key)
-        new_fk = None if change.new is None else self.extractor(change.new)
-        old_fk = None if change.old is None else self.extractor(change.old)
+        new_fk = None if change.new is None else self._fk(record.key, change.new)
+        old_fk = None if change.old is None else self._fk(record.key, change.old)
         if change.new is None:
             self._send(old_fk, UNSUBSCRIBE_AND_PROPAGATE, version, key, None, record)
             return
@@ -130,6 +154,11 @@ class SubscribeProcessor(Processor):
             self._send(old_fk, UNSUBSCRIBE, version, key, None, record)
         value = self.value_serde.serialize("", change.new)
         self._send(new_fk, SUBSCRIBE, version, key, value, record)
+
+    def _fk(self, key: Any, value: Any) -> Any:
+        if self.keyed_extractor is not None:
+            return self.keyed_extractor(key, value)
+        return self.extractor(value)
 
     def _send(self, fk: Any, instruction: int, version: int, key: bytes, value: bytes | None,
               record: Record) -> None:

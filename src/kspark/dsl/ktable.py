@@ -90,8 +90,18 @@ class KTable:
         """Rows present in both tables, valued ``joiner(value, other_value)``.
 
         ``join(other, foreign_key_extractor, joiner)`` is a foreign-key join: each row joins
-        the row of ``other`` whose key is ``foreign_key_extractor(value)`` (the tables need
-        not be co-partitioned); the result is keyed like this table.
+        the row of ``other`` whose key is ``foreign_key_extractor(value)`` (or
+        ``foreign_key_extractor(key, value)``); the tables need not be co-partitioned, and
+        the result is keyed like this table.
+
+        Example:
+            >>> from kspark import StreamsBuilder, Serdes
+            >>> b = StreamsBuilder()
+            >>> S = Serdes.String()
+            >>> orders = b.table("orders", key_serde=S, value_serde=S)      # "p1|3"
+            >>> products = b.table("products", key_serde=S, value_serde=S)  # "apple"
+            >>> enriched = orders.join(products, lambda order: order.split("|")[0],
+            ...                        lambda order, product: f"{order} {product}")
         """
         if fk_joiner is not None:
             return self._fk_join(other, joiner, fk_joiner, False, materialized)
