@@ -109,3 +109,21 @@ def test_every_window_counts_the_records_inside_it(timestamps, d):
         final[(int(start), int(end))] = v
     assert final == _model(timestamps, d)
     drv.close()
+
+
+def test_suppress_until_window_closes_gives_one_final_count_per_window():
+    from kspark import Suppressed
+
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=S).group_by_key()
+      .windowed_by(SlidingWindows.of_time_difference_and_grace(10, 5)).count()
+      .suppress(Suppressed.until_window_closes()).to_stream()
+      .map(lambda wk, v: (f"{wk.window.start}-{wk.window.end}", v))
+      .to("out", key_serde=S, value_serde=L))
+    with TopologyTestDriver(b.build(), NO_CACHE) as d:
+        i = d.create_input_topic("in", S, S)
+        for t in (10, 15, 18, 40, 100):
+            i.pipe_input("a", "x", t)
+        # at stream time 100 every window ending by 95 has closed; [90, 100] is still open
+        assert d.create_output_topic("out", S, L).read_key_values_to_list() == [
+            ("0-10", 1), ("5-15", 2), ("8-18", 3), ("11-21", 2), ("16-26", 1), ("30-40", 1)]
