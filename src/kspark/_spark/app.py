@@ -42,6 +42,9 @@ class SparkApplication:
         self.graph.check_copartitioning(counts)
         spark = self._spark or build_session({k: v for k, v in c.items() if k.startswith("spark.")})
         ensure_registered(spark)
+        # Task numbers rely on a union numbering its inputs' partitions one after another
+        # (see planner._union_offsets), so Spark must not merge partitions of like inputs.
+        spark.conf.set("spark.sql.unionOutputPartitioning", "false")
         out, store_tasks = plan_query(spark, self.graph, c, counts)
         self._create_changelogs(admin, counts, store_tasks)
         writer = (out.writeStream.format("noop").queryName(c["application.id"])
