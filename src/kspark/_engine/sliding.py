@@ -35,6 +35,8 @@ def sliding_store_retention(windows: SlidingWindows) -> int:
 class SlidingWindowAggregateProcessor(_TableStoreProcessor):
     """Emits ``Windowed(key, Window(start, start + d))`` -> Change(new, old) per window update."""
 
+    _progress_fields = ("observed",)  # kept in the task's progress across restarts
+
     def __init__(self, store_name: str, windows: SlidingWindows,
                  initializer: Callable[[], Any] | None, aggregator: Callable[[Any, Any, Any], Any]):
         super().__init__(store_name)

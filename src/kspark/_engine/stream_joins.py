@@ -56,6 +56,9 @@ class StreamStreamJoinProcessor(Processor):
     passes their window's end plus grace.
     """
 
+    # kept in the task's progress across restarts (seq keeps pending keys unique)
+    _progress_fields = ("observed", "seq")
+
     def __init__(self, this_store: str, other_store: str, pending_store: str,
                  joiner: Callable[[Any, Any], Any], windows: JoinWindows, kind: str,
                  this_is_left: bool):

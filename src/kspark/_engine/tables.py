@@ -87,6 +87,8 @@ class StreamAggregateProcessor(_TableStoreProcessor):
 class WindowAggregateProcessor(_TableStoreProcessor):
     """Windowed count / reduce / aggregate; records for windows closed past grace are dropped."""
 
+    _progress_fields = ("observed",)  # kept in the task's progress across restarts
+
     def __init__(self, store_name: str, windows: Any, initializer: Callable[[], Any] | None,
                  aggregator: Callable[[Any, Any, Any], Any]):
         super().__init__(store_name)
@@ -198,6 +200,8 @@ class TablePassThroughProcessor(Processor):
 class SessionAggregateProcessor(_TableStoreProcessor):
     """Session count / reduce / aggregate: a record joins (and merges) the sessions within
     the gap; merged sessions are removed downstream (a change to None)."""
+
+    _progress_fields = ("observed",)  # kept in the task's progress across restarts
 
     def __init__(self, store_name: str, windows: Any, initializer: Callable[[], Any] | None,
                  aggregator: Callable[[Any, Any, Any], Any],

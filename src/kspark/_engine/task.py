@@ -69,9 +69,14 @@ class StreamTask:
         self.stores = {name: self._build_store(b) for name, b in (store_builders or {}).items()}
         # Stores are brought up to date before any processor sees them (as Kafka Streams
         # restores before it initializes processors).
+        self._resume_processors: dict[str, dict[str, Any]] = {}
         self.restored = restore(self) if restore is not None else None
         for node in self.nodes:
             node.init(self)
+            saved = self._resume_processors.get(node.name)
+            if saved:  # a processor's own stream-time bookkeeping (see progress())
+                for field, value in saved.items():
+                    setattr(node.processor, field, value)
 
     def _build_store(self, builder: Any) -> Any:
         app_id = self.config["application.id"]
@@ -195,15 +200,22 @@ class StreamTask:
 
     def progress(self) -> dict[str, Any]:
         """What a restarted task needs to go on where this one is: stream time, partition
-        times and when each stream-time punctuation is next due (JSON-ready).
+        times, when each stream-time punctuation is next due, and the stream-time fields of
+        DSL processors that declare ``_progress_fields`` (JSON-ready).
 
         Kafka Streams keeps partition time in the committed offsets' metadata; a host saves
         this at each commit and hands it to :meth:`resume` of the task's next incarnation.
         """
+        processors = {}
+        for node in self.nodes:
+            fields = getattr(getattr(node, "processor", None), "_progress_fields", ())
+            if fields:
+                processors[node.name] = {f: getattr(node.processor, f) for f in fields}
         return {"stream_time": self.stream_time,
                 "partition_time": [[t, p, ts] for (t, p), ts in sorted(self.partition_time.items())],
                 "punctuations": {s.key: [s.interval_ms, s.next_ms]
-                                 for s in self._stream_punctuations.schedules if not s.cancelled}}
+                                 for s in self._stream_punctuations.schedules if not s.cancelled},
+                "processors": processors}
 
     def resume(self, progress: Mapping[str, Any]) -> None:
         """Take over a predecessor's :meth:`progress`; call before processors are initialized.
@@ -215,6 +227,7 @@ class StreamTask:
         self.partition_time = {(t, int(p)): int(ts) for t, p, ts in progress.get("partition_time", [])}
         self._resume_schedules = {k: (int(i), int(n))
                                   for k, (i, n) in progress.get("punctuations", {}).items()}
+        self._resume_processors = dict(progress.get("processors", {}))
 
     def maybe_punctuate_stream_time(self) -> int:
         """Fire the stream-time punctuations that are due; returns how many fired."""
