@@ -400,3 +400,49 @@ def test_a_stream_feeding_several_repartitions_is_processed_once(broker, spark, 
         got = [(m.key().decode(), L.deserialize(o, m.value())) for m in consume_all(broker, o, 1)]
         # every update exactly once (a stage run twice would repeat counts)
         assert sorted(got) == sorted(expected[n]), n
+
+
+def test_late_records_are_dropped_alike_across_micro_batches(broker, spark, admin, topic_name,
+                                                             app_config):
+    # Out-of-order input over 6 micro-batches into windowed, sliding and session counts
+    # (RocksDB: each task is rebuilt per batch and resumes its saved stream time): the
+    # same records are late on Spark as in the driver.
+    from kspark import SessionWindows, SlidingWindows, TimeWindows
+
+    src = topic_name("late-in")
+    outs = {n: topic_name(f"late-{n}") for n in ("tumbling", "sliding", "session")}
+    admin.create_topics({src: 1, **{o: 1 for o in outs.values()}})
+    windows = {"tumbling": TimeWindows.of_size_and_grace(10, 2),
+               "sliding": SlidingWindows.of_time_difference_and_grace(8, 2),
+               "session": SessionWindows.of_inactivity_gap_and_grace(5, 2)}
+
+    def build(b):
+        s = b.stream(src, key_serde=S, value_serde=S).group_by_key()
+        for n, w in windows.items():
+            (s.windowed_by(w).count().to_stream()
+             .map(lambda wk, v: (f"{wk.key}@{wk.window.start}-{wk.window.end}", v))
+             .to(outs[n], key_serde=S, value_serde=L))
+
+    # every 5th record is 9 ms late, among them the first of each 20-record micro-batch
+    recs = [(f"k{i % 2}", "x", 1000 + 2 * i - (9 if i % 5 == 0 else 0)) for i in range(120)]
+    cache = {"statestore.cache.max.bytes": 0}
+    b = StreamsBuilder()
+    build(b)
+    with TopologyTestDriver(b.build(), cache) as d:
+        i = d.create_input_topic(src, S, S)
+        for k, v, ts in recs:
+            i.pipe_input(k, v, ts)
+        dropped = d._task.dropped
+        expected = {n: d.create_output_topic(o, S, L).read_key_values_to_list()
+                    for n, o in outs.items()}
+    assert dropped > 0, "the input must have late records"
+    p = Producer({"bootstrap.servers": broker})
+    for k, v, ts in recs:
+        p.produce(src, key=k.encode(), value=v.encode(), timestamp=ts)
+    p.flush(10)
+    b = StreamsBuilder()
+    build(b)
+    _run(b.build(), app_config(max_offsets_per_trigger=20, **cache), spark)
+    for n, o in outs.items():
+        got = [(m.key().decode(), L.deserialize(o, m.value())) for m in consume_all(broker, o, 1)]
+        assert got == expected[n], n
