@@ -169,3 +169,46 @@ def test_a_resumed_task_punctuates_as_if_it_had_never_stopped(timestamps, cut):
     # the processor's own count restarts (it has no store); when punctuations fire does not
     assert [t for t, _ in split] == [t for t, _ in whole]
     assert resumed.stream_time == task.stream_time == max(timestamps)
+
+
+class _WallTicker(Processor):
+    def init(self, context):
+        self.context, self.seen = context, 0
+        context.schedule(10_000, PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+    def tick(self, now):
+        self.context.forward(Record("tick", self.seen, now))
+
+    def process(self, record):
+        self.seen += 1
+
+
+def test_wall_clock_punctuation_is_checked_during_a_long_batch():
+    from kspark._engine.collector import MemoryCollector
+    from kspark._engine.nodes import RawRecord
+    from kspark._graph.instantiate import build_task
+    from kspark.config import StreamsConfig
+
+    topo = (Topology().add_source("src", "in", key_serde=S, value_serde=I)
+            .add_processor("tick", _WallTicker, "src").add_sink("sink", "out", "tick",
+                                                                key_serde=S, value_serde=I))
+    now = [0]
+    out = MemoryCollector()
+    task = build_task(topo._graph, "0_0", StreamsConfig({"application.id": "t",
+                                                         "bootstrap.servers": "x"}), out,
+                      clock=lambda: now[0])
+
+    raws = [RawRecord("in", 0, i, i, b"k", I.serialize("in", 1), ()) for i in range(5000)]
+    task.add_records(raws)
+    original = task.process
+
+    def slow(raw):  # every record takes 7 ms of wall-clock time
+        now[0] += 7
+        original(raw)
+
+    task.process = slow
+    task.process_buffered()
+    ticks = [I.deserialize("out", r.value) for r in out.records]
+    # 35 s of processing: the punctuation (every 10 s) fired during it, at the 1,000-record
+    # checks past each due time, not only once at the end
+    assert ticks == [2000, 3000, 5000]

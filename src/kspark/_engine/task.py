@@ -112,11 +112,17 @@ class StreamTask:
         self._group.add(records)
 
     def process_buffered(self) -> int:
-        """Process every buffered record; returns how many were processed."""
+        """Process every buffered record; returns how many were processed.
+
+        Wall-clock punctuation is checked every 1,000 records on the way, as Kafka Streams
+        checks it between polls, so a long batch does not hold it back.
+        """
         n = 0
         for raw in self._group.drain():
             self.process(raw)
             n += 1
+            if n % 1000 == 0 and self._wall_punctuations.schedules:
+                self.maybe_punctuate_wall_clock()
         return n
 
     def process(self, raw: RawRecord) -> None:
