@@ -130,9 +130,14 @@ def _table_source(b, src, dst):
       .to_stream().to(dst, value_serde=L))
 
 
+def _table_from_stream(b, src, dst):
+    (b.stream(src, key_serde=S, value_serde=S).to_table().map_values(lambda v: int(v) + 1)
+      .to_stream().to(dst, value_serde=L))
+
+
 AGG_SCENARIOS = {"count": _agg_count, "group-by-reduce": _agg_group_by_reduce,
                  "aggregate-filter-in-memory": _agg_aggregate_in_memory,
-                 "table-from-topic": _table_source}
+                 "table-from-topic": _table_source, "table-from-stream": _table_from_stream}
 
 
 def _windowed_count(b, src, dst):

@@ -138,3 +138,23 @@ def test_cached_table_changes_emitted_at_commit_reach_a_repartitioned_aggregatio
     with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": 1 << 20}) as d:
         d.create_input_topic("users", S, S).pipe_input("ann", "oslo")
         assert d.create_output_topic("counts", S, L).read_key_values_to_map() == {"oslo": 1}
+
+
+def test_to_table_upserts_deletes_and_repartitions_after_a_key_change():
+    from kspark import Materialized, Serdes, StreamsBuilder
+    from kspark.testing import TopologyTestDriver
+
+    S = Serdes.String()
+    b = StreamsBuilder()
+    table = (b.stream("in", key_serde=S, value_serde=S).select_key(lambda k, v: k and k.upper())
+             .to_table(Materialized.as_("latest").with_key_serde(S).with_value_serde(S)))
+    table.to_stream().to("out", key_serde=S, value_serde=S)
+    topology = b.build()
+    assert "KSTREAM-TOTABLE" in topology.describe().__str__()
+    with TopologyTestDriver(topology, {"statestore.cache.max.bytes": 0}) as d:
+        i = d.create_input_topic("in", S, S)
+        for k, v in (("a", "1"), ("b", "2"), ("a", "3"), ("b", None), (None, "x")):
+            i.pipe_input(k, v, 1)
+        assert d.create_output_topic("out", S, S).read_key_values_to_list() == [
+            ("A", "1"), ("B", "2"), ("A", "3"), ("B", None)]
+        assert {kv.key: kv.value for kv in d.get_key_value_store("latest").all()} == {"A": "3"}

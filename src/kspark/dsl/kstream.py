@@ -126,6 +126,32 @@ class KStream:
             self._graph.connect((out._node,), tuple(store_names))
         return out
 
+    def to_table(self, materialized: Any = None, *, name: str | None = None) -> Any:
+        """This stream as a table (KIP-523): each record upserts its key, a null value deletes
+        it; records with a null key are dropped. Repartitions first if the key changed.
+
+        Example:
+            >>> from kspark import StreamsBuilder, Serdes
+            >>> b = StreamsBuilder()
+            >>> latest = b.stream("prices", key_serde=Serdes.String(),
+            ...                   value_serde=Serdes.Double()).to_table()
+        """
+        from kspark._engine.tables import TableSourceProcessor
+        from kspark.dsl.ktable import KTable
+        from kspark.dsl.materialized import Materialized
+
+        m = materialized or Materialized()
+        ks = m.key_serde if m.key_serde is not None else self._key_serde
+        vs = m.value_serde if m.value_serde is not None else self._value_serde
+        stream = (self.repartition(key_serde=ks, value_serde=vs) if self._repartition_required
+                  else self)
+        g = self._graph
+        node = name or g.next_name("KSTREAM-TOTABLE")
+        store = m.store_name or f"{node}-STATE-STORE"
+        g.add(ProcessorSpec(node, functools.partial(TableSourceProcessor, store), (stream._node,)))
+        g.add_store(m.builder(store, ks, vs), (node,))
+        return KTable(g, node, ks, vs, store)
+
     def print(self, label: str | None = None, name: str | None = None) -> None:
         """Print each record as ``[label]: key, value`` (label defaults to the node's name)."""
         tag = label or self._node
