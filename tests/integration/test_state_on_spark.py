@@ -78,6 +78,10 @@ def test_counts_match_the_driver_across_batches(kind, broker, spark, admin, topi
     changelog = consume_all(broker, f"{app}-counts-changelog", 1)
     assert changelog, "the store's changelog topic holds its updates"
     assert admin.partition_counts()[f"{app}-counts-changelog"] == 2
+    # each update names the query and micro-batch that wrote it (a retried batch skips its
+    # own earlier attempt when it restores)
+    stamps = {dict(m.headers())["kspark.batch"].decode() for m in changelog}
+    assert len({s.rsplit(":", 1)[0] for s in stamps}) == 1 and len(stamps) >= 3
 
 
 def test_lost_local_state_is_restored_from_the_changelog(broker, spark, admin, topic_name,
@@ -451,3 +455,47 @@ def test_late_records_are_dropped_alike_across_micro_batches(broker, spark, admi
     for n, o in outs.items():
         got = [(m.key().decode(), L.deserialize(o, m.value())) for m in consume_all(broker, o, 1)]
         assert got == expected[n], n
+
+
+def test_a_retried_batch_restores_the_state_it_started_from(broker, admin, topic_name,
+                                                             tmp_path):
+    # What the stage does per batch, run by hand so that an attempt can "complete" (write
+    # its changelog, checkpoint and progress) and then be run again, as Spark does when the
+    # executor dies before the task's success reaches the driver.
+    from kspark._engine.nodes import RawRecord
+    from kspark._graph.instantiate import build_task
+    from kspark._kafka.clients import task_producer
+    from kspark._spark.state import checkpoint_task, invalidate_checkpoint, restore_task
+    from kspark.config import StreamsConfig
+
+    src, dst = topic_name("retry-in"), topic_name("retry-out")
+    graph = _topology(src, dst, Stores.persistent_key_value_store)._graph
+    app = f"retry-{src}"
+    admin.create_topics({f"{app}-counts-changelog": 1, dst: 1})
+    cfg = StreamsConfig({"application.id": app, "bootstrap.servers": broker,
+                         "state.dir": str(tmp_path)})
+    builders = {name: b for name, (b, _) in graph.stores.items()}
+
+    def attempt(batch, n, state_dir_lost=False):
+        if state_dir_lost:
+            shutil.rmtree(tmp_path / app)
+        producer = task_producer(broker, f"{app}-0_0-producer", {})
+        task = build_task(graph, "0_0", cfg, producer, batch_buffer=True,
+                          restore=lambda t: restore_task(t, builders, batch))
+        task.batch = batch
+        with task.stores["counts"].all() as entries:
+            before = {kv.key: kv.value for kv in entries}
+        for i in range(n):
+            task.process(RawRecord(src, 0, i, 1000 + i, b"k", b"x", ()))
+        invalidate_checkpoint(task)
+        task.flush()
+        checkpoint_task(task, builders)
+        task.close()
+        return before
+
+    assert attempt(("q", 0), 3) == {}
+    assert attempt(("q", 1), 2) == {"k": 3}
+    assert attempt(("q", 1), 2) == {"k": 3}  # the retry does not see its first attempt
+    assert attempt(("q", 1), 2, state_dir_lost=True) == {"k": 3}  # nor on another machine
+    assert attempt(("q", 2), 1) == {"k": 5}
+    assert attempt(("reset", 0), 1) == {"k": 6}  # a new query id: state carries over

@@ -21,7 +21,9 @@ from kspark._engine.state.build import build_store, changelog_topic, task_store_
 from kspark._engine.timestamps import ConsumerRecord, FailOnInvalidTimestamp, TimestampExtractor
 from kspark.errors import SerializationError, TopologyError
 
-__all__ = ["StreamTask"]
+__all__ = ["StreamTask", "BATCH_HEADER"]
+
+BATCH_HEADER = "kspark.batch"  # on changelog records: "<run>:<batch>" that wrote them
 
 log = logging.getLogger("kspark")
 
@@ -64,6 +66,9 @@ class StreamTask:
         self.partition = int(task_id.rsplit("_", 1)[-1])
         self.current_timestamp = -1
         self._batch_buffer = batch_buffer
+        # The host's run and batch (Spark's query id and micro-batch id), stamped on changelog
+        # records so a retried batch can restore the state it started from; None in the driver.
+        self.batch: tuple[str, int] | None = None
         self._resume_schedules: dict[str, tuple[int, int]] = {}
         self._schedule_counts: dict[str, int] = {}
         self.stores = {name: self._build_store(b) for name, b in (store_builders or {}).items()}
@@ -83,7 +88,10 @@ class StreamTask:
         topic = changelog_topic(app_id, builder.name)
 
         def log(key: bytes, value: bytes | None) -> None:
-            self.collector.send(topic, key, value, max(self.current_timestamp, 0), (), self.partition)
+            headers = () if self.batch is None else (
+                (BATCH_HEADER, f"{self.batch[0]}:{self.batch[1]}".encode()),)
+            self.collector.send(topic, key, value, max(self.current_timestamp, 0), headers,
+                                self.partition)
 
         directory = task_store_dir(self.config["state.dir"], app_id, self.task_id)
         return build_store(builder, directory, log, self._batch_buffer)

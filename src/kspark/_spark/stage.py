@@ -24,7 +24,13 @@ from kspark._graph.instantiate import build_task
 from kspark._engine.state.build import bottom, discard_buffered
 from kspark._kafka.clients import task_producer
 from kspark._spark.source import ARROW_SCHEMA
-from kspark._spark.state import admin_for, checkpoint_task, logged_partitions, restore_task
+from kspark._spark.state import (
+    admin_for,
+    checkpoint_task,
+    invalidate_checkpoint,
+    logged_partitions,
+    restore_task,
+)
 
 __all__ = ["StagePlan", "make_stage", "FED_ARROW_SCHEMA", "FED_SCHEMA"]
 
@@ -156,16 +162,21 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
 
     def run(partition: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         task_id = f"{plan.stage}_{partition}"
+        context = TaskContext.get()
+        query = context.getLocalProperty("sql.streaming.queryId")
+        number = context.getLocalProperty("streaming.sql.batchId")
+        batch = None if query is None or number is None else (query, int(number))
         producer = task_producer(bootstrap, f"{app_id}-{task_id}-producer", producer_conf)
         collector = _RoutingCollector(producer, plan, partition)
         key = (app_id, task_id)
         task = _reusable(_TASKS.pop(key, None), builders)
         if task is None:
             task = build_task(graph, task_id, config, collector, only=plan.nodes, batch_buffer=True,
-                              restore=lambda t: restore_task(t, builders))
+                              restore=lambda t: restore_task(t, builders, batch))
             task.changelog_offsets = task.restored
         task.collector = collector
         task.partition_counts = plan.partition_counts
+        task.batch = batch
         try:
             if plan.streaming:  # one partition per task: offset order is processing order
                 for b in batches:
@@ -178,6 +189,8 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
                 task.add_records(r for _, r in records)
                 task.process_buffered()
             task.maybe_punctuate_wall_clock()
+            if task.stores:
+                invalidate_checkpoint(task)
             task.flush()
             task.changelog_offsets = checkpoint_task(task, builders)
         except BaseException:

@@ -22,11 +22,12 @@ from kspark._engine.state.checkpoint import (
     write_checkpoint,
     write_progress,
 )
-from kspark._engine.task import StreamTask
+from kspark._engine.task import BATCH_HEADER, StreamTask
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import read_range
 
-__all__ = ["restore_task", "checkpoint_task", "logged_partitions", "admin_for"]
+__all__ = ["restore_task", "checkpoint_task", "invalidate_checkpoint", "logged_partitions",
+           "admin_for"]
 
 log = logging.getLogger("kspark")
 _ADMINS: dict[tuple, Admin] = {}
@@ -57,20 +58,31 @@ def _keeps_progress(task: StreamTask) -> bool:
     return bool(task.stores) or bool(task.progress()["punctuations"])
 
 
-def restore_task(task: StreamTask, builders: dict[str, Any]) -> dict[tuple[str, int], int]:
-    """Bring every logged store of a new task up to its changelog's end; returns the end offsets.
+def restore_task(task: StreamTask, builders: dict[str, Any],
+                 batch: tuple[str, int] | None = None) -> dict[tuple[str, int], int]:
+    """Bring every logged store of a new task to the state its ``batch`` (query id, batch
+    id) starts from; returns the changelog end offsets.
 
-    The task also resumes its saved progress, if any.
+    The task also resumes its saved progress. A batch that Spark runs again (its first
+    attempt died, perhaps after writing its changelog and checkpoint) must not see its own
+    first attempt: when the saved progress is of this batch of the same query, or the
+    checkpoint is missing, the local state is wiped and restored, and changelog records that
+    this query stamped with this batch or a later one are skipped.
     """
     progress = read_progress(_checkpoint_path(task, ".progress"))
+    ahead = (progress is not None and batch is not None and progress.get("query") == batch[0]
+             and progress.get("batch", -1) >= batch[1])
+    if ahead:
+        progress = progress.get("previous")
     if progress is not None:
         task.resume(progress)
+    task.resumed_progress = progress
     parts = logged_partitions(task, builders)
     if not parts:
         return {}
     config = task.config
     ends = admin_for(config).end_offsets(parts.values())
-    checkpoint = read_checkpoint(_checkpoint_path(task)) or {}
+    checkpoint = {} if ahead else (read_checkpoint(_checkpoint_path(task)) or {})
     consumer_conf = {k[len("consumer."):]: v for k, v in config.items() if k.startswith("consumer.")}
     for name, tp in parts.items():
         raw = bottom(task.stores[name])
@@ -78,38 +90,64 @@ def restore_task(task: StreamTask, builders: dict[str, Any]) -> dict[tuple[str, 
         start = checkpoint.get(tp) if raw.persistent else None
         if start is None or start > end:
             if raw.persistent and raw.approximate_num_entries():
-                log.warning("task %s: store %r has no valid checkpoint; wiping it and restoring "
-                            "from changelog %s partition %d", task.task_id, name, *tp)
+                log.warning("task %s: store %r has no valid checkpoint for batch %s; wiping it "
+                            "and restoring from changelog %s partition %d", task.task_id, name,
+                            batch, *tp)
             raw.wipe()
             start = 0
-        _restore(task.task_id, name, raw, tp, start, end, config, consumer_conf)
+        _restore(task.task_id, name, raw, tp, start, end, config, consumer_conf, batch)
     return ends
 
 
 def _restore(task_id: str, name: str, raw: Any, tp: tuple[str, int], start: int, end: int,
-             config: dict[str, Any], consumer_conf: dict[str, Any]) -> None:
+             config: dict[str, Any], consumer_conf: dict[str, Any],
+             batch: tuple[str, int] | None) -> None:
     if start >= end:
         return
-    began, done, total = time.monotonic(), 0, end - start
+    began, done, total, skipped = time.monotonic(), 0, end - start, 0
     log.info("task %s: restoring store %r from %s partition %d, offsets %d..%d",
              task_id, name, tp[0], tp[1], start, end)
     for msgs in read_range(config["bootstrap.servers"], tp[0], tp[1], start, end,
                            config["source.read.timeout.ms"], consumer_conf):
         for m in msgs:
+            if batch is not None and _of_this_batch_or_later(m, batch):
+                skipped += 1  # written by an earlier attempt of this batch (or a later one)
+                continue
             raw.put(m.key(), m.value())
         done += len(msgs)
         if done % 50_000 < len(msgs):
             log.info("task %s: restoring %r: %d of at most %d records", task_id, name, done, total)
     raw.flush()
-    log.info("task %s: restored %r (%d records) in %.1fs", task_id, name, done,
-             time.monotonic() - began)
+    log.info("task %s: restored %r (%d records, %d of a retried batch skipped) in %.1fs",
+             task_id, name, done - skipped, skipped, time.monotonic() - began)
+
+
+def _of_this_batch_or_later(message: Any, batch: tuple[str, int]) -> bool:
+    for key, value in message.headers() or ():
+        if key == BATCH_HEADER:
+            query, _, number = value.decode().rpartition(":")
+            return query == batch[0] and int(number) >= batch[1]
+    return False
+
+
+def invalidate_checkpoint(task: StreamTask) -> None:
+    """Before a batch writes its stores down: until the new checkpoint is written, the
+    local state is of no known batch (a task started meanwhile wipes and restores it)."""
+    _checkpoint_path(task).unlink(missing_ok=True)
 
 
 def checkpoint_task(task: StreamTask, builders: dict[str, Any]) -> dict[tuple[str, int], int]:
     """After a committed batch: the changelog ends, written to the checkpoint file (and the
-    task's progress to ``.progress``)."""
+    task's progress to ``.progress``, with the batch and the progress it started from)."""
     if _keeps_progress(task):
-        write_progress(_checkpoint_path(task, ".progress"), task.progress())
+        progress = task.progress()
+        if task.batch is not None:
+            progress["query"], progress["batch"] = task.batch
+        previous = getattr(task, "resumed_progress", None)
+        progress["previous"] = None if previous is None else {
+            k: v for k, v in previous.items() if k != "previous"}
+        write_progress(_checkpoint_path(task, ".progress"), progress)
+        task.resumed_progress = {k: v for k, v in progress.items() if k != "previous"}
     parts = logged_partitions(task, builders)
     if not parts:
         return {}
