@@ -102,6 +102,31 @@ def test_lost_local_state_is_restored_from_the_changelog(broker, spark, admin, t
     counts = _final_counts(broker, dst, 260)
     assert counts == {f"k{i}": 20 for i in range(13)}
 
+def _driver_and_spark(build, src, recs, outs, per_batch, broker, spark, app_config):
+    """Run ``build`` over ``recs`` (key, value, timestamp) in the driver and on Spark without
+    caching; returns (driver task, driver outputs, Spark outputs), outputs per name as
+    (key, Long value) lists."""
+    cache = {"statestore.cache.max.bytes": 0}
+    b = StreamsBuilder()
+    build(b)
+    with TopologyTestDriver(b.build(), cache) as d:
+        i = d.create_input_topic(src, S, S)
+        for k, v, ts in recs:
+            i.pipe_input(k, v, ts)
+        expected = {n: d.create_output_topic(o, S, L).read_key_values_to_list()
+                    for n, o in outs.items()}
+        task = d._task
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    for k, v, ts in recs:
+        p.produce(src, key=k.encode(), value=v.encode(), timestamp=ts)
+    p.flush(10)
+    b = StreamsBuilder()
+    build(b)
+    _run(b.build(), app_config(max_offsets_per_trigger=per_batch, **cache), spark)
+    got = {n: [(m.key().decode(), L.deserialize(o, m.value())) for m in consume_all(broker, o, 1)]
+           for n, o in outs.items()}
+    return task, expected, got
+
 
 # DSL aggregations and tables: each runs on the driver and on Spark. With caching (the
 # default) Spark emits each key's latest value once per micro-batch, the driver after every
@@ -389,26 +414,10 @@ def test_a_stream_feeding_several_repartitions_is_processed_once(broker, spark, 
         s.repartition(name="plain").map_values(lambda v: 1).to(outs["plain"], value_serde=L)
 
     recs = [(f"k{i % 6}", f"v{i % 4}", 1000 + i) for i in range(120)]
-    cache = {"statestore.cache.max.bytes": 0}
-    b = StreamsBuilder()
-    build(b)
-    with TopologyTestDriver(b.build(), cache) as d:
-        i = d.create_input_topic(src, S, S)
-        for k, v, ts in recs:
-            i.pipe_input(k, v, ts)
-        expected = {n: d.create_output_topic(o, S, L).read_key_values_to_list()
-                    for n, o in outs.items()}
-    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
-    for k, v, ts in recs:
-        p.produce(src, key=k.encode(), value=v.encode(), timestamp=ts)
-    p.flush(10)
-    b = StreamsBuilder()
-    build(b)
-    _run(b.build(), app_config(max_offsets_per_trigger=50, **cache), spark)
-    for n, o in outs.items():
-        got = [(m.key().decode(), L.deserialize(o, m.value())) for m in consume_all(broker, o, 1)]
+    _, expected, got = _driver_and_spark(build, src, recs, outs, 50, broker, spark, app_config)
+    for n in outs:
         # every update exactly once (a stage run twice would repeat counts)
-        assert sorted(got) == sorted(expected[n]), n
+        assert sorted(got[n]) == sorted(expected[n]), n
 
 
 def test_late_records_are_dropped_alike_across_micro_batches(broker, spark, admin, topic_name,
@@ -434,27 +443,10 @@ def test_late_records_are_dropped_alike_across_micro_batches(broker, spark, admi
 
     # every 5th record is 9 ms late, among them the first of each 20-record micro-batch
     recs = [(f"k{i % 2}", "x", 1000 + 2 * i - (9 if i % 5 == 0 else 0)) for i in range(120)]
-    cache = {"statestore.cache.max.bytes": 0}
-    b = StreamsBuilder()
-    build(b)
-    with TopologyTestDriver(b.build(), cache) as d:
-        i = d.create_input_topic(src, S, S)
-        for k, v, ts in recs:
-            i.pipe_input(k, v, ts)
-        dropped = d._task.dropped
-        expected = {n: d.create_output_topic(o, S, L).read_key_values_to_list()
-                    for n, o in outs.items()}
-    assert dropped > 0, "the input must have late records"
-    p = Producer({"bootstrap.servers": broker})
-    for k, v, ts in recs:
-        p.produce(src, key=k.encode(), value=v.encode(), timestamp=ts)
-    p.flush(10)
-    b = StreamsBuilder()
-    build(b)
-    _run(b.build(), app_config(max_offsets_per_trigger=20, **cache), spark)
-    for n, o in outs.items():
-        got = [(m.key().decode(), L.deserialize(o, m.value())) for m in consume_all(broker, o, 1)]
-        assert got == expected[n], n
+    task, expected, got = _driver_and_spark(build, src, recs, outs, 20, broker, spark, app_config)
+    assert task.dropped > 0, "the input must have late records"
+    for n in outs:
+        assert got[n] == expected[n], n
 
 
 def test_a_retried_batch_restores_the_state_it_started_from(broker, admin, topic_name,

@@ -54,10 +54,6 @@ def _checkpoint_path(task: StreamTask, name: str = ".checkpoint"):
                           task.task_id) / name
 
 
-def _keeps_progress(task: StreamTask) -> bool:
-    return bool(task.stores) or bool(task.progress()["punctuations"])
-
-
 def restore_task(task: StreamTask, builders: dict[str, Any],
                  batch: tuple[str, int] | None = None) -> dict[tuple[str, int], int]:
     """Bring every logged store of a new task to the state its ``batch`` (query id, batch
@@ -139,8 +135,8 @@ def invalidate_checkpoint(task: StreamTask) -> None:
 def checkpoint_task(task: StreamTask, builders: dict[str, Any]) -> dict[tuple[str, int], int]:
     """After a committed batch: the changelog ends, written to the checkpoint file (and the
     task's progress to ``.progress``, with the batch and the progress it started from)."""
-    if _keeps_progress(task):
-        progress = task.progress()
+    progress = task.progress()
+    if task.stores or progress["punctuations"]:
         if task.batch is not None:
             progress["query"], progress["batch"] = task.batch
         previous = getattr(task, "resumed_progress", None)
