@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,7 @@ class ConfigKey:
     doc: str
     validator: Callable[[Any], str | None] | None = None
     required: bool = False
+    convert: Callable[[Any], Any] | None = None  # e.g. a deprecated alias to today's name
 
 
 def _positive(v: Any) -> str | None:
@@ -62,11 +64,21 @@ def _app_id(v: Any) -> str | None:
     return None if ok else "may only contain letters, digits, '.', '_' and '-'"
 
 
+_EOS_ALIASES = ("exactly_once", "exactly_once_beta")  # the seed's and Kafka 2.5's names
+
+
 def _guarantee(v: Any) -> str | None:
-    if v in ("exactly_once", "exactly_once_beta", EXACTLY_ONCE_V2):
-        return (f"'{v}' is not available in this kspark version yet; "
-                f"use '{AT_LEAST_ONCE}' (exactly-once comes with KIP-129 support)")
-    return _one_of(AT_LEAST_ONCE)(v)
+    return _one_of(AT_LEAST_ONCE, EXACTLY_ONCE_V2, *_EOS_ALIASES)(v)
+
+
+def _guarantee_alias(v: str) -> str:
+    """``exactly_once`` and ``exactly_once_beta`` mean ``exactly_once_v2``, with a warning,
+    as in Kafka Streams 3.x+."""
+    if v in _EOS_ALIASES:
+        warnings.warn(f"processing.guarantee={v!r} is deprecated; it means "
+                      f"{EXACTLY_ONCE_V2!r}, use that name", DeprecationWarning, stacklevel=4)
+        return EXACTLY_ONCE_V2
+    return v
 
 
 def _serde(v: Any) -> str | None:
@@ -90,8 +102,11 @@ _KEYS = [
               "Directory for task state and the Spark checkpoint (under <state.dir>/<application.id>)."),
     ConfigKey("commit.interval.ms", int, 1000, "How often progress is committed; on Spark each "
               "micro-batch is one commit, so this is also the trigger interval.", _non_negative),
-    ConfigKey("processing.guarantee", str, AT_LEAST_ONCE, "at_least_once (exactly_once_v2 "
-              "arrives with KIP-129 support).", _guarantee),
+    ConfigKey("processing.guarantee", str, AT_LEAST_ONCE, "at_least_once, or exactly_once_v2 "
+              "(KIP-129: each task's output, changelog records, progress and input offsets "
+              "commit in one Kafka transaction per micro-batch; 'exactly_once' and "
+              "'exactly_once_beta' are deprecated aliases).", _guarantee,
+              convert=_guarantee_alias),
     ConfigKey("default.key.serde", object, None, "Serde for keys where none is given: a Serde or "
               "a built-in name such as 'String'.", _serde),
     ConfigKey("default.value.serde", object, None, "Serde for values where none is given.", _serde),
@@ -188,4 +203,4 @@ def _check(key: ConfigKey, value: Any) -> Any:
     problem = key.validator(value) if key.validator and value is not None else None
     if problem:
         raise ConfigError(f"invalid value {value!r} for config key {key.name!r}: {problem}")
-    return value
+    return key.convert(value) if key.convert and value is not None else value

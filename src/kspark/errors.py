@@ -24,6 +24,9 @@ __all__ = [
     "SourceReadError",
     "SinkWriteError",
     "StreamsError",
+    "TransactionsUnavailableError",
+    "TaskFencedError",
+    "TransactionTimeoutError",
 ]
 
 
@@ -76,3 +79,19 @@ class SinkWriteError(KSparkError):
 
 class StreamsError(KSparkError):
     """The running application failed; the cause is attached and named in the message."""
+
+
+class TransactionsUnavailableError(KSparkError):
+    """Exactly-once needs Kafka transactions and the brokers cannot provide them (too few
+    brokers for ``transaction.state.log.replication.factor``, or a coordinator that does not
+    answer); the message names the setting to check."""
+
+
+class TaskFencedError(KSparkError):
+    """A newer attempt of the same task started (Spark retried it, or ran it speculatively)
+    and fenced this one: its transaction is aborted and never becomes visible."""
+
+
+class TransactionTimeoutError(KSparkError):
+    """A task's transaction stayed open longer than ``transaction.timeout.ms`` and the broker
+    aborted it; make micro-batches shorter or raise ``producer.transaction.timeout.ms``."""

@@ -36,9 +36,34 @@ def test_missing_required_key_is_named():
         StreamsConfig({"bootstrap.servers": "x:1"})
 
 
-def test_exactly_once_is_refused_until_supported():
-    with pytest.raises(ConfigError, match="processing.guarantee"):
-        StreamsConfig({**BASE, "processing.guarantee": "exactly_once_v2"})
+def test_exactly_once_v2_is_accepted_and_old_names_are_deprecated_aliases():
+    c = StreamsConfig({**BASE, "processing.guarantee": "exactly_once_v2"})
+    assert c["processing.guarantee"] == "exactly_once_v2"
+    for alias in ("exactly_once", "exactly_once_beta"):
+        with pytest.warns(DeprecationWarning, match=f"processing.guarantee='{alias}'.*exactly_once_v2"):
+            c = StreamsConfig({**BASE, "processing.guarantee": alias})
+        assert c["processing.guarantee"] == "exactly_once_v2"
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2", "exactly_once",
+                                       "exactly_once_beta"])
+def test_the_test_driver_accepts_every_guarantee(guarantee):
+    from kspark.testing import TopologyTestDriver
+
+    b = StreamsBuilder()
+    b.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to("out")
+    with pytest.warns(DeprecationWarning) if guarantee in ("exactly_once", "exactly_once_beta") else _nothing():
+        driver = TopologyTestDriver(b.build(), {"processing.guarantee": guarantee})
+    with driver:
+        driver.create_input_topic("in", Serdes.String(), Serdes.String()).pipe_input("k", "v")
+        out = driver.create_output_topic("out", Serdes.String(), Serdes.String())
+        assert out.read_key_values_to_list() == [("k", "v")]
+
+
+def _nothing():
+    import contextlib
+
+    return contextlib.nullcontext()
 
 
 def test_numeric_strings_are_accepted_and_pass_through_prefixes_kept():

@@ -10,7 +10,13 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kspark._kafka import QuietLogger
-from kspark.errors import BrokerUnreachableError, KSparkError, MissingSinkTopicError, MissingSourceTopicError
+from kspark.errors import (
+    BrokerUnreachableError,
+    KSparkError,
+    MissingSinkTopicError,
+    MissingSourceTopicError,
+    TransactionsUnavailableError,
+)
 
 __all__ = ["Admin"]
 
@@ -100,6 +106,31 @@ class Admin:
                 raise KSparkError(f"cannot read the end offset of topic {tp.topic!r} partition "
                                   f"{tp.partition} at {self.bootstrap}: {e.args[0].str()}") from None
         return out
+
+    def check_transactions(self) -> None:
+        """Exactly-once needs transactions: the transaction state log must fit on the live
+        brokers. Raises TransactionsUnavailableError naming the broker setting otherwise."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        try:
+            nodes = self._admin.describe_cluster(request_timeout=self.timeout_s).result(
+                timeout=self.timeout_s).nodes
+            resource = ConfigResource(ResourceType.BROKER, str(nodes[0].id))
+            (fut,) = self._admin.describe_configs([resource],
+                                                  request_timeout=self.timeout_s).values()
+            configs = fut.result(timeout=self.timeout_s)
+        except KafkaException as e:
+            raise BrokerUnreachableError(f"cannot describe the cluster at {self.bootstrap}: "
+                                         f"{e.args[0].str()}") from None
+        for key in ("transaction.state.log.replication.factor", "transaction.state.log.min.isr"):
+            entry = configs.get(key)
+            if entry is not None and entry.value is not None and int(entry.value) > len(nodes):
+                raise TransactionsUnavailableError(
+                    f"processing.guarantee=exactly_once_v2 needs Kafka transactions, but the "
+                    f"brokers at {self.bootstrap} have {key}={entry.value} and only "
+                    f"{len(nodes)} broker(s) are live, so no transaction can start. Set {key} "
+                    f"to at most {len(nodes)} on the brokers (a single-node cluster needs 1), "
+                    "or use processing.guarantee=at_least_once")
 
     def _wait_visible(self, topics: Mapping[str, int]) -> None:
         deadline = time.monotonic() + self.timeout_s

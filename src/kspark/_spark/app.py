@@ -14,7 +14,8 @@ from kspark._graph.graph import TopologyGraph
 from kspark._kafka.admin import Admin
 from kspark._spark.session import build_session, ensure_registered
 from kspark._spark.planner import plan_query
-from kspark.config import StreamsConfig
+from kspark._kafka.transactions import progress_topic
+from kspark.config import EXACTLY_ONCE_V2, StreamsConfig
 from kspark.errors import StreamsError, TopologyError
 
 __all__ = ["SparkApplication"]
@@ -45,9 +46,13 @@ class SparkApplication:
         # Task numbers rely on a union numbering its inputs' partitions one after another
         # (see planner._union_offsets), so Spark must not merge partitions of like inputs.
         spark.conf.set("spark.sql.unionOutputPartitioning", "false")
-        out, store_tasks = plan_query(spark, self.graph, c, counts)
-        self._create_changelogs(admin, counts, store_tasks)
-        writer = (out.writeStream.format("noop").queryName(c["application.id"])
+        plan = plan_query(spark, self.graph, c, counts)
+        self._create_changelogs(admin, counts, plan.store_tasks)
+        if c["processing.guarantee"] == EXACTLY_ONCE_V2:
+            admin.check_transactions()
+            self._create_topic(admin, counts, progress_topic(c["application.id"]), plan.tasks,
+                               "the application's tasks")
+        writer = (plan.df.writeStream.format("noop").queryName(c["application.id"])
                   .option("checkpointLocation", self.checkpoint_dir))
         if c["autostop.at"] == "eol":
             writer = writer.trigger(availableNow=True)
@@ -65,12 +70,19 @@ class SparkApplication:
             if not builder.logging_enabled:
                 continue
             topic = changelog_topic(self.config["application.id"], name)
-            if topic in counts and counts[topic] != n:
-                raise TopologyError(
-                    f"changelog topic {topic!r} has {counts[topic]} partitions but store {name!r} "
-                    f"has {n} tasks; reset the application (delete the topic and the state "
-                    "directory) or restore the input topics' partition counts")
-            admin.create_topics({topic: n}, {"cleanup.policy": "compact", **dict(builder.log_config)})
+            self._create_topic(admin, counts, topic, n, f"store {name!r}'s tasks",
+                               {"cleanup.policy": "compact", **dict(builder.log_config)})
+
+    @staticmethod
+    def _create_topic(admin: Admin, counts: dict[str, int], topic: str, n: int, what: str,
+                      config: dict[str, str] | None = None) -> None:
+        """Create an internal topic with one partition per task, or check the existing one."""
+        if topic in counts and counts[topic] != n:
+            raise TopologyError(
+                f"internal topic {topic!r} has {counts[topic]} partitions but there are {n} of "
+                f"{what}; reset the application (delete its internal topics and the state "
+                "directory) or restore the input topics' partition counts")
+        admin.create_topics({topic: n}, config)
 
     def await_termination(self, timeout_s: float | None) -> bool:
         try:

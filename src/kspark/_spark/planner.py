@@ -20,7 +20,7 @@ from kspark._spark.stage import FED_SCHEMA, StagePlan, make_stage
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
 
-__all__ = ["plan_query"]
+__all__ = ["plan_query", "QueryPlan"]
 
 
 def _shuffle_keys(spark: SparkSession, n: int) -> list[int]:
@@ -110,10 +110,20 @@ def _groups(subs: list[SubTopology], tasks: dict[int, int]) -> list[_Group]:
     return order
 
 
+@dataclass
+class QueryPlan:
+    """The DataFrame whose execution runs the whole topology for one micro-batch; the number
+    of tasks of each state store (its changelog's partition count); and the number of tasks
+    in all (the progress topic's partition count: one marker partition per task)."""
+
+    df: DataFrame
+    store_tasks: dict[str, int]
+    tasks: int
+
+
 def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
-               partition_counts: dict[str, int]) -> tuple[DataFrame, dict[str, int]]:
-    """The DataFrame whose execution runs the whole topology for one micro-batch, and the
-    number of tasks of each state store (its changelog's partition count).
+               partition_counts: dict[str, int]) -> QueryPlan:
+    """Plan the topology as one streaming query (see :class:`QueryPlan`).
 
     ``partition_counts`` holds every user topic the topology reads or writes by name.
     """
@@ -139,6 +149,9 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
     name = lambda t: topic_name(t, t in internal, app_id)  # noqa: E731
     routes = {name(t): (group_of[r.id].size, group_of[r.id].first[r.id]) for t, r in readers.items()}
 
+    first_marker, total = {}, 0
+    for st in sorted(subs, key=lambda st: st.id):
+        first_marker[st.id], total = total, total + tasks[st.id]
     outputs: dict[int, DataFrame] = {}  # by id(group)
     union_offsets = _union_offsets(groups, partition_counts)
     for g in groups:
@@ -148,7 +161,8 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
             counts = dict(partition_counts)
             counts.update({n: p for n, (p, _) in fed.items()})
             streaming = len(st.user_topics) == 1 and not st.fed_topics
-            plan = StagePlan(st.id, st.nodes, fed, routes, keys, counts, streaming)
+            plan = StagePlan(st.id, st.nodes, fed, routes, keys, counts, streaming,
+                             first_marker[st.id])
             members.append((g.first[st.id], tasks[st.id], plan))
         df = _group_input(spark, c, g, groups, resets, outputs, keys, name)
         stage = make_stage(graph, c.as_dict(), members, union_offsets[id(g)])
@@ -159,7 +173,7 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
         result = result.unionByName(df)
     store_tasks = {store: tasks[st.id] for st in subs for store, (_, procs) in graph.stores.items()
                    if procs & set(st.nodes)}
-    return result, store_tasks
+    return QueryPlan(result, store_tasks, total)
 
 
 def _downstream(g: _Group, groups: list[_Group]) -> _Group | None:

@@ -8,6 +8,7 @@ partitioner, and reach their task through a Spark shuffle.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +24,12 @@ from kspark._graph.graph import TopologyGraph
 from kspark._graph.instantiate import build_task
 from kspark._engine.state.build import bottom, discard_buffered
 from kspark._kafka.clients import task_producer
+from kspark._kafka.transactions import Marker, progress_topic, task_transactions
 from kspark._spark.source import ARROW_SCHEMA
+from kspark.config import EXACTLY_ONCE_V2
+from kspark.errors import TaskFencedError
 from kspark._spark.state import (
+    LOCAL_PROGRESS,
     admin_for,
     checkpoint_task,
     invalidate_checkpoint,
@@ -39,6 +44,8 @@ FED_ARROW_SCHEMA = ARROW_SCHEMA.append(pa.field("src_task", pa.int32())).append(
 FED_SCHEMA = ("topic string, partition int, offset long, timestamp long, key binary, "
               "value binary, headers array<struct<key:string,value:binary>>, "
               "src_task int, shuffle_key int")
+
+log = logging.getLogger("kspark")
 
 # Tasks live on in their Python worker between micro-batches, so stream time and
 # punctuation schedules carry over while Spark keeps a task on the same worker.
@@ -62,6 +69,7 @@ class StagePlan:
     shuffle_keys: dict[int, list[int]]
     partition_counts: dict[str, int]
     streaming: bool = False  # one input topic, nothing shuffled in: process batch by batch
+    first_marker: int = 0  # the partition of the progress topic holding task 0's marker
 
 
 class _RoutingCollector(RecordCollector):
@@ -120,9 +128,13 @@ def _raw_records(batch: pa.RecordBatch) -> list[tuple[tuple, RawRecord]]:
             for t, p, o, s, k, v, h, u in zip(topic, part, off, ts, key, value, headers, src)]
 
 
-def _reusable(task: Any, builders: dict[str, Any]) -> Any:
-    """A task cached in this worker, if its in-memory stores are still at their changelogs' end."""
+def _reusable(task: Any, builders: dict[str, Any], marker: Marker | None) -> Any:
+    """A task cached in this worker, if its in-memory stores are still at their changelogs'
+    end (and, under exactly-once, it made the task's last commit)."""
     if task is None:
+        return None
+    if marker is not None and getattr(task, "marker", None) != marker:
+        task.close()
         return None
     parts = logged_partitions(task, builders)
     if parts and admin_for(task.config).end_offsets(parts.values()) != task.changelog_offsets:
@@ -144,10 +156,14 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any],
     runners = [(first, count, _task_runner(graph, config, plan)) for first, count, plan in members]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        q = TaskContext.get().partitionId() - union_offset
+        context = TaskContext.get()
+        q = context.partitionId() - union_offset
+        query = context.getLocalProperty("sql.streaming.queryId")
+        number = context.getLocalProperty("streaming.sql.batchId")
+        batch = None if query is None or number is None else (query, int(number))
         for first, count, runner in runners:
             if first <= q < first + count:
-                return runner(q - first, batches)
+                return runner(q - first, batches, batch, context)
         raise RuntimeError(f"stage partition {q} belongs to no sub-topology: {members}")
 
     return run
@@ -157,46 +173,88 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
                  ) -> Callable[[int, Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     bootstrap = config["bootstrap.servers"]
     app_id = config["application.id"]
+    eos = config["processing.guarantee"] == EXACTLY_ONCE_V2
     producer_conf = {k[len("producer."):]: v for k, v in config.items() if k.startswith("producer.")}
+    consumer_conf = {k[len("consumer."):]: v for k, v in config.items() if k.startswith("consumer.")}
     builders = {name: b for name, (b, _) in graph.stores.items()}
 
-    def run(partition: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(partition: int, batches: Iterator[pa.RecordBatch], batch: tuple[str, int] | None,
+            context: Any = None) -> Iterator[pa.RecordBatch]:
+        """Run task ``partition`` over one micro-batch ``batch`` (query id, batch id)."""
         task_id = f"{plan.stage}_{partition}"
-        context = TaskContext.get()
-        query = context.getLocalProperty("sql.streaming.queryId")
-        number = context.getLocalProperty("streaming.sql.batchId")
-        batch = None if query is None or number is None else (query, int(number))
-        producer = task_producer(bootstrap, f"{app_id}-{task_id}-producer", producer_conf)
-        collector = _RoutingCollector(producer, plan, partition)
         key = (app_id, task_id)
-        task = _reusable(_TASKS.pop(key, None), builders)
+        tx, marker, replay, saved = None, None, False, LOCAL_PROGRESS
+        if eos:
+            tx, marker = task_transactions(bootstrap, app_id, task_id,
+                                           (progress_topic(app_id), plan.first_marker + partition),
+                                           producer_conf, consumer_conf)
+            replay = marker is not None and marker.covers(batch)
+            saved = None if marker is None else marker.previous if replay else marker.progress
+            producer: RecordCollector = tx.producer
+        else:
+            producer = task_producer(bootstrap, f"{app_id}-{task_id}-producer", producer_conf)
+        if replay:
+            # Committed already: write nothing, but feed downstream tasks exactly what the
+            # committed attempt fed them, recomputed from the state the batch started from.
+            tx.abort()
+            log.info("task %s: batch %s is already committed; replaying it without writing",
+                     task_id, batch)
+            cached = _TASKS.pop(key, None)
+            if cached is not None:
+                cached.close()
+            if not plan.fed:
+                yield _RoutingCollector(producer, plan, partition).take_batch()
+                return
+            producer = _DISCARD
+        collector = _RoutingCollector(producer, plan, partition)
+        task = None if replay else _reusable(_TASKS.pop(key, None), builders, marker)
         if task is None:
             task = build_task(graph, task_id, config, collector, only=plan.nodes, batch_buffer=True,
-                              restore=lambda t: restore_task(t, builders, batch))
+                              restore=lambda t: restore_task(t, builders, batch, saved, replay))
             task.changelog_offsets = task.restored
         task.collector = collector
         task.partition_counts = plan.partition_counts
         task.batch = batch
+        inputs: dict[tuple[str, int], int] = {}
         try:
             if plan.streaming:  # one partition per task: offset order is processing order
                 for b in batches:
+                    _input_ends(b, inputs)
                     task.add_records(r for _, r in _raw_records(b))
                     task.process_buffered()
             else:
-                records = [r for b in batches for r in _raw_records(b)]
+                records = []
+                for b in batches:
+                    _input_ends(b, inputs)
+                    records.extend(_raw_records(b))
                 if any(order[3] for order, _ in records):  # shuffled rows: replayable order
                     records.sort(key=lambda r: r[0])
                 task.add_records(r for _, r in records)
                 task.process_buffered()
             task.maybe_punctuate_wall_clock()
+            if replay:
+                raise _Replayed()
             if task.stores:
                 invalidate_checkpoint(task)
             task.flush()
+            if tx is not None:
+                q, n = batch if batch is not None else ("", -1)
+                task.marker = Marker(q, n, task.progress(), None if marker is None else
+                                     marker.progress, tx.instance)
+                tx.commit(task.marker, inputs)
             task.changelog_offsets = checkpoint_task(task, builders)
-        except BaseException:
+            _inject_fault(context, task_id, batch)
+        except BaseException as e:
             for store in task.stores.values():
                 discard_buffered(store)
             task.close()  # a failed batch is replayed from a fresh task, restored from changelogs
+            if isinstance(e, _Replayed):
+                yield collector.take_batch()
+                return
+            if tx is not None:
+                if isinstance(e, TaskFencedError):
+                    log.warning("%s", e)
+                tx.abort()
             raise
         if any(bottom(s).persistent for s in task.stores.values()):
             task.close()  # RocksDB is reopened by whichever worker runs the task next
@@ -205,3 +263,43 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
         yield collector.take_batch()
 
     return run
+
+
+# Tests only: a Spark local property "<task id>:<batch id>" makes the first attempt of that
+# task fail right after it committed that batch (as if its executor died before Spark heard).
+FAULT_PROPERTY = "kspark.test.fail_after_commit"
+
+
+def _inject_fault(context: Any, task_id: str, batch: tuple[str, int] | None) -> None:
+    spec = context.getLocalProperty(FAULT_PROPERTY) if context is not None else None
+    if spec and batch is not None and spec == f"{task_id}:{batch[1]}" and context.attemptNumber() == 0:
+        raise RuntimeError(f"injected failure: task {task_id} after committing batch {batch[1]}")
+
+
+class _Replayed(Exception):
+    """A replayed batch has computed its rows; its stores' changes are thrown away."""
+
+
+class _Discard(RecordCollector):
+    """Where a replayed batch's Kafka writes go: they were committed by an earlier attempt."""
+
+    def send(self, topic, key, value, timestamp, headers, partition) -> None:
+        pass
+
+
+_DISCARD = _Discard()
+
+
+def _input_ends(batch: pa.RecordBatch, out: dict[tuple[str, int], int]) -> None:
+    """Record, per user-topic partition read straight from Kafka, the offset after the last
+    record of ``batch`` (the offsets a task commits to the application's group)."""
+    if not batch.num_rows:
+        return
+    table = pa.Table.from_batches([batch])
+    if batch.num_columns > 7:
+        table = table.filter(pa.compute.equal(table.column("src_task"), -1))
+    if not table.num_rows:
+        return
+    for row in table.group_by(["topic", "partition"]).aggregate([("offset", "max")]).to_pylist():
+        tp = (row["topic"], row["partition"])
+        out[tp] = max(out.get(tp, 0), row["offset_max"] + 1)

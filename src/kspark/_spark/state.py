@@ -26,7 +26,7 @@ from kspark._engine.task import BATCH_HEADER, StreamTask
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import read_range
 
-__all__ = ["restore_task", "checkpoint_task", "invalidate_checkpoint", "logged_partitions",
+__all__ = ["LOCAL_PROGRESS", "restore_task", "checkpoint_task", "invalidate_checkpoint", "logged_partitions",
            "admin_for"]
 
 log = logging.getLogger("kspark")
@@ -54,22 +54,32 @@ def _checkpoint_path(task: StreamTask, name: str = ".checkpoint"):
                           task.task_id) / name
 
 
+LOCAL_PROGRESS: Any = object()  # restore_task: resume the progress saved in the task directory
+
+
 def restore_task(task: StreamTask, builders: dict[str, Any],
-                 batch: tuple[str, int] | None = None) -> dict[tuple[str, int], int]:
+                 batch: tuple[str, int] | None = None, saved: Any = LOCAL_PROGRESS,
+                 replay: bool = False) -> dict[tuple[str, int], int]:
     """Bring every logged store of a new task to the state its ``batch`` (query id, batch
     id) starts from; returns the changelog end offsets.
 
-    The task also resumes its saved progress. A batch that Spark runs again (its first
+    The task also resumes its progress: ``saved`` (under exactly-once, from the task's
+    marker in Kafka), else the one saved locally. A batch that Spark runs again (its first
     attempt died, perhaps after writing its changelog and checkpoint) must not see its own
-    first attempt: when the saved progress is of this batch of the same query, or the
-    checkpoint is missing, the local state is wiped and restored, and changelog records that
-    this query stamped with this batch or a later one are skipped.
+    first attempt: when the local progress is of this batch of the same query, the batch is
+    a ``replay`` of a committed one, or the checkpoint is missing, the local state is wiped
+    and restored, and changelog records that this query stamped with this batch or a later
+    one are skipped.
     """
+    if replay:
+        invalidate_checkpoint(task)  # the state of before the batch is not written down
     progress = read_progress(_checkpoint_path(task, ".progress"))
     ahead = (progress is not None and batch is not None and progress.get("query") == batch[0]
              and progress.get("batch", -1) >= batch[1])
     if ahead:
         progress = progress.get("previous")
+    if saved is not LOCAL_PROGRESS:
+        progress = saved
     if progress is not None:
         task.resume(progress)
     task.resumed_progress = progress
