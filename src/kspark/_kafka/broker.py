@@ -68,10 +68,11 @@ class LocalBroker:
     """
 
     def __init__(self, data_dir: Path | str | None = None, port: int = 9092,
-                 heap: str = "512m"):
+                 heap: str = "512m", overrides: dict[str, str] | None = None):
         self.dir = Path(data_dir) if data_dir else kspark_home() / "broker"
         self.port = port
         self.heap = heap
+        self.overrides = dict(overrides or {})  # broker settings over the defaults below
         self.log_file = self.dir / "broker.log"
         self._pid_file = self.dir / "broker.pid"
         self._port_file = self.dir / "broker.port"
@@ -174,6 +175,9 @@ class LocalBroker:
             # records carrying old timestamps (replays, fixtures, the demo's data) would be
             # deleted by the first retention check, 30 s after start.
             "log.retention.ms": "-1",
+            # A transaction left open by a killed task is aborted within seconds, not minutes.
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+            **self.overrides,
         }
         path = self.dir / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))

@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from kspark._engine.collector import RecordCollector
 from kspark._kafka import QuietLogger
@@ -101,12 +101,14 @@ class TaskProducer(RecordCollector):
         self.client_id = client_id
         self._producer = Producer(conf)
         self._errors: list[str] = []
+        self._failed: list[tuple[Any, Any]] = []
+        self.fatal_error: Any = None  # a fatal client error (a fenced transactional producer)
         self._flush_timeout_s = flush_timeout_s
         self.sent = 0
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            self._errors.append(f"topic {msg.topic()!r} partition {msg.partition()}: {err.str()}")
+        if err is not None:  # no calls here: librdkafka may be raising an error meanwhile
+            self._failed.append((err, msg))
 
     def send(self, topic, key, value, timestamp, headers, partition) -> None:
         produce = self._producer.produce
@@ -120,12 +122,23 @@ class TaskProducer(RecordCollector):
                 break
             except BufferError:
                 self._producer.poll(0.1)
+            except KafkaException as e:  # a fatal producer state, e.g. fenced
+                err = e.args[0]
+                if err.fatal():
+                    self.fatal_error = err
+                raise SinkWriteError(f"producer {self.client_id!r} cannot write to topic "
+                                     f"{topic!r}: {err.str()}") from None
         self.sent += 1
         if self.sent % 10000 == 0:
             self._producer.poll(0)
 
     def flush(self) -> None:
         remaining = self._producer.flush(self._flush_timeout_s)
+        for err, msg in self._failed:
+            if err.fatal() and self.fatal_error is None:
+                self.fatal_error = err
+            self._errors.append(f"topic {msg.topic()!r} partition {msg.partition()}: {err.str()}")
+        self._failed = []
         if remaining:
             self._errors.append(f"{remaining} record(s) still undelivered after "
                                 f"{self._flush_timeout_s:g}s")

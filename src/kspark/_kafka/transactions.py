@@ -28,7 +28,11 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kspark._kafka import QuietLogger
 from kspark._kafka.clients import TaskProducer
-from kspark.errors import TaskFencedError, TransactionTimeoutError, TransactionsUnavailableError
+from kspark.errors import (
+    TaskFencedError,
+    TransactionTimeoutError,
+    TransactionsUnavailableError,
+)
 
 __all__ = ["Marker", "TaskTransactions", "task_transactions", "progress_topic",
            "encode_marker", "decode_marker"]
@@ -128,7 +132,7 @@ class TaskTransactions:
     def commit(self, marker: Marker, input_offsets: Mapping[tuple[str, int], int]) -> None:
         """Commit everything sent since :meth:`begin`, the input offsets and the marker in
         one transaction."""
-        self.producer.flush()  # raises SinkWriteError (naming topic and partition) on failure
+        self.producer.flush()  # raises SinkWriteError (naming topic and partition)
         offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(input_offsets.items())]
         offsets.append(TopicPartition(*self.marker_tp, 0, metadata=encode_marker(marker)))
         metadata = self._consumer.consumer_group_metadata()
@@ -136,15 +140,21 @@ class TaskTransactions:
         self._call("commit_transaction", self._timeout_s)
         self._committed = True
 
-    def abort(self) -> None:
-        """Abort the open transaction (a failed batch); a fenced producer has nothing to abort."""
-        if self.fenced or not self._initialized:
-            return
+    def fail(self, error: BaseException) -> BaseException:
+        """Abort the batch's transaction after ``error``; returns what the error means: the
+        task was fenced (or its transaction timed out) if the producer is in that state,
+        else ``error`` itself."""
+        if isinstance(error, (TaskFencedError, TransactionTimeoutError)) or not self._initialized:
+            return error
         try:
             self.producer._producer.abort_transaction(self._timeout_s)
         except KafkaException as e:
+            err = e.args[0]
+            if err.fatal():
+                return self._explain("produce", err)
             log.warning("task %s: aborting its transaction failed (%s); the broker aborts it "
-                        "when the next attempt starts", self.task_id, e.args[0].str())
+                        "when the next attempt starts", self.task_id, err.str())
+        return error
 
     def close(self) -> None:
         self._consumer.close()
@@ -182,8 +192,6 @@ class TaskTransactions:
                 "Transactions need the transaction coordinator: check that the brokers' "
                 "transaction.state.log.replication.factor and transaction.state.log.min.isr "
                 "are at most the number of live brokers")
-        if err.txn_requires_abort():
-            self.abort()
         return TransactionsUnavailableError(f"task {self.task_id}: {step} failed: {err.str()}")
 
 

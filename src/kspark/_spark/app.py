@@ -41,6 +41,8 @@ class SparkApplication:
         admin.check_topics(user_sources, self.graph.sink_topics())
         counts = admin.partition_counts()
         self.graph.check_copartitioning(counts)
+        if c["processing.guarantee"] == EXACTLY_ONCE_V2:
+            admin.check_transactions()
         spark = self._spark or build_session({k: v for k, v in c.items() if k.startswith("spark.")})
         ensure_registered(spark)
         # Task numbers rely on a union numbering its inputs' partitions one after another
@@ -49,7 +51,6 @@ class SparkApplication:
         plan = plan_query(spark, self.graph, c, counts)
         self._create_changelogs(admin, counts, plan.store_tasks)
         if c["processing.guarantee"] == EXACTLY_ONCE_V2:
-            admin.check_transactions()
             self._create_topic(admin, counts, progress_topic(c["application.id"]), plan.tasks,
                                "the application's tasks")
         writer = (plan.df.writeStream.format("noop").queryName(c["application.id"])

@@ -196,9 +196,9 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
         if replay:
             # Committed already: write nothing, but feed downstream tasks exactly what the
             # committed attempt fed them, recomputed from the state the batch started from.
-            tx.abort()
-            log.info("task %s: batch %s is already committed; replaying it without writing",
-                     task_id, batch)
+            tx.fail(_Replayed())
+            log.warning("task %s: batch %s is already committed; replaying it without writing",
+                        task_id, batch)
             cached = _TASKS.pop(key, None)
             if cached is not None:
                 cached.close()
@@ -252,9 +252,11 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
                 yield collector.take_batch()
                 return
             if tx is not None:
-                if isinstance(e, TaskFencedError):
-                    log.warning("%s", e)
-                tx.abort()
+                cause = tx.fail(e)
+                if isinstance(cause, TaskFencedError):
+                    log.warning("%s", cause)
+                if cause is not e:
+                    raise cause from None
             raise
         if any(bottom(s).persistent for s in task.stores.values()):
             task.close()  # RocksDB is reopened by whichever worker runs the task next
@@ -272,7 +274,8 @@ FAULT_PROPERTY = "kspark.test.fail_after_commit"
 
 def _inject_fault(context: Any, task_id: str, batch: tuple[str, int] | None) -> None:
     spec = context.getLocalProperty(FAULT_PROPERTY) if context is not None else None
-    if spec and batch is not None and spec == f"{task_id}:{batch[1]}" and context.attemptNumber() == 0:
+    if (spec and batch is not None and f"{task_id}:{batch[1]}" in spec.split(",")
+            and context.attemptNumber() == 0):
         raise RuntimeError(f"injected failure: task {task_id} after committing batch {batch[1]}")
 
 

@@ -1,0 +1,258 @@
+"""Exactly-once (KIP-129, processing.guarantee=exactly_once_v2) on Spark and a real broker.
+
+Every replay path ends with the read_committed output exact: no duplicate, no loss, input
+order kept per key, aggregates (count, sum, min, max per key) exact, no transaction left
+open. Failures are real: a task failing after its commit, an executor process and the
+driver process SIGKILLed, two attempts of one task running at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from kspark import KafkaStreams, Serdes
+from kspark._kafka.broker import LocalBroker, free_port
+from kspark._kafka.transactions import decode_marker, progress_topic
+from kspark.errors import TaskFencedError, TransactionsUnavailableError
+from tests.integration import eos_app, soak
+
+pytestmark = pytest.mark.integration
+KEYS = 20
+
+
+def _topics(admin, topic_name, base: str) -> str:
+    src = topic_name(base)
+    admin.create_topics({src: 3, f"{src}-echo": 3, f"{src}-agg": 3})
+    return src
+
+
+def _assert_exact(broker: str, src: str, app_id: str, n: int) -> None:
+    f = soak.verify(broker, src, app_id, n, KEYS)
+    assert (f.duplicates, f.lost, f.wrong, f.open_transactions, f.disordered) == (0, 0, 0, 0, 0), f
+
+
+def test_output_is_exact_and_input_offsets_are_committed_to_the_group(broker, admin, spark,
+                                                                     topic_name, tmp_path):
+    src = _topics(admin, topic_name, "eos")
+    n = 3000
+    soak.produce(broker, src, 0, n, KEYS)
+    app_id = f"eos-{src}"
+    cfg = eos_app.config(broker, app_id, str(tmp_path / "state"), "exactly_once_v2", 1000)
+    streams = KafkaStreams(eos_app.topology(src), cfg, spark=spark)
+    streams.start()
+    assert streams.await_termination(300)
+    streams.close()
+    _assert_exact(broker, src, app_id, n)
+    # Kafka's tooling sees the application's progress: its group holds the input offsets.
+    c = Consumer({"bootstrap.servers": broker, "group.id": app_id})
+    committed = c.committed([TopicPartition(src, p) for p in range(3)], timeout=20)
+    ends = admin.end_offsets([(src, p) for p in range(3)])
+    assert {(tp.topic, tp.partition): tp.offset for tp in committed} == ends
+    # Each task's marker names the last batch it committed.
+    markers = c.committed([TopicPartition(progress_topic(app_id), p) for p in range(6)], timeout=20)
+    c.close()
+    batches = {decode_marker(tp.metadata).batch for tp in markers}
+    assert batches == {streams.progress()["batches"] - 1}
+
+
+def test_a_task_failing_after_its_commit_is_replayed_without_writing(broker, admin, topic_name,
+                                                                    tmp_path):
+    src = _topics(admin, topic_name, "eos-retry")
+    n = 4000
+    soak.produce(broker, src, 0, n, KEYS)
+    app_id = f"eos-retry-{src}"
+    # The first attempt of a source task (0_1) and of an aggregating task (1_0) in batch 1
+    # fail right after their commit; Spark runs them again.
+    cmd = soak.app_command(broker, src, app_id, str(tmp_path / "state"), "--master", "local[2,4]",
+                           "--max-offsets", "1000", "--fail-after-commit", "0_1:1,1_0:1")
+    code, lines = soak.finish(soak.start_app(cmd))
+    out = "".join(lines)
+    assert code == 0, out[-4000:]
+    assert "injected failure: task 0_1 after committing batch 1" in out
+    assert "injected failure: task 1_0 after committing batch 1" in out
+    assert "task 0_1: batch" in out and "already committed" in out
+    _assert_exact(broker, src, app_id, n)
+
+
+def test_driver_killed_after_some_tasks_committed_resumes_exactly(broker, admin, topic_name,
+                                                                 tmp_path):
+    src = _topics(admin, topic_name, "eos-driver")
+    n = 6000
+    soak.produce(broker, src, 0, n, KEYS)
+    app_id = f"eos-driver-{src}"
+    state = tmp_path / "state"
+    cmd = soak.app_command(broker, src, app_id, str(state), "--max-offsets", "1500",
+                           "--slow-ms", "1")
+    proc = soak.start_app(cmd)
+    commits = state / app_id / "checkpoint" / "commits"
+    c = Consumer({"bootstrap.servers": broker, "group.id": app_id})
+    killed_in = None
+    try:
+        deadline = time.monotonic() + 300
+        while killed_in is None and time.monotonic() < deadline and proc.poll() is None:
+            parts = [TopicPartition(progress_topic(app_id), p) for p in range(6)]
+            try:
+                markers = [decode_marker(tp.metadata) for tp in c.committed(parts, timeout=10)]
+            except Exception:  # the progress topic does not exist yet
+                markers = []
+            for m in markers:
+                if m is not None and not (commits / str(m.batch)).exists():
+                    os.kill(proc.pid, signal.SIGKILL)  # a task committed, Spark has not
+                    killed_in = m.batch
+                    break
+            time.sleep(0.02)
+        proc.wait(60)
+    finally:
+        c.close()
+        if proc.poll() is None:
+            proc.kill()
+        for pid in soak.descendants(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+    assert killed_in is not None, "never saw a task commit ahead of Spark's commit log"
+    code, lines = soak.finish(soak.start_app(cmd))
+    out = "".join(lines)
+    assert code == 0, out[-4000:]
+    assert "already committed" in out, "the restarted query replays the killed batch"
+    _assert_exact(broker, src, app_id, n)
+
+
+def test_executor_killed_mid_batch_on_local_cluster(broker, admin, topic_name, tmp_path):
+    src = _topics(admin, topic_name, "eos-exec")
+    n = 6000
+    soak.produce(broker, src, 0, n, KEYS)
+    app_id = f"eos-exec-{src}"
+    cmd = soak.app_command(broker, src, app_id, str(tmp_path / "state"), "--master",
+                           "local-cluster[2,1,1024]", "--max-offsets", "1500", "--slow-ms", "1")
+    proc = soak.start_app(cmd)
+    killed, lines = None, []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if killed is None and line.startswith("batches ") and int(line.split()[1]) >= 1:
+                execs = soak.executors(proc.pid)
+                assert len(execs) >= 2, f"expected 2 executor processes, saw {execs}"
+                killed = execs[0]
+                os.kill(killed, signal.SIGKILL)
+        code = proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert killed is not None and code == 0, "".join(lines[-60:])
+    _assert_exact(broker, src, app_id, n)
+
+
+def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, admin, topic_name,
+                                                                        tmp_path):
+    from kspark._graph.subtopology import sub_topologies
+    from kspark._kafka import transactions
+    from kspark._spark.source import ARROW_SCHEMA
+    from kspark._spark.stage import StagePlan, _task_runner
+    from kspark.config import StreamsConfig
+    from kspark.processor import Processor, Topology
+
+    src, dst = topic_name("fence-in"), topic_name("fence-out")
+    app_id = f"fence-{src}"
+    admin.create_topics({src: 1, dst: 1, progress_topic(app_id): 1})
+    started, release = threading.Event(), threading.Event()
+
+    class HoldingProcessor(Processor):
+        """In the older attempt's thread: forward the first record, then wait."""
+
+        def init(self, context):
+            self.context = context
+
+        def process(self, record):
+            self.context.forward(record)
+            if threading.current_thread().name == "older" and record.value == "1":
+                started.set()
+                assert release.wait(120)
+
+    S = Serdes.String()
+    topo = (Topology().add_source("in", src, key_serde=S, value_serde=S)
+            .add_processor("hold", HoldingProcessor, "in")
+            .add_sink("out", dst, "hold", key_serde=S, value_serde=S))
+    graph = topo._graph
+    (st,) = sub_topologies(graph)
+    cfg = StreamsConfig({"application.id": app_id, "bootstrap.servers": broker,
+                         "state.dir": str(tmp_path), "processing.guarantee": "exactly_once_v2"})
+    plan = StagePlan(st.id, st.nodes, {}, {}, {}, {src: 1, dst: 1}, streaming=True)
+    rows = pa.RecordBatch.from_pydict(
+        {"topic": [src] * 3, "partition": [0] * 3, "offset": [0, 1, 2], "timestamp": [5, 6, 7],
+         "key": [b"k"] * 3, "value": [b"1", b"2", b"3"], "headers": [[]] * 3}, schema=ARROW_SCHEMA)
+    runner = _task_runner(graph, cfg.as_dict(), plan)
+    outcome: list = []
+
+    def older():
+        try:
+            outcome.append(list(runner(0, iter([rows]), ("q", 0))))
+        except BaseException as e:  # noqa: BLE001 - the test inspects it
+            outcome.append(e)
+
+    t = threading.Thread(target=older, name="older")
+    t.start()
+    assert started.wait(60)
+    deadline = time.monotonic() + 60  # the older attempt's first record reaches the broker
+    while soak.open_transactions(broker, [dst]) == 0:
+        assert time.monotonic() < deadline, "the older attempt's write never arrived"
+        time.sleep(0.05)
+    transactions._TXNS.clear()  # the newer attempt runs in "another worker": its own producer
+    list(runner(0, iter([rows]), ("q", 0)))
+    release.set()
+    t.join(120)
+    assert isinstance(outcome[0], TaskFencedError), outcome
+    assert "fenced" in str(outcome[0]) and f"{app_id}-0_0" in str(outcome[0])
+    committed = [m.value() for m in soak.read_all(broker, dst)]
+    assert committed == [b"1", b"2", b"3"], "the newer attempt's output, once"
+    assert soak.open_transactions(broker, [dst]) == 0
+    c = Consumer({"bootstrap.servers": broker, "group.id": f"x-{src}", "auto.offset.reset":
+                  "earliest", "isolation.level": "read_uncommitted"})
+    c.assign([TopicPartition(dst, 0, 0)])
+    raw = [m.value() for m in c.consume(10, 10) if m.error() is None]
+    c.close()
+    assert raw.count(b"1") == 2, "the older attempt did write, in a transaction that was aborted"
+
+
+def test_a_cluster_that_cannot_do_transactions_is_refused_at_start(tmp_path, topic_name):
+    b = LocalBroker(tmp_path / "broker", port=free_port(),
+                    overrides={"transaction.state.log.replication.factor": "3"})
+    bootstrap = b.start()
+    try:
+        from kspark._kafka.admin import Admin
+
+        src = topic_name("notx")
+        Admin(bootstrap).create_topics({src: 1, f"{src}-echo": 1, f"{src}-agg": 1})
+        cfg = eos_app.config(bootstrap, "notx", str(tmp_path / "state"), "exactly_once_v2", 100)
+        with pytest.raises(TransactionsUnavailableError,
+                           match=r"transaction\.state\.log\.replication\.factor=3.*1 broker"):
+            KafkaStreams(eos_app.topology(src), cfg).start()
+    finally:
+        b.stop()
+
+
+def test_a_transaction_that_outlives_its_timeout_is_named(broker, admin, topic_name):
+    from kspark._kafka.transactions import Marker, TaskTransactions
+    from kspark.errors import TransactionTimeoutError
+
+    dst = topic_name("timeout-out")
+    app_id = f"timeout-{dst}"
+    admin.create_topics({dst: 1, progress_topic(app_id): 1})
+    tx = TaskTransactions(broker, app_id, "0_0", (progress_topic(app_id), 0),
+                          {"transaction.timeout.ms": 1500}, {})
+    tx.begin()
+    tx.producer.send(dst, b"k", b"v", 1, (), 0)
+    tx.producer.flush()
+    deadline = time.monotonic() + 60  # until the broker has aborted the transaction
+    while soak.open_transactions(broker, [dst]):
+        assert time.monotonic() < deadline, "the broker never aborted the timed-out transaction"
+        time.sleep(0.1)
+    with pytest.raises(TransactionTimeoutError, match=r"transaction\.timeout\.ms=1500"):
+        tx.commit(Marker("q", 0, {}, None, tx.instance), {})
+    assert soak.read_all(broker, dst) == []
