@@ -39,6 +39,8 @@ __all__ = ["Marker", "TaskTransactions", "task_transactions", "progress_topic",
 
 log = logging.getLogger("kspark")
 _PREFIX = "kspark1:"
+_COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                       KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError._TIMED_OUT)
 
 
 def progress_topic(app_id: str) -> str:
@@ -82,10 +84,11 @@ class TaskTransactions:
 
     Example (needs a broker, so not run)::
 
-        tx = task_transactions(bootstrap, "app", "1_0", ("app-kspark-progress", 3), {}, {})
-        marker = tx.begin()               # fences older attempts; the last committed batch
-        tx.producer.send("out", b"k", b"v", 0, (), None)
-        tx.commit(Marker("query", 7, progress, previous, tx.instance), {("in", 0): 1234})
+        tx, marker = task_transactions(bootstrap, "app", "1_0", ("app-kspark-progress", 3),
+                                       {}, {}, ("query", 7))
+        if tx is not None:                # None: batch 7 is committed already (a replay)
+            tx.producer.send("out", b"k", b"v", 0, (), None)
+            tx.commit(Marker("query", 7, progress, previous, tx.instance), {("in", 0): 1234})
     """
 
     def __init__(self, bootstrap: str, app_id: str, task_id: str, marker_tp: tuple[str, int],
@@ -97,37 +100,38 @@ class TaskTransactions:
         conf["transactional.id"] = self.transactional_id
         self.timeout_ms = int(conf.setdefault("transaction.timeout.ms", 60000))
         self.producer = TaskProducer(bootstrap, f"{app_id}-{task_id}-producer", conf)
-        self._consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": app_id, "enable.auto.commit": False,
-            "isolation.level": "read_committed", "logger": QuietLogger(), **consumer_conf})
+        self._group = group_reader(bootstrap, app_id, consumer_conf)
         self._timeout_s = timeout_s
         self.instance = uuid.uuid4().hex
-        self._initialized = False
-        self._committed = False
+        self.initialized = False
         self._began = 0.0
         self.fenced = False
 
-    def begin(self) -> Marker | None:
-        """Fence older attempts of this task (once per producer), read the task's marker from
-        the group, and begin the batch's transaction. Returns the marker (None: no batch yet)."""
-        if not self._initialized:
-            self._call("init_transactions", self._timeout_s)
-            self._initialized = True
+    def init(self) -> None:
+        """Fence every older attempt of this task: their open transactions are aborted."""
+        self._call("init_transactions", self._timeout_s)
+        self.initialized = True
+
+    def marker(self) -> Marker | None:
+        """The task's last committed marker (None: it never committed a batch)."""
         tp = TopicPartition(*self.marker_tp)
-        try:
-            (committed,) = self._consumer.committed([tp], timeout=self._timeout_s)
-        except KafkaException as e:
-            raise TransactionsUnavailableError(
-                f"task {self.task_id}: cannot read its committed marker from consumer group "
-                f"{self.app_id!r} ({e.args[0].str()}); is the broker up?") from None
-        marker = decode_marker(committed.metadata)
-        if marker is not None and marker.producer != self.instance and self._committed:
-            # Another worker committed this task since we did, so its init_transactions
-            # fenced this producer: make way for a new one (which fences that worker).
-            raise _StaleProducer()
+        deadline = time.monotonic() + self._timeout_s
+        while True:  # the group coordinator may be loading or moving: retry until the deadline
+            try:
+                (committed,) = self._group.committed([tp], timeout=self._timeout_s)
+                return decode_marker(committed.metadata)
+            except KafkaException as e:
+                err = e.args[0]
+                if not err.retriable() and err.code() not in _COORDINATOR_MOVING or \
+                        time.monotonic() > deadline:
+                    raise TransactionsUnavailableError(
+                        f"task {self.task_id}: cannot read its committed marker from consumer "
+                        f"group {self.app_id!r} ({err.str()}); is the broker up?") from None
+                time.sleep(0.2)
+
+    def begin(self) -> None:
         self._call("begin_transaction")
         self._began = time.monotonic()
-        return marker
 
     def commit(self, marker: Marker, input_offsets: Mapping[tuple[str, int], int]) -> None:
         """Commit everything sent since :meth:`begin`, the input offsets and the marker in
@@ -135,16 +139,15 @@ class TaskTransactions:
         self.producer.flush()  # raises SinkWriteError (naming topic and partition)
         offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(input_offsets.items())]
         offsets.append(TopicPartition(*self.marker_tp, 0, metadata=encode_marker(marker)))
-        metadata = self._consumer.consumer_group_metadata()
+        metadata = self._group.consumer_group_metadata()
         self._call("send_offsets_to_transaction", offsets, metadata, self._timeout_s)
         self._call("commit_transaction", self._timeout_s)
-        self._committed = True
 
     def fail(self, error: BaseException) -> BaseException:
         """Abort the batch's transaction after ``error``; returns what the error means: the
         task was fenced (or its transaction timed out) if the producer is in that state,
         else ``error`` itself."""
-        if isinstance(error, (TaskFencedError, TransactionTimeoutError)) or not self._initialized:
+        if isinstance(error, (TaskFencedError, TransactionTimeoutError)) or not self.initialized:
             return error
         try:
             self.producer._producer.abort_transaction(self._timeout_s)
@@ -157,7 +160,6 @@ class TaskTransactions:
         return error
 
     def close(self) -> None:
-        self._consumer.close()
         self.producer._producer.flush(0)
 
     def _call(self, name: str, *args: Any) -> Any:
@@ -195,30 +197,54 @@ class TaskTransactions:
         return TransactionsUnavailableError(f"task {self.task_id}: {step} failed: {err.str()}")
 
 
-class _StaleProducer(Exception):
-    """This worker's producer for the task was fenced by another worker's."""
-
-
 _TXNS: dict[tuple, TaskTransactions] = {}
+_GROUPS: dict[tuple, Consumer] = {}
+
+
+def group_reader(bootstrap: str, app_id: str, consumer_conf: Mapping[str, Any]) -> Consumer:
+    """A consumer of the group ``app_id`` (never subscribed), one per worker process: reads
+    committed markers (read_committed, so a pending transaction's offsets are waited for)
+    and gives the group metadata that transactions commit offsets with."""
+    key = (bootstrap, app_id, tuple(sorted(consumer_conf.items())))
+    if key not in _GROUPS:
+        _GROUPS[key] = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": app_id, "enable.auto.commit": False,
+            "isolation.level": "read_committed", "logger": QuietLogger(), **consumer_conf})
+    return _GROUPS[key]
 
 
 def task_transactions(bootstrap: str, app_id: str, task_id: str, marker_tp: tuple[str, int],
-                      producer_conf: Mapping[str, Any], consumer_conf: Mapping[str, Any]
-                      ) -> tuple[TaskTransactions, Marker | None]:
-    """The task's transactional producer (one per worker process; replaced when another
-    worker's fenced it) with its transaction begun, and the task's last marker."""
+                      producer_conf: Mapping[str, Any], consumer_conf: Mapping[str, Any],
+                      batch: tuple[str, int] | None
+                      ) -> tuple[TaskTransactions | None, Marker | None]:
+    """The task's last marker and, unless that marker already covers ``batch`` (a replay,
+    which writes nothing and so fences nobody), its producer with the batch's transaction
+    begun.
+
+    A worker keeps the producer of a task while that producer made the task's last commit;
+    otherwise another worker's producer has fenced it, and a new one is made, whose
+    ``init_transactions`` fences every other attempt of the task. The marker is read again
+    after that, since a fenced attempt may have committed just before.
+    """
     key = (bootstrap, app_id, task_id, marker_tp, tuple(sorted(producer_conf.items())))
-    for _ in range(2):
-        tx = _TXNS.get(key)
-        if tx is None or tx.fenced:
-            tx = _TXNS[key] = TaskTransactions(bootstrap, app_id, task_id, marker_tp,
-                                               producer_conf, consumer_conf)
-        try:
-            return tx, tx.begin()
-        except _StaleProducer:
-            tx.close()
-            del _TXNS[key]
-    raise AssertionError("a new producer cannot be stale")
+    tx = _TXNS.get(key)
+    if tx is None:
+        tx = TaskTransactions(bootstrap, app_id, task_id, marker_tp, producer_conf, consumer_conf)
+    marker = tx.marker()
+    if marker is not None and marker.covers(batch):
+        _TXNS[key] = tx
+        return None, marker
+    if tx.fenced or (tx.initialized and (marker is None or marker.producer != tx.instance)):
+        tx.close()
+        tx = TaskTransactions(bootstrap, app_id, task_id, marker_tp, producer_conf, consumer_conf)
+    _TXNS[key] = tx
+    if not tx.initialized:
+        tx.init()
+        marker = tx.marker()
+        if marker is not None and marker.covers(batch):
+            return None, marker
+    tx.begin()
+    return tx, marker
 
 
 def _forget(tx: TaskTransactions) -> None:

@@ -187,16 +187,15 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
         if eos:
             tx, marker = task_transactions(bootstrap, app_id, task_id,
                                            (progress_topic(app_id), plan.first_marker + partition),
-                                           producer_conf, consumer_conf)
-            replay = marker is not None and marker.covers(batch)
+                                           producer_conf, consumer_conf, batch)
+            replay = tx is None
             saved = None if marker is None else marker.previous if replay else marker.progress
-            producer: RecordCollector = tx.producer
+            producer: RecordCollector = _DISCARD if replay else tx.producer
         else:
             producer = task_producer(bootstrap, f"{app_id}-{task_id}-producer", producer_conf)
         if replay:
             # Committed already: write nothing, but feed downstream tasks exactly what the
             # committed attempt fed them, recomputed from the state the batch started from.
-            tx.fail(_Replayed())
             log.warning("task %s: batch %s is already committed; replaying it without writing",
                         task_id, batch)
             cached = _TASKS.pop(key, None)
@@ -205,7 +204,6 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
             if not plan.fed:
                 yield _RoutingCollector(producer, plan, partition).take_batch()
                 return
-            producer = _DISCARD
         collector = _RoutingCollector(producer, plan, partition)
         task = None if replay else _reusable(_TASKS.pop(key, None), builders, marker)
         if task is None:
