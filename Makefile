@@ -3,7 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench soak clean
+ROUNDS  ?= 20
+RECORDS ?= 200000
 
 # Idempotent: the virtual environment is rebuilt only when pyproject.toml changes,
 # and Kafka's jars are fetched with Maven only when they are not cached yet.
@@ -26,6 +28,14 @@ bench: setup
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) benchmarks/stateless.py
 	$(PY) benchmarks/stateful_count.py
+	$(PY) benchmarks/eos_overhead.py
+
+# Exactly-once soak (KIP-129): R rounds of SIGKILLs of the driver or an executor; the last
+# line of each run is "soak: rounds R, duplicates D, lost L, wrong aggregates W, open
+# transactions T". at_least_once runs too: it must show duplicates (the harness sees them).
+soak: setup
+	$(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee exactly_once_v2
+	$(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee at_least_once
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

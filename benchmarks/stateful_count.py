@@ -37,14 +37,15 @@ def baseline(bootstrap: str, src: str, dst: str, n: int, partitions: int) -> flo
     return consume_loop(bootstrap, src, partitions, n, handle)
 
 
-def kspark_count(bootstrap: str, src: str, dst: str, spark, state_dir: str) -> float:
+def kspark_count(bootstrap: str, src: str, dst: str, spark, state_dir: str,
+                 **config: object) -> float:
     b = StreamsBuilder()
     (b.stream(src, key_serde=Serdes.Bytes(), value_serde=Serdes.Bytes()).group_by_key().count()
       .to_stream().to(dst, value_serde=Serdes.Long()))
     return timed_run(b.build(), {
         "application.id": f"bench-count-{time.time_ns()}", "bootstrap.servers": bootstrap,
-        "state.dir": state_dir, "max.offsets.per.trigger": 500_000, "producer.linger.ms": 20},
-        spark)
+        "state.dir": state_dir, "max.offsets.per.trigger": 500_000, "producer.linger.ms": 20,
+        **config}, spark)
 
 
 def tws_count(bootstrap: str, src: str, spark, checkpoint: str) -> float:

@@ -41,7 +41,8 @@ def baseline(bootstrap: str, src: str, dst: str, n: int, partitions: int) -> flo
     return consume_loop(bootstrap, src, partitions, n, handle)
 
 
-def kspark_run(bootstrap: str, src: str, dst: str, spark, state_dir: str) -> float:
+def kspark_run(bootstrap: str, src: str, dst: str, spark, state_dir: str,
+               **config: object) -> float:
     b = StreamsBuilder()
     (b.stream(src, key_serde=Serdes.ByteArray(), value_serde=Serdes.ByteArray())
       .filter(lambda k, v: keep(v)).map_values(transform)
@@ -49,7 +50,7 @@ def kspark_run(bootstrap: str, src: str, dst: str, spark, state_dir: str) -> flo
     return timed_run(b.build(), {
         "application.id": f"bench-{time.time_ns()}", "bootstrap.servers": bootstrap,
         "state.dir": state_dir, "max.offsets.per.trigger": 500_000,
-        "producer.linger.ms": 20, "producer.batch.num.messages": 10000}, spark)
+        "producer.linger.ms": 20, "producer.batch.num.messages": 10000, **config}, spark)
 
 
 def main() -> int:
