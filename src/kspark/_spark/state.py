@@ -54,7 +54,9 @@ def _checkpoint_path(task: StreamTask, name: str = ".checkpoint"):
                           task.task_id) / name
 
 
-LOCAL_PROGRESS: Any = object()  # restore_task: resume the progress saved in the task directory
+# restore_task: resume the progress saved in the task directory. A string, not object():
+# stage functions reach workers pickled by value, and an object() would lose its identity.
+LOCAL_PROGRESS = "local"
 
 
 def restore_task(task: StreamTask, builders: dict[str, Any],
@@ -78,7 +80,7 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
              and progress.get("batch", -1) >= batch[1])
     if ahead:
         progress = progress.get("previous")
-    if saved is not LOCAL_PROGRESS:
+    if not (isinstance(saved, str) and saved == LOCAL_PROGRESS):
         progress = saved
     if progress is not None:
         task.resume(progress)
