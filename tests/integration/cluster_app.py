@@ -13,6 +13,7 @@ import time
 from kspark import KafkaStreams, Serdes, StreamsBuilder, spark_session
 from kspark.processor import Processor
 from kspark.state import Stores
+from tests.integration.eos_app import run_printing_batches
 
 S, L = Serdes.String(), Serdes.Long()
 
@@ -47,14 +48,7 @@ def main(bootstrap: str, src: str, dst: str, app_id: str, state_dir: str) -> int
         "application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
         "autostop.at": "eol", "max.offsets.per.trigger": 200}, spark=spark)
     streams.start()
-    shown = -1
-    while not streams.await_termination(0.5):
-        n = streams.progress()["batches"]
-        if n != shown:
-            shown = n
-            print(f"batches {n}", flush=True)
-    print(f"done {streams.progress()}", flush=True)
-    streams.close()
+    run_printing_batches(streams)
     spark.stop()
     return 0
 

@@ -73,6 +73,14 @@ def main(argv: list[str]) -> int:
                            spark=spark)
     streams.start()
     print("started", flush=True)
+    run_printing_batches(streams)
+    spark.stop()
+    return 0
+
+
+def run_printing_batches(streams: KafkaStreams) -> None:
+    """Wait for a started application, printing ``batches N`` as micro-batches complete
+    (what the tests that kill processes watch), then close it."""
     shown = -1
     while not streams.await_termination(0.2):
         n = streams.progress()["batches"]
@@ -81,8 +89,6 @@ def main(argv: list[str]) -> int:
             print(f"batches {n}", flush=True)
     print(f"done {streams.progress()}", flush=True)
     streams.close()
-    spark.stop()
-    return 0
 
 
 if __name__ == "__main__":

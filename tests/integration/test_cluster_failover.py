@@ -15,38 +15,11 @@ from confluent_kafka import Producer
 
 from kspark import Serdes
 from tests.conftest import consume_all
+from tests.integration.soak import executors
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 N, KEYS = 1200, 13
-
-
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def _executors(pid: int) -> list[int]:
-    found = []
-    for p in _descendants(pid):
-        try:
-            if b"CoarseGrainedExecutorBackend" in Path(f"/proc/{p}/cmdline").read_bytes():
-                found.append(p)
-        except OSError:
-            pass
-    return found
 
 
 def test_executor_killed_mid_run_final_state_is_exact(broker, admin, topic_name, tmp_path):
@@ -68,7 +41,7 @@ def test_executor_killed_mid_run_final_state_is_exact(broker, admin, topic_name,
             lines.append(line)
             if killed is None and line.startswith("batches ") and int(line.split()[1]) >= 1:
                 time.sleep(0.5)  # into the next batch's processing
-                execs = _executors(proc.pid)
+                execs = executors(proc.pid)
                 assert len(execs) >= 2, f"expected 2 executor processes, saw {execs}"
                 killed = execs[0]
                 os.kill(killed, signal.SIGKILL)

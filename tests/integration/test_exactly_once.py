@@ -218,6 +218,7 @@ def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, 
     raw = [m.value() for m in c.consume(10, 10) if m.error() is None]
     c.close()
     assert raw.count(b"1") == 2, "the older attempt did write, in a transaction that was aborted"
+    transactions._TXNS.clear()  # the attempts ran in this process: release their clients
 
 
 def test_a_cluster_that_cannot_do_transactions_is_refused_at_start(tmp_path, topic_name):

@@ -49,7 +49,18 @@ log = logging.getLogger("kspark")
 
 # Tasks live on in their Python worker between micro-batches, so stream time and
 # punctuation schedules carry over while Spark keeps a task on the same worker.
+# Reached only through _take_task/_keep_task: stage functions travel to workers pickled by
+# value with the globals they name, and this dict must stay behind (it holds live clients).
 _TASKS: dict[tuple[str, str], Any] = {}
+
+
+def _take_task(key: tuple[str, str]) -> Any:
+    """The task this worker kept after the task's previous batch, if any (removed)."""
+    return _TASKS.pop(key, None)
+
+
+def _keep_task(key: tuple[str, str], task: Any) -> None:
+    _TASKS[key] = task
 
 
 @dataclass(frozen=True)
@@ -198,14 +209,14 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
             # committed attempt fed them, recomputed from the state the batch started from.
             log.warning("task %s: batch %s is already committed; replaying it without writing",
                         task_id, batch)
-            cached = _TASKS.pop(key, None)
+            cached = _take_task(key)
             if cached is not None:
                 cached.close()
             if not plan.fed:
                 yield _RoutingCollector(producer, plan, partition).take_batch()
                 return
         collector = _RoutingCollector(producer, plan, partition)
-        task = None if replay else _reusable(_TASKS.pop(key, None), builders, marker)
+        task = None if replay else _reusable(_take_task(key), builders, marker)
         if task is None:
             task = build_task(graph, task_id, config, collector, only=plan.nodes, batch_buffer=True,
                               restore=lambda t: restore_task(t, builders, batch, saved, replay))
@@ -259,7 +270,7 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
         if any(bottom(s).persistent for s in task.stores.values()):
             task.close()  # RocksDB is reopened by whichever worker runs the task next
         else:
-            _TASKS[key] = task
+            _keep_task(key, task)
         yield collector.take_batch()
 
     return run
