@@ -144,8 +144,10 @@ def _reusable(task: Any, builders: dict[str, Any], marker: Marker | None) -> Any
     end (and, under exactly-once, it made the task's last commit)."""
     if task is None:
         return None
-    if marker is not None and getattr(task, "marker", None) != marker:
-        task.close()
+    mine = getattr(task, "marker", None)
+    if marker is not None and (mine is None or (mine.query, mine.batch, mine.producer) !=
+                               (marker.query, marker.batch, marker.producer)):
+        task.close()  # another worker committed this task since
         return None
     parts = logged_partitions(task, builders)
     if parts and admin_for(task.config).end_offsets(parts.values()) != task.changelog_offsets:
