@@ -12,7 +12,8 @@ from kspark._engine.collector import RecordCollector
 from kspark._kafka import QuietLogger
 from kspark.errors import SinkWriteError, SourceReadError
 
-__all__ = ["read_range", "TaskProducer", "task_producer"]
+__all__ = ["read_range", "TaskProducer", "task_producer", "group_reader", "commit_offsets",
+           "committed_offsets"]
 
 
 
@@ -160,3 +161,46 @@ def task_producer(bootstrap: str, client_id: str, extra: Mapping[str, Any] | Non
     if p is None:
         p = _PRODUCERS[key] = TaskProducer(bootstrap, client_id, extra)
     return p
+
+
+_GROUPS: dict[tuple, Consumer] = {}
+
+
+def group_reader(bootstrap: str, app_id: str, consumer_conf: Mapping[str, Any]) -> Consumer:
+    """A consumer of the group ``app_id`` (never subscribed), one per worker process: reads
+    committed markers (read_committed, so a pending transaction's offsets are waited for)
+    and gives the group metadata that transactions commit offsets with."""
+    key = (bootstrap, app_id, tuple(sorted(consumer_conf.items())))
+    if key not in _GROUPS:
+        _GROUPS[key] = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": app_id, "enable.auto.commit": False,
+            "isolation.level": "read_committed", "logger": QuietLogger(), **consumer_conf})
+    return _GROUPS[key]
+
+
+def commit_offsets(bootstrap: str, app_id: str, consumer_conf: Mapping[str, Any],
+                   offsets: Mapping[tuple[str, int], int]) -> None:
+    """Commit a task's input offsets to the group ``app_id`` (at-least-once: after the
+    batch's output is written; exactly-once commits them in the task's transaction)."""
+    if not offsets:
+        return
+    tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+    try:
+        group_reader(bootstrap, app_id, consumer_conf).commit(offsets=tps, asynchronous=False)
+    except KafkaException as e:
+        raise SinkWriteError(f"committing input offsets {dict(offsets)} to consumer group "
+                             f"{app_id!r} failed: {e.args[0].str()}") from None
+
+
+def committed_offsets(bootstrap: str, app_id: str, partitions: list[tuple[str, int]],
+                      consumer_conf: Mapping[str, Any] | None = None,
+                      timeout_s: float = 30.0) -> dict[tuple[str, int], int]:
+    """The offsets the group ``app_id`` has committed for ``partitions`` (those it has)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": app_id, "enable.auto.commit": False,
+                  "isolation.level": "read_committed", "logger": QuietLogger(),
+                  **(consumer_conf or {})})
+    try:
+        found = c.committed([TopicPartition(t, p) for t, p in partitions], timeout=timeout_s)
+    finally:
+        c.close()
+    return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}

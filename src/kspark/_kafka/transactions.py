@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kspark._kafka import QuietLogger
-from kspark._kafka.clients import TaskProducer
+from kspark._kafka.clients import TaskProducer, group_reader
 from kspark.errors import (
     TaskFencedError,
     TransactionTimeoutError,
@@ -198,19 +198,6 @@ class TaskTransactions:
 
 
 _TXNS: dict[tuple, TaskTransactions] = {}
-_GROUPS: dict[tuple, Consumer] = {}
-
-
-def group_reader(bootstrap: str, app_id: str, consumer_conf: Mapping[str, Any]) -> Consumer:
-    """A consumer of the group ``app_id`` (never subscribed), one per worker process: reads
-    committed markers (read_committed, so a pending transaction's offsets are waited for)
-    and gives the group metadata that transactions commit offsets with."""
-    key = (bootstrap, app_id, tuple(sorted(consumer_conf.items())))
-    if key not in _GROUPS:
-        _GROUPS[key] = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": app_id, "enable.auto.commit": False,
-            "isolation.level": "read_committed", "logger": QuietLogger(), **consumer_conf})
-    return _GROUPS[key]
 
 
 def task_transactions(bootstrap: str, app_id: str, task_id: str, marker_tp: tuple[str, int],

@@ -23,7 +23,7 @@ from kspark._engine.partitioner import default_partition
 from kspark._graph.graph import TopologyGraph
 from kspark._graph.instantiate import build_task
 from kspark._engine.state.build import bottom, discard_buffered
-from kspark._kafka.clients import task_producer
+from kspark._kafka.clients import commit_offsets, task_producer
 from kspark._kafka.transactions import Marker, progress_topic, task_transactions
 from kspark._spark.source import ARROW_SCHEMA
 from kspark.config import EXACTLY_ONCE_V2
@@ -254,6 +254,8 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
                                      marker.progress, tx.instance)
                 tx.commit(task.marker, inputs)
             task.changelog_offsets = checkpoint_task(task, builders)
+            if tx is None:  # at-least-once: the group learns the input offsets after the output
+                commit_offsets(bootstrap, app_id, consumer_conf, inputs)
             _inject_fault(context, task_id, batch)
         except BaseException as e:
             for store in task.stores.values():
