@@ -27,6 +27,7 @@ __all__ = [
     "TransactionsUnavailableError",
     "TaskFencedError",
     "TransactionTimeoutError",
+    "InstanceAlreadyRunningError",
 ]
 
 
@@ -95,3 +96,8 @@ class TaskFencedError(KSparkError):
 class TransactionTimeoutError(KSparkError):
     """A task's transaction stayed open longer than ``transaction.timeout.ms`` and the broker
     aborted it; make micro-batches shorter or raise ``producer.transaction.timeout.ms``."""
+
+
+class InstanceAlreadyRunningError(KSparkError):
+    """Another instance of the same ``application.id`` is running (on any host); two would
+    both process all input. The message names the running instance."""

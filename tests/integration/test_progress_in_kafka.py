@@ -56,3 +56,25 @@ def test_a_lost_state_dir_resumes_from_the_groups_offsets(broker, admin, spark, 
     for m in read_all(broker, dst):
         last[m.key().decode()] = L.deserialize("", m.value())
     assert last == {f"k{k}": 1200 for k in range(KEYS)}
+
+
+def test_a_second_instance_of_a_running_application_is_refused(broker, admin, spark, topic_name,
+                                                               app_config, tmp_path):
+    from kspark.errors import InstanceAlreadyRunningError
+
+    src, dst = topic_name("twice-in"), topic_name("twice-out")
+    admin.create_topics({src: 3, dst: 3})
+    first_cfg = app_config(autostop_at="none")
+    second_cfg = {**first_cfg, "state.dir": str(tmp_path / "other-host")}
+    first = KafkaStreams(_count(src, dst), first_cfg, spark=spark)
+    first.start()
+    try:
+        with pytest.raises(InstanceAlreadyRunningError,
+                           match=rf"{first_cfg['application.id']}.*already running.*kspark-instance@"):
+            KafkaStreams(_count(src, dst), second_cfg, spark=spark).start()
+    finally:
+        first.close()
+    again = KafkaStreams(_count(src, dst), {**second_cfg, "autostop.at": "eol"}, spark=spark)
+    again.start()  # once the first has closed, an instance may start at once
+    assert again.await_termination(120)
+    again.close()

@@ -14,6 +14,7 @@ from kspark._graph.graph import TopologyGraph
 from kspark._kafka.admin import Admin
 from kspark._spark.session import build_session, ensure_registered
 from kspark._spark.planner import plan_query
+from kspark._kafka.instance import InstanceGuard, instance_group
 from kspark._kafka.transactions import progress_topic
 from kspark.config import EXACTLY_ONCE_V2, StreamsConfig
 from kspark.errors import StreamsError, TopologyError
@@ -29,6 +30,7 @@ class SparkApplication:
         self.config = config
         self._spark = spark
         self._query: Any = None
+        self._guard: InstanceGuard | None = None
 
     @property
     def checkpoint_dir(self) -> str:
@@ -43,6 +45,19 @@ class SparkApplication:
         self.graph.check_copartitioning(counts)
         if c["processing.guarantee"] == EXACTLY_ONCE_V2:
             admin.check_transactions()
+        lock = instance_group(c["application.id"])
+        self._create_topic(admin, counts, lock, 1, "instance locks")
+        self._guard = InstanceGuard(c["bootstrap.servers"], c["application.id"], lock,
+                                    c["request.timeout.ms"] / 1000)
+        self._guard.acquire()
+        try:
+            self._start_query(admin, counts)
+        except BaseException:
+            self._guard.release()
+            raise
+
+    def _start_query(self, admin: Admin, counts: dict[str, int]) -> None:
+        c = self.config
         spark = self._spark or build_session({k: v for k, v in c.items() if k.startswith("spark.")})
         ensure_registered(spark)
         # Task numbers rely on a union numbering its inputs' partitions one after another
@@ -89,14 +104,26 @@ class SparkApplication:
         try:
             if timeout_s is None:
                 self._query.awaitTermination()
-                return True
-            return bool(self._query.awaitTermination(timeout_s))
+                done = True
+            else:
+                done = bool(self._query.awaitTermination(timeout_s))
         except StreamingQueryException as e:
+            self._release()
             raise StreamsError(_explain(self.config["application.id"], e)) from e
+        if done:
+            self._release()
+        return done
+
+    def _release(self) -> None:
+        """The query has stopped: another instance of the application may start."""
+        if self._guard is not None:
+            self._guard.release()
+            self._guard = None
 
     def stop(self, timeout_s: float | None) -> None:
         if self._query is not None and self._query.isActive:
             self._query.stop()
+        self._release()
         if self._query is not None and self._query.exception() is not None:
             raise StreamsError(_explain(self.config["application.id"], self._query.exception()))
 

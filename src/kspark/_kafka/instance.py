@@ -1,0 +1,108 @@
+"""One active instance per ``application.id``, enforced through Kafka (design brief, 8).
+
+A running application's driver is the one member of the consumer group
+``<application.id>-kspark-instance`` (the group only marks presence: it reads nothing).
+A second start, on any host, finds that member and is refused with an error naming it. A
+driver that died without leaving stays a member for ``session.timeout.ms`` (6 s): a start
+waits that long for it to expire before refusing.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+from confluent_kafka import Consumer, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from kspark._kafka import QuietLogger
+from kspark.errors import InstanceAlreadyRunningError
+
+__all__ = ["InstanceGuard", "instance_group"]
+
+SESSION_TIMEOUT_MS = 6000  # the broker's group.min.session.timeout.ms by default
+
+
+def instance_group(app_id: str) -> str:
+    return f"{app_id}-kspark-instance"
+
+
+class InstanceGuard:
+    """Membership of the instance group while the application runs.
+
+    Example (needs a broker, so not run)::
+
+        guard = InstanceGuard("localhost:9092", "my-app", lock_topic)
+        guard.acquire()      # raises InstanceAlreadyRunningError if another instance runs
+        ...
+        guard.release()
+    """
+
+    def __init__(self, bootstrap: str, app_id: str, topic: str, timeout_s: float = 30.0):
+        self.bootstrap, self.app_id, self.topic = bootstrap, app_id, topic
+        self.group = instance_group(app_id)
+        self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self._timeout_s = timeout_s
+        self._admin = AdminClient({"bootstrap.servers": bootstrap, "logger": QuietLogger()})
+        self._consumer: Consumer | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def members(self) -> list[str]:
+        """Client ids (``kspark-instance@<host>:<pid>``) and hosts of the group's members."""
+        try:
+            (fut,) = self._admin.describe_consumer_groups(
+                [self.group], request_timeout=self._timeout_s).values()
+            desc = fut.result(timeout=self._timeout_s)
+        except KafkaException:
+            return []  # no such group yet
+        return [f"{m.client_id} (host {m.host})" for m in desc.members]
+
+    def acquire(self) -> None:
+        """Join the group, unless another instance is a member: then raise, naming it."""
+        deadline = time.monotonic() + (SESSION_TIMEOUT_MS + 4000) / 1000
+        others = self.members()
+        while others and time.monotonic() < deadline:  # a dead driver's membership expires
+            time.sleep(0.5)
+            others = self.members()
+        if others:
+            raise self._refusal(others)
+        self._consumer = Consumer({
+            "bootstrap.servers": self.bootstrap, "group.id": self.group,
+            "client.id": f"kspark-instance@{self.name}", "enable.auto.commit": False,
+            "session.timeout.ms": SESSION_TIMEOUT_MS, "heartbeat.interval.ms": 1000,
+            "logger": QuietLogger()})
+        assigned = threading.Event()
+        self._consumer.subscribe([self.topic], on_assign=lambda c, parts: assigned.set())
+        deadline = time.monotonic() + self._timeout_s
+        while not assigned.is_set() and time.monotonic() < deadline:
+            self._consumer.poll(0.2)
+        members = self.members()
+        if len(members) > 1:  # two instances started at once: neither keeps running
+            self.release()
+            raise self._refusal([m for m in members if self.name not in m])
+        self._thread = threading.Thread(target=self._keep_alive, daemon=True,
+                                        name=f"kspark-instance-{self.app_id}")
+        self._thread.start()
+
+    def _keep_alive(self) -> None:
+        while not self._stop.is_set():
+            self._consumer.poll(0.5)
+
+    def release(self) -> None:
+        """Leave the group (at close): another instance may start at once."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    def _refusal(self, others: list[str]) -> InstanceAlreadyRunningError:
+        return InstanceAlreadyRunningError(
+            f"application {self.app_id!r} is already running: {', '.join(others)} is a member of "
+            f"consumer group {self.group!r}. Stop that instance first (close() or kill it; a "
+            f"killed one is forgotten after {SESSION_TIMEOUT_MS // 1000} s), or give this one "
+            "another application.id")
