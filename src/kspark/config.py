@@ -120,7 +120,9 @@ _KEYS = [
               _one_of("log_and_fail", "log_and_continue")),
     ConfigKey("errors.dead.letter.queue.topic.name", str, None, "If set, records that cannot be "
               "deserialized are also written, unchanged, to this topic, with headers naming the "
-              "error and where the record came from (KIP-1034)."),
+              "error and where the record came from (KIP-1034). The topic must exist at start.",
+              lambda v: None if v.strip() else "must not be empty (leave the key out to "
+              "turn dead-lettering off)"),
     ConfigKey("statestore.cache.max.bytes", int, 10 * 1024 * 1024, "Record cache for DSL "
               "stores: above 0, a table emits each key's latest change once per commit (on "
               "Spark: per micro-batch); 0 emits every update.", _non_negative),

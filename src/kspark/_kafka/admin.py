@@ -107,6 +107,25 @@ class Admin:
                                   f"{tp.partition} at {self.bootstrap}: {e.args[0].str()}") from None
         return out
 
+    def max_message_bytes(self, topics: Iterable[str]) -> int | None:
+        """The largest ``max.message.bytes`` among ``topics`` (None: no topics)."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+        if not resources:
+            return None
+        sizes = []
+        for res, fut in self._admin.describe_configs(resources,
+                                                     request_timeout=self.timeout_s).items():
+            try:
+                entry = fut.result(timeout=self.timeout_s).get("max.message.bytes")
+            except KafkaException as e:
+                raise KSparkError(f"cannot read the config of topic {res.name!r}: "
+                                  f"{e.args[0].str()}") from None
+            if entry is not None and entry.value is not None:
+                sizes.append(int(entry.value))
+        return max(sizes, default=None)
+
     def check_transactions(self) -> None:
         """Exactly-once needs transactions: the transaction state log must fit on the live
         brokers. Raises TransactionsUnavailableError naming the broker setting otherwise."""

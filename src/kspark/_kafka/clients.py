@@ -13,7 +13,7 @@ from kspark._kafka import QuietLogger
 from kspark.errors import SinkWriteError, SourceReadError
 
 __all__ = ["read_range", "TaskProducer", "task_producer", "group_reader", "commit_offsets",
-           "committed_offsets"]
+           "committed_offsets", "check_client_configs"]
 
 
 
@@ -127,8 +127,13 @@ class TaskProducer(RecordCollector):
                 err = e.args[0]
                 if err.fatal():
                     self.fatal_error = err
-                raise SinkWriteError(f"producer {self.client_id!r} cannot write to topic "
-                                     f"{topic!r}: {err.str()}") from None
+                size = len(key or b"") + len(value or b"")
+                hint = (" Raise producer.message.max.bytes (and the topic's max.message.bytes)"
+                        if err.code() == KafkaError.MSG_SIZE_TOO_LARGE else "")
+                raise SinkWriteError(
+                    f"producer {self.client_id!r} cannot write a record of {size} bytes to "
+                    f"topic {topic!r} partition {-1 if partition is None else partition}: "
+                    f"{err.str()}.{hint}") from None
         self.sent += 1
         if self.sent % 10000 == 0:
             self._producer.poll(0)
@@ -204,3 +209,27 @@ def committed_offsets(bootstrap: str, app_id: str, partitions: list[tuple[str, i
     finally:
         c.close()
     return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
+
+
+def check_client_configs(config: Mapping[str, Any]) -> None:
+    """Build each kind of client once with the ``producer.*``, ``consumer.*`` and ``admin.*``
+    keys, so a bad librdkafka setting fails at start, naming the key, not in the first task."""
+    from confluent_kafka.admin import AdminClient
+
+    from kspark.errors import ConfigError
+
+    base = {"bootstrap.servers": config["bootstrap.servers"], "logger": QuietLogger()}
+    for prefix, make, extra in (("producer.", Producer, {}),
+                                ("consumer.", Consumer, {"group.id": "kspark-config-check"}),
+                                ("admin.", AdminClient, {})):
+        keys = {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
+        if not keys:
+            continue
+        try:
+            client = make({**base, **extra, **keys})
+        except (KafkaException, ValueError, TypeError) as e:
+            detail = e.args[0].str() if isinstance(e, KafkaException) else str(e)
+            raise ConfigError(f"invalid {prefix}* setting among {sorted(prefix + k for k in keys)}: "
+                              f"{detail}") from None
+        if isinstance(client, Consumer):
+            client.close()

@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 
 from kspark._graph.graph import TopologyGraph
 from kspark._kafka.admin import Admin
+from kspark._kafka.clients import check_client_configs
 from kspark._spark.session import build_session, ensure_registered
 from kspark._spark.planner import plan_query
 from kspark._kafka.instance import InstanceGuard, instance_group
@@ -40,7 +41,15 @@ class SparkApplication:
         c = self.config
         admin = Admin(c["bootstrap.servers"], c["request.timeout.ms"], c.with_prefix("admin."))
         user_sources = [t for t in self.graph.user_source_topics() if t not in self.graph.sink_topics()]
-        admin.check_topics(user_sources, self.graph.sink_topics())
+        dead_letters = [c["errors.dead.letter.queue.topic.name"]] if c[
+            "errors.dead.letter.queue.topic.name"] else []
+        admin.check_topics(user_sources, self.graph.sink_topics() + dead_letters)
+        check_client_configs(c)
+        if "producer.message.max.bytes" not in c:  # records as large as the sink topics take
+            largest = admin.max_message_bytes(self.graph.sink_topics())
+            if largest is not None and largest > 1_000_000:
+                self.config = c = StreamsConfig({**c.as_dict(),
+                                                 "producer.message.max.bytes": largest + 1024})
         counts = admin.partition_counts()
         self.graph.check_copartitioning(counts)
         if c["processing.guarantee"] == EXACTLY_ONCE_V2:
