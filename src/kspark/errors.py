@@ -28,6 +28,7 @@ __all__ = [
     "TaskFencedError",
     "TransactionTimeoutError",
     "InstanceAlreadyRunningError",
+    "ProcessorError",
 ]
 
 
@@ -101,3 +102,9 @@ class TransactionTimeoutError(KSparkError):
 class InstanceAlreadyRunningError(KSparkError):
     """Another instance of the same ``application.id`` is running (on any host); two would
     both process all input. The message names the running instance."""
+
+
+class ProcessorError(KSparkError):
+    """Code in a processor (your lambda or Processor) raised: the message names the task, the
+    processor node, the input record (topic, partition, offset), the exception and the file
+    and line it came from; the original exception is chained as ``__cause__``."""

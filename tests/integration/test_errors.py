@@ -69,3 +69,26 @@ def test_undeserializable_record_fails_the_query_naming_topic_partition_offset(
     streams.start()
     with pytest.raises(StreamsError, match=rf"topic '{src}', partition 0, offset 1"):
         streams.await_termination(120)
+
+
+def test_an_exception_in_user_code_names_its_cause_task_node_and_line(spark, admin, broker,
+                                                                      topic_name, app_config):
+    src, dst = topic_name("bad-code-in"), topic_name("bad-code-out")
+    admin.create_topics({src: 1, dst: 1})
+    p = Producer({"bootstrap.servers": broker})
+    p.produce(src, key=b"k", value=b"[1, 2]")
+    p.flush(10)
+    b = StreamsBuilder()
+    (b.stream(src, key_serde=Serdes.String(), value_serde=Serdes.Json())
+      .map_values(lambda v: v["x"], name="pick-x")  # a list has no "x"
+      .to(dst, value_serde=Serdes.Json()))
+    streams = KafkaStreams(b.build(), app_config(), spark=spark)
+    streams.start()
+    with pytest.raises(StreamsError) as e:
+        streams.await_termination(120)
+    first_line = str(e.value).splitlines()[0]
+    assert "TypeError: list indices must be integers" in first_line
+    assert "task 0_0, processor 'pick-x'" in first_line
+    assert f"topic {src!r}, partition 0, offset 0" in first_line
+    assert "test_errors.py:" in first_line and "Traceback" not in str(e.value)
+    streams.close()

@@ -78,3 +78,32 @@ def test_a_second_instance_of_a_running_application_is_refused(broker, admin, sp
     again.start()  # once the first has closed, an instance may start at once
     assert again.await_termination(120)
     again.close()
+
+
+def test_a_missing_dead_letter_topic_is_found_at_start(admin, topic_name, app_config):
+    from kspark.errors import MissingSinkTopicError
+
+    src, dst = topic_name("dlq-in"), topic_name("dlq-out")
+    admin.create_topics({src: 1, dst: 1})
+    cfg = app_config(errors_dead_letter_queue_topic_name=topic_name("no-such-dlq"))
+    with pytest.raises(MissingSinkTopicError, match="no-such-dlq"):
+        KafkaStreams(_count(src, dst), cfg).start()
+
+
+def test_records_as_large_as_the_topics_allow_are_written(broker, admin, spark, topic_name,
+                                                         app_config):
+    src, dst = topic_name("big-in"), topic_name("big-out")
+    big = {"max.message.bytes": str(10 * 1024 * 1024)}
+    admin.create_topics({src: 1, dst: 1}, big)
+    p = Producer({"bootstrap.servers": broker, "message.max.bytes": 11 * 1024 * 1024})
+    p.produce(src, key=b"k", value=b"v" * (5 * 1024 * 1024))
+    assert p.flush(30) == 0
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=Serdes.ByteArray()).to(
+        dst, key_serde=S, value_serde=Serdes.ByteArray())
+    streams = KafkaStreams(b.build(), app_config(consumer_fetch_max_bytes=52428800), spark=spark)
+    streams.start()
+    assert streams.await_termination(120)
+    streams.close()
+    (m,) = read_all(broker, dst)
+    assert len(m.value()) == 5 * 1024 * 1024

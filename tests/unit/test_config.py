@@ -84,3 +84,17 @@ def test_kafka_streams_rejects_invalid_config_at_construction():
 def test_secrets_are_masked():
     c = StreamsConfig({**BASE, "consumer.sasl.password": "hunter2"})
     assert "hunter2" not in repr(c)
+
+
+def test_an_empty_dead_letter_topic_name_is_refused():
+    with pytest.raises(ConfigError, match="errors.dead.letter.queue.topic.name.*must not be empty"):
+        StreamsConfig({**BASE, "errors.dead.letter.queue.topic.name": " "})
+
+
+@pytest.mark.parametrize("key,value", [("producer.linger.mss", 5),
+                                       ("consumer.fetch.max.bytes", "lots")])
+def test_client_settings_are_checked_by_building_the_clients(key, value):
+    from kspark._kafka.clients import check_client_configs
+
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        check_client_configs({**BASE, key: value})

@@ -212,3 +212,19 @@ def test_wall_clock_punctuation_is_checked_during_a_long_batch():
     # 35 s of processing: the punctuation (every 10 s) fired during it, at the 1,000-record
     # checks past each due time, not only once at the end
     assert ticks == [2000, 3000, 5000]
+
+
+def test_user_code_errors_name_task_processor_record_and_line():
+    from kspark.errors import ProcessorError
+
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=Serdes.Json())
+      .map_values(lambda v: v["x"], name="pick-x").to("out", value_serde=Serdes.Json()))
+    with TopologyTestDriver(b.build()) as d:
+        with pytest.raises(ProcessorError) as e:
+            d.create_input_topic("in", S, Serdes.Json()).pipe_input("k", None)
+    message = str(e.value)
+    assert message.startswith("task 0_0, processor 'pick-x': TypeError:")
+    assert "topic 'in', partition 0, offset 0" in message
+    assert "test_time_and_errors.py:" in message and "<lambda>" in message
+    assert isinstance(e.value.__cause__, TypeError)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from kspark._engine.api import Processor, Record
-from kspark.errors import SerializationError, TopologyError
+from kspark.errors import KSparkError, ProcessorError, SerializationError, TopologyError
 
 if TYPE_CHECKING:
     from kspark._engine.task import StreamTask
@@ -39,10 +41,16 @@ class ProcessorNode:
     def init(self, task: "StreamTask") -> None:
         from kspark._engine.context import NodeContext
 
+        self.task = task
         self.processor.init(NodeContext(task, self))
 
     def process(self, record: Record) -> None:
-        self.processor.process(record)
+        try:
+            self.processor.process(record)
+        except KSparkError:
+            raise
+        except Exception as e:  # user code: name the task, node, record and line
+            raise ProcessorError(_describe_failure(self, e)) from e
 
     def close(self) -> None:
         self.processor.close()
@@ -124,3 +132,24 @@ class SinkNode(ProcessorNode):
                     f"the partitioner of sink {self.name!r} chose partition {partition} of topic "
                     f"{topic!r}, which has {n} partition(s)")
         self.task.collector.send(topic, key, value, record.timestamp, record.headers, partition)
+
+
+_KSPARK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _describe_failure(node: ProcessorNode, error: BaseException) -> str:
+    """``task 0_1, processor 'X': TypeError: ... (record: topic t, partition p, offset o;
+    raised at file.py:12 in fn)``, naming the innermost frame outside kspark."""
+    where = ""
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if not os.path.abspath(frame.filename).startswith(_KSPARK_DIR):
+            where = f"; raised at {frame.filename}:{frame.lineno} in {frame.name}"
+            break
+    task = getattr(node, "task", None)
+    meta = task.record_metadata if task is not None else None
+    record = "" if meta is None else (
+        f"record: topic {meta.topic!r}, partition {meta.partition}, offset {meta.offset}")
+    context = f" ({record}{where})" if record or where else ""
+    task_id = task.task_id if task is not None else "?"
+    return (f"task {task_id}, processor {node.name!r}: {type(error).__name__}: {error}"
+            f"{context.replace('(; ', '(')}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from typing import Any
@@ -21,6 +22,8 @@ from kspark.config import EXACTLY_ONCE_V2, StreamsConfig
 from kspark.errors import StreamsError, TopologyError
 
 __all__ = ["SparkApplication"]
+
+log = logging.getLogger("kspark")
 
 
 class SparkApplication:
@@ -149,8 +152,10 @@ class SparkApplication:
 
 
 def _explain(app_id: str, e: BaseException) -> str:
-    """The first kspark error named in a failed query's trace, else its first line."""
+    """The first kspark error named in a failed query's trace, else its first line (the
+    whole trace, with the Python worker's traceback, goes to the log)."""
     text = str(getattr(e, "desc", None) or e)
+    log.error("application %r failed:\n%s", app_id, text)
     m = re.search(r"(kspark\.errors\.\w+: .*?)(?:\n\s*\n|\n\s+at |\n\tat |$)", text, re.S)
     reason = m.group(1).strip() if m else text.strip().splitlines()[0] if text.strip() else repr(e)
     return f"application {app_id!r} failed: {reason}"
