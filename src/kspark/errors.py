@@ -29,6 +29,7 @@ __all__ = [
     "TransactionTimeoutError",
     "InstanceAlreadyRunningError",
     "ProcessorError",
+    "ChangelogLostError",
 ]
 
 
@@ -108,3 +109,9 @@ class ProcessorError(KSparkError):
     """Code in a processor (your lambda or Processor) raised: the message names the task, the
     processor node, the input record (topic, partition, offset), the exception and the file
     and line it came from; the original exception is chained as ``__cause__``."""
+
+
+class ChangelogLostError(KSparkError):
+    """A store's changelog topic was deleted or recreated while local state still has a
+    checkpoint of it: restoring would silently lose state. The message names the topic and
+    the choices (reset the application, or restore the topic)."""

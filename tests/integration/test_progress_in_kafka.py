@@ -107,3 +107,28 @@ def test_records_as_large_as_the_topics_allow_are_written(broker, admin, spark, 
     streams.close()
     (m,) = read_all(broker, dst)
     assert len(m.value()) == 5 * 1024 * 1024
+
+
+def test_a_deleted_changelog_is_an_error_not_a_silent_wipe(broker, admin, spark, topic_name,
+                                                          app_config):
+    from kspark.errors import ChangelogLostError
+
+    src, dst = topic_name("cl-in"), topic_name("cl-out")
+    admin.create_topics({src: 3, dst: 3})
+    cfg = app_config()
+
+    def run():
+        streams = KafkaStreams(_count(src, dst), cfg, spark=spark)
+        streams.start()
+        assert streams.await_termination(300)
+        streams.close()
+
+    _produce(broker, src, 30_000)
+    run()
+    changelogs = [t for t in admin.partition_counts() if t.startswith(cfg["application.id"])
+                  and t.endswith("-changelog")]
+    assert len(changelogs) == 1
+    admin.delete_topics(changelogs)
+    _produce(broker, src, 30_000)
+    with pytest.raises(ChangelogLostError, match=rf"{changelogs[0]}.*does not exist.*reset"):
+        KafkaStreams(_count(src, dst), cfg, spark=spark).start()

@@ -19,7 +19,7 @@ from kspark._spark.planner import plan_query
 from kspark._kafka.instance import InstanceGuard, instance_group
 from kspark._kafka.transactions import progress_topic
 from kspark.config import EXACTLY_ONCE_V2, StreamsConfig
-from kspark.errors import StreamsError, TopologyError
+from kspark.errors import ChangelogLostError, StreamsError, TopologyError
 
 __all__ = ["SparkApplication"]
 
@@ -98,8 +98,27 @@ class SparkApplication:
             if not builder.logging_enabled:
                 continue
             topic = changelog_topic(self.config["application.id"], name)
+            if topic not in counts:
+                self._check_no_local_state_of(topic)
             self._create_topic(admin, counts, topic, n, f"store {name!r}'s tasks",
                                {"cleanup.policy": "compact", **dict(builder.log_config)})
+
+    def _check_no_local_state_of(self, topic: str) -> None:
+        """A missing changelog while local state has a checkpoint of it: refuse (creating
+        it empty would make every task wipe its correct state and count from zero)."""
+        from pathlib import Path
+
+        from kspark._engine.state.checkpoint import read_checkpoint
+
+        app_dir = Path(self.config["state.dir"], self.config["application.id"])
+        for path in sorted(app_dir.glob("*/.checkpoint")):
+            if any(t == topic for t, _ in (read_checkpoint(path) or {})):
+                raise ChangelogLostError(
+                    f"changelog topic {topic!r} does not exist, but the local state in "
+                    f"{path.parent} was checkpointed from it: the topic was deleted, and "
+                    "recreating it empty would silently lose that state. Either reset the "
+                    f"application (delete {app_dir} and the application's internal topics, "
+                    "then reprocess), or restore the topic's data before starting")
 
     @staticmethod
     def _create_topic(admin: Admin, counts: dict[str, int], topic: str, n: int, what: str,

@@ -25,6 +25,7 @@ from kspark._engine.state.checkpoint import (
 from kspark._engine.task import BATCH_HEADER, StreamTask
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import read_range
+from kspark.errors import ChangelogLostError
 
 __all__ = ["LOCAL_PROGRESS", "restore_task", "checkpoint_task", "invalidate_checkpoint", "logged_partitions",
            "admin_for"]
@@ -96,7 +97,16 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
         raw = bottom(task.stores[name])
         end = ends[tp]
         start = checkpoint.get(tp) if raw.persistent else None
-        if start is None or start > end:
+        if start is not None and start > end:
+            raise ChangelogLostError(
+                f"task {task.task_id}: changelog topic {tp[0]!r} partition {tp[1]} ends at "
+                f"offset {end}, but store {name!r}'s local state was checkpointed at offset "
+                f"{start}: the changelog was deleted or recreated, and restoring from it would "
+                "silently lose state. Either reset the application (delete "
+                f"{task.config['state.dir']}/{task.config['application.id']} and the "
+                "application's internal topics, then reprocess), or restore the changelog "
+                "topic's data")
+        if start is None:
             if raw.persistent and raw.approximate_num_entries():
                 log.warning("task %s: store %r has no valid checkpoint for batch %s; wiping it "
                             "and restoring from changelog %s partition %d", task.task_id, name,
