@@ -91,4 +91,3 @@ def test_an_exception_in_user_code_names_its_cause_task_node_and_line(spark, adm
     assert "task 0_0, processor 'pick-x'" in first_line
     assert f"topic {src!r}, partition 0, offset 0" in first_line
     assert "test_errors.py:" in first_line and "Traceback" not in str(e.value)
-    streams.close()

@@ -51,7 +51,8 @@ class SparkApplication:
         if "producer.message.max.bytes" not in c:  # records as large as the sink topics take
             largest = admin.max_message_bytes(self.graph.sink_topics())
             if largest is not None and largest > 1_000_000:
-                self.config = c = StreamsConfig({**c.as_dict(),
+                given = {k: v for k, v in c.as_dict().items() if v is not None}
+                self.config = c = StreamsConfig({**given,
                                                  "producer.message.max.bytes": largest + 1024})
         counts = admin.partition_counts()
         self.graph.check_copartitioning(counts)
@@ -175,6 +176,6 @@ def _explain(app_id: str, e: BaseException) -> str:
     whole trace, with the Python worker's traceback, goes to the log)."""
     text = str(getattr(e, "desc", None) or e)
     log.error("application %r failed:\n%s", app_id, text)
-    m = re.search(r"(kspark\.errors\.\w+: .*?)(?:\n\s*\n|\n\s+at |\n\tat |$)", text, re.S)
+    m = re.search(r"(kspark\.errors\.\w+: [^\n]*)", text)  # kspark's messages are one line
     reason = m.group(1).strip() if m else text.strip().splitlines()[0] if text.strip() else repr(e)
     return f"application {app_id!r} failed: {reason}"
