@@ -126,20 +126,21 @@ def finish(proc: subprocess.Popen, timeout_s: float = 600) -> tuple[int, list[st
 
 def kill_and_finish(cmd: list[str], victim: str, delay_s: float, log=print) -> None:
     """Run the app, SIGKILL ``victim`` ("driver" or "executor") ``delay_s`` after its first
-    micro-batch began, then run it again (as often as needed) until it exits 0."""
+    micro-batch completed (so that later batches are writing when it dies), then run it
+    again (as often as needed) until it exits 0."""
     proc = start_app(cmd)
     lines = []
     try:
         for line in proc.stdout:
             lines.append(line)
-            if line.startswith("started"):
+            if line.startswith("batches ") and int(line.split()[1]) >= 1 or line.startswith("done"):
                 break
         time.sleep(delay_s)  # a random moment: this is what the soak varies
         if proc.poll() is None:
             targets = [proc.pid] if victim == "driver" else executors(proc.pid)[:1]
             for pid in targets:
                 os.kill(pid, signal.SIGKILL)
-            log(f"  killed the {victim} ({targets}) {delay_s:.1f}s after start")
+            log(f"  killed the {victim} ({targets}) {delay_s:.1f}s after batch 1")
         code, more = finish(proc)
         lines += more
     finally:
@@ -239,14 +240,15 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
                                            f"{src}-agg": PARTITIONS})
     state_dir = tempfile.mkdtemp(prefix="kspark-soak-", dir=work_dir)
     cmd = app_command(bootstrap, src, app_id, state_dir, "--master", master, "--guarantee",
-                      guarantee, "--max-offsets", str(max(500, records // rounds // 4)))
+                      guarantee, "--max-offsets", str(max(500, records // rounds // 8)),
+                      "--slow-ms", "0.2")
     produced = 0
     for r in range(rounds):
         n = records // rounds + (records % rounds if r == rounds - 1 else 0)
         produce(bootstrap, src, produced, n, keys)
         produced += n
         victim = rng.choice(["driver", "executor"])
-        delay = rng.uniform(2.0, 12.0)
+        delay = rng.uniform(0.0, 3.0)
         log(f"round {r + 1}/{rounds}: {n} records, kill the {victim} at ~{delay:.1f}s")
         kill_and_finish(cmd, victim, delay, log)
     figures = verify(bootstrap, src, app_id, produced, keys)

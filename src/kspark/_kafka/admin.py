@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,6 +20,8 @@ from kspark.errors import (
 )
 
 __all__ = ["Admin"]
+
+log = logging.getLogger("kspark")
 
 
 
@@ -108,20 +111,20 @@ class Admin:
         return out
 
     def max_message_bytes(self, topics: Iterable[str]) -> int | None:
-        """The largest ``max.message.bytes`` among ``topics`` (None: no topics)."""
+        """The largest ``max.message.bytes`` among ``topics`` (None: none could be read; a
+        topic whose config cannot be read is logged and left out)."""
         from confluent_kafka.admin import ConfigResource, ResourceType
 
-        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
-        if not resources:
-            return None
         sizes = []
-        for res, fut in self._admin.describe_configs(resources,
-                                                     request_timeout=self.timeout_s).items():
+        for topic in topics:  # one request per topic: batched answers failed to parse at times
+            res = ConfigResource(ResourceType.TOPIC, topic)
             try:
+                (fut,) = self._admin.describe_configs([res], request_timeout=self.timeout_s).values()
                 entry = fut.result(timeout=self.timeout_s).get("max.message.bytes")
             except KafkaException as e:
-                raise KSparkError(f"cannot read the config of topic {res.name!r}: "
-                                  f"{e.args[0].str()}") from None
+                log.warning("cannot read max.message.bytes of topic %r (%s); the producer keeps "
+                            "its own message.max.bytes for it", topic, e.args[0].str())
+                continue
             if entry is not None and entry.value is not None:
                 sizes.append(int(entry.value))
         return max(sizes, default=None)

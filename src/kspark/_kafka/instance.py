@@ -62,7 +62,7 @@ class InstanceGuard:
 
     def acquire(self) -> None:
         """Join the group, unless another instance is a member: then raise, naming it."""
-        deadline = time.monotonic() + (SESSION_TIMEOUT_MS + 4000) / 1000
+        deadline = time.monotonic() + (SESSION_TIMEOUT_MS + 20000) / 1000
         others = self.members()
         while others and time.monotonic() < deadline:  # a dead driver's membership expires
             time.sleep(0.5)

@@ -38,7 +38,6 @@ def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
     return (spark.readStream.format("kspark_kafka")
             .option("resets", json.dumps({t: resets[t] for t in topics if t in resets}))
             .option("bootstrap", c["bootstrap.servers"])
-            .option("group", c["application.id"])
             .option("topics", json.dumps(topics))
             .option("max_offsets", str(c["max.offsets.per.trigger"]))
             .option("timeout_ms", str(c["request.timeout.ms"]))

@@ -64,7 +64,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.consumer_conf: dict[str, Any] = json.loads(options.get("consumer_conf", "{}"))
         self.admin_conf: dict[str, Any] = json.loads(options.get("admin_conf", "{}"))
         self.resets: dict[str, str] = json.loads(options.get("resets", "{}"))
-        self.group: str | None = options.get("group")  # the application's consumer group
         self._stop_at: Offsets | None = None
 
     def _admin(self) -> Any:
@@ -82,22 +81,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return out
 
     def initialOffset(self) -> Offsets:
-        """Where a query without a Spark checkpoint starts: the offsets the application's
-        consumer group committed (Kafka is the source of truth for progress, as in Kafka
-        Streams), else each topic's earliest offset, or its end for 'latest' sources."""
-        from kspark._kafka.clients import committed_offsets
-
+        """Where a new query starts: each topic's earliest offset, or its end for 'latest'
+        sources. (Spark may call this again when it replays batch 0, so it must not depend
+        on what the batch's tasks commit: starting from the group's offsets needs the start
+        to be pinned first; see docs/architecture.md.)"""
         admin = self._admin()
         earliest, latest = self._ends(admin, earliest=True), self._ends(admin)
-        start = {t: dict((latest if self.resets.get(t) == "latest" else earliest)[t])
-                 for t in self.topics}
-        if self.group:
-            tps = [(t, int(p)) for t, parts in start.items() for p in parts]
-            found = committed_offsets(self.bootstrap, self.group, tps, self.consumer_conf,
-                                      self.timeout_ms / 1000)
-            for (t, p), offset in found.items():  # a truncated topic: from its earliest
-                start[t][str(p)] = max(offset, earliest[t][str(p)])
-        return start
+        return {t: (latest if self.resets.get(t) == "latest" else earliest)[t] for t in self.topics}
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         ends = self._stop_at if self._stop_at is not None else self._ends(self._admin())
