@@ -79,8 +79,10 @@ def produce(bootstrap: str, src: str, start: int, n: int, keys: int) -> None:
 
     from kspark import Serdes
 
+    # Idempotent: a retried request on a busy machine must not reorder the input, which the
+    # checks compare the output's order with.
     p = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random",
-                  "linger.ms": 20})
+                  "linger.ms": 20, "enable.idempotence": True})
     long = Serdes.Long()
     for i in range(start, start + n):
         while True:
