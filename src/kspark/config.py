@@ -118,6 +118,12 @@ _KEYS = [
               "record it cannot deserialize: log_and_fail stops with an error naming topic, "
               "partition and offset; log_and_continue logs, counts and skips it.",
               _one_of("log_and_fail", "log_and_continue")),
+    ConfigKey("production.exception.handler", str, "log_and_fail", "What a task does with a "
+              "record it cannot serialize or that Kafka refuses (say, larger than "
+              "message.max.bytes): log_and_fail stops with an error naming the sink, topic, "
+              "partition and size; log_and_continue logs, counts and skips it (its input record "
+              "goes to the dead-letter topic if one is set).",
+              _one_of("log_and_fail", "log_and_continue")),
     ConfigKey("errors.dead.letter.queue.topic.name", str, None, "If set, records that cannot be "
               "deserialized are also written, unchanged, to this topic, with headers naming the "
               "error and where the record came from (KIP-1034). The topic must exist at start.",
@@ -133,6 +139,12 @@ _KEYS = [
     ConfigKey("autostop.at", str, "none", "kspark: 'eol' processes what is in the input topics "
               "at start and stops (Spark's AvailableNow trigger); 'none' runs until closed.",
               _one_of("none", "eol")),
+    ConfigKey("checkpoint.location", str, None, "kspark: where the Spark checkpoint lives: "
+              "a local path or any Hadoop-compatible URI (hdfs://, s3a://, ...); default "
+              "<state.dir>/<application.id>/checkpoint. Without one, the query resumes from the "
+              "offsets the application's consumer group committed.",
+              lambda v: None if v.strip() else "must not be empty (leave the key out for "
+              "the default)"),
     ConfigKey("source.read.timeout.ms", int, 60000, "kspark: a task that cannot read up to its "
               "planned offset within this time fails, naming topic and partition.", _positive),
 ]

@@ -30,6 +30,8 @@ __all__ = [
     "InstanceAlreadyRunningError",
     "ProcessorError",
     "ChangelogLostError",
+    "ProgressMismatchError",
+    "StateStoreError",
 ]
 
 
@@ -76,8 +78,13 @@ class SourceReadError(KSparkError):
 class SinkWriteError(KSparkError):
     """A record could not be written to Kafka; the message names the topic and task.
 
-    kspark never drops such a record silently: the task fails and is retried by Spark.
+    kspark never drops such a record silently: the task fails and is retried by Spark,
+    unless ``production.exception.handler`` is ``log_and_continue`` (then it is logged,
+    counted and, if a dead-letter topic is set, its input record is dead-lettered).
+    ``fatal``: the producer itself is unusable (say, fenced); no handler can continue.
     """
+
+    fatal = False
 
 
 class StreamsError(KSparkError):
@@ -115,3 +122,14 @@ class ChangelogLostError(KSparkError):
     """A store's changelog topic was deleted or recreated while local state still has a
     checkpoint of it: restoring would silently lose state. The message names the topic and
     the choices (reset the application, or restore the topic)."""
+
+
+class ProgressMismatchError(KSparkError):
+    """The Spark checkpoint disagrees with the input offsets the application's consumer group
+    committed (a restored old checkpoint, or a reset group): trusting either silently would
+    skip or repeat input. The message names the topic, partition, both offsets and the choices."""
+
+
+class StateStoreError(KSparkError):
+    """A state store could not be opened or used (say, RocksDB's lock is held by another
+    process); the message names the store, its directory and the cause."""

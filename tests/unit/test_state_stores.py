@@ -148,3 +148,15 @@ def test_driver_store_lookup_names_what_exists():
     with TopologyTestDriver(_counting(Stores.in_memory_key_value_store)) as d:
         with pytest.raises(TopologyError, match=r"\['counts'\]"):
             d.get_state_store("nope")
+
+
+def test_a_rocksdb_store_whose_lock_is_held_names_store_directory_and_remedy(tmp_path):
+    from kspark._engine.state.bytes_stores import RocksDBBytesStore
+    from kspark.errors import StateStoreError
+
+    first = RocksDBBytesStore("counts", tmp_path / "0_1" / "counts")
+    try:
+        with pytest.raises(StateStoreError, match=r"'counts' at .*0_1.*lock.*own state.dir"):
+            RocksDBBytesStore("counts", tmp_path / "0_1" / "counts")
+    finally:
+        first.close()

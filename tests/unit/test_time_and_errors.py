@@ -228,3 +228,33 @@ def test_user_code_errors_name_task_processor_record_and_line():
     assert "topic 'in', partition 0, offset 0" in message
     assert "test_time_and_errors.py:" in message and "<lambda>" in message
     assert isinstance(e.value.__cause__, TypeError)
+
+
+def _unwritable(config=None):
+    """Values of 'bad' keys become strings, which the Integer sink serde cannot write."""
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=I)
+      .map_values(lambda k, v: "text" if k == "bad" else v, with_key=True)
+      .to("out", key_serde=S, value_serde=I))
+    return TopologyTestDriver(b.build(), config)
+
+
+def test_a_record_a_sink_cannot_serialize_fails_naming_the_sink_by_default():
+    d = _unwritable()
+    with pytest.raises(SerializationError, match=r"sink .* cannot serialize a record for topic 'out'"):
+        d.create_input_topic("in", S, I).pipe_input("bad", 1)
+
+
+def test_production_handler_log_and_continue_skips_and_dead_letters_the_input_record():
+    d = _unwritable({"production.exception.handler": "log_and_continue",
+                     "errors.dead.letter.queue.topic.name": "dlq"})
+    topic = d.create_input_topic("in", S, I)
+    topic.pipe_input("ok", 1)
+    topic.pipe_input("bad", 2)
+    topic.pipe_input("ok", 3)
+    assert d.create_output_topic("out", S, I).read_values_to_list() == [1, 3]
+    dead = d.create_output_topic("dlq", Serdes.ByteArray(), Serdes.ByteArray()).read_record()
+    assert (dead.key, dead.value) == (b"bad", b"\x00\x00\x00\x02")  # the input record, unchanged
+    headers = dict(dead.headers)
+    assert headers["__streams.errors.exception"] == b"SerializationError"
+    assert headers["__streams.errors.offset"] == b"1"

@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from kspark._engine.api import Processor, Record
-from kspark.errors import KSparkError, ProcessorError, SerializationError, TopologyError
+from kspark.errors import (
+    KSparkError,
+    ProcessorError,
+    SerializationError,
+    SinkWriteError,
+    TopologyError,
+)
 
 if TYPE_CHECKING:
     from kspark._engine.task import StreamTask
@@ -118,11 +124,13 @@ class SinkNode(ProcessorNode):
             key = self.key_serde.serialize(topic, record.key)
             value = self.value_serde.serialize(topic, record.value)
         except Exception as e:
-            raise SerializationError(
+            error = SerializationError(
                 f"sink {self.name!r} cannot serialize a record for topic {topic!r} in task "
                 f"{self.task.task_id} with key serde {self.key_serde!r} and value serde "
-                f"{self.value_serde!r}: {e}"
-            ) from e
+                f"{self.value_serde!r}: {e}")
+            error.__cause__ = e
+            self.task.write_failed(self.name, error)
+            return
         partition = None
         if self.partitioner is not None:
             n = self.task.partition_counts.get(topic, 1)
@@ -131,7 +139,12 @@ class SinkNode(ProcessorNode):
                 raise TopologyError(
                     f"the partitioner of sink {self.name!r} chose partition {partition} of topic "
                     f"{topic!r}, which has {n} partition(s)")
-        self.task.collector.send(topic, key, value, record.timestamp, record.headers, partition)
+        try:
+            self.task.collector.send(topic, key, value, record.timestamp, record.headers, partition)
+        except SinkWriteError as e:  # refused at once (say, too large): the handler decides
+            if e.fatal:
+                raise
+            self.task.write_failed(self.name, e)
 
 
 _KSPARK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -19,7 +19,7 @@ from kspark._engine.punctuation import (
 )
 from kspark._engine.state.build import build_store, changelog_topic, task_store_dir
 from kspark._engine.timestamps import ConsumerRecord, FailOnInvalidTimestamp, TimestampExtractor
-from kspark.errors import SerializationError, TopologyError
+from kspark.errors import KSparkError, SerializationError, TopologyError
 
 __all__ = ["StreamTask", "BATCH_HEADER"]
 
@@ -59,6 +59,7 @@ class StreamTask:
         self.partition_time: dict[tuple[str, int], int] = {}
         self._default_extractor = config.get("default.timestamp.extractor") or FailOnInvalidTimestamp()
         self._on_bad_record = config.get("deserialization.exception.handler", "log_and_fail")
+        self._on_write_error = config.get("production.exception.handler", "log_and_fail")
         self._dead_letter_topic = config.get("errors.dead.letter.queue.topic.name")
         self._group = PartitionGroup()
         self._stream_punctuations = PunctuationQueue()
@@ -179,21 +180,37 @@ class StreamTask:
 
     def _bad_record(self, raw: RawRecord, error: SerializationError) -> None:
         """A record that cannot be deserialized: dead-letter it if configured, then continue or fail."""
-        if self._dead_letter_topic:
-            headers = tuple(raw.headers) + (
-                ("__streams.errors.exception", type(error).__name__.encode()),
-                ("__streams.errors.message", str(error).encode()),
-                ("__streams.errors.topic", raw.topic.encode()),
-                ("__streams.errors.partition", str(raw.partition).encode()),
-                ("__streams.errors.offset", str(raw.offset).encode()),
-            )
-            self.collector.send(self._dead_letter_topic, raw.key, raw.value, raw.timestamp,
-                                headers, None)
+        self._dead_letter(raw, error)
         self._current = None
         if self._on_bad_record != "log_and_continue":
             raise error
         self.dropped += 1
         log.warning("task %s skips an undeserializable record (%s)", self.task_id, error)
+
+    def write_failed(self, sink: str, error: KSparkError) -> None:
+        """Sink ``sink`` could not serialize or hand over a record (production.exception.handler):
+        dead-letter the input record being processed if configured, then continue or fail."""
+        self._dead_letter(self._current, error)
+        if self._on_write_error != "log_and_continue":
+            raise error
+        self.dropped += 1
+        log.warning("task %s, sink %r: skips a record it cannot write (%s)", self.task_id, sink,
+                    error)
+
+    def _dead_letter(self, raw: RawRecord | None, error: Exception) -> None:
+        """KIP-1034: the input record, unchanged, with headers naming the error and its origin
+        (no input record, as in a punctuation: only the headers)."""
+        if not self._dead_letter_topic:
+            return
+        headers = (tuple(raw.headers) if raw else ()) + (
+            ("__streams.errors.exception", type(error).__name__.encode()),
+            ("__streams.errors.message", str(error).encode()),
+        ) + ((("__streams.errors.topic", raw.topic.encode()),
+              ("__streams.errors.partition", str(raw.partition).encode()),
+              ("__streams.errors.offset", str(raw.offset).encode())) if raw else ())
+        self.collector.send(self._dead_letter_topic, raw.key if raw else None,
+                            raw.value if raw else None, raw.timestamp if raw else max(self.stream_time, 0),
+                            headers, None)
 
     def schedule(self, node: ProcessorNode, interval_ms: int, kind: PunctuationType,
                  callback: Callable[[int], None]) -> Cancellable:

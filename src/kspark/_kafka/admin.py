@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kspark._kafka import QuietLogger
@@ -22,6 +22,7 @@ from kspark.errors import (
 __all__ = ["Admin"]
 
 log = logging.getLogger("kspark")
+_NO_LEADER_YET = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
 
 
 
@@ -96,18 +97,42 @@ class Admin:
         from confluent_kafka.admin import OffsetSpec
 
         spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
-        req = {TopicPartition(t, p): spec for t, p in partitions}
-        if not req:
+        todo = {(t, p) for t, p in partitions}
+        out: dict[tuple[str, int], int] = {}
+        deadline = time.monotonic() + self.timeout_s
+        while todo:
+            req = {TopicPartition(t, p): spec for t, p in todo}
+            res = self._admin.list_offsets(req, isolation_level=IsolationLevel.READ_COMMITTED,
+                                           request_timeout=self.timeout_s)
+            for tp, fut in res.items():
+                try:
+                    out[(tp.topic, tp.partition)] = fut.result(timeout=self.timeout_s).offset
+                    todo.discard((tp.topic, tp.partition))
+                except KafkaException as e:
+                    err = e.args[0]  # a new topic's leader may not be known yet: ask again
+                    if not ((err.retriable() or err.code() in _NO_LEADER_YET)
+                            and time.monotonic() < deadline):
+                        raise KSparkError(
+                            f"cannot read the end offset of topic {tp.topic!r} partition "
+                            f"{tp.partition} at {self.bootstrap}: {err.str()}") from None
+            if todo:
+                time.sleep(0.2)
+        return out
+
+    def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        """Each existing topic's id (a topic deleted and created again gets a new one)."""
+        from confluent_kafka import TopicCollection
+
+        names = list(topics)
+        if not names:
             return {}
-        res = self._admin.list_offsets(req, isolation_level=IsolationLevel.READ_COMMITTED,
-                                       request_timeout=self.timeout_s)
         out = {}
-        for tp, fut in res.items():
+        futures = self._admin.describe_topics(TopicCollection(names), request_timeout=self.timeout_s)
+        for name, fut in futures.items():
             try:
-                out[(tp.topic, tp.partition)] = fut.result(timeout=self.timeout_s).offset
-            except KafkaException as e:
-                raise KSparkError(f"cannot read the end offset of topic {tp.topic!r} partition "
-                                  f"{tp.partition} at {self.bootstrap}: {e.args[0].str()}") from None
+                out[name] = str(fut.result(timeout=self.timeout_s).topic_id)
+            except KafkaException:
+                continue  # missing: callers compare offsets and find that out themselves
         return out
 
     def max_message_bytes(self, topics: Iterable[str]) -> int | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -9,12 +10,14 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from kspark._engine.collector import RecordCollector
+from kspark._engine.partitioner import default_partition
 from kspark._kafka import QuietLogger
 from kspark.errors import SinkWriteError, SourceReadError
 
 __all__ = ["read_range", "TaskProducer", "task_producer", "group_reader", "commit_offsets",
            "committed_offsets", "check_client_configs"]
 
+log = logging.getLogger("kspark")
 
 
 def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
@@ -92,7 +95,7 @@ class TaskProducer(RecordCollector):
     """A task's own producer; every delivery failure fails the task at :meth:`flush`."""
 
     def __init__(self, bootstrap: str, client_id: str, extra: Mapping[str, Any] | None = None,
-                 flush_timeout_s: float = 120.0):
+                 flush_timeout_s: float = 120.0, skip_failed: bool = False):
         conf = {"bootstrap.servers": bootstrap, "client.id": client_id,
                 "enable.idempotence": True, "acks": "all", "linger.ms": 5,
                 "partitioner": "murmur2_random", "logger": QuietLogger(),
@@ -105,7 +108,9 @@ class TaskProducer(RecordCollector):
         self._failed: list[tuple[Any, Any]] = []
         self.fatal_error: Any = None  # a fatal client error (a fenced transactional producer)
         self._flush_timeout_s = flush_timeout_s
+        self._skip_failed = skip_failed  # production.exception.handler=log_and_continue
         self.sent = 0
+        self.skipped = 0
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
         if err is not None:  # no calls here: librdkafka may be raising an error meanwhile
@@ -123,27 +128,48 @@ class TaskProducer(RecordCollector):
                 break
             except BufferError:
                 self._producer.poll(0.1)
-            except KafkaException as e:  # a fatal producer state, e.g. fenced
+            except KafkaException as e:  # refused (too large), or a fatal state (fenced)
                 err = e.args[0]
                 if err.fatal():
                     self.fatal_error = err
                 size = len(key or b"") + len(value or b"")
-                hint = (" Raise producer.message.max.bytes (and the topic's max.message.bytes)"
-                        if err.code() == KafkaError.MSG_SIZE_TOO_LARGE else "")
-                raise SinkWriteError(
+                hint = (" Raise producer.message.max.bytes (and the topic's max.message.bytes), "
+                        "or set production.exception.handler=log_and_continue to skip such "
+                        "records" if err.code() == KafkaError.MSG_SIZE_TOO_LARGE else "")
+                error = SinkWriteError(
                     f"producer {self.client_id!r} cannot write a record of {size} bytes to "
-                    f"topic {topic!r} partition {-1 if partition is None else partition}: "
-                    f"{err.str()}.{hint}") from None
+                    f"topic {topic!r} partition {self._partition_of(topic, key, partition)}: "
+                    f"{err.str()}.{hint}")
+                error.fatal = err.fatal()
+                raise error from None
         self.sent += 1
         if self.sent % 10000 == 0:
             self._producer.poll(0)
+
+    def _partition_of(self, topic: str, key: bytes | None, partition: int | None) -> str:
+        """The partition a refused record was bound for (asked of the cluster; error path only)."""
+        if partition is not None:
+            return str(partition)
+        if key is None:
+            return "(any: null key)"
+        try:
+            n = len(self._producer.list_topics(topic, timeout=5).topics[topic].partitions)
+            return str(default_partition(key, n))
+        except Exception:  # noqa: BLE001 - the message is still useful without it
+            return "(unknown)"
 
     def flush(self) -> None:
         remaining = self._producer.flush(self._flush_timeout_s)
         for err, msg in self._failed:
             if err.fatal() and self.fatal_error is None:
                 self.fatal_error = err
-            self._errors.append(f"topic {msg.topic()!r} partition {msg.partition()}: {err.str()}")
+            where = f"topic {msg.topic()!r} partition {msg.partition()}: {err.str()}"
+            if self._skip_failed and not err.fatal():
+                self.skipped += 1
+                log.warning("producer %r: skips a record the broker refused (%s); "
+                            "production.exception.handler=log_and_continue", self.client_id, where)
+                continue
+            self._errors.append(where)
         self._failed = []
         if remaining:
             self._errors.append(f"{remaining} record(s) still undelivered after "
@@ -159,12 +185,13 @@ class TaskProducer(RecordCollector):
 _PRODUCERS: dict[tuple, TaskProducer] = {}
 
 
-def task_producer(bootstrap: str, client_id: str, extra: Mapping[str, Any] | None = None) -> TaskProducer:
+def task_producer(bootstrap: str, client_id: str, extra: Mapping[str, Any] | None = None,
+                  skip_failed: bool = False) -> TaskProducer:
     """The producer of one task, created once per Python worker process and reused."""
-    key = (bootstrap, client_id, tuple(sorted((extra or {}).items())))
+    key = (bootstrap, client_id, tuple(sorted((extra or {}).items())), skip_failed)
     p = _PRODUCERS.get(key)
     if p is None:
-        p = _PRODUCERS[key] = TaskProducer(bootstrap, client_id, extra)
+        p = _PRODUCERS[key] = TaskProducer(bootstrap, client_id, extra, skip_failed=skip_failed)
     return p
 
 
@@ -199,11 +226,14 @@ def commit_offsets(bootstrap: str, app_id: str, consumer_conf: Mapping[str, Any]
 
 def committed_offsets(bootstrap: str, app_id: str, partitions: list[tuple[str, int]],
                       consumer_conf: Mapping[str, Any] | None = None,
-                      timeout_s: float = 30.0) -> dict[tuple[str, int], int]:
-    """The offsets the group ``app_id`` has committed for ``partitions`` (those it has)."""
+                      timeout_s: float = 30.0, stable: bool = True) -> dict[tuple[str, int], int]:
+    """The offsets the group ``app_id`` has committed for ``partitions`` (those it has).
+
+    ``stable``: wait for an open transaction that commits offsets of the group to end (else
+    the offsets before it are returned at once)."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": app_id, "enable.auto.commit": False,
-                  "isolation.level": "read_committed", "logger": QuietLogger(),
-                  **(consumer_conf or {})})
+                  "logger": QuietLogger(), **(consumer_conf or {}),
+                  "isolation.level": "read_committed" if stable else "read_uncommitted"})
     try:
         found = c.committed([TopicPartition(t, p) for t, p in partitions], timeout=timeout_s)
     finally:

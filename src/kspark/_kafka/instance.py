@@ -13,6 +13,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient
@@ -43,7 +44,7 @@ class InstanceGuard:
     def __init__(self, bootstrap: str, app_id: str, topic: str, timeout_s: float = 30.0):
         self.bootstrap, self.app_id, self.topic = bootstrap, app_id, topic
         self.group = instance_group(app_id)
-        self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self.name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._timeout_s = timeout_s
         self._admin = AdminClient({"bootstrap.servers": bootstrap, "logger": QuietLogger()})
         self._consumer: Consumer | None = None
@@ -51,7 +52,7 @@ class InstanceGuard:
         self._thread: threading.Thread | None = None
 
     def members(self) -> list[str]:
-        """Client ids (``kspark-instance@<host>:<pid>``) and hosts of the group's members."""
+        """Client ids (``kspark-instance@<host>:<pid>:<id>``) and hosts of the group's members."""
         try:
             (fut,) = self._admin.describe_consumer_groups(
                 [self.group], request_timeout=self._timeout_s).values()

@@ -15,7 +15,8 @@ from kspark._graph.graph import TopologyGraph
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import check_client_configs
 from kspark._spark.session import build_session, ensure_registered
-from kspark._spark.planner import plan_query
+from kspark._spark.planner import kafka_sources, plan_query
+from kspark._spark.resume import resume_offsets
 from kspark._kafka.instance import InstanceGuard, instance_group
 from kspark._kafka.transactions import progress_topic
 from kspark.config import EXACTLY_ONCE_V2, StreamsConfig
@@ -35,10 +36,13 @@ class SparkApplication:
         self._spark = spark
         self._query: Any = None
         self._guard: InstanceGuard | None = None
+        self._reported = False  # await_termination() raised the query's failure
 
     @property
     def checkpoint_dir(self) -> str:
-        return os.path.join(self.config["state.dir"], self.config["application.id"], "checkpoint")
+        """``checkpoint.location``, or by default ``<state.dir>/<application.id>/checkpoint``."""
+        return self.config["checkpoint.location"] or os.path.join(
+            self.config["state.dir"], self.config["application.id"], "checkpoint")
 
     def start(self) -> None:
         c = self.config
@@ -49,7 +53,7 @@ class SparkApplication:
         admin.check_topics(user_sources, self.graph.sink_topics() + dead_letters)
         check_client_configs(c)
         if "producer.message.max.bytes" not in c:  # records as large as the sink topics take
-            largest = admin.max_message_bytes(self.graph.sink_topics())
+            largest = admin.max_message_bytes(self.graph.sink_topics() + dead_letters)
             if largest is not None and largest > 1_000_000:
                 given = {k: v for k, v in c.as_dict().items() if v is not None}
                 self.config = c = StreamsConfig({**given,
@@ -76,7 +80,9 @@ class SparkApplication:
         # Task numbers rely on a union numbering its inputs' partitions one after another
         # (see planner._union_offsets), so Spark must not merge partitions of like inputs.
         spark.conf.set("spark.sql.unionOutputPartitioning", "false")
-        plan = plan_query(spark, self.graph, c, counts)
+        topics, resets = kafka_sources(self.graph)
+        start = resume_offsets(spark, c, topics, resets, self.checkpoint_dir)
+        plan = plan_query(spark, self.graph, c, counts, start)
         self._create_changelogs(admin, counts, plan.store_tasks)
         if c["processing.guarantee"] == EXACTLY_ONCE_V2:
             self._create_topic(admin, counts, progress_topic(c["application.id"]), plan.tasks,
@@ -117,9 +123,10 @@ class SparkApplication:
                 raise ChangelogLostError(
                     f"changelog topic {topic!r} does not exist, but the local state in "
                     f"{path.parent} was checkpointed from it: the topic was deleted, and "
-                    "recreating it empty would silently lose that state. Either reset the "
-                    f"application (delete {app_dir} and the application's internal topics, "
-                    "then reprocess), or restore the topic's data before starting")
+                    "recreating it empty would silently lose that state. Either rebuild it "
+                    "from the local state (kspark changelog rebuild --store <store> ..., see "
+                    "docs/architecture.md), or reset the application (delete "
+                    f"{app_dir} and the application's internal topics, then reprocess)")
 
     @staticmethod
     def _create_topic(admin: Admin, counts: dict[str, int], topic: str, n: int, what: str,
@@ -141,6 +148,7 @@ class SparkApplication:
                 done = bool(self._query.awaitTermination(timeout_s))
         except StreamingQueryException as e:
             self._release()
+            self._reported = True
             raise StreamsError(_explain(self.config["application.id"], e)) from e
         if done:
             self._release()
@@ -156,7 +164,8 @@ class SparkApplication:
         if self._query is not None and self._query.isActive:
             self._query.stop()
         self._release()
-        if self._query is not None and self._query.exception() is not None:
+        if (self._query is not None and self._query.exception() is not None
+                and not self._reported):  # a failure await_termination() raised is not raised again
             raise StreamsError(_explain(self.config["application.id"], self._query.exception()))
 
     def progress(self) -> dict[str, int]:

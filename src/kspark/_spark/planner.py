@@ -20,7 +20,7 @@ from kspark._spark.stage import FED_SCHEMA, StagePlan, make_stage
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
 
-__all__ = ["plan_query", "QueryPlan"]
+__all__ = ["plan_query", "QueryPlan", "kafka_sources"]
 
 
 def _shuffle_keys(spark: SparkSession, n: int) -> list[int]:
@@ -34,9 +34,10 @@ def _shuffle_keys(spark: SparkSession, n: int) -> list[int]:
 
 
 def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
-              resets: dict[str, str]) -> DataFrame:
+              resets: dict[str, str], start: dict[str, dict[str, int]]) -> DataFrame:
     return (spark.readStream.format("kspark_kafka")
             .option("resets", json.dumps({t: resets[t] for t in topics if t in resets}))
+            .option("start", json.dumps({t: start[t] for t in topics if t in start}))
             .option("bootstrap", c["bootstrap.servers"])
             .option("topics", json.dumps(topics))
             .option("max_offsets", str(c["max.offsets.per.trigger"]))
@@ -121,15 +122,26 @@ class QueryPlan:
     tasks: int
 
 
+def kafka_sources(graph: TopologyGraph) -> tuple[list[str], dict[str, str]]:
+    """The topics the query reads from Kafka, and the offset reset policy of those that have one."""
+    topics = sorted({t for st in sub_topologies(graph) for t in st.user_topics})
+    resets = {t: s.offset_reset for s in graph.sources() if s.offset_reset for t in s.topics}
+    return topics, resets
+
+
 def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
-               partition_counts: dict[str, int]) -> QueryPlan:
+               partition_counts: dict[str, int], start: dict[str, dict[str, int]] | None = None
+               ) -> QueryPlan:
     """Plan the topology as one streaming query (see :class:`QueryPlan`).
 
-    ``partition_counts`` holds every user topic the topology reads or writes by name.
+    ``partition_counts`` holds every user topic the topology reads or writes by name;
+    ``start``: where the query's first batch starts, per topic and partition (see
+    ``_spark/resume.py``).
     """
     app_id = c["application.id"]
     internal = set(graph.internal_topics())
-    resets = {t: s.offset_reset for s in graph.sources() if s.offset_reset for t in s.topics}
+    _, resets = kafka_sources(graph)
+    begin = (resets, start or {})
     subs = sub_topologies(graph)
     tasks: dict[int, int] = {}
     fed_count: dict[str, int] = {}  # spec topic name -> partitions
@@ -164,7 +176,7 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
             plan = StagePlan(st.id, st.nodes, fed, routes, keys, counts, streaming,
                              first_marker[st.id])
             members.append((g.first[st.id], tasks[st.id], plan))
-        df = _group_input(spark, c, g, groups, resets, outputs, keys, name)
+        df = _group_input(spark, c, g, groups, begin, outputs, keys, name)
         stage = make_stage(graph, c.as_dict(), members, union_offsets[id(g)])
         outputs[id(g)] = df.mapInArrow(stage, FED_SCHEMA)
     terminal = [outputs[id(g)] for g in groups if not _downstream(g, groups)]
@@ -216,15 +228,15 @@ def _upstream(g: _Group, groups: list[_Group]) -> list[_Group]:
 
 
 def _group_input(spark: SparkSession, c: StreamsConfig, g: _Group, groups: list[_Group],
-                 resets: dict[str, str],
+                 begin: tuple[dict[str, str], dict[str, dict[str, int]]],
                  outputs: dict[int, DataFrame], keys: dict[int, list[int]], name) -> DataFrame:
     if not g.fed:
         (st,) = g.members
-        return _kafka_df(spark, c, list(st.user_topics), resets)  # one input partition per task
+        return _kafka_df(spark, c, list(st.user_topics), *begin)  # one input partition per task
     parts: list[DataFrame] = []
     for st in g.members:
         if st.user_topics:
-            kafka = _kafka_df(spark, c, list(st.user_topics), resets)
+            kafka = _kafka_df(spark, c, list(st.user_topics), *begin)
             lookup = keys[g.size][g.first[st.id]:]
             mapping = F.create_map(*[x for p, k in enumerate(lookup) for x in (F.lit(p), F.lit(k))])
             parts.append(kafka.withColumn("src_task", F.lit(-1))

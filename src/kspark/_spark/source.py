@@ -64,6 +64,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.consumer_conf: dict[str, Any] = json.loads(options.get("consumer_conf", "{}"))
         self.admin_conf: dict[str, Any] = json.loads(options.get("admin_conf", "{}"))
         self.resets: dict[str, str] = json.loads(options.get("resets", "{}"))
+        self.start: Offsets = json.loads(options.get("start", "{}"))
         self._stop_at: Offsets | None = None
 
     def _admin(self) -> Any:
@@ -81,13 +82,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return out
 
     def initialOffset(self) -> Offsets:
-        """Where a new query starts: each topic's earliest offset, or its end for 'latest'
-        sources. (Spark may call this again when it replays batch 0, so it must not depend
-        on what the batch's tasks commit: starting from the group's offsets needs the start
-        to be pinned first; see docs/architecture.md.)"""
+        """Where a new query starts: the pinned start offsets (the group's, see
+        ``_spark/resume.py``), else each topic's earliest offset, or its end for 'latest'
+        sources. Spark calls this again when it replays batch 0, hence the pin."""
         admin = self._admin()
         earliest, latest = self._ends(admin, earliest=True), self._ends(admin)
-        return {t: (latest if self.resets.get(t) == "latest" else earliest)[t] for t in self.topics}
+        return {t: {**(latest if self.resets.get(t) == "latest" else earliest)[t],
+                    **self.start.get(t, {})} for t in self.topics}
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         ends = self._stop_at if self._stop_at is not None else self._ends(self._admin())

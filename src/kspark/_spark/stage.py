@@ -190,6 +190,8 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
     producer_conf = {k[len("producer."):]: v for k, v in config.items() if k.startswith("producer.")}
     consumer_conf = {k[len("consumer."):]: v for k, v in config.items() if k.startswith("consumer.")}
     builders = {name: b for name, (b, _) in graph.stores.items()}
+    # Under exactly-once a refused delivery aborts the transaction: it always fails the task.
+    skip_failed = config.get("production.exception.handler") == "log_and_continue"
 
     def run(partition: int, batches: Iterator[pa.RecordBatch], batch: tuple[str, int] | None,
             context: Any = None) -> Iterator[pa.RecordBatch]:
@@ -205,7 +207,8 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
             saved = None if marker is None else marker.previous if replay else marker.progress
             producer: RecordCollector = _DISCARD if replay else tx.producer
         else:
-            producer = task_producer(bootstrap, f"{app_id}-{task_id}-producer", producer_conf)
+            producer = task_producer(bootstrap, f"{app_id}-{task_id}-producer", producer_conf,
+                                     skip_failed=skip_failed)
         if replay:
             # Committed already: write nothing, but feed downstream tasks exactly what the
             # committed attempt fed them, recomputed from the state the batch started from.

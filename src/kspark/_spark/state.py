@@ -92,6 +92,9 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
     config = task.config
     ends = admin_for(config).end_offsets(parts.values())
     checkpoint = {} if ahead else (read_checkpoint(_checkpoint_path(task)) or {})
+    task.changelog_ids = admin_for(config).topic_ids(sorted({t for t, _ in parts.values()}))
+    if checkpoint:
+        _check_same_topics(task, parts, checkpoint)
     consumer_conf = {k[len("consumer."):]: v for k, v in config.items() if k.startswith("consumer.")}
     for name, tp in parts.items():
         raw = bottom(task.stores[name])
@@ -102,10 +105,10 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
                 f"task {task.task_id}: changelog topic {tp[0]!r} partition {tp[1]} ends at "
                 f"offset {end}, but store {name!r}'s local state was checkpointed at offset "
                 f"{start}: the changelog was deleted or recreated, and restoring from it would "
-                "silently lose state. Either reset the application (delete "
-                f"{task.config['state.dir']}/{task.config['application.id']} and the "
-                "application's internal topics, then reprocess), or restore the changelog "
-                "topic's data")
+                "silently lose state. Either rebuild the changelog from the local state "
+                "(kspark changelog rebuild, see docs/architecture.md), or reset the application "
+                f"(delete {task.config['state.dir']}/{task.config['application.id']} and the "
+                "application's internal topics, then reprocess)")
         if start is None:
             if raw.persistent and raw.approximate_num_entries():
                 log.warning("task %s: store %r has no valid checkpoint for batch %s; wiping it "
@@ -115,6 +118,22 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
             start = 0
         _restore(task.task_id, name, raw, tp, start, end, config, consumer_conf, batch)
     return ends
+
+
+def _check_same_topics(task: StreamTask, parts: dict[str, tuple[str, int]],
+                       checkpoint: dict[tuple[str, int], int]) -> None:
+    """A changelog deleted and created again (a new topic id) while the local state has a
+    checkpoint of the old one: restoring from the new topic's offsets would be wrong."""
+    recorded = read_progress(_checkpoint_path(task, ".changelog-ids")) or {}
+    for name, tp in parts.items():
+        was, now = recorded.get(tp[0]), task.changelog_ids.get(tp[0])
+        if tp in checkpoint and was is not None and now is not None and was != now:
+            raise ChangelogLostError(
+                f"task {task.task_id}: changelog topic {tp[0]!r} was deleted and created again "
+                f"(topic id {now}, but store {name!r}'s local state was checkpointed from topic "
+                f"id {was}); restoring from it would silently lose state. Either delete it and "
+                "rebuild it from the local state (kspark changelog rebuild, see "
+                "docs/architecture.md), or reset the application")
 
 
 def _restore(task_id: str, name: str, raw: Any, tp: tuple[str, int], start: int, end: int,
@@ -170,5 +189,8 @@ def checkpoint_task(task: StreamTask, builders: dict[str, Any]) -> dict[tuple[st
     if not parts:
         return {}
     ends = admin_for(task.config).end_offsets(parts.values())
+    ids = getattr(task, "changelog_ids", None)
+    if ids:
+        write_progress(_checkpoint_path(task, ".changelog-ids"), ids)
     write_checkpoint(_checkpoint_path(task), ends)
     return ends

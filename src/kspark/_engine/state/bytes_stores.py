@@ -6,6 +6,9 @@ import bisect
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from kspark.errors import StateStoreError
 
 __all__ = ["InMemoryBytesStore", "RocksDBBytesStore"]
 
@@ -70,14 +73,9 @@ class RocksDBBytesStore:
     persistent = True
 
     def __init__(self, name: str, directory: Path):
-        from rocksdict import Options, Rdict
-
         self.name = name
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        opts = Options(raw_mode=True)
-        opts.create_if_missing(True)
-        self._db = Rdict(str(self.directory), options=opts)
+        self._db = _open_rocksdb(name, self.directory)
 
     def get(self, key: bytes) -> bytes | None:
         return self._db.get(key)
@@ -132,10 +130,23 @@ class RocksDBBytesStore:
 
     def wipe(self) -> None:
         """Delete everything and start empty at the same place (local state must be rebuilt)."""
-        from rocksdict import Options, Rdict
-
         self.destroy()
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self._db = _open_rocksdb(self.name, self.directory)
+
+
+def _open_rocksdb(name: str, directory: Path) -> Any:
+    """Open (creating if missing) the RocksDB database of store ``name``; failures, such as
+    the lock another process holds, become a StateStoreError naming the store and directory."""
+    from rocksdict import Options, Rdict
+
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
         opts = Options(raw_mode=True)
         opts.create_if_missing(True)
-        self._db = Rdict(str(self.directory), options=opts)
+        return Rdict(str(directory), options=opts)
+    except Exception as e:
+        hint = (" Another process holds its lock: a second instance of the application with the "
+                "same state.dir, or a worker of an earlier run still alive; stop it, or give "
+                "each instance its own state.dir." if "lock" in str(e).lower() else "")
+        raise StateStoreError(f"cannot open RocksDB store {name!r} at {directory}: "
+                              f"{type(e).__name__}: {e}.{hint}") from e
