@@ -91,3 +91,32 @@ def test_an_exception_in_user_code_names_its_cause_task_node_and_line(spark, adm
     assert "task 0_0, processor 'pick-x'" in first_line
     assert f"topic {src!r}, partition 0, offset 0" in first_line
     assert "test_errors.py:" in first_line and "Traceback" not in str(e.value)
+
+
+def test_an_error_outside_processing_names_the_task_and_the_exception(spark, admin, broker,
+                                                                      topic_name, app_config):
+    """Errors raised outside a processor's process() (here its init(), as a client or
+    library error would be) are named too: task, micro-batch, exception type and message."""
+    from kspark.processor import Processor
+
+    class Broken(Processor):
+        def init(self, context):
+            raise OSError("the model file is missing")
+
+        def process(self, record):
+            pass
+
+    src = topic_name("init-in")
+    admin.create_topics({src: 1})
+    p = Producer({"bootstrap.servers": broker})
+    p.produce(src, key=b"k", value=b"v")
+    p.flush(10)
+    b = StreamsBuilder()
+    b.stream(src, key_serde=Serdes.String(), value_serde=Serdes.String()).process(Broken)
+    streams = KafkaStreams(b.build(), app_config(), spark=spark)
+    streams.start()
+    with pytest.raises(StreamsError) as e:
+        streams.await_termination(120)
+    message = str(e.value)
+    assert "task 0_0 failed in micro-batch 0: builtins.OSError: the model file is missing" in message
+    assert "Traceback" not in message

@@ -291,3 +291,23 @@ def test_a_record_too_large_for_the_producer_fails_naming_topic_partition_size_a
     headers = dict(dead.headers())
     assert headers["__streams.errors.exception"] == b"SinkWriteError"
     assert headers["__streams.errors.topic"] == src.encode()
+
+
+def test_a_changelog_whose_partition_count_changed_is_refused_at_start(broker, admin, spark,
+                                                                       topic_name, app_config):
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    from kspark.errors import TopologyError
+
+    src, dst = topic_name("grown-in"), topic_name("grown-out")
+    admin.create_topics({src: 2, dst: 2})
+    cfg = app_config()
+    _produce(broker, src, 200)
+    _run(src, dst, cfg, spark)
+    (changelog,) = [t for t in admin.partition_counts() if t.startswith(cfg["application.id"])
+                    and t.endswith("-changelog")]
+    client = AdminClient({"bootstrap.servers": broker})
+    for f in client.create_partitions([NewPartitions(changelog, 3)]).values():
+        f.result(timeout=60)
+    with pytest.raises(TopologyError, match=rf"{changelog}' has 3 partitions but there are 2"):
+        KafkaStreams(_count(src, dst), cfg, spark=spark).start()

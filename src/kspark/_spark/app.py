@@ -186,5 +186,22 @@ def _explain(app_id: str, e: BaseException) -> str:
     text = str(getattr(e, "desc", None) or e)
     log.error("application %r failed:\n%s", app_id, text)
     m = re.search(r"(kspark\.errors\.\w+: [^\n]*)", text)  # kspark's messages are one line
-    reason = m.group(1).strip() if m else text.strip().splitlines()[0] if text.strip() else repr(e)
+    reason = m.group(1).strip() if m else _raised(text) or (
+        text.strip().splitlines()[0] if text.strip() else repr(e))
     return f"application {app_id!r} failed: {reason}"
+
+
+def _raised(text: str) -> str | None:
+    r"""The exception line ending the first Python traceback in ``text`` (``Type: message``).
+
+    >>> _raised("worker failed: Traceback (most recent call last):\n  File 'x', line 1\n"
+    ...         "    f()\nKeyError: 'x'\n\tat org.apache...")
+    "KeyError: 'x'"
+    """
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.rstrip().endswith("Traceback (most recent call last):"):
+            for after in lines[i + 1:]:
+                if after and not after[0].isspace():
+                    return after.strip()
+    return None

@@ -27,7 +27,7 @@ from kspark._kafka.clients import commit_offsets, task_producer
 from kspark._kafka.transactions import Marker, progress_topic, task_transactions
 from kspark._spark.source import ARROW_SCHEMA
 from kspark.config import EXACTLY_ONCE_V2
-from kspark.errors import TaskFencedError
+from kspark.errors import KSparkError, StreamsError, TaskFencedError
 from kspark._spark.state import (
     LOCAL_PROGRESS,
     admin_for,
@@ -166,7 +166,8 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any],
     Spark's partition id of the stage's partition 0 (the stage runs inside the union its
     output joins, which numbers its partitions after the union's earlier inputs).
     """
-    runners = [(first, count, _task_runner(graph, config, plan)) for first, count, plan in members]
+    runners = [(first, count, plan.stage, _task_runner(graph, config, plan))
+               for first, count, plan in members]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         context = TaskContext.get()
@@ -174,9 +175,18 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any],
         query = context.getLocalProperty("sql.streaming.queryId")
         number = context.getLocalProperty("streaming.sql.batchId")
         batch = None if query is None or number is None else (query, int(number))
-        for first, count, runner in runners:
+        for first, count, stage, runner in runners:
             if first <= q < first + count:
-                return runner(q - first, batches, batch, context)
+                try:
+                    yield from runner(q - first, batches, batch, context)
+                except KSparkError:
+                    raise
+                except Exception as e:  # a client or library error: name the task and cause
+                    raise StreamsError(
+                        f"task {stage}_{q - first} failed in micro-batch "
+                        f"{None if batch is None else batch[1]}: {type(e).__module__}."
+                        f"{type(e).__qualname__}: {e}") from e
+                return
         raise RuntimeError(f"stage partition {q} belongs to no sub-topology: {members}")
 
     return run
