@@ -120,3 +120,45 @@ def test_an_error_outside_processing_names_the_task_and_the_exception(spark, adm
     message = str(e.value)
     assert "task 0_0 failed in micro-batch 0: builtins.OSError: the model file is missing" in message
     assert "Traceback" not in message
+
+
+@pytest.mark.parametrize("key,value", [("producer.linger.mss", 5),
+                                       ("consumer.fetch.max.bytes", "lots"),
+                                       ("admin.socket.timeout.mss", 5)])
+def test_a_bad_client_setting_is_refused_at_start_naming_the_key(admin, topic_name, app_config,
+                                                                 key, value):
+    src, dst = topic_name("clients-in"), topic_name("clients-out")
+    admin.create_topics({src: 1, dst: 1})
+    cfg = {**app_config(), key: value}
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        KafkaStreams(_topology(src, dst), cfg).start()
+
+
+def test_a_store_locked_by_another_process_names_store_directory_and_cause(
+        spark, admin, broker, topic_name, app_config):
+    """Case 4: RocksDB's lock held elsewhere (here by this test) fails the task with a
+    StateStoreError naming the store and its directory, not a bare worker traceback."""
+    from pathlib import Path
+
+    from kspark import Materialized
+    from kspark._engine.state.bytes_stores import RocksDBBytesStore
+
+    src, dst = topic_name("locked-in"), topic_name("locked-out")
+    admin.create_topics({src: 1, dst: 1})
+    p = Producer({"bootstrap.servers": broker})
+    p.produce(src, key=b"k", value=b"v")
+    p.flush(10)
+    b = StreamsBuilder()
+    store = "counts"
+    (b.stream(src, key_serde=Serdes.String(), value_serde=Serdes.String()).group_by_key()
+      .count(Materialized.as_(store)).to_stream().to(dst, value_serde=Serdes.Long()))
+    cfg = app_config()
+    held = RocksDBBytesStore(store, Path(cfg["state.dir"], cfg["application.id"], "0_0", store))
+    try:
+        streams = KafkaStreams(b.build(), cfg, spark=spark)
+        streams.start()
+        with pytest.raises(StreamsError, match=rf"StateStoreError: cannot open RocksDB store "
+                                               rf"'{store}' at .*0_0.*lock"):
+            streams.await_termination(120)
+    finally:
+        held.close()

@@ -46,12 +46,12 @@ class SparkApplication:
 
     def start(self) -> None:
         c = self.config
+        check_client_configs(c)  # first: a bad admin.* key would fail the next line unnamed
         admin = Admin(c["bootstrap.servers"], c["request.timeout.ms"], c.with_prefix("admin."))
         user_sources = [t for t in self.graph.user_source_topics() if t not in self.graph.sink_topics()]
         dead_letters = [c["errors.dead.letter.queue.topic.name"]] if c[
             "errors.dead.letter.queue.topic.name"] else []
         admin.check_topics(user_sources, self.graph.sink_topics() + dead_letters)
-        check_client_configs(c)
         if "producer.message.max.bytes" not in c:  # records as large as the sink topics take
             largest = admin.max_message_bytes(self.graph.sink_topics() + dead_letters)
             if largest is not None and largest > 1_000_000:
