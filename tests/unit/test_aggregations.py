@@ -158,3 +158,49 @@ def test_to_table_upserts_deletes_and_repartitions_after_a_key_change():
         assert d.create_output_topic("out", S, S).read_key_values_to_list() == [
             ("A", "1"), ("B", "2"), ("A", "3"), ("B", None)]
         assert {kv.key: kv.value for kv in d.get_key_value_store("latest").all()} == {"A": "3"}
+
+
+def test_an_aggregate_carries_the_newest_timestamp_it_has_seen():
+    """Issue 10, rule 1 (KStreamAggregate/KStreamReduce): max(record ts, previous ts)."""
+    b = StreamsBuilder()
+    b.stream("in", key_serde=S, value_serde=S).group_by_key().count().to_stream().to(
+        "out", value_serde=L)
+    with TopologyTestDriver(b.build(), NO_CACHE) as d:
+        i = d.create_input_topic("in", S, S)
+        for key, ts in (("a", 50), ("a", 20), ("b", 10), ("a", 70), ("a", 60)):
+            i.pipe_input(key, "x", ts)
+        out = [(r.key, r.value, r.timestamp) for r in
+               d.create_output_topic("out", S, L).read_records_to_list()]
+    assert out == [("a", 1, 50), ("a", 2, 50), ("b", 1, 10), ("a", 3, 70), ("a", 4, 70)]
+
+
+def test_a_repartition_drops_null_keys_before_the_topic():
+    """Issue 10, rule 23: every repartition filters null keys (KStreamImpl's
+    -repartition-filter), so a later step never sees them."""
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=S).select_key(lambda k, v: v or None)
+      .repartition(key_serde=S, value_serde=S).to("out"))
+    topology = b.build()
+    assert "-repartition-filter" in str(topology.describe())
+    with TopologyTestDriver(topology, NO_CACHE) as d:
+        i = d.create_input_topic("in", S, S)
+        for v in ("x", "", "y"):
+            i.pipe_input("k", v)
+        assert d.create_output_topic("out", S, S).read_key_values_to_list() == [("x", "x"),
+                                                                                ("y", "y")]
+
+
+def test_a_zero_cache_turns_off_caching_enabled_by_the_store_too():
+    """Issue 10, rule 27: statestore.cache.max.bytes=0 forwards each update at once, even for
+    a store built with_caching_enabled() (seen here as two updates from one input record)."""
+    def emitted(config):
+        b = StreamsBuilder()
+        (b.stream("in", key_serde=S, value_serde=S).flat_map_values(lambda v: [v, v])
+          .group_by_key(key_serde=S, value_serde=S)
+          .count(Materialized.as_("c").with_caching_enabled()).to_stream().to("out", value_serde=L))
+        with TopologyTestDriver(b.build(), config) as d:
+            d.create_input_topic("in", S, S).pipe_input("a", "x")
+            return d.create_output_topic("out", S, L).read_key_values_to_list()
+
+    assert emitted({"statestore.cache.max.bytes": 0}) == [("a", 1), ("a", 2)]
+    assert emitted({"statestore.cache.max.bytes": 1024}) == [("a", 2)]

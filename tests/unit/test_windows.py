@@ -136,3 +136,18 @@ def test_a_rebuilt_task_drops_the_same_late_records(timestamps, data):
     raws = [RawRecord("in", 0, i, ts, b"a", b"x", ()) for i, ts in enumerate(timestamps)]
     whole = _run_in_incarnations(topology, raws, [], tempfile.mkdtemp())
     assert _run_in_incarnations(topology, raws, cuts, tempfile.mkdtemp()) == whole
+
+
+def test_windowed_aggregations_skip_only_null_keys():
+    """Issue 10, rule 2 (KStreamWindowAggregate): null values reach the aggregator."""
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=S).group_by_key()
+      .windowed_by(TimeWindows.of_size_with_no_grace(10)).count(Materialized.as_("wc"))
+      .to_stream().map(lambda k, v: (f"{k.key}@{k.window.start}", v)).to("out", key_serde=S,
+                                                                        value_serde=L))
+    with TopologyTestDriver(b.build(), NO_CACHE) as d:
+        i = d.create_input_topic("in", S, S)
+        for k, v, ts in (("a", "x", 1), ("a", None, 2), (None, "x", 3), ("a", None, 4)):
+            i.pipe_input(k, v, ts)
+        out = d.create_output_topic("out", S, L).read_key_values_to_list()
+    assert out == [("a@0", 1), ("a@0", 2), ("a@0", 3)]

@@ -52,11 +52,11 @@ class _TableStoreProcessor(Processor):
         ts = n.timestamp if n is not None else o.timestamp
         self.context.forward(Record(k, Change(n and n.value, o and o.value), ts))
 
-    def _write(self, record: Record, new: Any, old: Any) -> None:
-        self.store.put(record.key, None if new is None else ValueAndTimestamp(new, record.timestamp))
+    def _write(self, record: Record, new: Any, old: Any, timestamp: int | None = None) -> None:
+        ts = record.timestamp if timestamp is None else timestamp
+        self.store.put(record.key, None if new is None else ValueAndTimestamp(new, ts))
         if not self.emit_on_flush:
-            self.context.forward(Record(record.key, Change(new, old), record.timestamp,
-                                        record.headers))
+            self.context.forward(Record(record.key, Change(new, old), ts, record.headers))
 
     def _get(self, key: Any) -> Any:
         vt = self.store.get(key)
@@ -64,7 +64,8 @@ class _TableStoreProcessor(Processor):
 
 
 class StreamAggregateProcessor(_TableStoreProcessor):
-    """count / reduce / aggregate of a grouped stream; null keys and values are skipped."""
+    """count / reduce / aggregate of a grouped stream; null keys and values are skipped, and
+    a result carries max(record timestamp, previous aggregate's timestamp)."""
 
     def __init__(self, store_name: str, initializer: Callable[[], Any] | None,
                  aggregator: Callable[[Any, Any, Any], Any]):
@@ -75,17 +76,22 @@ class StreamAggregateProcessor(_TableStoreProcessor):
     def process(self, record: Record) -> None:
         if record.key is None or record.value is None:
             return
-        old = self._get(record.key)
+        old_vt = self.store.get(record.key)
+        old = None if old_vt is None else old_vt.value
         if old is None:
             new = (record.value if self.initializer is None
                    else self.aggregator(record.key, record.value, self.initializer()))
         else:
             new = self.aggregator(record.key, record.value, old)
-        self._write(record, new, old)
+        # As KStreamAggregate/KStreamReduce: the aggregate carries the newest timestamp it saw.
+        ts = record.timestamp if old_vt is None else max(record.timestamp, old_vt.timestamp)
+        self._write(record, new, old, ts)
 
 
 class WindowAggregateProcessor(_TableStoreProcessor):
-    """Windowed count / reduce / aggregate; records for windows closed past grace are dropped."""
+    """Windowed count / reduce / aggregate; records for windows closed past grace are dropped.
+    As KStreamWindowAggregate, only null keys are skipped: a null value reaches the
+    aggregator (count counts it; a reduce's first null value leaves the window empty)."""
 
     _progress_fields = ("observed",)  # kept in the task's progress across restarts
 
@@ -99,7 +105,7 @@ class WindowAggregateProcessor(_TableStoreProcessor):
         self.dropped_late = 0
 
     def process(self, record: Record) -> None:
-        if record.key is None or record.value is None:
+        if record.key is None:
             return
         ts = record.timestamp
         self.observed = max(self.observed, ts)
@@ -119,7 +125,8 @@ class WindowAggregateProcessor(_TableStoreProcessor):
             else:
                 new = self.aggregator(record.key, record.value, old)
             new_ts = ts if old_vt is None else max(ts, old_vt.timestamp)
-            self.store.put(record.key, ValueAndTimestamp(new, new_ts), w.start)
+            self.store.put(record.key, None if new is None else ValueAndTimestamp(new, new_ts),
+                           w.start)
             if not self.emit_on_flush:
                 self.context.forward(Record(Windowed(record.key, w), Change(new, old), new_ts,
                                             record.headers))

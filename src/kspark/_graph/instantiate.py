@@ -41,9 +41,11 @@ def resolve_store(builder: Any, config: Mapping[str, Any]) -> Any:
         vs = ValueAndTimestampSerde(resolve_serde(vs.inner, config, "value", f"store {builder.name}"))
     else:
         vs = resolve_serde(vs, config, "value", f"store {builder.name}")
-    caching = builder.caching_enabled
+    caching, cache_bytes = builder.caching_enabled, config.get("statestore.cache.max.bytes")
     if caching is None:
-        caching = config.get("statestore.cache.max.bytes", 0) > 0
+        caching = (cache_bytes or 0) > 0
+    elif cache_bytes == 0:  # a zero-size cache forwards every update, even where enabled
+        caching = False
     return replace(builder, key_serde=ks, value_serde=vs, caching_enabled=caching)
 
 

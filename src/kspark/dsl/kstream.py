@@ -166,12 +166,18 @@ class KStream:
     def repartition(self, *, key_serde: Any = None, value_serde: Any = None,
                     name: str | None = None,
                     partitioner: Callable[..., int | None] | None = None) -> "KStream":
-        """Redistribute records by key through ``<application.id>-<name>-repartition``."""
+        """Redistribute records by key through ``<application.id>-<name>-repartition``.
+
+        Records with a null key are dropped first (as Kafka Streams' ``-repartition-filter``),
+        here and in the repartitions before ``group_by`` and joins."""
         base = name or self._graph.next_name("KSTREAM-REPARTITION")
         topic = f"{base}-repartition"
         ks = key_serde if key_serde is not None else self._key_serde
         vs = value_serde if value_serde is not None else self._value_serde
-        self._graph.add(SinkSpec(self._graph.next_name("KSTREAM-SINK"), topic, (self._node,),
+        keyed = f"{topic}-filter"
+        self._graph.add(ProcessorSpec(keyed, functools.partial(ops.FilterProcessor, _has_key),
+                                      (self._node,)))
+        self._graph.add(SinkSpec(self._graph.next_name("KSTREAM-SINK"), topic, (keyed,),
                                  ks, vs, partitioner, internal=True))
         return self._source_of(topic, ks, vs, internal=True)
 
@@ -306,3 +312,7 @@ class KStream:
                                  key_serde if key_serde is not None else self._key_serde,
                                  value_serde if value_serde is not None else self._value_serde,
                                  partitioner))
+
+
+def _has_key(key: Any, value: Any) -> bool:
+    return key is not None
