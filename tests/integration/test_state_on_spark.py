@@ -491,3 +491,31 @@ def test_a_retried_batch_restores_the_state_it_started_from(broker, admin, topic
     assert attempt(("q", 1), 2, state_dir_lost=True) == {"k": 3}  # nor on another machine
     assert attempt(("q", 2), 1) == {"k": 5}
     assert attempt(("reset", 0), 1) == {"k": 6}  # a new query id: state carries over
+
+
+def test_records_late_after_a_repartition_are_dropped_alike(broker, spark, admin, topic_name,
+                                                            app_config):
+    """Issue 10, rule 25: rows that reach a task through a shuffle keep their upstream
+    task's order (as a repartition topic keeps each writer's), so records that are late
+    after group_by are dropped on Spark exactly as in the driver."""
+    import random
+
+    from kspark import TimeWindows
+
+    src, out = topic_name("jitter-in"), topic_name("jitter-out")
+    admin.create_topics({src: 1, out: 1})
+    rng = random.Random(7)
+    words = ["alpha", "beta", "gamma", "delta", "eps"]
+    recs = [(f"line{i}", " ".join(rng.choice(words) for _ in range(3)),
+             1_000_000 + 100 * i - rng.randrange(0, 3000)) for i in range(900)]
+
+    def build(b):
+        (b.stream(src, key_serde=S, value_serde=S).flat_map_values(str.split)
+         .group_by(lambda k, w: w, key_serde=S, value_serde=S)
+         .windowed_by(TimeWindows.of_size_and_grace(10_000, 2_000)).count().to_stream()
+         .map(lambda wk, v: (f"{wk.key}@{wk.window.start}", v))
+         .to(out, key_serde=S, value_serde=L))
+
+    task, expected, got = _driver_and_spark(build, src, recs, {"out": out}, 150, broker, spark,
+                                            app_config)
+    assert got["out"] == expected["out"]

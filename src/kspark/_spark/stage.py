@@ -8,6 +8,7 @@ partitioner, and reach their task through a Spark shuffle.
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -132,11 +133,38 @@ def _raw_records(batch: pa.RecordBatch) -> list[tuple[tuple, RawRecord]]:
                if has_headers else [()] * n)
     src = col(7).to_pylist() if batch.num_columns > 7 else None
     if src is None:  # straight from Kafka: offset order within each partition
-        return [((0, o, 0, 0), RawRecord(t, p, o, s, k, v, h))
+        return [((o, 0), RawRecord(t, p, o, s, k, v, h))
                 for t, p, o, s, k, v, h in zip(topic, part, off, ts, key, value, headers)]
-    # Shuffled rows are ordered by (timestamp, upstream task, sequence): a replay sees the same order.
-    return [((s, u, o, 1), RawRecord(t, p, o, s, k, v, h))
+    # Shuffled rows: (upstream task, its write sequence); see _in_writer_order.
+    return [((u, o, 1), RawRecord(t, p, o, s, k, v, h))
             for t, p, o, s, k, v, h, u in zip(topic, part, off, ts, key, value, headers, src)]
+
+
+def _in_writer_order(records: list[tuple[tuple, RawRecord]]) -> list[RawRecord]:
+    """A micro-batch's rows in an order their topics could have held them. Rows read from
+    Kafka keep their order. Shuffled rows of one (topic, partition) keep each upstream
+    task's write order, as a repartition topic keeps each writer's; the upstream tasks are
+    merged by lowest head timestamp, ties to the lower task, so a replay sees the same
+    order. (Sorting by timestamp instead would hide records that are late.)"""
+    out, writers = [], {}
+    for order, rec in records:
+        if order[-1]:
+            writers.setdefault((rec.topic, rec.partition, order[0]), []).append((order[1], rec))
+        else:
+            out.append(rec)
+    queues: dict[tuple[str, int], list] = {}
+    for (topic, partition, upstream), rows in sorted(writers.items()):
+        rows.sort(key=lambda r: r[0])
+        queues.setdefault((topic, partition), []).append((upstream, [r for _, r in rows]))
+    for streams in queues.values():
+        heap = [(rows[0].timestamp, upstream, 0, rows) for upstream, rows in streams]
+        heapq.heapify(heap)
+        while heap:
+            _, upstream, i, rows = heapq.heappop(heap)
+            out.append(rows[i])
+            if i + 1 < len(rows):
+                heapq.heappush(heap, (rows[i + 1].timestamp, upstream, i + 1, rows))
+    return out
 
 
 def _reusable(task: Any, builders: dict[str, Any], marker: Marker | None) -> Any:
@@ -251,9 +279,7 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
                 for b in batches:
                     _input_ends(b, inputs)
                     records.extend(_raw_records(b))
-                if any(order[3] for order, _ in records):  # shuffled rows: replayable order
-                    records.sort(key=lambda r: r[0])
-                task.add_records(r for _, r in records)
+                task.add_records(_in_writer_order(records))
                 task.process_buffered()
             task.maybe_punctuate_wall_clock()
             if replay:
