@@ -204,3 +204,15 @@ def test_a_zero_cache_turns_off_caching_enabled_by_the_store_too():
 
     assert emitted({"statestore.cache.max.bytes": 0}) == [("a", 1), ("a", 2)]
     assert emitted({"statestore.cache.max.bytes": 1024}) == [("a", 2)]
+
+
+def test_the_driver_commits_after_each_record_read_back_from_a_repartition_topic():
+    """Issue 10, rule 13: as Java's TopologyTestDriver, a commit follows every processed
+    record, including each one read back from a repartition topic, so a cached count
+    emits once per repartitioned record."""
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=S).flat_map(lambda k, v: [(v, k), (v, k)])
+      .group_by_key(key_serde=S, value_serde=S).count().to_stream().to("out", value_serde=L))
+    with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": 1024 * 1024}) as d:
+        d.create_input_topic("in", S, S).pipe_input("k", "x")
+        assert d.create_output_topic("out", S, L).read_key_values_to_list() == [("x", 1), ("x", 2)]

@@ -98,13 +98,13 @@ class TopologyTestDriver:
         pending = [(topic, key, value, timestamp, headers)]
         sources = set(self._graph.source_topics(self.config["application.id"]))
         while pending:
-            while pending:
-                topic, key, value, timestamp, headers = pending.pop(0)
-                offset = self._offsets.get(topic, 0)
-                self._offsets[topic] = offset + 1
-                self._task.process(RawRecord(topic, 0, offset, timestamp, key, value, headers))
-                pending.extend(self._looped_back(sources))
-            self._task.flush()  # a commit: cached tables emit, maybe into looped-back topics
+            topic, key, value, timestamp, headers = pending.pop(0)
+            offset = self._offsets.get(topic, 0)
+            self._offsets[topic] = offset + 1
+            self._task.process(RawRecord(topic, 0, offset, timestamp, key, value, headers))
+            # A commit after every record, also one read back from a repartition topic, as
+            # Java's driver does: cached tables emit, maybe into looped-back topics.
+            self._task.flush()
             pending.extend(self._looped_back(sources))
 
     def _looped_back(self, sources: set[str]) -> list[tuple]:
