@@ -80,3 +80,18 @@ def test_table_table_joins(kind, expected):
         rt.pipe_input("k", None, 4)
         rt.pipe_input("j", "b9", 5)
         assert d.create_output_topic("out", S, S).read_key_values_to_list() == expected
+
+
+@pytest.mark.parametrize("left", [False, True], ids=["inner", "left"])
+def test_stream_table_join_null_keys_and_values(left):
+    """Issue 10, rules 19 and 20 (KStreamKTableJoinProcessor): a null stream value never
+    reaches the joiner; a null key joins with None in a left join (KIP-962), never inner."""
+    d, users, clicks, out = _stream_table(left)
+    users.pipe_input("u1", "ann", 1)
+    clicks.pipe_input("u1", None, 2)
+    clicks.pipe_input(None, "c1", 3)
+    clicks.pipe_input("u1", "c2", 4)
+    expected = [("u1", "c2/ann")]
+    if left:
+        expected.insert(0, (None, "c1/None"))
+    assert out.read_key_values_to_list() == expected

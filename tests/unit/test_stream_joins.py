@@ -8,12 +8,11 @@ from kspark.testing import TopologyTestDriver
 S = Serdes.String()
 
 
-def _join(kind, events):
+def _join(kind, events, windows=JoinWindows.of_time_difference_and_grace(10, 0)):
     b = StreamsBuilder()
     left = b.stream("l", key_serde=S, value_serde=S)
     right = b.stream("r", key_serde=S, value_serde=S)
-    joined = getattr(left, kind)(right, lambda a, c: f"{a}+{c}",
-                                 JoinWindows.of_time_difference_and_grace(10, 0))
+    joined = getattr(left, kind)(right, lambda a, c: f"{a}+{c}", windows)
     joined.to("out", value_serde=S)
     topology = b.build()
     assert topology.describe().count("Sub-topology") == 1
@@ -49,3 +48,36 @@ def test_outer_join_emits_both_sides_unpartnered():
 def test_records_past_window_and_grace_are_dropped():
     out = _join("join", [("l", "k", "a", 100), ("r", "k", "late", 70)])
     assert out == []
+
+
+# Issue 10, rules 16-19 and 21 (Kafka Streams 4.1's KStreamKStreamJoin)
+
+def test_an_unjoined_record_whose_window_has_ended_is_emitted_at_once():
+    # k2 at 50 arrives at stream time 100: its window [40, 60] is over, so it never waits
+    assert _join("left_join", [("l", "k", "a", 100), ("l", "k2", "b", 50)]) == [
+        ("k2", "b+None", 50)]
+
+
+def test_no_record_is_dropped_for_lateness_only_the_stores_retention_expires():
+    # y at 8 is far behind stream time 100, yet joins x (5), still in the right store
+    assert _join("join", [("l", "k", "a", 100), ("r", "k", "x", 5), ("l", "k", "y", 8)]) == [
+        ("k", "y+x", 8)]
+
+
+def test_closed_unjoined_records_come_first_ordered_by_time_side_and_key():
+    events = [("l", "b", "v1", 0), ("l", "a", "v2", 0), ("r", "c", "v3", 0),
+              ("r", "k", "y", 5), ("l", "k", "x", 12)]
+    assert _join("outer_join", events) == [
+        ("c", "None+v3", 0), ("a", "v2+None", 0), ("b", "v1+None", 0), ("k", "x+y", 12)]
+
+
+@pytest.mark.parametrize("kind,expected", [
+    ("join", []), ("left_join", [(None, "a+None", 1)]),
+    ("outer_join", [(None, "a+None", 1), (None, "None+b", 2)])])
+def test_null_keys_join_with_none_on_outer_sides(kind, expected):
+    assert _join(kind, [("l", None, "a", 1), ("r", None, "b", 2)]) == expected
+
+
+def test_a_zero_size_window_without_grace_never_joins():
+    windows = JoinWindows.of_time_difference_without_grace(0)
+    assert _join("join", [("l", "k", "a", 5), ("r", "k", "b", 5)], windows) == []

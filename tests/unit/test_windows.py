@@ -62,7 +62,9 @@ def test_tumbling_window_count():
     # no grace: b at 3 arrives when stream time is 12, after [0, 10) closed: dropped
     assert out == [("a@0-10", 1), ("a@0-10", 2), ("a@10-20", 1)]
     assert d._task.dropped == 1
-    assert list(d.get_window_store("wc").fetch("a", 0, 20)) == [(0, 2), (10, 1)]
+    # retention = size + grace = 10: at stream time 12 window 0 has expired (start must be
+    # > 12 - 10, issue 10 rule 9), as in Kafka Streams' window stores
+    assert list(d.get_window_store("wc").fetch("a", 0, 20)) == [(10, 1)]
 
 
 def test_hopping_window_count():

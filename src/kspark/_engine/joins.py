@@ -19,8 +19,9 @@ def _lookup(store: Any, key: Any) -> tuple[Any, int]:
 class StreamTableJoinProcessor(Processor):
     """Each stream record joins the table's current value for its key.
 
-    Inner: records whose key has no table value (or a null key or value) are dropped.
-    Left: they are joined with None.
+    Inner: records whose key has no table value, or with a null key, are dropped.
+    Left: they are joined with None (a null key too, KIP-962). As KStreamKTableJoinProcessor,
+    a null stream value is always dropped: the joiner never sees one.
     """
 
     def __init__(self, store_name: str, joiner: Callable[[Any, Any], Any], left: bool):
@@ -31,8 +32,10 @@ class StreamTableJoinProcessor(Processor):
         self.store = context.get_state_store(self.store_name)
 
     def process(self, record: Record) -> None:
-        if record.key is None or record.value is None:
-            if self.left and record.key is not None:
+        if record.value is None:
+            return
+        if record.key is None:
+            if self.left:
                 self.context.forward(record.with_value(self.joiner(record.value, None)))
             return
         other, _ = _lookup(self.store, record.key)

@@ -1,5 +1,5 @@
-"""KStream-KStream windowed joins, with Kafka Streams' (3.x) left/outer semantics: a record
-that found no partner is emitted with None only once its join window has closed."""
+"""KStream-KStream windowed joins, with Kafka Streams' (4.1) left/outer semantics: a record
+that found no partner is emitted with None once its join window has closed."""
 
 from __future__ import annotations
 
@@ -49,15 +49,20 @@ class JoinWindows:
 
 
 class StreamStreamJoinProcessor(Processor):
-    """One side of a stream-stream join: store this record, join the other side's window.
+    """One side of a stream-stream join (Kafka Streams' KStreamKStreamJoin): store this
+    record, join the other side's window.
 
-    ``kind``: "inner", "left" or "outer". Unjoined records of the outer side(s) wait in the
-    shared ``pending`` store (keyed by timestamp, so the oldest come first) until stream time
-    passes their window's end plus grace.
+    ``kind``: "inner", "left" or "outer". Both sides share one stream time (the newest
+    timestamp either has seen). No record is dropped for lateness: expiry comes only from
+    the window stores' retention. An unjoined record of an outer side is emitted with None
+    at once if its window has already ended, else it waits in the shared ``pending`` store,
+    ordered by (timestamp, side, key), until stream time passes its window's end plus
+    grace; waiting records whose window closed are emitted before the current record's
+    join results. A null-key record of an outer side is joined with None at once (KIP-962).
     """
 
-    # kept in the task's progress across restarts (seq keeps pending keys unique)
-    _progress_fields = ("observed", "seq")
+    # kept in the task's progress across restarts
+    _progress_fields = ("observed",)
 
     def __init__(self, this_store: str, other_store: str, pending_store: str,
                  joiner: Callable[[Any, Any], Any], windows: JoinWindows, kind: str,
@@ -71,7 +76,12 @@ class StreamStreamJoinProcessor(Processor):
         self.other = context.get_state_store(self.other_store)
         self.pending = context.get_state_store(self.pending_store)
         self.observed = -1
-        self.seq = 0
+        # Java's shared time tracker: both sides hold the same pending store object
+        self._sides = self.pending.__dict__.setdefault("join_sides", [])
+        self._sides.append(self)
+
+    def _stream_time(self) -> int:
+        return max(side.observed for side in self._sides)
 
     def _outer_side(self) -> bool:
         return self.kind == "outer" or (self.kind == "left" and self.left)
@@ -80,67 +90,71 @@ class StreamStreamJoinProcessor(Processor):
         return self.joiner(mine, theirs) if self.left else self.joiner(theirs, mine)
 
     def process(self, record: Record) -> None:
-        if record.key is None or record.value is None:
-            return
         ts, w = record.timestamp, self.windows
+        before, after = (w.before_ms, w.after_ms) if self.left else (w.after_ms, w.before_ms)
+        time_from, time_to = max(0, ts - before), max(0, ts + after)
         self.observed = max(self.observed, ts)
-        if ts + w.size_ms() + w.grace_ms < self.observed:
-            self.context.record_dropped(f"record of key {record.key!r} at {ts} is past its join "
-                                        f"window plus grace (stream time {self.observed})")
+        if self._outer_side() and record.key is None and record.value is not None:
+            self.context.forward(record.with_value(self._join(record.value, None)))
             return
-        lo, hi = (ts - w.before_ms, ts + w.after_ms) if self.left else (ts - w.after_ms, ts + w.before_ms)
+        if record.key is None or record.value is None:
+            self.context.record_dropped(f"a stream-stream join skips a record with a null "
+                                        f"{'key' if record.key is None else 'value'}")
+            return
+        stream_time = self._stream_time()
+        if ts == stream_time:
+            self._emit_closed(stream_time, record)
         self.this.put(record.key, (record.value, ts), ts)
         matched = False
-        for other_ts, (other_value, _) in self.other.fetch(record.key, max(lo, 0), hi):
+        for other_ts, (other_value, _) in self.other.fetch(record.key, time_from, time_to):
             matched = True
-            self._drop_pending(record.key, other_ts)
+            self.pending.delete((other_ts, not self.left, record.key))
             self.context.forward(Record(record.key, self._join(record.value, other_value),
                                         max(ts, other_ts), record.headers))
         if not matched and self._outer_side():
-            self.seq += 1
-            self.pending.put((ts, self.left, self.seq, record.key), record.value)
-        self._emit_closed()
+            if time_to < stream_time:  # its window has ended already: nothing can join it
+                self.context.forward(record.with_value(self._join(record.value, None)))
+            else:
+                self.pending.put((ts, self.left, record.key), record.value)
 
-    def _drop_pending(self, key: Any, other_ts: int) -> None:
-        """The other side's record at ``other_ts`` found a partner: it no longer waits."""
-        with self.pending.range((other_ts, not self.left, 0, None), (other_ts, not self.left, 1 << 62, None)) as it:
-            for kv in list(it):
-                if kv.key[3] == key:
-                    self.pending.delete(kv.key)
-
-    def _emit_closed(self) -> None:
+    def _emit_closed(self, stream_time: int, record: Record) -> None:
+        """Emit (and forget) waiting records whose window plus grace has passed."""
         w = self.windows
-        done = []
+        done, open_sides = [], set()
         with self.pending.all() as it:
             for kv in it:
-                ts, is_left, _, key = kv.key
-                window_end = ts + (w.after_ms if is_left else w.before_ms)
-                if window_end + w.grace_ms >= self.observed:
+                if len(open_sides) == 2:
                     break
+                ts, is_left, key = kv.key
+                if ts + (w.after_ms if is_left else w.before_ms) + w.grace_ms >= stream_time:
+                    open_sides.add(is_left)
+                    continue
+                if is_left in open_sides:
+                    continue
                 done.append(kv)
         for kv in done:
-            ts, is_left, _, key = kv.key
+            ts, is_left, key = kv.key
             self.pending.delete(kv.key)
             value = self.joiner(kv.value, None) if is_left else self.joiner(None, kv.value)
-            self.context.forward(Record(key, value, ts))
+            self.context.forward(Record(key, value, ts, record.headers))
 
 
 class PendingKeySerde:
-    """Orders pending records by (timestamp, side, sequence): 8 + 1 + 8 bytes, then the key."""
+    """Orders waiting records by (timestamp, side, key): 8 + 1 bytes, then the key's bytes
+    in the join's key serde (Kafka Streams' TimestampedKeyAndJoinSide)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner  # None: the default key serde (filled in when the store is built)
 
     def serialize(self, topic: str, data: tuple | None) -> bytes | None:
-        import pickle
-
         if data is None:
             return None
-        ts, is_left, seq, key = data
+        ts, is_left, key = data
         return (ts.to_bytes(8, "big", signed=True) + (b"\x01" if is_left else b"\x00")
-                + seq.to_bytes(8, "big") + pickle.dumps(key, protocol=5))
+                + self.inner.serialize(topic, key))
 
     def deserialize(self, topic: str, data: bytes | None) -> tuple | None:
-        import pickle
-
         if data is None:
             return None
         return (int.from_bytes(data[:8], "big", signed=True), data[8] == 1,
-                int.from_bytes(data[9:17], "big"), pickle.loads(data[17:]))
+                self.inner.deserialize(topic, data[9:]))

@@ -269,7 +269,8 @@ class KStream:
                 WindowBytesStoreSupplier(stores[n], True, retention, windows.size_ms() + 1, True),
                 s._key_serde, PickleSerde()), (this, that))
         g.add_store(KeyValueStoreBuilder(KeyValueBytesStoreSupplier(pending, False),
-                                         PendingKeySerde(), PickleSerde()), (this, that))
+                                         PendingKeySerde(left._key_serde), PickleSerde()),
+                    (this, that))
         merge = g.next_name("KSTREAM-MERGE")
         g.add(ProcessorSpec(merge, ops.PassThroughProcessor, (this, that)))
         _copartition(g, left, right)

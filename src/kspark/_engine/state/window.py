@@ -55,7 +55,8 @@ class WindowStore(StoreBase):
                         Window(start, start + self.window_size_ms))
 
     def _expired(self, start: int) -> bool:
-        return self.observed >= 0 and start < self.observed - self.retention_ms
+        """As Kafka Streams' window stores: a window lives while start > stream time - retention."""
+        return self.observed >= 0 and start <= self.observed - self.retention_ms
 
     def put(self, key: Any, value: Any, window_start: int) -> None:
         """Store ``value`` for ``key`` in the window starting at ``window_start`` (None deletes)."""
