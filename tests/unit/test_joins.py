@@ -95,3 +95,27 @@ def test_stream_table_join_null_keys_and_values(left):
     if left:
         expected.insert(0, (None, "c1/None"))
     assert out.read_key_values_to_list() == expected
+
+
+@pytest.mark.parametrize("cache,expected", [(0, [("ghost", None)]), (1024, [])],
+                         ids=["uncached", "cached"])
+def test_a_tombstone_for_a_key_never_in_the_table_is_forwarded_unless_cached(cache, expected):
+    """Issue 10, rule 3 (KTableSource): (k, None) goes downstream when the table does not
+    cache; a cache has nothing to flush for it."""
+    b = StreamsBuilder()
+    b.table("t", key_serde=S, value_serde=S).to_stream().to("out", value_serde=S)
+    with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": cache}) as d:
+        d.create_input_topic("t", S, S).pipe_input("ghost", None, 1)
+        assert d.create_output_topic("out", S, S).read_key_values_to_list() == expected
+
+
+@pytest.mark.parametrize("kind", ["join", "left_join"])
+def test_such_a_tombstone_passes_a_table_table_join_whose_other_side_has_the_key(kind):
+    b = StreamsBuilder()
+    left = b.table("l", key_serde=S, value_serde=S)
+    right = b.table("r", key_serde=S, value_serde=S)
+    getattr(left, kind)(right, lambda a, c: f"{a}+{c}").to_stream().to("out", value_serde=S)
+    with TopologyTestDriver(b.build(), NO_CACHE) as d:
+        d.create_input_topic("r", S, S).pipe_input("k", "x", 1)
+        d.create_input_topic("l", S, S).pipe_input("k", None, 2)
+        assert d.create_output_topic("out", S, S).read_key_values_to_list() == [("k", None)]

@@ -74,7 +74,11 @@ class TableTableJoinProcessor(Processor):
         change: Change = record.value
         other, other_ts = _lookup(self.store, record.key)
         new, old = self._join(change.new, other), self._join(change.old, other)
-        if new is None and old is None:
+        # Java's inner join, and a left join's left side, forward a delete whenever the other
+        # side has a value (KTableKTableInnerJoin, KTableKTableLeftJoin)
+        tombstone = other is not None and (self.kind == "inner" or
+                                           (self.kind == "left" and self.this_is_left))
+        if new is None and old is None and not tombstone:
             return
         ts = max(record.timestamp, other_ts)
         self.context.forward(Record(record.key, Change(new, old), ts, record.headers))

@@ -133,15 +133,14 @@ class WindowAggregateProcessor(_TableStoreProcessor):
 
 
 class TableSourceProcessor(_TableStoreProcessor):
-    """Materializes a topic as a table: a value upserts, a null value (tombstone) deletes."""
+    """Materializes a topic as a table: a value upserts, a null value (tombstone) deletes.
+    As KTableSource, a tombstone for a key the table never had is still forwarded (as a
+    change from None to None) unless the store caches (a cache has nothing to flush)."""
 
     def process(self, record: Record) -> None:
         if record.key is None:
             return
-        old = self._get(record.key)
-        if record.value is None and old is None:
-            return
-        self._write(record, record.value, old)
+        self._write(record, record.value, self._get(record.key))
 
 
 class TableFilterProcessor(Processor):
