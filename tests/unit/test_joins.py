@@ -119,3 +119,17 @@ def test_such_a_tombstone_passes_a_table_table_join_whose_other_side_has_the_key
         d.create_input_topic("r", S, S).pipe_input("k", "x", 1)
         d.create_input_topic("l", S, S).pipe_input("k", None, 2)
         assert d.create_output_topic("out", S, S).read_key_values_to_list() == [("k", None)]
+
+
+def test_a_cached_tables_delete_carries_the_deletes_timestamp():
+    """Issue 10, rule 5: the tombstone a cached table emits at commit has the timestamp of
+    the delete record, not of the row it removed."""
+    b = StreamsBuilder()
+    b.table("t", key_serde=S, value_serde=S).to_stream().to("out", value_serde=S)
+    with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": 1024}) as d:
+        t = d.create_input_topic("t", S, S)
+        t.pipe_input("k", "v", 10)
+        t.pipe_input("k", None, 25)
+        got = [(r.key, r.value, r.timestamp) for r in
+               d.create_output_topic("out", S, S).read_records_to_list()]
+    assert got == [("k", "v", 10), ("k", None, 25)]

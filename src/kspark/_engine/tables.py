@@ -34,6 +34,7 @@ class _TableStoreProcessor(Processor):
         self.context = context
         self.store = context.get_state_store(self.store_name)
         self.emit_on_flush = self.store.caching_enabled
+        self._deleted_at: dict[bytes, int] = {}  # cached deletes: their records' timestamps
         if self.emit_on_flush:
             layer = self.store.inner
             while layer is not None and not isinstance(layer, CachingLayer):
@@ -47,13 +48,20 @@ class _TableStoreProcessor(Processor):
         name, vs = self.store_name, self.store.value_serde
         k = self.store.decode_key(key)
         n, o = vs.deserialize(name, new), vs.deserialize(name, old)
+        deleted_at = self._deleted_at.pop(key, None)
         if n is None and o is None:
             return
-        ts = n.timestamp if n is not None else o.timestamp
+        # a delete carries its own record's timestamp, as in Kafka Streams' cache
+        ts = n.timestamp if n is not None else o.timestamp if deleted_at is None else deleted_at
         self.context.forward(Record(k, Change(n and n.value, o and o.value), ts))
 
     def _write(self, record: Record, new: Any, old: Any, timestamp: int | None = None) -> None:
         ts = record.timestamp if timestamp is None else timestamp
+        if self.emit_on_flush:
+            if new is None:
+                self._deleted_at[self.store.encode_key(record.key)] = ts
+            else:
+                self._deleted_at.pop(self.store.encode_key(record.key), None)
         self.store.put(record.key, None if new is None else ValueAndTimestamp(new, ts))
         if not self.emit_on_flush:
             self.context.forward(Record(record.key, Change(new, old), ts, record.headers))

@@ -115,6 +115,9 @@ class KeyValueStore(StoreBase):
     def _v(self, raw: bytes | None) -> Any:
         return None if raw is None else self.value_serde.deserialize(self._name, raw)
 
+    def encode_key(self, key: Any) -> bytes:
+        return self._k(key)
+
     def decode_key(self, raw: bytes) -> Any:
         return self.key_serde.deserialize(self._name, raw)
 
