@@ -60,3 +60,40 @@ def test_session_count_merges_sessions_and_drops_late_records():
         store = d.get_session_store("sessions")
         assert [(kv.key.window.start, kv.key.window.end, kv.value) for kv in store.fetch("a")] == [
             (100, 100, 1)]  # [0,5] and [14,22] have expired by stream time 100
+
+
+def _sessions(events, aggregate=None, windows=SessionWindows.of_inactivity_gap_and_grace(10, 100)):
+    b = StreamsBuilder()
+    grouped = (b.stream("in", key_serde=S, value_serde=S).group_by_key()
+               .windowed_by(windows))
+    table = grouped.count() if aggregate is None else grouped.aggregate(
+        lambda: "I", lambda k, v, agg: agg + v, lambda k, a, c: a + c,
+        Materialized.with_(S, S))
+    (table.to_stream().map(lambda wk, v: (f"{wk.key}@{wk.window.start}-{wk.window.end}", v))
+     .to("out", key_serde=S, value_serde=L if aggregate is None else S))
+    with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": 0}) as d:
+        i = d.create_input_topic("in", S, S)
+        for key, value, ts in events:
+            i.pipe_input(key, value, ts)
+        out = d.create_output_topic("out", S, L if aggregate is None else S)
+        return [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+
+
+def test_session_results_carry_the_session_end_and_null_values_count():
+    """Issue 10, rules 2 and 7 (KStreamSessionWindowAggregate)."""
+    assert _sessions([("a", "x", 20), ("a", None, 12)]) == [
+        ("a@20-20", 1, 20), ("a@20-20", None, 20), ("a@12-20", 2, 20)]
+
+
+def test_a_session_merge_starts_from_the_initializer_and_merges_every_session():
+    """Issue 10, rule 6: agg = merger(merger(init, s1), s2), then the aggregator."""
+    out = _sessions([("a", "x", 0), ("a", "y", 20), ("a", "z", 10)], aggregate=True)
+    assert out[-1] == ("a@0-20", "IIxIyz", 20)
+
+
+def test_an_expired_session_is_neither_found_nor_merged():
+    """Issue 10, rule 8: retention gap + grace = 10; at stream time 10 the session [0, 0]
+    has expired (its end must be > 10 - 10), so a record at 10 starts a new session."""
+    windows = SessionWindows.of_inactivity_gap_and_grace(10, 0)
+    assert _sessions([("a", "x", 0), ("b", "x", 10), ("a", "x", 10)], windows=windows) == [
+        ("a@0-0", 1, 0), ("b@10-10", 1, 10), ("a@10-10", 1, 10)]

@@ -226,36 +226,40 @@ class SessionAggregateProcessor(_TableStoreProcessor):
         self.observed = -1
 
     def process(self, record: Record) -> None:
+        """As KStreamSessionWindowAggregate: only null keys are skipped; the aggregate starts
+        from the initializer, merges every overlapping session, then adds the record;
+        results and the tombstones of merged sessions carry the session's end as timestamp."""
         from kspark._engine.windows import Window
 
-        if record.key is None or record.value is None:
+        if record.key is None:
             return
         ts, gap = record.timestamp, self.windows.gap_ms
         self.observed = max(self.observed, ts)
-        if ts + gap + self.windows.grace_ms <= self.observed:  # its session would already be closed
-            self.context.record_dropped(
-                f"late record for a session of key {record.key!r} at {ts}: stream time "
-                f"{self.observed} is past its end plus grace ({self.windows.grace_ms} ms)")
-            return
-        start, end, agg = ts, ts, None
+        close = self.observed - self.windows.grace_ms - gap
+        agg = None if self.initializer is None else self.initializer()
+        start, end = ts, ts
         merged = list(self.store.find_sessions(record.key, ts - gap, ts + gap))
         for kv in merged:
-            vt = kv.value
+            agg = kv.value.value if agg is None else self.merger(record.key, agg, kv.value.value)
             start, end = min(start, kv.key.window.start), max(end, kv.key.window.end)
-            agg = vt.value if agg is None else self.merger(record.key, agg, vt.value)
-        if agg is None:
-            agg = (record.value if self.initializer is None
-                   else self.aggregator(record.key, record.value, self.initializer()))
-        else:
-            agg = self.aggregator(record.key, record.value, agg)
-        for kv in merged:
-            self.store.remove(kv.key)
-            if not self.emit_on_flush:
-                self.context.forward(Record(kv.key, Change(None, kv.value.value), ts, record.headers))
+        if end < close:
+            self.context.record_dropped(
+                f"late record for a session of key {record.key!r} at {ts}: stream time "
+                f"{self.observed} is past its end plus gap and grace "
+                f"({self.windows.grace_ms} ms)")
+            return
+        if (start, end) != (ts, ts):
+            for kv in merged:
+                self.store.remove(kv.key)
+                if not self.emit_on_flush:
+                    self.context.forward(Record(kv.key, Change(None, kv.value.value),
+                                                kv.key.window.end, record.headers))
+        agg = (record.value if agg is None and self.initializer is None
+               else self.aggregator(record.key, record.value, agg))
         session = Windowed(record.key, Window(start, end))
-        self.store.put(session, ValueAndTimestamp(agg, ts))
+        self.store.put(session, None if agg is None else ValueAndTimestamp(agg, end))
         if not self.emit_on_flush:
-            self.context.forward(Record(session, Change(agg, None), ts, record.headers))
+            self.context.forward(Record(session, Change(agg, None), end, record.headers))
 
 
 class ChangeSerde:

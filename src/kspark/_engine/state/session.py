@@ -52,7 +52,7 @@ class SessionStore(StoreBase):
     def put(self, session: Windowed, value: Any) -> None:
         """Store the aggregate of ``session`` (a Windowed key); None removes it."""
         self.observed = max(self.observed, session.window.end)
-        if session.window.end < self.observed - self.retention_ms:
+        if session.window.end <= self.observed - self.retention_ms:  # expired, as in Java
             return
         self.inner.put(self._raw_key(session), self.value_serde.serialize(self._name, value))
 
@@ -71,7 +71,7 @@ class SessionStore(StoreBase):
                 continue
             start, end = _i(raw[-8:]), _i(raw[-16:-8])
             if end >= earliest_end and start <= latest_start and \
-                    end >= self.observed - self.retention_ms:
+                    end > self.observed - self.retention_ms:
                 yield KeyValue(Windowed(key, Window(start, end)),
                                self.value_serde.deserialize(self._name, v))
 
