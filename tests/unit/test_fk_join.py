@@ -110,3 +110,28 @@ def test_the_extractor_may_take_the_key_too():
         d.create_input_topic("products", S, S).pipe_input("p7", "kiwi", 1)
         d.create_input_topic("orders", S, S).pipe_input("o7", "two", 2)
         assert d.create_output_topic("out", S, S).read_key_values_to_list() == [("o7", "two+kiwi")]
+
+
+def test_an_update_from_the_right_side_carries_the_right_records_timestamp():
+    """Issue 10, rule 14: max(left, right) when the left row subscribes; a right update
+    propagates with its own timestamp."""
+    d, orders, products = _driver()
+    products.pipe_input("p1", "apple", 500)
+    orders.pipe_input("o1", "p1|1", 600)
+    products.pipe_input("p1", "pear", 300)
+    out = d.create_output_topic("out", S, S).read_records_to_list()
+    assert [(r.value, r.timestamp) for r in out] == [("p1|1+apple", 600), ("p1|1+pear", 300)]
+    d.close()
+
+
+def test_an_inner_join_row_moved_to_an_unmatched_key_or_deleted_emits_a_tombstone():
+    """Issue 10, rule 15: even without a previous result (PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
+    and DELETE_KEY_AND_PROPAGATE); a new row without a match emits nothing."""
+    d, orders, products = _driver()
+    orders.pipe_input("o1", "p1|3", 1)   # new, no p1: nothing
+    orders.pipe_input("o1", "p9|3", 2)   # moved, no p9: tombstone
+    orders.pipe_input("o3", "p8|1", 3)   # new, no p8: nothing
+    orders.pipe_input("o3", None, 4)     # deleted: tombstone
+    assert d.create_output_topic("out", S, S).read_key_values_to_list() == [
+        ("o1", None), ("o3", None)]
+    d.close()

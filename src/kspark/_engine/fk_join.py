@@ -29,12 +29,15 @@ from kspark.serde import Serdes
 
 _BYTES = Serdes.ByteArray()
 
-__all__ = ["SUBSCRIBE", "UNSUBSCRIBE", "UNSUBSCRIBE_AND_PROPAGATE", "Subscription", "Response",
+__all__ = ["SUBSCRIBE", "UNSUBSCRIBE", "UNSUBSCRIBE_AND_PROPAGATE", "RESUBSCRIBE",
+           "Subscription", "Response",
            "encode_subscription", "decode_subscription", "encode_response", "decode_response",
            "SubscribeProcessor", "SubscriptionProcessor", "RightChangeProcessor",
            "ResolveProcessor"]
 
-SUBSCRIBE, UNSUBSCRIBE, UNSUBSCRIBE_AND_PROPAGATE = 0, 1, 2
+# RESUBSCRIBE: a changed left row subscribes; its answer is passed on even if it makes no
+# result (an inner join's tombstone), as Kafka Streams' PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE.
+SUBSCRIBE, UNSUBSCRIBE, UNSUBSCRIBE_AND_PROPAGATE, RESUBSCRIBE = 0, 1, 2, 3
 
 
 class Subscription(NamedTuple):
@@ -48,6 +51,7 @@ class Response(NamedTuple):
     version: int
     left_value: bytes | None
     right_value: bytes | None
+    propagate: bool = False  # forward even a result that is no row (a tombstone)
 
 
 def _blob(b: bytes | None) -> bytes:
@@ -80,18 +84,19 @@ def decode_subscription(data: bytes) -> Subscription:
 
 
 def encode_response(r: Response) -> bytes:
-    """8-byte version, then the left and right values as length-prefixed bytes.
+    """8-byte version, a propagate byte, then the left and right values as length-prefixed bytes.
 
     >>> decode_response(encode_response(Response(3, b"l", None)))
-    Response(version=3, left_value=b'l', right_value=None)
+    Response(version=3, left_value=b'l', right_value=None, propagate=False)
     """
-    return struct.pack(">q", r.version) + _blob(r.left_value) + _blob(r.right_value)
+    return (struct.pack(">q?", r.version, r.propagate) + _blob(r.left_value)
+            + _blob(r.right_value))
 
 
 def decode_response(data: bytes) -> Response:
-    (version,) = struct.unpack_from(">q", data)
-    left, right = _blobs(data, 8, 2)
-    return Response(version, left, right)
+    version, propagate = struct.unpack_from(">q?", data)
+    left, right = _blobs(data, 9, 2)
+    return Response(version, left, right, propagate)
 
 
 def _serde(serde: Any, config: Mapping[str, Any], kind: str) -> Any:
@@ -153,7 +158,8 @@ class SubscribeProcessor(Processor):
         if change.old is not None and old_fk != new_fk and old_fk is not None:
             self._send(old_fk, UNSUBSCRIBE, version, key, None, record)
         value = self.value_serde.serialize("", change.new)
-        self._send(new_fk, SUBSCRIBE, version, key, value, record)
+        self._send(new_fk, SUBSCRIBE if change.old is None else RESUBSCRIBE, version, key, value,
+                   record)
 
     def _fk(self, key: Any, value: Any) -> Any:
         if self.keyed_extractor is not None:
@@ -193,19 +199,21 @@ class SubscriptionProcessor(Processor):
         s = decode_subscription(record.value)
         fk = record.key
         store_key = None if fk is None else _store_key(self.fk_serde.serialize("", fk), s.left_key)
-        if s.instruction == SUBSCRIBE:
+        if s.instruction in (SUBSCRIBE, RESUBSCRIBE):
             if store_key is not None:
                 self.subscriptions.put(store_key, struct.pack(">qq", s.version, record.timestamp)
                                        + _blob(s.left_value))
             vt = None if fk is None else self.right.get(fk)
             right = None if vt is None else self.right_value_serde.serialize("", vt.value)
             ts = record.timestamp if vt is None else max(record.timestamp, vt.timestamp)
-            self._respond(s.left_key, Response(s.version, s.left_value, right), ts, record)
+            self._respond(s.left_key, Response(s.version, s.left_value, right,
+                                               s.instruction == RESUBSCRIBE), ts, record)
             return
         if store_key is not None:
             self.subscriptions.delete(store_key)
         if s.instruction == UNSUBSCRIBE_AND_PROPAGATE:
-            self._respond(s.left_key, Response(s.version, None, None), record.timestamp, record)
+            self._respond(s.left_key, Response(s.version, None, None, True), record.timestamp,
+                          record)
 
     def _respond(self, left_key: bytes, response: Response, ts: int, record: Record) -> None:
         self.context.forward(Record(left_key, encode_response(response), ts, record.headers))
@@ -235,11 +243,12 @@ class RightChangeProcessor(Processor):
         with self.subscriptions.prefix_scan(prefix, _BYTES) as entries:
             subscribers = list(entries)
         for entry in subscribers:
-            version, left_ts = struct.unpack_from(">qq", entry.value)
+            version, _ = struct.unpack_from(">qq", entry.value)  # (version, left timestamp)
             (left_value,) = _blobs(entry.value, 16, 1)
-            response = Response(version, left_value, right)
+            response = Response(version, left_value, right, True)
+            # an update from the right side carries the right record's timestamp
             self.context.forward(Record(entry.key[len(prefix):], encode_response(response),
-                                        max(left_ts, record.timestamp), record.headers))
+                                        record.timestamp, record.headers))
 
 
 class ResolveProcessor(_TableStoreProcessor):
@@ -273,6 +282,6 @@ class ResolveProcessor(_TableStoreProcessor):
         if left is not None and (right is not None or self.left):
             new = self.joiner(left, right)
         old = self._get(key)
-        if new is None and old is None:
-            return
+        if new is None and old is None and not r.propagate:
+            return  # a new left row without a match: Kafka Streams sends no answer
         self._write(Record(key, None, record.timestamp, record.headers), new, old)
