@@ -273,7 +273,8 @@ def test_a_record_too_large_for_the_producer_fails_naming_topic_partition_size_a
 
     streams = KafkaStreams(doubled(dst), app_config(), spark=spark)
     streams.start()
-    with pytest.raises(StreamsError, match=rf"SinkWriteError: .*cannot write a record of 1200003 "
+    with pytest.raises(StreamsError, match=rf"SinkWriteError: sink 'KSTREAM-SINK-\d+' in task 0_0: "
+                                           rf"producer .*cannot write a record of 1200003 "
                                            rf"bytes to topic '{dst}' partition 0: .*Raise "
                                            r"producer.message.max.bytes"):
         streams.await_termination(300)

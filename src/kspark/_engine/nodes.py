@@ -144,7 +144,8 @@ class SinkNode(ProcessorNode):
         except SinkWriteError as e:  # refused at once (say, too large): the handler decides
             if e.fatal:
                 raise
-            self.task.write_failed(self.name, e)
+            named = SinkWriteError(f"sink {self.name!r} in task {self.task.task_id}: {e}")
+            self.task.write_failed(self.name, named)
 
 
 _KSPARK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
