@@ -52,10 +52,11 @@ def _changelog(args: argparse.Namespace) -> int:
 
 def _broker(args: argparse.Namespace) -> int:
     from kspark._kafka.broker import LocalBroker
-    from kspark._kafka.jars import kafka_libs
+    from kspark._kafka.jars import kafka_libs, streams_test_libs
 
     if args.action == "fetch":
         print(kafka_libs())
+        print(streams_test_libs())  # the conformance suite's reference: Java Kafka Streams
         return 0
     b = LocalBroker(args.dir, port=args.port)
     if args.action == "start":

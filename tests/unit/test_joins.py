@@ -54,11 +54,32 @@ def test_stream_after_key_change_is_repartitioned_before_the_join():
     assert b.build().describe().count("Sub-topology") == 2
 
 
-def test_join_with_unmaterialized_table_is_refused():
+def test_join_reads_an_unmaterialized_table_through_its_parent_store():
+    # as Java's value getters: a filtered, mapped table joins without a store of its own
     b = StreamsBuilder()
-    t = b.table("users", key_serde=S, value_serde=S).filter(lambda k, v: True)
-    with pytest.raises(TopologyError, match="materialized"):
-        b.stream("clicks", key_serde=S, value_serde=S).join(t, lambda c, u: c)
+    t = (b.table("users", key_serde=S, value_serde=S).filter(lambda k, v: v != "x")
+         .map_values(str.upper))
+    b.stream("clicks", key_serde=S, value_serde=S).join(t, lambda c, u: f"{c}:{u}").to(
+        "out", value_serde=S)
+    with TopologyTestDriver(b.build()) as d:
+        users, clicks = d.create_input_topic("users", S, S), d.create_input_topic("clicks", S, S)
+        out = d.create_output_topic("out", S, S)
+        users.pipe_input("u", "ann")
+        clicks.pipe_input("u", "c1")
+        users.pipe_input("u", "x")  # filtered out: reads as deleted
+        clicks.pipe_input("u", "c2")
+        assert out.read_key_values_to_list() == [("u", "c1:ANN")]
+
+
+def test_join_with_a_suppressed_table_is_refused():
+    from kspark import Suppressed, TimeWindows
+
+    b = StreamsBuilder()
+    t = (b.stream("users", key_serde=S, value_serde=S).group_by_key()
+         .windowed_by(TimeWindows.of_size_with_no_grace(10)).count()
+         .suppress(Suppressed.until_window_closes()))
+    with pytest.raises(TopologyError, match="materialize it first"):
+        t.join(t, lambda a, c: a)
 
 
 @pytest.mark.parametrize("kind,expected", [

@@ -11,11 +11,6 @@ from kspark._engine.tables import Change
 __all__ = ["StreamTableJoinProcessor", "TableTableJoinProcessor"]
 
 
-def _lookup(store: Any, key: Any) -> tuple[Any, int]:
-    vt = store.get(key)
-    return (None, -1) if vt is None else (vt.value, vt.timestamp)
-
-
 class StreamTableJoinProcessor(Processor):
     """Each stream record joins the table's current value for its key.
 
@@ -24,12 +19,12 @@ class StreamTableJoinProcessor(Processor):
     a null stream value is always dropped: the joiner never sees one.
     """
 
-    def __init__(self, store_name: str, joiner: Callable[[Any, Any], Any], left: bool):
-        self.store_name, self.joiner, self.left = store_name, joiner, left
+    def __init__(self, table: Any, joiner: Callable[[Any, Any], Any], left: bool):
+        self.table, self.joiner, self.left = table, joiner, left  # table: a ValueGetter
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
-        self.store = context.get_state_store(self.store_name)
+        self.lookup = self.table.bind(context)
 
     def process(self, record: Record) -> None:
         if record.value is None:
@@ -38,7 +33,7 @@ class StreamTableJoinProcessor(Processor):
             if self.left:
                 self.context.forward(record.with_value(self.joiner(record.value, None)))
             return
-        other, _ = _lookup(self.store, record.key)
+        other, _ = self.lookup(record.key)
         if other is None and not self.left:
             return
         self.context.forward(record.with_value(self.joiner(record.value, other)))
@@ -51,14 +46,14 @@ class TableTableJoinProcessor(Processor):
     is on, so the joiner always gets (left value, right value).
     """
 
-    def __init__(self, other_store: str, joiner: Callable[[Any, Any], Any], kind: str,
+    def __init__(self, other: Any, joiner: Callable[[Any, Any], Any], kind: str,
                  this_is_left: bool):
-        self.other_store, self.joiner = other_store, joiner
+        self.other, self.joiner = other, joiner  # other: the other table's ValueGetter
         self.kind, self.this_is_left = kind, this_is_left
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
-        self.store = context.get_state_store(self.other_store)
+        self.lookup = self.other.bind(context)
 
     def _join(self, mine: Any, other: Any) -> Any:
         left, right = (mine, other) if self.this_is_left else (other, mine)
@@ -72,7 +67,7 @@ class TableTableJoinProcessor(Processor):
 
     def process(self, record: Record) -> None:
         change: Change = record.value
-        other, other_ts = _lookup(self.store, record.key)
+        other, other_ts = self.lookup(record.key)
         new, old = self._join(change.new, other), self._join(change.old, other)
         # Java's inner join, and a left join's left side, forward a delete whenever the other
         # side has a value (KTableKTableInnerJoin, KTableKTableLeftJoin)

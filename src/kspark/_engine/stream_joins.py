@@ -115,7 +115,10 @@ class StreamStreamJoinProcessor(Processor):
             if time_to < stream_time:  # its window has ended already: nothing can join it
                 self.context.forward(record.with_value(self._join(record.value, None)))
             else:
-                self.pending.put((ts, self.left, record.key), record.value)
+                # a list per (ts, side, key), as Java's ListValueStore: equal keys and
+                # timestamps all wait, in arrival order
+                waiting = self.pending.get((ts, self.left, record.key)) or []
+                self.pending.put((ts, self.left, record.key), [*waiting, record.value])
 
     def _emit_closed(self, stream_time: int, record: Record) -> None:
         """Emit (and forget) waiting records whose window plus grace has passed."""
@@ -135,8 +138,9 @@ class StreamStreamJoinProcessor(Processor):
         for kv in done:
             ts, is_left, key = kv.key
             self.pending.delete(kv.key)
-            value = self.joiner(kv.value, None) if is_left else self.joiner(None, kv.value)
-            self.context.forward(Record(key, value, ts, record.headers))
+            for waiting in kv.value:
+                value = self.joiner(waiting, None) if is_left else self.joiner(None, waiting)
+                self.context.forward(Record(key, value, ts, record.headers))
 
 
 class PendingKeySerde:

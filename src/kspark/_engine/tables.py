@@ -12,6 +12,7 @@ from kspark._engine.windows import Windowed
 
 __all__ = ["Change", "StreamAggregateProcessor", "TableSourceProcessor", "TableFilterProcessor",
            "TableMapValuesProcessor", "TableToStreamProcessor", "TablePassThroughProcessor",
+           "OldValues", "TableMaterializeProcessor",
            "WindowAggregateProcessor", "SessionAggregateProcessor", "ChangeSerde",
            "TableGroupByProcessor", "TableAggregateProcessor"]
 
@@ -151,34 +152,65 @@ class TableSourceProcessor(_TableStoreProcessor):
         self._write(record, record.value, self._get(record.key))
 
 
-class TableFilterProcessor(Processor):
-    """Keeps new/old values that match; a change where neither matches is not forwarded."""
+class OldValues:
+    """Whether a table node sends old values downstream (Kafka Streams' sendOldValues).
 
-    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool = False):
+    Operators that need them (group_by, suppress, left/outer and foreign-key joins) switch it
+    on while the topology is built; a filter without them forwards a delete for every update
+    that fails its predicate, as Java's KTableFilter does.
+    """
+
+    def __init__(self, on: bool = False):
+        self.on = on
+
+
+class TableFilterProcessor(_TableStoreProcessor):
+    """Keeps rows that match (``negate``: that do not); others read as deleted. Materialized
+    (``store_name``), it writes its result to its own store too."""
+
+    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool = False,
+                 old_values: OldValues | None = None, store_name: str | None = None):
+        super().__init__(store_name)  # type: ignore[arg-type]
         self.predicate, self.negate = predicate, negate
+        self.old_values = old_values if old_values is not None else OldValues(True)
 
     def init(self, context: ProcessorContext) -> None:
-        self.context = context
+        if self.store_name is None:
+            self.context = context
+        else:
+            super().init(context)
 
     def _keep(self, key: Any, v: Any) -> Any:
         return v if v is not None and bool(self.predicate(key, v)) != self.negate else None
 
     def process(self, record: Record) -> None:
-        ch = record.value
-        new, old = self._keep(record.key, ch.new), self._keep(record.key, ch.old)
-        if new is None and old is None:
-            return
-        self.context.forward(record.with_value(Change(new, old)))
+        ch, send_old = record.value, self.old_values.on
+        new = self._keep(record.key, ch.new)
+        old = None
+        if send_old:
+            old = self._keep(record.key, ch.old) if self.store_name is None else self._get(record.key)
+            if new is None and old is None:
+                return
+        if self.store_name is None:
+            self.context.forward(record.with_value(Change(new, old)))
+        else:
+            self._write(record, new, old)
 
 
-class TableMapValuesProcessor(Processor):
-    """Maps new and old values with ``fn(value)`` (``fn(key, value)`` with_key)."""
+class TableMapValuesProcessor(_TableStoreProcessor):
+    """Maps new and old values with ``fn(value)`` (``fn(key, value)`` with_key); materialized
+    (``store_name``), it writes its result to its own store too."""
 
-    def __init__(self, fn: Callable[..., Any], with_key: bool = False):
+    def __init__(self, fn: Callable[..., Any], with_key: bool = False,
+                 store_name: str | None = None):
+        super().__init__(store_name)  # type: ignore[arg-type]
         self.fn, self.with_key = fn, with_key
 
     def init(self, context: ProcessorContext) -> None:
-        self.context = context
+        if self.store_name is None:
+            self.context = context
+        else:
+            super().init(context)
 
     def _map(self, key: Any, v: Any) -> Any:
         if v is None:
@@ -187,8 +219,18 @@ class TableMapValuesProcessor(Processor):
 
     def process(self, record: Record) -> None:
         ch = record.value
-        self.context.forward(record.with_value(
-            Change(self._map(record.key, ch.new), self._map(record.key, ch.old))))
+        new = self._map(record.key, ch.new)
+        if self.store_name is None:
+            self.context.forward(record.with_value(Change(new, self._map(record.key, ch.old))))
+        else:
+            self._write(record, new, self._get(record.key))
+
+
+class TableMaterializeProcessor(_TableStoreProcessor):
+    """Writes each change's new value to a store and forwards it (a materialized join)."""
+
+    def process(self, record: Record) -> None:
+        self._write(record, record.value.new, record.value.old)
 
 
 class TableToStreamProcessor(Processor):
@@ -263,8 +305,9 @@ class SessionAggregateProcessor(_TableStoreProcessor):
 
 
 class ChangeSerde:
-    """A Change with one side set (as table re-grouping sends them): a flag byte (1: new,
-    0: old), then the value's bytes. kspark-internal: used on repartition topics."""
+    """A Change as table re-grouping sends it: a flag byte (1: new only, 0: old only, 2: both,
+    then the new value's length in 4 bytes), then the values' bytes. kspark-internal: used on
+    repartition topics."""
 
     def __init__(self, inner: Any):
         self.inner = inner
@@ -272,6 +315,10 @@ class ChangeSerde:
     def serialize(self, topic: str, data: Change | None) -> bytes | None:
         if data is None:
             return None
+        if data.new is not None and data.old is not None:
+            new = self.inner.serialize(topic, data.new) or b""
+            return (b"\x02" + len(new).to_bytes(4, "big") + new
+                    + (self.inner.serialize(topic, data.old) or b""))
         if data.new is not None:
             return b"\x01" + (self.inner.serialize(topic, data.new) or b"")
         return b"\x00" + (self.inner.serialize(topic, data.old) or b"")
@@ -279,13 +326,19 @@ class ChangeSerde:
     def deserialize(self, topic: str, data: bytes | None) -> Change | None:
         if data is None:
             return None
+        if data[:1] == b"\x02":
+            n = int.from_bytes(data[1:5], "big")
+            return Change(self.inner.deserialize(topic, data[5:5 + n]),
+                          self.inner.deserialize(topic, data[5 + n:]))
         value = self.inner.deserialize(topic, data[1:])
         return Change(value, None) if data[:1] == b"\x01" else Change(None, value)
 
 
 class TableGroupByProcessor(Processor):
-    """Re-keys a table's changes: the old row is subtracted under its old group, the new row
-    added under its new group (two records, subtraction first)."""
+    """Re-keys a table's changes (KTableRepartitionMap). An update that stays in its group
+    goes as one record carrying old and new (KIP-904); otherwise the old row is subtracted
+    under its old group, then the new row added under its new group. A selection whose key
+    or value is None is dropped."""
 
     def __init__(self, selector: Callable[[Any, Any], tuple[Any, Any]]):
         self.selector = selector
@@ -293,14 +346,23 @@ class TableGroupByProcessor(Processor):
     def init(self, context: ProcessorContext) -> None:
         self.context = context
 
+    def _select(self, key: Any, value: Any) -> tuple[Any, Any] | None:
+        if value is None:
+            return None
+        pair = self.selector(key, value)
+        return pair if pair is not None and pair[0] is not None and pair[1] is not None else None
+
     def process(self, record: Record) -> None:
         change: Change = record.value
-        if change.old is not None:
-            k, v = self.selector(record.key, change.old)
-            self.context.forward(Record(k, Change(None, v), record.timestamp, record.headers))
-        if change.new is not None:
-            k, v = self.selector(record.key, change.new)
-            self.context.forward(Record(k, Change(v, None), record.timestamp, record.headers))
+        old, new = self._select(record.key, change.old), self._select(record.key, change.new)
+        ts, headers = record.timestamp, record.headers
+        if old is not None and new is not None and old[0] == new[0]:
+            self.context.forward(Record(old[0], Change(new[1], old[1]), ts, headers))
+            return
+        if old is not None:
+            self.context.forward(Record(old[0], Change(None, old[1]), ts, headers))
+        if new is not None:
+            self.context.forward(Record(new[0], Change(new[1], None), ts, headers))
 
 
 class TableAggregateProcessor(_TableStoreProcessor):
@@ -315,10 +377,16 @@ class TableAggregateProcessor(_TableStoreProcessor):
         if record.key is None:
             return
         change: Change = record.value
-        old = self._get(record.key)
-        agg = old if old is not None else self.initializer()
-        if change.old is not None:
-            agg = self.subtractor(record.key, change.old, agg)
+        old_vt = self.store.get(record.key)
+        old = None if old_vt is None else old_vt.value
+        # As KTableAggregate: subtract (only from an existing aggregate), then add; one
+        # update, stamped max(record, aggregate) once the old aggregate took part.
+        agg, ts = old, record.timestamp
+        if change.old is not None and old is not None:
+            agg = self.subtractor(record.key, change.old, old)
+            ts = max(ts, old_vt.timestamp)
         if change.new is not None:
-            agg = self.adder(record.key, change.new, agg)
-        self._write(record, agg, old)
+            agg = self.adder(record.key, change.new, self.initializer() if agg is None else agg)
+            if old_vt is not None:
+                ts = max(ts, old_vt.timestamp)
+        self._write(record, agg, old, ts)

@@ -69,7 +69,7 @@ class StreamsBuilder:
         vs = m.value_serde if m.value_serde is not None else value_serde
         self._graph.add(ProcessorSpec(name, functools.partial(TableSourceProcessor, store), (src,)))
         self._graph.add_store(m.builder(store, ks, vs), (name,))
-        return KTable(self._graph, name, ks, vs, store)
+        return KTable(self._graph, name, ks, vs, store, queryable=m.store_name is not None)
 
     def add_state_store(self, builder: Any) -> "StreamsBuilder":
         """Add a state store that ``KStream.process(supplier, "name")`` can connect to."""

@@ -150,7 +150,7 @@ class KStream:
         store = m.store_name or f"{node}-STATE-STORE"
         g.add(ProcessorSpec(node, functools.partial(TableSourceProcessor, store), (stream._node,)))
         g.add_store(m.builder(store, ks, vs), (node,))
-        return KTable(g, node, ks, vs, store)
+        return KTable(g, node, ks, vs, store, queryable=m.store_name is not None)
 
     def print(self, label: str | None = None, name: str | None = None) -> None:
         """Print each record as ``[label]: key, value`` (label defaults to the node's name)."""
@@ -214,15 +214,16 @@ class KStream:
         """
         if isinstance(table, KStream):
             return self._stream_join(table, joiner, windows, "inner")
-        store = table.queryable_store_name()
-        if store is None:
-            raise TopologyError("the table of a join must be materialized: join a table from "
-                                "StreamsBuilder.table() or an aggregation, or materialize it")
+        getter = table._getter
+        if getter is None:
+            raise TopologyError(f"table {table._node!r} cannot be joined: it has no store and "
+                                f"its rows cannot be read through one (a suppressed table); "
+                                f"materialize it first")
         stream = self.repartition() if self._repartition_required else self
         out = stream._then("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", functools.partial(
-            ops_joins.StreamTableJoinProcessor, store, joiner, left), name, self._key_serde, None,
+            ops_joins.StreamTableJoinProcessor, getter, joiner, left), name, self._key_serde, None,
             keep_serdes=False)
-        self._graph.connect((out._node,), (store,))
+        self._graph.connect((out._node,), getter.stores)
         _copartition(self._graph, stream, table)
         return out
 

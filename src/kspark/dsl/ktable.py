@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from kspark._engine import tables
+from kspark._engine import getters, tables
 from kspark._graph.graph import ProcessorSpec, TopologyGraph
 from kspark.errors import TopologyError
 
@@ -24,37 +24,93 @@ class KTable:
     """
 
     def __init__(self, graph: TopologyGraph, node: str, key_serde: Any, value_serde: Any,
-                 store_name: str | None = None):
+                 store_name: str | None = None, getter: Any = None, queryable: bool = True):
         self._graph = graph
         self._node = node
         self._key_serde = key_serde
         self._value_serde = value_serde
         self._store_name = store_name
         self._window_grace: int | None = None  # set on windowed aggregation results
+        # how a join reads this table's rows: its store, or through the stores it derives from
+        self._getter = getter if getter is not None or store_name is None else \
+            getters.StoreGetter(store_name)
+        self._old = tables.OldValues()
+        # Kafka Streams' enableSendingOldValues(force): a table with a store always can; an
+        # unnamed source table only when forced; filters and mappers ask their parent
+        self._old_policy: Callable[[bool], bool] = (
+            (lambda force: True) if queryable else (lambda force: force))
 
     def queryable_store_name(self) -> str | None:
         """The store holding this table, if it is materialized."""
         return self._store_name
 
-    def _then(self, prefix: str, supplier: Callable[[], Any], value_serde: Any) -> "KTable":
+    def _enable_old(self, force: bool) -> bool:
+        """Ask this table to send old values downstream; whether it will."""
+        if self._old_policy(force):
+            self._old.on = True
+        return self._old.on
+
+    def _derived(self, prefix: str, make: Callable[[str | None], Any], materialized: Any,
+                 value_serde: Any, getter: Any) -> "KTable":
+        """A filter or mapper of this table; with ``materialized`` it keeps its own store."""
         name = self._graph.next_name(prefix)
-        self._graph.add(ProcessorSpec(name, supplier, (self._node,)))
-        return KTable(self._graph, name, self._key_serde, value_serde)
+        store = None
+        if materialized is not None and materialized.store_name is not None:
+            store = materialized.store_name
+            if materialized.value_serde is not None:
+                value_serde = materialized.value_serde
+        self._graph.add(ProcessorSpec(name, make(store), (self._node,)))
+        if store is not None:
+            ks = materialized.key_serde if materialized.key_serde is not None else self._key_serde
+            self._graph.add_store(materialized.builder(store, ks, value_serde), (name,))
+        out = KTable(self._graph, name, self._key_serde, value_serde, store,
+                     None if store is not None else getter)
+        if store is None:
+            out._old_policy = lambda force: self._enable_old(force)
+        return out
 
-    def filter(self, predicate: Callable[[Any, Any], bool]) -> "KTable":
-        """Keep the rows for which ``predicate(key, value)`` holds (others read as deleted)."""
-        return self._then("KTABLE-FILTER", functools.partial(tables.TableFilterProcessor, predicate),
-                          self._value_serde)
+    def filter(self, predicate: Callable[[Any, Any], bool], materialized: Any = None) -> "KTable":
+        """Keep the rows for which ``predicate(key, value)`` holds (others read as deleted).
 
-    def filter_not(self, predicate: Callable[[Any, Any], bool]) -> "KTable":
-        return self._then("KTABLE-FILTER",
-                          functools.partial(tables.TableFilterProcessor, predicate, True),
-                          self._value_serde)
+        As Kafka Streams' KTableFilter, a filter whose old values nobody downstream needs
+        forwards a delete for every update that fails the predicate.
 
-    def map_values(self, fn: Callable[..., Any], *, with_key: bool = False) -> "KTable":
-        """Map each value with ``fn(value)`` (``fn(key, value)`` with_key)."""
-        return self._then("KTABLE-MAPVALUES",
-                          functools.partial(tables.TableMapValuesProcessor, fn, with_key), None)
+        Example:
+            >>> from kspark import StreamsBuilder, Serdes, Materialized
+            >>> b = StreamsBuilder()
+            >>> t = b.table("prices", key_serde=Serdes.String(), value_serde=Serdes.Integer())
+            >>> big = t.filter(lambda k, v: v > 10, Materialized.as_("big-prices"))
+            >>> big.queryable_store_name()
+            'big-prices'
+        """
+        return self._filter(predicate, False, materialized)
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool],
+                   materialized: Any = None) -> "KTable":
+        """Keep the rows for which ``predicate(key, value)`` does not hold."""
+        return self._filter(predicate, True, materialized)
+
+    def _filter(self, predicate: Callable, negate: bool, materialized: Any) -> "KTable":
+        old = tables.OldValues(self._enable_old(False))
+        getter = None if self._getter is None else getters.FilterGetter(self._getter, predicate,
+                                                                        negate)
+        out = self._derived("KTABLE-FILTER", lambda store: functools.partial(
+            tables.TableFilterProcessor, predicate, negate, old, store), materialized,
+            self._value_serde, getter)
+        out._old = old
+        if out._store_name is not None:
+            out._old_policy = lambda force: True
+        else:
+            out._old_policy = lambda force: self._enable_old(force) or old.on
+        return out
+
+    def map_values(self, fn: Callable[..., Any], materialized: Any = None, *,
+                   with_key: bool = False) -> "KTable":
+        """Map each value with ``fn(value)`` (``fn(key, value)`` with_key); with
+        ``materialized`` the result is kept in its own store."""
+        getter = None if self._getter is None else getters.MapGetter(self._getter, fn, with_key)
+        return self._derived("KTABLE-MAPVALUES", lambda store: functools.partial(
+            tables.TableMapValuesProcessor, fn, with_key, store), materialized, None, getter)
 
     def _source_topics(self, internal: bool = False) -> set[str]:
         from kspark.dsl.kstream import KStream
@@ -65,24 +121,47 @@ class KTable:
               materialized: Any = None) -> "KTable":
         from kspark._engine.joins import TableTableJoinProcessor
 
-        if self._store_name is None or other._store_name is None:
-            raise TopologyError("both tables of a table-table join must be materialized (from "
-                                "StreamsBuilder.table() or an aggregation)")
+        for t in (self, other):
+            if t._getter is None:
+                raise TopologyError(
+                    f"table {t._node!r} cannot be joined: it has no store and its rows cannot "
+                    f"be read through one (a suppressed table); materialize it first")
+        if kind in ("left", "outer"):
+            self._enable_old(True)
+        if kind == "outer":
+            other._enable_old(True)
         prefix = {"inner": "KTABLE-JOIN", "left": "KTABLE-LEFTJOIN", "outer": "KTABLE-OUTERJOIN"}[kind]
         this = self._graph.next_name(prefix + "THIS")
         that = self._graph.next_name(prefix + "OTHER")
         self._graph.add(ProcessorSpec(this, functools.partial(
-            TableTableJoinProcessor, other._store_name, joiner, kind, True), (self._node,)))
+            TableTableJoinProcessor, other._getter, joiner, kind, True), (self._node,)))
         self._graph.add(ProcessorSpec(that, functools.partial(
-            TableTableJoinProcessor, self._store_name, joiner, kind, False), (other._node,)))
-        self._graph.connect((this,), (other._store_name,))
-        self._graph.connect((that,), (self._store_name,))
+            TableTableJoinProcessor, self._getter, joiner, kind, False), (other._node,)))
+        self._graph.connect((this,), other._getter.stores)
+        self._graph.connect((that,), self._getter.stores)
         merge = self._graph.next_name("KTABLE-MERGE")
-        self._graph.add(ProcessorSpec(merge, tables.TablePassThroughProcessor, (this, that)))
+        store = None if materialized is None else materialized.store_name
+        value_serde = None if materialized is None else materialized.value_serde
+        if store is None:
+            self._graph.add(ProcessorSpec(merge, tables.TablePassThroughProcessor, (this, that)))
+        else:
+            self._graph.add(ProcessorSpec(merge, functools.partial(
+                tables.TableMaterializeProcessor, store), (this, that)))
+            ks = materialized.key_serde if materialized.key_serde is not None else self._key_serde
+            self._graph.add_store(materialized.builder(store, ks, value_serde), (merge,))
         from kspark.dsl.kstream import _copartition
 
         _copartition(self._graph, self, other)
-        return KTable(self._graph, merge, self._key_serde, None)
+        getter = None if store is not None else getters.JoinGetter(
+            self._getter, other._getter, joiner, kind)
+        out = KTable(self._graph, merge, self._key_serde, value_serde, store, getter)
+
+        def enable(force: bool) -> bool:  # KTableKTableJoinMerger: both sides send old values
+            self._enable_old(True)
+            other._enable_old(True)
+            return True
+        out._old_policy = enable
+        return out
 
     def join(self, other: "KTable", joiner: Callable[..., Any],
              fk_joiner: Callable[[Any, Any], Any] | None = None, *,
@@ -105,7 +184,7 @@ class KTable:
         """
         if fk_joiner is not None:
             return self._fk_join(other, joiner, fk_joiner, False, materialized)
-        return self._join(other, joiner, "inner")
+        return self._join(other, joiner, "inner", materialized)
 
     def left_join(self, other: "KTable", joiner: Callable[..., Any],
                   fk_joiner: Callable[[Any, Any], Any] | None = None, *,
@@ -116,7 +195,7 @@ class KTable:
         """
         if fk_joiner is not None:
             return self._fk_join(other, joiner, fk_joiner, True, materialized)
-        return self._join(other, joiner, "left")
+        return self._join(other, joiner, "left", materialized)
 
     def _fk_join(self, other: "KTable", extractor: Callable[[Any], Any],
                  joiner: Callable[[Any, Any], Any], left: bool, materialized: Any) -> "KTable":
@@ -129,6 +208,8 @@ class KTable:
         if other._store_name is None:
             raise TopologyError("the other table of a foreign-key join must be materialized "
                                 "(from StreamsBuilder.table() or an aggregation)")
+        self._enable_old(True)  # a changed foreign key unsubscribes the old one
+        other._enable_old(True)
         g, raw = self._graph, Serdes.ByteArray()
 
         def kv_store(name: str, key_serde: Any, value_serde: Any) -> Any:
@@ -182,15 +263,18 @@ class KTable:
         g.add_store(kv_store(seen, raw, Serdes.Long()), (resolve,))
         g.partitions_like[registrations] = g.upstream_topic(other._node)
         g.partitions_like[responses] = g.upstream_topic(self._node)
-        return KTable(g, resolve, self._key_serde, m.value_serde, result)
+        return KTable(g, resolve, self._key_serde, m.value_serde, result,
+                      queryable=m.store_name is not None)
 
-    def outer_join(self, other: "KTable", joiner: Callable[[Any, Any], Any]) -> "KTable":
+    def outer_join(self, other: "KTable", joiner: Callable[[Any, Any], Any], *,
+                   materialized: Any = None) -> "KTable":
         """Rows present in either table (the missing side is None)."""
-        return self._join(other, joiner, "outer")
+        return self._join(other, joiner, "outer", materialized)
 
     def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], *, key_serde: Any = None,
                  value_serde: Any = None) -> "KGroupedTable":
         """Re-group the table's rows by ``selector(key, value) -> (new_key, new_value)``."""
+        self._enable_old(True)  # the regrouping subtracts each row's old value
         return KGroupedTable(self, selector, key_serde, value_serde)
 
     def suppress(self, suppressed: Any) -> "KTable":
@@ -199,13 +283,16 @@ class KTable:
         from kspark._engine.suppress import PickleSerde, SuppressProcessor
         from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 
+        self._enable_old(True)
         name = self._graph.next_name("KTABLE-SUPPRESS")
         store = f"{name}-STATE-STORE"
         self._graph.add(ProcessorSpec(name, functools.partial(
             SuppressProcessor, store, suppressed, self._window_grace), (self._node,)))
         self._graph.add_store(KeyValueStoreBuilder(
             KeyValueBytesStoreSupplier(store, False), PickleSerde(), PickleSerde()), (name,))
-        return KTable(self._graph, name, self._key_serde, self._value_serde)
+        out = KTable(self._graph, name, self._key_serde, self._value_serde)
+        out._old_policy = self._enable_old
+        return out
 
     def to_stream(self) -> Any:
         """The table's updates as a KStream (a delete is a record with a None value)."""

@@ -1,0 +1,228 @@
+// Java Kafka Streams' TopologyTestDriver running conformance scenarios: the reference.
+//
+// Reads scenarios from stdin in the language of tests/conformance/lang.py (one statement per
+// line, each scenario ending with a line "end") and answers each with its output records and
+// store contents in the same line format, then "end". A scenario Java refuses or fails on
+// answers "error <Type>: <message>".
+import java.io.*;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.*;
+import org.apache.kafka.common.serialization.*;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.*;
+import org.apache.kafka.streams.kstream.*;
+import org.apache.kafka.streams.state.*;
+import org.apache.kafka.streams.test.TestRecord;
+
+@SuppressWarnings({"unchecked", "rawtypes"})
+public class Reference {
+    static final Serde<String> S = Serdes.String();
+    static final Serde<Long> L = Serdes.Long();
+
+    public static void main(String[] args) throws IOException {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, "UTF-8");
+        List<String> lines = new ArrayList<>();
+        for (String line; (line = in.readLine()) != null; ) {
+            if (!line.equals("end")) { lines.add(line); continue; }
+            out.print(run(lines));
+            out.println("end");
+            out.flush();
+            lines.clear();
+        }
+    }
+
+    static String run(List<String> lines) {
+        StringBuilder sb = new StringBuilder();
+        java.nio.file.Path dir = null;
+        try {
+            dir = java.nio.file.Files.createTempDirectory("kspark-ref-");
+            StreamsBuilder b = new StreamsBuilder();
+            Map<String, Object> vars = new HashMap<>();
+            Properties p = new Properties();
+            p.put(StreamsConfig.APPLICATION_ID_CONFIG, "ref");
+            p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "dummy:1234");
+            p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+            p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.LongSerde.class);
+            p.put(StreamsConfig.STATE_DIR_CONFIG, dir.toString());
+            List<String[]> inputs = new ArrayList<>();
+            List<String> outs = new ArrayList<>();
+            List<String[]> stores = new ArrayList<>();
+            for (String line : lines) {
+                String[] t = line.split(" ");
+                switch (t[0]) {
+                    case "cache": p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, t[1]); break;
+                    case "op": vars.put(t[1], op(b, vars, t)); break;
+                    case "to": ((KStream) vars.get(t[1])).to(t[2], Produced.with(S, L)); outs.add(t[2]); break;
+                    case "input": inputs.add(t); break;
+                    case "store": stores.add(t); break;
+                    default: break;
+                }
+            }
+            try (TopologyTestDriver d = new TopologyTestDriver(b.build(), p)) {
+                Map<String, TestInputTopic<String, Long>> topics = new HashMap<>();
+                for (String[] t : inputs) {
+                    topics.computeIfAbsent(t[1], n -> d.createInputTopic(n, S.serializer(), L.serializer()))
+                          .pipeInput(str(t[2]), num(t[3]), Instant.ofEpochMilli(Long.parseLong(t[4])));
+                }
+                for (String o : outs) {
+                    for (TestRecord<String, Long> r : d.createOutputTopic(o, S.deserializer(), L.deserializer()).readRecordsToList())
+                        sb.append("record ").append(o).append(' ').append(show(r.key())).append(' ')
+                          .append(show(r.value())).append(' ').append(r.timestamp()).append('\n');
+                }
+                for (String[] t : stores) dump(d, t[1], t[2], sb);
+            }
+        } catch (Throwable e) {
+            Throwable c = e;
+            while (c.getCause() != null && c.getMessage() != null && c.getMessage().contains("Exception caught in process")) c = c.getCause();
+            return "error " + c.getClass().getSimpleName() + ": " + String.valueOf(c.getMessage()).replace('\n', ' ') + "\n";
+        } finally {
+            if (dir != null) try (var files = java.nio.file.Files.walk(dir)) {
+                files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            } catch (IOException ignored) { }
+        }
+        return sb.toString();
+    }
+
+    static void dump(TopologyTestDriver d, String name, String kind, StringBuilder sb) {
+        if (kind.equals("kv")) {
+            try (KeyValueIterator<String, Long> it = (KeyValueIterator) d.getKeyValueStore(name).all()) {
+                while (it.hasNext()) { KeyValue<String, Long> kv = it.next();
+                    sb.append("row ").append(name).append(' ').append(kv.key).append(' ').append(show(kv.value)).append('\n'); }
+            }
+        } else {
+            try (KeyValueIterator<Windowed<String>, Long> it = (KeyValueIterator) d.getWindowStore(name).all()) {
+                while (it.hasNext()) { KeyValue<Windowed<String>, Long> kv = it.next();
+                    sb.append("row ").append(name).append(' ').append(kv.key.key()).append('@').append(kv.key.window().start())
+                      .append(' ').append(show(kv.value)).append('\n'); }
+            }
+        }
+    }
+
+    static String show(Object o) { return o == null ? "~" : o.toString(); }
+    static String str(String s) { return s.equals("~") ? null : s; }
+    static Long num(String s) { return s.equals("~") ? null : Long.valueOf(s); }
+    static long ms(String s) { return Long.parseLong(s); }
+
+    static Materialized mat(String[] t, int i) {
+        if (t.length <= i || t[i].equals("-")) return Materialized.with(S, L);
+        return ((Materialized) Materialized.as(t[i])).withKeySerde((Serde) S).withValueSerde((Serde) L);
+    }
+
+    // The named functions; lang.py defines the same ones.
+    static Predicate pred(String n) {
+        switch (n) {
+            case "even": return (k, v) -> v != null && (Long) v % 2 == 0;
+            case "big": return (k, v) -> v != null && (Long) v > 4;
+            case "ka": return (k, v) -> "a".equals(k);
+            default: throw new IllegalArgumentException("predicate " + n);
+        }
+    }
+
+    static ValueMapper fn(String n) {
+        switch (n) {
+            case "inc": return v -> v == null ? null : (Long) v + 1;
+            case "dbl": return v -> v == null ? null : (Long) v * 2;
+            case "nul": return v -> v == null || (Long) v % 3 == 0 ? null : v;
+            default: throw new IllegalArgumentException("mapper " + n);
+        }
+    }
+
+    static String kfn(String n, Object k, Object v) {
+        switch (n) {
+            case "mod": return v == null ? null : "abc".substring((int) Math.floorMod((Long) v, 3L), (int) Math.floorMod((Long) v, 3L) + 1);
+            case "key": return (String) k;
+            case "flip": return k == null ? "a" : k.equals("a") ? "b" : k.equals("b") ? null : "a";
+            default: throw new IllegalArgumentException("key mapper " + n);
+        }
+    }
+
+    static Long plus(Object a, Object b) { return (a == null ? 0 : (Long) a) + (b == null ? 0 : (Long) b); }
+    static ValueJoiner joiner() { return (l, r) -> (l == null ? -1 : (Long) l) * 100 + (r == null ? -1 : (Long) r); }
+
+    static Object op(StreamsBuilder b, Map<String, Object> v, String[] t) {
+        Object x = t.length > 3 ? v.get(t[3]) : null;
+        switch (t[2]) {
+            case "stream": return b.stream(t[3], Consumed.with(S, L));
+            case "table": return b.table(t[3], Consumed.with(S, L), mat(t, 4));
+            case "filter": return ((KStream) x).filter(pred(t[4]));
+            case "filter_not": return ((KStream) x).filterNot(pred(t[4]));
+            case "map_values": return ((KStream) x).mapValues(fn(t[4]));
+            case "select_key": return ((KStream) x).selectKey((k, w) -> kfn(t[4], k, w));
+            case "flat_map_values": return ((KStream) x).flatMapValues(w -> w == null ? List.of() : List.of(w, (Long) w * 10));
+            case "merge": return ((KStream) x).merge((KStream) v.get(t[4]));
+            case "repartition": return ((KStream) x).repartition(Repartitioned.with(S, L));
+            case "to_table": return ((KStream) x).toTable(mat(t, 4));
+            case "group_by_key": return ((KStream) x).groupByKey(Grouped.with(S, L));
+            case "group_by": return ((KStream) x).groupBy((k, w) -> kfn(t[4], k, w), Grouped.with(S, L));
+            case "time_windows": {
+                TimeWindows w = TimeWindows.ofSizeAndGrace(Duration.ofMillis(ms(t[4])), Duration.ofMillis(ms(t[6])));
+                if (ms(t[5]) != ms(t[4])) w = w.advanceBy(Duration.ofMillis(ms(t[5])));
+                return ((KGroupedStream) x).windowedBy(w);
+            }
+            case "session_windows": return ((KGroupedStream) x).windowedBy(
+                SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(ms(t[4])), Duration.ofMillis(ms(t[5]))));
+            case "sliding_windows": return ((KGroupedStream) x).windowedBy(
+                SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(ms(t[4])), Duration.ofMillis(ms(t[5]))));
+            case "count":
+                if (x instanceof KGroupedStream) return ((KGroupedStream) x).count(mat(t, 4));
+                if (x instanceof KGroupedTable) return ((KGroupedTable) x).count(mat(t, 4));
+                if (x instanceof TimeWindowedKStream) return ((TimeWindowedKStream) x).count(mat(t, 4));
+                return ((SessionWindowedKStream) x).count(mat(t, 4));
+            case "reduce": {
+                Reducer r = (a, c) -> plus(a, c);
+                if (x instanceof KGroupedStream) return ((KGroupedStream) x).reduce(r, mat(t, 4));
+                if (x instanceof KGroupedTable) return ((KGroupedTable) x).reduce(r, (a, c) -> (Long) a - (c == null ? 0 : (Long) c), mat(t, 4));
+                if (x instanceof TimeWindowedKStream) return ((TimeWindowedKStream) x).reduce(r, mat(t, 4));
+                return ((SessionWindowedKStream) x).reduce(r, mat(t, 4));
+            }
+            case "aggregate": {
+                Initializer i = () -> 0L;
+                Aggregator a = (k, w, agg) -> plus(agg, w);
+                if (x instanceof KGroupedStream) return ((KGroupedStream) x).aggregate(i, a, mat(t, 4));
+                if (x instanceof KGroupedTable) return ((KGroupedTable) x).aggregate(i, a, (k, w, agg) -> (Long) agg - (w == null ? 0 : (Long) w), mat(t, 4));
+                if (x instanceof TimeWindowedKStream) return ((TimeWindowedKStream) x).aggregate(i, a, mat(t, 4));
+                return ((SessionWindowedKStream) x).aggregate(i, a, (k, a1, a2) -> plus(a1, a2), mat(t, 4));
+            }
+            case "suppress": return ((KTable) x).suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()));
+            case "tfilter": return t.length > 5 ? ((KTable) x).filter(pred(t[4]), mat(t, 5)) : ((KTable) x).filter(pred(t[4]));
+            case "tfilter_not": return t.length > 5 ? ((KTable) x).filterNot(pred(t[4]), mat(t, 5)) : ((KTable) x).filterNot(pred(t[4]));
+            case "tmap_values": return t.length > 5 ? ((KTable) x).mapValues(fn(t[4]), mat(t, 5)) : ((KTable) x).mapValues(fn(t[4]));
+            case "tjoin": case "tleft_join": case "touter_join": {
+                KTable o = (KTable) v.get(t[4]);
+                boolean m = t.length > 5;
+                if (t[2].equals("tjoin")) return m ? ((KTable) x).join(o, joiner(), mat(t, 5)) : ((KTable) x).join(o, joiner());
+                if (t[2].equals("tleft_join")) return m ? ((KTable) x).leftJoin(o, joiner(), mat(t, 5)) : ((KTable) x).leftJoin(o, joiner());
+                return m ? ((KTable) x).outerJoin(o, joiner(), mat(t, 5)) : ((KTable) x).outerJoin(o, joiner());
+            }
+            case "fk_join": case "fk_left_join": {
+                KTable o = (KTable) v.get(t[4]);
+                java.util.function.Function ex = w -> kfn(t[5], null, w);
+                return t[2].equals("fk_join") ? ((KTable) x).join(o, ex, joiner()) : ((KTable) x).leftJoin(o, ex, joiner());
+            }
+            case "tgroup_by": return ((KTable) x).groupBy((k, w) -> KeyValue.pair(kfn(t[4], k, w), w), Grouped.with(S, L));
+            case "to_stream": return ((KTable) x).toStream();
+            case "unwindow": return ((KStream) x).map((k, w) -> {
+                Windowed wk = (Windowed) k;
+                return KeyValue.pair(wk.key() + "@" + wk.window().start() + "/" + wk.window().end(), w);
+            });
+            case "join": case "left_join": case "outer_join": {
+                Object o = v.get(t[4]);
+                if (o instanceof KTable) {
+                    Joined j = Joined.with(S, L, L);
+                    return t[2].equals("join") ? ((KStream) x).join((KTable) o, joiner(), j) : ((KStream) x).leftJoin((KTable) o, joiner(), j);
+                }
+                long g = ms(t[6]);
+                JoinWindows w = g < 0 ? JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(ms(t[5])))
+                                      : JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(ms(t[5])), Duration.ofMillis(g));
+                StreamJoined sj = StreamJoined.with(S, L, L);
+                if (t[2].equals("join")) return ((KStream) x).join((KStream) o, joiner(), w, sj);
+                if (t[2].equals("left_join")) return ((KStream) x).leftJoin((KStream) o, joiner(), w, sj);
+                return ((KStream) x).outerJoin((KStream) o, joiner(), w, sj);
+            }
+            default: throw new IllegalArgumentException("unknown op " + t[2]);
+        }
+    }
+}

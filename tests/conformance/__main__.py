@@ -1,0 +1,55 @@
+"""Run N generated scenarios on kspark and on Java Kafka Streams; report disagreements.
+
+    python -m tests.conformance --count 3000 [--seed 0] [--show 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from tests.conformance.generate import scenario
+from tests.conformance.lang import run
+from tests.conformance.reference import run_java
+
+
+def compare(scenarios: list[list[str]]) -> list[tuple[list[str], list[str], list[str]]]:
+    """The scenarios on which kspark and Java disagree, with both answers."""
+    java = run_java(scenarios)
+    bad = []
+    for sc, expected in zip(scenarios, java):
+        got = run(sc)
+        if _normal(got) != _normal(expected):
+            bad.append((sc, expected, got))
+    return bad
+
+
+def _normal(answer: list[str]) -> list[str]:
+    """Errors agree on being errors; their messages are each engine's own."""
+    return ["error"] if answer and answer[0].startswith("error") else answer
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.conformance")
+    ap.add_argument("--count", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--show", type=int, default=3)
+    a = ap.parse_args(argv)
+    t0 = time.monotonic()
+    scs = [scenario(a.seed + i) for i in range(a.count)]
+    bad = []
+    for i in range(0, len(scs), 500):
+        bad += compare(scs[i:i + 500])
+        print(f"conformance: {min(i + 500, len(scs))}/{len(scs)} scenarios, "
+              f"{len(bad)} disagreements", file=sys.stderr, flush=True)
+    for sc, expected, got in bad[:a.show]:
+        print("\n".join(sc))
+        print("-- java:\n" + "\n".join(expected) + "\n-- kspark:\n" + "\n".join(got) + "\n")
+    print(f"conformance: {a.count - len(bad)}/{a.count} agree with Java Kafka Streams "
+          f"({time.monotonic() - t0:.0f} s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

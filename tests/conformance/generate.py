@@ -1,0 +1,164 @@
+"""A seeded random generator of conformance scenarios over the DSL (see ``lang.py``).
+
+Each scenario is a random chain of typed DSL steps from one input topic; a join step adds a
+fresh input topic for its other side. Inputs mix out-of-order, equal and late timestamps,
+null keys, null values (tombstones for tables), with the cache on or off.
+
+Example:
+    >>> scenario(7)[:2]
+    ['# seed 7', 'cache 0']
+"""
+
+from __future__ import annotations
+
+import random
+
+__all__ = ["scenario"]
+
+KEYS = ["a", "b", "c"]
+
+
+class _Gen:
+    def __init__(self, seed: int):
+        self.r = random.Random(seed)
+        self.lines: list[str] = []
+        self.n = 0
+        self.topics: list[str] = []
+        self.stores: list[tuple[str, str]] = []
+        self.joins = 0
+
+    def var(self, op: str, *args: object) -> str:
+        self.n += 1
+        name = f"v{self.n}"
+        self.lines.append(" ".join(["op", name, op, *map(str, args)]))
+        return name
+
+    def store(self, kind: str) -> str:
+        if self.r.random() < 0.4:
+            name = f"st{len(self.stores)}"
+            self.stores.append((name, kind))
+            return name
+        return "-"
+
+    def source(self, kind: str) -> str:
+        topic = f"in{len(self.topics)}"
+        self.topics.append(topic)
+        if kind == "stream":
+            return self.var("stream", topic)
+        return self.var("table", topic, self.store("kv"))
+
+    # -- one step per type; each returns (var, type)
+    def stream_step(self, s: str, depth: int) -> tuple[str, str]:
+        r = self.r
+        choices = ["filter", "map_values", "select_key", "flat_map_values", "group", "group",
+                   "to_table", "repartition"]
+        if self.joins < 2 and depth < 4:
+            choices += ["stream_join", "table_join"]
+        c = r.choice(choices)
+        if c == "filter":
+            return self.var(r.choice(["filter", "filter_not"]), s,
+                            r.choice(["even", "big", "ka"])), "stream"
+        if c == "map_values":
+            return self.var("map_values", s, r.choice(["inc", "dbl", "nul"])), "stream"
+        if c == "select_key":
+            return self.var("select_key", s, r.choice(["mod", "flip"])), "stream"
+        if c == "flat_map_values":
+            return self.var("flat_map_values", s), "stream"
+        if c == "repartition":
+            return self.var("repartition", s), "stream"
+        if c == "to_table":
+            return self.var("to_table", s, self.store("kv")), "table"
+        if c == "group":
+            g = (self.var("group_by_key", s) if r.random() < 0.6
+                 else self.var("group_by", s, r.choice(["mod", "flip"])))
+            return g, "grouped"
+        self.joins += 1
+        if c == "stream_join":
+            other = self.source("stream")
+            grace = r.choice([-1, 0, 10])
+            return self.var(r.choice(["join", "left_join", "outer_join"]), s, other,
+                            r.choice([0, 5, 10]), grace), "stream"
+        other = self.source("table")
+        return self.var(r.choice(["join", "left_join"]), s, other), "stream"
+
+    def grouped_step(self, g: str) -> tuple[str, str]:
+        r = self.r
+        w = r.random()
+        if w < 0.4:
+            return self.aggregate(g, "kv"), "table"
+        if w < 0.65:
+            size = r.choice([10, 20])
+            g = self.var("time_windows", g, size, r.choice([size, size // 2]), r.choice([0, 5, 20]))
+        elif w < 0.85:
+            g = self.var("session_windows", g, r.choice([5, 10]), r.choice([0, 10]))
+        else:
+            g = self.var("sliding_windows", g, 10, r.choice([0, 10]))
+        windowed = self.aggregate(g, "window" if "session" not in self.lines[-1] else "-")
+        if r.random() < 0.3:
+            windowed = self.var("suppress", windowed)
+        return self.var("unwindow", self.var("to_stream", windowed)), "stream"
+
+    def aggregate(self, g: str, store_kind: str) -> str:
+        op = self.r.choice(["count", "reduce", "aggregate"])
+        name = self.store(store_kind) if store_kind != "-" else "-"
+        return self.var(op, g, name)
+
+    def table_step(self, t: str, depth: int) -> tuple[str, str]:
+        r = self.r
+        choices = ["filter", "map_values", "to_stream", "group"]
+        if self.joins < 2 and depth < 4:
+            choices += ["join", "fk_join"]
+        c = r.choice(choices)
+        if c == "filter":
+            return self.var(r.choice(["tfilter", "tfilter_not"]), t,
+                            r.choice(["even", "big", "ka"])), "table"
+        if c == "map_values":
+            return self.var("tmap_values", t, r.choice(["inc", "dbl", "nul"])), "table"
+        if c == "to_stream":
+            return self.var("to_stream", t), "stream"
+        if c == "group":
+            g = self.var("tgroup_by", t, r.choice(["mod", "flip", "key"]))
+            return self.aggregate(g, "kv"), "table"
+        self.joins += 1
+        other = self.source("table")
+        if c == "join":
+            return self.var(r.choice(["tjoin", "tleft_join", "touter_join"]), t, other), "table"
+        return self.var(r.choice(["fk_join", "fk_left_join"]), t, other, "mod"), "table"
+
+    def build(self) -> None:
+        r = self.r
+        kind = "stream" if r.random() < 0.7 else "table"
+        v = self.source(kind)
+        for depth in range(r.randint(1, 5)):
+            if kind == "stream":
+                v, kind = self.stream_step(v, depth)
+            elif kind == "table":
+                v, kind = self.table_step(v, depth)
+            else:
+                v, kind = self.grouped_step(v)
+        if kind == "grouped":
+            v, kind = self.grouped_step(v)
+        if kind == "table":
+            v = self.var("to_stream", v)
+        self.lines.append(f"to {v} out")
+
+    def inputs(self) -> None:
+        r = self.r
+        t = 0
+        for _ in range(r.randint(6, 30)):
+            t = max(0, t + r.choice([-15, -3, 0, 0, 1, 2, 4, 7, 12, 30]))
+            key = "~" if r.random() < 0.08 else r.choice(KEYS)
+            value = "~" if r.random() < 0.12 else str(r.randint(0, 9))
+            self.lines.append(f"input {r.choice(self.topics)} {key} {value} {t}")
+
+
+def scenario(seed: int) -> list[str]:
+    """The scenario of ``seed``: its lines in the language of ``lang.py``."""
+    g = _Gen(seed)
+    g.lines.append(f"# seed {seed}")
+    g.lines.append(f"cache {g.r.choice([0, 0, 10485760])}")
+    g.build()
+    g.inputs()
+    for name, kind in g.stores:
+        g.lines.append(f"store {name} {kind}")
+    return g.lines

@@ -1,0 +1,196 @@
+"""The conformance scenario language, and kspark's interpreter of it.
+
+A scenario is a list of lines; ``Reference.java`` interprets the same lines with Java Kafka
+Streams. Keys are strings, values longs; ``~`` stands for null.
+
+    cache <bytes>                      statestore.cache.max.bytes
+    op <var> <operation> <args...>     one DSL step, e.g. ``op g group_by_key s0``
+    to <var> <topic>                   write a stream to an output topic
+    input <topic> <key> <value> <ts>   pipe one record
+    store <name> kv|window             dump a materialized store at the end
+
+The answer is one line per output record, ``record <topic> <key> <value> <ts>``, per topic
+in read order, then ``row <store> <key> <value>`` per store entry; or ``error <message>``.
+
+Example:
+    >>> run(["op s0 stream in", "op s1 map_values s0 inc", "to s1 out", "input in a 1 5"])
+    ['record out a 2 5']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kspark import (JoinWindows, Materialized, Serdes, SessionWindows, SlidingWindows,
+                    StreamsBuilder, Suppressed, BufferConfig, TimeWindows)
+from kspark.dsl import KStream, KTable
+from kspark.errors import KSparkError
+from kspark.testing import TopologyTestDriver
+
+__all__ = ["run"]
+
+S, L = Serdes.String(), Serdes.Long()
+
+PREDICATES = {
+    "even": lambda k, v: v is not None and v % 2 == 0,
+    "big": lambda k, v: v is not None and v > 4,
+    "ka": lambda k, v: k == "a",
+}
+MAPPERS = {
+    "inc": lambda v: None if v is None else v + 1,
+    "dbl": lambda v: None if v is None else v * 2,
+    "nul": lambda v: None if v is None or v % 3 == 0 else v,
+}
+
+
+def _key_of(name: str, k: Any, v: Any) -> Any:
+    if name == "mod":
+        return None if v is None else "abc"[v % 3]
+    if name == "key":
+        return k
+    if name == "flip":
+        return "a" if k is None else "b" if k == "a" else None if k == "b" else "a"
+    raise ValueError(f"key mapper {name}")
+
+
+def _plus(a: Any, b: Any) -> int:
+    return (a or 0) + (b or 0)
+
+
+def _joiner(left: Any, right: Any) -> int:
+    return (-1 if left is None else left) * 100 + (-1 if right is None else right)
+
+
+def _mat(t: list[str], i: int) -> Materialized:
+    if len(t) <= i or t[i] == "-":
+        return Materialized.with_(S, L)
+    return Materialized.as_(t[i]).with_key_serde(S).with_value_serde(L)
+
+
+def _op(b: StreamsBuilder, v: dict[str, Any], t: list[str]) -> Any:
+    x = v.get(t[3]) if len(t) > 3 else None
+    kind = t[2]
+    if kind == "stream":
+        return b.stream(t[3], key_serde=S, value_serde=L)
+    if kind == "table":
+        return b.table(t[3], key_serde=S, value_serde=L, materialized=_mat(t, 4))
+    if kind in ("filter", "filter_not", "tfilter", "tfilter_not"):
+        method = getattr(x, kind.lstrip("t"))
+        return method(PREDICATES[t[4]], **({"materialized": _mat(t, 5)} if len(t) > 5 else {}))
+    if kind in ("map_values", "tmap_values"):
+        return x.map_values(MAPPERS[t[4]], **({"materialized": _mat(t, 5)} if len(t) > 5 else {}))
+    if kind == "select_key":
+        return x.select_key(lambda k, w: _key_of(t[4], k, w))
+    if kind == "flat_map_values":
+        return x.flat_map_values(lambda w: [] if w is None else [w, w * 10])
+    if kind == "merge":
+        return x.merge(v[t[4]])
+    if kind == "repartition":
+        return x.repartition(key_serde=S, value_serde=L)
+    if kind == "to_table":
+        return x.to_table(_mat(t, 4))
+    if kind == "group_by_key":
+        return x.group_by_key(key_serde=S, value_serde=L)
+    if kind == "group_by":
+        return x.group_by(lambda k, w: _key_of(t[4], k, w), key_serde=S, value_serde=L)
+    if kind == "time_windows":
+        w = TimeWindows.of_size_and_grace(int(t[4]), int(t[6]))
+        return x.windowed_by(w if t[5] == t[4] else w.advance_by(int(t[5])))
+    if kind == "session_windows":
+        return x.windowed_by(SessionWindows.of_inactivity_gap_and_grace(int(t[4]), int(t[5])))
+    if kind == "sliding_windows":
+        return x.windowed_by(SlidingWindows.of_time_difference_and_grace(int(t[4]), int(t[5])))
+    if kind == "count":
+        return x.count(_mat(t, 4))
+    if kind == "reduce":
+        if _is_grouped_table(x):
+            return x.reduce(_plus, lambda a, c: a - (c or 0), _mat(t, 4))
+        return x.reduce(_plus, _mat(t, 4))
+    if kind == "aggregate":
+        add = lambda k, w, agg: _plus(agg, w)  # noqa: E731
+        if _is_grouped_table(x):
+            return x.aggregate(lambda: 0, add, lambda k, w, agg: agg - (w or 0), _mat(t, 4))
+        if _is_session(x):
+            return x.aggregate(lambda: 0, add, lambda k, a, c: _plus(a, c), _mat(t, 4))
+        return x.aggregate(lambda: 0, add, _mat(t, 4))
+    if kind == "suppress":
+        return x.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+    if kind in ("tjoin", "tleft_join", "touter_join"):
+        extra = {"materialized": _mat(t, 5)} if len(t) > 5 else {}
+        return getattr(x, kind[1:])(v[t[4]], _joiner, **extra)
+    if kind in ("fk_join", "fk_left_join"):
+        method = x.join if kind == "fk_join" else x.left_join
+        return method(v[t[4]], lambda w: _key_of(t[5], None, w), _joiner)
+    if kind == "tgroup_by":
+        return x.group_by(lambda k, w: (_key_of(t[4], k, w), w), key_serde=S, value_serde=L)
+    if kind == "to_stream":
+        return x.to_stream()
+    if kind == "unwindow":
+        return x.map(lambda k, w: (f"{k.key}@{k.window.start}/{k.window.end}", w))
+    if kind in ("join", "left_join", "outer_join"):
+        other = v[t[4]]
+        if isinstance(other, KTable):
+            return getattr(x, kind)(other, _joiner)
+        g = int(t[6])
+        w = (JoinWindows.of_time_difference_without_grace(int(t[5])) if g < 0
+             else JoinWindows.of_time_difference_and_grace(int(t[5]), g))
+        return getattr(x, kind)(other, _joiner, w)
+    raise ValueError(f"unknown op {kind}")
+
+
+def _is_grouped_table(x: Any) -> bool:
+    return type(x).__name__ == "KGroupedTable"
+
+
+def _is_session(x: Any) -> bool:
+    return "Session" in type(x).__name__
+
+
+def _show(x: Any) -> str:
+    return "~" if x is None else str(x)
+
+
+def _arg(s: str, cast: Any = str) -> Any:
+    return None if s == "~" else cast(s)
+
+
+def run(lines: list[str]) -> list[str]:
+    """Build and drive the scenario on kspark's TopologyTestDriver; the answer's lines."""
+    b, v = StreamsBuilder(), {}
+    config: dict[str, Any] = {"default.key.serde": "String", "default.value.serde": "Long"}
+    inputs, outs, stores = [], [], []
+    try:
+        for line in lines:
+            t = line.split(" ")
+            if t[0] == "cache":
+                config["statestore.cache.max.bytes"] = int(t[1])
+            elif t[0] == "op":
+                v[t[1]] = _op(b, v, t)
+            elif t[0] == "to":
+                v[t[1]].to(t[2], key_serde=S, value_serde=L)
+                outs.append(t[2])
+            elif t[0] == "input":
+                inputs.append(t)
+            elif t[0] == "store":
+                stores.append(t)
+        answer = []
+        with TopologyTestDriver(b.build(), config) as d:
+            topics = {}
+            for t in inputs:
+                if t[1] not in topics:
+                    topics[t[1]] = d.create_input_topic(t[1], S, L)
+                topics[t[1]].pipe_input(_arg(t[2]), _arg(t[3], int), int(t[4]))
+            for o in outs:
+                for r in d.create_output_topic(o, S, L).read_records_to_list():
+                    answer.append(f"record {o} {_show(r.key)} {_show(r.value)} {r.timestamp}")
+            for _, name, kind in stores:
+                if kind == "kv":
+                    for kv in d.get_key_value_store(name).all():
+                        answer.append(f"row {name} {kv.key} {_show(kv.value)}")
+                else:
+                    for kv in d.get_window_store(name).all():
+                        answer.append(f"row {name} {kv.key.key}@{kv.key.window.start} "
+                                      f"{_show(kv.value)}")
+        return answer
+    except (KSparkError, ValueError, TypeError) as e:  # Java answers these with an error too
+        return [f"error {type(e).__name__}: {e}"]
