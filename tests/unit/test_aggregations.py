@@ -105,7 +105,8 @@ def test_caching_emits_latest_per_key_at_commit():
             task.process(RawRecord("in", 0, n, n, k.encode(), b"x"))
         assert d.create_output_topic("out", S, L).is_empty()
         task.flush()  # the commit
-        assert d.create_output_topic("out", S, L).read_key_values_to_list() == [("a", 3), ("b", 1)]
+        # in the order of each key's last write, as Kafka Streams' NamedCache flushes
+        assert d.create_output_topic("out", S, L).read_key_values_to_list() == [("b", 1), ("a", 3)]
 
 
 def test_table_group_by_count_and_aggregate_with_subtractor():

@@ -118,13 +118,19 @@ def test_stream_table_join_null_keys_and_values(left):
     assert out.read_key_values_to_list() == expected
 
 
-@pytest.mark.parametrize("cache,expected", [(0, [("ghost", None)]), (1024, [])],
-                         ids=["uncached", "cached"])
-def test_a_tombstone_for_a_key_never_in_the_table_is_forwarded_unless_cached(cache, expected):
+@pytest.mark.parametrize("cache,store,expected", [
+    (0, "t-store", [("ghost", None)]), (1024, "t-store", []), (1024, None, [("ghost", None)])],
+    ids=["uncached", "cached", "unmaterialized"])
+def test_a_tombstone_for_a_key_never_in_the_table_is_forwarded_unless_cached(cache, store,
+                                                                              expected):
     """Issue 10, rule 3 (KTableSource): (k, None) goes downstream when the table does not
-    cache; a cache has nothing to flush for it."""
+    cache; a cache has nothing to flush for it. A table without a store name that nothing
+    joins is not materialized at all, so no cache holds anything back (as in Java)."""
+    from kspark import Materialized
+
     b = StreamsBuilder()
-    b.table("t", key_serde=S, value_serde=S).to_stream().to("out", value_serde=S)
+    m = Materialized.as_(store) if store else None
+    b.table("t", key_serde=S, value_serde=S, materialized=m).to_stream().to("out", value_serde=S)
     with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": cache}) as d:
         d.create_input_topic("t", S, S).pipe_input("ghost", None, 1)
         assert d.create_output_topic("out", S, S).read_key_values_to_list() == expected

@@ -12,7 +12,7 @@ from kspark._engine.windows import Windowed
 
 __all__ = ["Change", "StreamAggregateProcessor", "TableSourceProcessor", "TableFilterProcessor",
            "TableMapValuesProcessor", "TableToStreamProcessor", "TablePassThroughProcessor",
-           "OldValues", "TableMaterializeProcessor",
+           "OldValues", "Switch", "TableMaterializeProcessor",
            "WindowAggregateProcessor", "SessionAggregateProcessor", "ChangeSerde",
            "TableGroupByProcessor", "TableAggregateProcessor"]
 
@@ -146,22 +146,36 @@ class TableSourceProcessor(_TableStoreProcessor):
     As KTableSource, a tombstone for a key the table never had is still forwarded (as a
     change from None to None) unless the store caches (a cache has nothing to flush)."""
 
+    def __init__(self, store_name: str, materialized: Switch | None = None):
+        super().__init__(store_name)
+        self.materialized = materialized if materialized is not None else Switch(True)
+
     def process(self, record: Record) -> None:
         if record.key is None:
+            return
+        if not self.materialized.on:  # KTableSource without a store: forward, keep nothing
+            self.context.forward(Record(record.key, Change(record.value, None),
+                                        record.timestamp, record.headers))
             return
         self._write(record, record.value, self._get(record.key))
 
 
-class OldValues:
-    """Whether a table node sends old values downstream (Kafka Streams' sendOldValues).
+class Switch:
+    """A property of a table node that operators added later may switch on while the
+    topology is built, read by its processor when it runs.
 
-    Operators that need them (group_by, suppress, left/outer and foreign-key joins) switch it
-    on while the topology is built; a filter without them forwards a delete for every update
-    that fails its predicate, as Java's KTableFilter does.
+    As ``OldValues``: whether the node sends old values downstream (Kafka Streams'
+    sendOldValues; group_by, suppress, left/outer and foreign-key joins need them); a filter
+    without them forwards a delete for every update that fails its predicate, as Java's
+    KTableFilter does. For a source table: whether it is materialized (named, joined or
+    needing old values); unmaterialized it forwards every update at once, uncached.
     """
 
     def __init__(self, on: bool = False):
         self.on = on
+
+
+OldValues = Switch
 
 
 class TableFilterProcessor(_TableStoreProcessor):

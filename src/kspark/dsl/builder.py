@@ -54,7 +54,7 @@ class StreamsBuilder:
         """A KTable of ``topic``: each record upserts its key; a null value deletes it."""
         import functools
 
-        from kspark._engine.tables import TableSourceProcessor
+        from kspark._engine.tables import Switch, TableSourceProcessor
         from kspark._graph.graph import ProcessorSpec
         from kspark.dsl.ktable import KTable
         from kspark.dsl.materialized import Materialized
@@ -67,9 +67,12 @@ class StreamsBuilder:
         store = m.store_name or f"{topic}-STATE-STORE-{name[-10:]}"
         ks = m.key_serde if m.key_serde is not None else key_serde
         vs = m.value_serde if m.value_serde is not None else value_serde
-        self._graph.add(ProcessorSpec(name, functools.partial(TableSourceProcessor, store), (src,)))
+        source = Switch()
+        self._graph.add(ProcessorSpec(name, functools.partial(TableSourceProcessor, store, source),
+                                      (src,)))
         self._graph.add_store(m.builder(store, ks, vs), (name,))
-        return KTable(self._graph, name, ks, vs, store, queryable=m.store_name is not None)
+        return KTable(self._graph, name, ks, vs, store, queryable=m.store_name is not None,
+                      source=source)
 
     def add_state_store(self, builder: Any) -> "StreamsBuilder":
         """Add a state store that ``KStream.process(supplier, "name")`` can connect to."""

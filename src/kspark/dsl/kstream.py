@@ -136,7 +136,7 @@ class KStream:
             >>> latest = b.stream("prices", key_serde=Serdes.String(),
             ...                   value_serde=Serdes.Double()).to_table()
         """
-        from kspark._engine.tables import TableSourceProcessor
+        from kspark._engine.tables import Switch, TableSourceProcessor
         from kspark.dsl.ktable import KTable
         from kspark.dsl.materialized import Materialized
 
@@ -148,9 +148,11 @@ class KStream:
         g = self._graph
         node = name or g.next_name("KSTREAM-TOTABLE")
         store = m.store_name or f"{node}-STATE-STORE"
-        g.add(ProcessorSpec(node, functools.partial(TableSourceProcessor, store), (stream._node,)))
+        source = Switch()
+        g.add(ProcessorSpec(node, functools.partial(TableSourceProcessor, store, source),
+                            (stream._node,)))
         g.add_store(m.builder(store, ks, vs), (node,))
-        return KTable(g, node, ks, vs, store, queryable=m.store_name is not None)
+        return KTable(g, node, ks, vs, store, queryable=m.store_name is not None, source=source)
 
     def print(self, label: str | None = None, name: str | None = None) -> None:
         """Print each record as ``[label]: key, value`` (label defaults to the node's name)."""
@@ -214,7 +216,7 @@ class KStream:
         """
         if isinstance(table, KStream):
             return self._stream_join(table, joiner, windows, "inner")
-        getter = table._getter
+        getter = table._reader()
         if getter is None:
             raise TopologyError(f"table {table._node!r} cannot be joined: it has no store and "
                                 f"its rows cannot be read through one (a suppressed table); "

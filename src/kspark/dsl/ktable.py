@@ -24,21 +24,42 @@ class KTable:
     """
 
     def __init__(self, graph: TopologyGraph, node: str, key_serde: Any, value_serde: Any,
-                 store_name: str | None = None, getter: Any = None, queryable: bool = True):
+                 store_name: str | None = None, getter: Callable[[], Any] | None = None,
+                 queryable: bool = True, source: "tables.Switch | None" = None):
         self._graph = graph
         self._node = node
         self._key_serde = key_serde
         self._value_serde = value_serde
         self._store_name = store_name
         self._window_grace: int | None = None  # set on windowed aggregation results
+        # A source table (builder.table, to_table) without a store name is used as Kafka
+        # Streams does: unmaterialized (no cache, every update forwarded at once) until a join
+        # reads it or an operator needs its old values; ``source`` switches that on.
+        self._source = source
+        if source is not None and queryable:
+            source.on = True
         # how a join reads this table's rows: its store, or through the stores it derives from
-        self._getter = getter if getter is not None or store_name is None else \
-            getters.StoreGetter(store_name)
+        self._getter = getter
+        if getter is None and store_name is not None:
+            self._getter = self._store_getter
         self._old = tables.OldValues()
         # Kafka Streams' enableSendingOldValues(force): a table with a store always can; an
-        # unnamed source table only when forced; filters and mappers ask their parent
-        self._old_policy: Callable[[bool], bool] = (
-            (lambda force: True) if queryable else (lambda force: force))
+        # unmaterialized source table only when forced; filters and mappers ask their parent
+        self._old_policy: Callable[[bool], bool] = lambda force: self._materialize(force)
+
+    def _materialize(self, force: bool = True) -> bool:
+        if self._source is not None and force:
+            self._source.on = True
+        return self._source is None or self._source.on
+
+    def _store_getter(self) -> Any:
+        self._materialize()
+        return getters.StoreGetter(self._store_name)
+
+    def _reader(self) -> Any:
+        """How a join reads this table's rows (None: it cannot); a source table it reads is
+        materialized."""
+        return None if self._getter is None else self._getter()
 
     def queryable_store_name(self) -> str | None:
         """The store holding this table, if it is materialized."""
@@ -92,8 +113,8 @@ class KTable:
 
     def _filter(self, predicate: Callable, negate: bool, materialized: Any) -> "KTable":
         old = tables.OldValues(self._enable_old(False))
-        getter = None if self._getter is None else getters.FilterGetter(self._getter, predicate,
-                                                                        negate)
+        getter = None if self._getter is None else (
+            lambda: getters.FilterGetter(self._reader(), predicate, negate))
         out = self._derived("KTABLE-FILTER", lambda store: functools.partial(
             tables.TableFilterProcessor, predicate, negate, old, store), materialized,
             self._value_serde, getter)
@@ -108,7 +129,8 @@ class KTable:
                    with_key: bool = False) -> "KTable":
         """Map each value with ``fn(value)`` (``fn(key, value)`` with_key); with
         ``materialized`` the result is kept in its own store."""
-        getter = None if self._getter is None else getters.MapGetter(self._getter, fn, with_key)
+        getter = None if self._getter is None else (
+            lambda: getters.MapGetter(self._reader(), fn, with_key))
         return self._derived("KTABLE-MAPVALUES", lambda store: functools.partial(
             tables.TableMapValuesProcessor, fn, with_key, store), materialized, None, getter)
 
@@ -126,6 +148,7 @@ class KTable:
                 raise TopologyError(
                     f"table {t._node!r} cannot be joined: it has no store and its rows cannot "
                     f"be read through one (a suppressed table); materialize it first")
+        this_reader, other_reader = self._reader(), other._reader()
         if kind in ("left", "outer"):
             self._enable_old(True)
         if kind == "outer":
@@ -134,11 +157,11 @@ class KTable:
         this = self._graph.next_name(prefix + "THIS")
         that = self._graph.next_name(prefix + "OTHER")
         self._graph.add(ProcessorSpec(this, functools.partial(
-            TableTableJoinProcessor, other._getter, joiner, kind, True), (self._node,)))
+            TableTableJoinProcessor, other_reader, joiner, kind, True), (self._node,)))
         self._graph.add(ProcessorSpec(that, functools.partial(
-            TableTableJoinProcessor, self._getter, joiner, kind, False), (other._node,)))
-        self._graph.connect((this,), other._getter.stores)
-        self._graph.connect((that,), self._getter.stores)
+            TableTableJoinProcessor, this_reader, joiner, kind, False), (other._node,)))
+        self._graph.connect((this,), other_reader.stores)
+        self._graph.connect((that,), this_reader.stores)
         merge = self._graph.next_name("KTABLE-MERGE")
         store = None if materialized is None else materialized.store_name
         value_serde = None if materialized is None else materialized.value_serde
@@ -152,8 +175,8 @@ class KTable:
         from kspark.dsl.kstream import _copartition
 
         _copartition(self._graph, self, other)
-        getter = None if store is not None else getters.JoinGetter(
-            self._getter, other._getter, joiner, kind)
+        getter = None if store is not None else (
+            lambda: getters.JoinGetter(this_reader, other_reader, joiner, kind))
         out = KTable(self._graph, merge, self._key_serde, value_serde, store, getter)
 
         def enable(force: bool) -> bool:  # KTableKTableJoinMerger: both sides send old values
@@ -210,6 +233,7 @@ class KTable:
                                 "(from StreamsBuilder.table() or an aggregation)")
         self._enable_old(True)  # a changed foreign key unsubscribes the old one
         other._enable_old(True)
+        other._reader()
         g, raw = self._graph, Serdes.ByteArray()
 
         def kv_store(name: str, key_serde: Any, value_serde: Any) -> Any:

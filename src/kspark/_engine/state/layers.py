@@ -64,7 +64,8 @@ class CachingLayer(_Layer):
     """Holds writes until :meth:`flush` (a commit), so each key's latest value goes down once.
 
     Reads see the held writes. ``on_flush(key, new, old)`` is told about each key written
-    down, in key order.
+    down, in the order of each key's last write (as Kafka Streams' NamedCache: a re-written
+    key moves to the end).
     """
 
     def __init__(self, inner: Any, on_flush: Callable[[bytes, bytes | None, bytes | None], None] | None = None):
@@ -78,10 +79,12 @@ class CachingLayer(_Layer):
         return self.inner.get(key)
 
     def put(self, key: bytes, value: bytes | None) -> None:
+        self._dirty.pop(key, None)
         self._dirty[key] = value
 
     def delete(self, key: bytes) -> bytes | None:
         old = self.get(key)
+        self._dirty.pop(key, None)
         self._dirty[key] = None
         return old
 
@@ -99,7 +102,7 @@ class CachingLayer(_Layer):
 
     def flush(self) -> None:
         dirty, self._dirty = self._dirty, {}
-        for k in sorted(dirty):
+        for k in dirty:
             old = self.inner.get(k) if self.on_flush else None
             self.inner.put(k, dirty[k])
             if self.on_flush:
