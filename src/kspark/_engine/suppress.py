@@ -70,7 +70,9 @@ class PickleSerde:
 
 
 class SuppressProcessor(Processor):
-    """Buffers the latest change per key; emits when its time comes, in buffer-time order."""
+    """Buffers the latest change per key; emits when its time comes, in order of (buffer
+    time, serialized key), as Kafka Streams' in-memory time-ordered buffer. A key buffered
+    again keeps its place. Final results never emit a delete (Java drops tombstones there)."""
 
     def __init__(self, store_name: str, suppressed: Suppressed, grace_ms: int | None):
         self.store_name, self.suppressed, self.grace_ms = store_name, suppressed, grace_ms
@@ -79,8 +81,7 @@ class SuppressProcessor(Processor):
         self.context = context
         self.store = context.get_state_store(self.store_name)
         self.observed = -1
-        self.heap: list[tuple[int, int, Any]] = []
-        self.seq = 0  # ties on due time go in buffering order
+        self.heap: list[tuple[int, bytes, Any]] = []
         for kv in self.store.all():  # rebuild the index (the store may have been restored)
             self._index(kv.value[0], kv.key)
             self.observed = max(self.observed, kv.value[1])
@@ -108,8 +109,7 @@ class SuppressProcessor(Processor):
         self._enforce_bound()
 
     def _index(self, due: int, key: Any) -> None:
-        heapq.heappush(self.heap, (due, self.seq, key))
-        self.seq += 1
+        heapq.heappush(self.heap, (due, self.store.encode_key(key), key))
 
     def _emit(self, key: Any) -> None:
         held = self.store.get(key)
@@ -117,6 +117,8 @@ class SuppressProcessor(Processor):
             return
         self.store.delete(key)
         _, ts, change, headers = held
+        if change.new is None and self.suppressed.final_results:
+            return
         self.context.forward(Record(key, change, ts, headers))
 
     def _emit_due(self) -> None:

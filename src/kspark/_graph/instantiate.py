@@ -24,8 +24,12 @@ def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str) -
             f"node {node!r} has no {kind} serde: pass {kind}_serde= to it or set "
             f"the config key 'default.{kind}.serde'"
         )
-    if getattr(serde, "inner", False) is None:  # a wrapper (Change, ValueAndTimestamp) of a default
-        return type(serde)(resolve_serde(None, config, kind, node))
+    if getattr(serde, "inner", False) is None:  # a wrapper (Change, Windowed...) of a default
+        import copy
+
+        resolved = copy.copy(serde)
+        resolved.inner = resolve_serde(None, config, kind, node)
+        return resolved
     return Serdes.by_name(serde) if isinstance(serde, str) else serde
 
 

@@ -189,7 +189,7 @@ class SessionWindowedKStream:
                                             aggregator, merger),
             _timestamped_builder(SessionStoreBuilder, lambda store, m: SessionBytesStoreSupplier(
                 store, m.persistent, w.gap_ms + w.grace_ms)),
-            SessionWindowedSerde, w.grace_ms)
+            SessionWindowedSerde, w.gap_ms + w.grace_ms)  # suppress waits gap + grace, as Java
 
     def count(self, materialized: Materialized | None = None) -> "KTable":
         from kspark.serde import Serdes

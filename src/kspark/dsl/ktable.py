@@ -312,8 +312,9 @@ class KTable:
         store = f"{name}-STATE-STORE"
         self._graph.add(ProcessorSpec(name, functools.partial(
             SuppressProcessor, store, suppressed, self._window_grace), (self._node,)))
+        # keyed by the table's serialized keys: ties on buffer time go in key-bytes order
         self._graph.add_store(KeyValueStoreBuilder(
-            KeyValueBytesStoreSupplier(store, False), PickleSerde(), PickleSerde()), (name,))
+            KeyValueBytesStoreSupplier(store, False), self._key_serde, PickleSerde()), (name,))
         out = KTable(self._graph, name, self._key_serde, self._value_serde)
         out._old_policy = self._enable_old
         return out
