@@ -147,6 +147,8 @@ class SubscribeProcessor(Processor):
         if record.key is None:
             return
         change: Change = record.value
+        if change.new is None and change.old is None:
+            return  # a delete of a row this table never had: nothing to join or retract
         version = (self.versions.get(record.key) or 0) + 1
         self.versions.put(record.key, version)
         key = self.key_serde.serialize("", record.key)

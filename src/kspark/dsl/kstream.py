@@ -171,14 +171,22 @@ class KStream:
         """Redistribute records by key through ``<application.id>-<name>-repartition``.
 
         Records with a null key are dropped first (as Kafka Streams' ``-repartition-filter``),
-        here and in the repartitions before ``group_by`` and joins."""
+        here and in the repartition before ``group_by``; the repartition before a join keeps
+        them, so a left or outer join still emits them (KIP-962, as Java 4.1 does)."""
+        return self._repartitioned(key_serde, value_serde, name, partitioner, True)
+
+    def _repartitioned(self, key_serde: Any, value_serde: Any, name: str | None,
+                       partitioner: Callable[..., int | None] | None,
+                       drop_null_keys: bool) -> "KStream":
         base = name or self._graph.next_name("KSTREAM-REPARTITION")
         topic = f"{base}-repartition"
         ks = key_serde if key_serde is not None else self._key_serde
         vs = value_serde if value_serde is not None else self._value_serde
-        keyed = f"{topic}-filter"
-        self._graph.add(ProcessorSpec(keyed, functools.partial(ops.FilterProcessor, _has_key),
-                                      (self._node,)))
+        keyed = self._node
+        if drop_null_keys:
+            keyed = f"{topic}-filter"
+            self._graph.add(ProcessorSpec(keyed, functools.partial(ops.FilterProcessor, _has_key),
+                                          (self._node,)))
         self._graph.add(SinkSpec(self._graph.next_name("KSTREAM-SINK"), topic, (keyed,),
                                  ks, vs, partitioner, internal=True))
         return self._source_of(topic, ks, vs, internal=True)
@@ -221,7 +229,8 @@ class KStream:
             raise TopologyError(f"table {table._node!r} cannot be joined: it has no store and "
                                 f"its rows cannot be read through one (a suppressed table); "
                                 f"materialize it first")
-        stream = self.repartition() if self._repartition_required else self
+        stream = (self._repartitioned(None, None, None, None, False)
+                  if self._repartition_required else self)
         out = stream._then("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", functools.partial(
             ops_joins.StreamTableJoinProcessor, getter, joiner, left), name, self._key_serde, None,
             keep_serdes=False)
@@ -255,8 +264,10 @@ class KStream:
 
         if windows is None:
             raise TopologyError("a stream-stream join needs JoinWindows")
-        left = self.repartition() if self._repartition_required else self
-        right = other.repartition() if other._repartition_required else other
+        left = (self._repartitioned(None, None, None, None, False)
+                if self._repartition_required else self)
+        right = (other._repartitioned(None, None, None, None, False)
+                 if other._repartition_required else other)
         g = self._graph
         this = g.next_name("KSTREAM-JOINTHIS")
         that = g.next_name("KSTREAM-JOINOTHER")
