@@ -257,8 +257,9 @@ class ResolveProcessor(_TableStoreProcessor):
     """Left partitioning again: the newest response per left key becomes the join result."""
 
     def __init__(self, result_store: str, version_store: str, joiner: Callable[[Any, Any], Any],
-                 left: bool, key_serde: Any, value_serde: Any, right_value_serde: Any):
-        super().__init__(result_store)
+                 left: bool, key_serde: Any, value_serde: Any, right_value_serde: Any,
+                 materialized: Any = None):
+        super().__init__(result_store, materialized)
         self.version_store, self.joiner, self.left = version_store, joiner, left
         self.key_serde, self.value_serde = key_serde, value_serde
         self.right_value_serde = right_value_serde

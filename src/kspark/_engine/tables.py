@@ -28,13 +28,17 @@ class _TableStoreProcessor(Processor):
     """Writes to a timestamped store and forwards Change(new, old): at once, or at commit when
     the store caches (then each key's latest change of the commit goes out once)."""
 
-    def __init__(self, store_name: str):
+    def __init__(self, store_name: str, materialized: "Switch | None" = None):
         self.store_name = store_name
+        # off: used as an unmaterialized table (no cache holds updates back), as Java does
+        # with a result table nobody named, joined or asked old values of
+        self.materialized = materialized
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
         self.store = context.get_state_store(self.store_name)
-        self.emit_on_flush = self.store.caching_enabled
+        self.emit_on_flush = self.store.caching_enabled and (
+            self.materialized is None or self.materialized.on)
         self._deleted_at: dict[bytes, int] = {}  # cached deletes: their records' timestamps
         if self.emit_on_flush:
             layer = self.store.inner
@@ -146,14 +150,10 @@ class TableSourceProcessor(_TableStoreProcessor):
     As KTableSource, a tombstone for a key the table never had is still forwarded (as a
     change from None to None) unless the store caches (a cache has nothing to flush)."""
 
-    def __init__(self, store_name: str, materialized: Switch | None = None):
-        super().__init__(store_name)
-        self.materialized = materialized if materialized is not None else Switch(True)
-
     def process(self, record: Record) -> None:
         if record.key is None:
             return
-        if not self.materialized.on:  # KTableSource without a store: forward, keep nothing
+        if self.materialized is not None and not self.materialized.on:  # KTableSource without a store: forward, keep nothing
             self.context.forward(Record(record.key, Change(record.value, None),
                                         record.timestamp, record.headers))
             return

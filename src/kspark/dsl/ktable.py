@@ -275,9 +275,10 @@ class KTable:
         m = materialized or Materialized()
         result = m.store_name or f"{resolve}-STATE-STORE"
         seen = f"{resolve}-VERSION-STATE-STORE"
+        output = tables.Switch()
         g.add(ProcessorSpec(resolve, functools.partial(
             fk.ResolveProcessor, result, seen, joiner, left, self._key_serde, self._value_serde,
-            other._value_serde), (source,)))
+            other._value_serde, output), (source,)))
         # an unnamed result store holds whatever the joiner returns: kspark-internal bytes
         from kspark._engine.suppress import PickleSerde
 
@@ -288,7 +289,7 @@ class KTable:
         g.partitions_like[registrations] = g.upstream_topic(other._node)
         g.partitions_like[responses] = g.upstream_topic(self._node)
         return KTable(g, resolve, self._key_serde, m.value_serde, result,
-                      queryable=m.store_name is not None)
+                      queryable=m.store_name is not None, source=output)
 
     def outer_join(self, other: "KTable", joiner: Callable[[Any, Any], Any], *,
                    materialized: Any = None) -> "KTable":
