@@ -48,7 +48,7 @@ def build_store(builder: Any, directory: Path | None = None,
 
         store = WindowStore(supplier.name, inner, builder.key_serde, builder.value_serde,
                             supplier.retention_ms, supplier.window_size_ms,
-                            supplier.retain_duplicates, supplier.persistent)
+                            supplier.retain_duplicates)
     else:
         store = KeyValueStore(supplier.name, inner, builder.key_serde, builder.value_serde)
     store.caching_enabled = bool(builder.caching_enabled)

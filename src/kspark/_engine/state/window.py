@@ -17,19 +17,11 @@ def _ts(t: int) -> bytes:
     return t.to_bytes(_TS, "big", signed=True)
 
 
-def _segment(t: int, segment_ms: int) -> int:
-    """Java's ``t / segmentInterval`` (truncating toward zero)."""
-    return int(t / segment_ms) if t < 0 else t // segment_ms
-
-
 class WindowStore(StoreBase):
     """A window store: ``put(key, value, window_start)``; fetches by key and time range.
 
-    Reads by key (``fetch``) see a window while its start > stream time - retention, the
-    newest start seen being stream time. As in Kafka Streams, a persistent store keeps its
-    windows in segments of max(retention / 2, 60 s) and drops whole segments: ``all`` and
-    ``fetch_all`` show every window of a live segment; an in-memory store drops each window
-    once it leaves retention.
+    Entries whose window started more than ``retention_ms`` before the newest window seen
+    are expired: not returned, and dropped from the bytes store as time moves on.
 
     Example:
         >>> from kspark import Serdes
@@ -42,8 +34,7 @@ class WindowStore(StoreBase):
     """
 
     def __init__(self, name: str, inner: Any, key_serde: Any, value_serde: Any,
-                 retention_ms: int, window_size_ms: int, retain_duplicates: bool = False,
-                 persistent: bool = False):
+                 retention_ms: int, window_size_ms: int, retain_duplicates: bool = False):
         self._name = name
         self.inner = inner
         self.key_serde, self.value_serde = key_serde, value_serde
@@ -55,8 +46,6 @@ class WindowStore(StoreBase):
         self.retain_duplicates = retain_duplicates
         self._suffix = _TS + 4 if retain_duplicates else _TS
         self._seq = 0
-        # Kafka Streams' RocksDB window store segments (None: in memory, no segments)
-        self.segment_ms = max(retention_ms // 2, 60_000) if persistent else None
 
     def decode_key(self, raw: bytes) -> Windowed:
         """The Windowed key of a stored entry's bytes."""
@@ -65,16 +54,9 @@ class WindowStore(StoreBase):
         return Windowed(self.key_serde.deserialize(self._name, raw[:-n]),
                         Window(start, start + self.window_size_ms))
 
-    def _retained(self, start: int) -> bool:
-        """Readable by key: start > stream time - retention (Kafka Streams' fetch bound)."""
-        return self.observed < 0 or start > self.observed - self.retention_ms
-
     def _expired(self, start: int) -> bool:
-        """Gone from the store: out of retention, or (persistent) in a dropped segment."""
-        if self.segment_ms is None:
-            return not self._retained(start)
-        return self.observed >= 0 and _segment(start, self.segment_ms) < _segment(
-            self.observed - self.retention_ms, self.segment_ms)
+        """As Kafka Streams' window stores: a window lives while start > stream time - retention."""
+        return self.observed >= 0 and start <= self.observed - self.retention_ms
 
     def put(self, key: Any, value: Any, window_start: int) -> None:
         """Store ``value`` for ``key`` in the window starting at ``window_start`` (None deletes)."""
@@ -102,8 +84,7 @@ class WindowStore(StoreBase):
             kb, start = k[:-n], int.from_bytes(k[-n:][:_TS], "big", signed=True)
             if key_bytes is not None and kb != key_bytes:
                 continue
-            if t_from <= start <= t_to and not self._expired(start) and (
-                    key_bytes is None or self._retained(start)):
+            if t_from <= start <= t_to and not self._expired(start):
                 yield kb, start, v
 
     def fetch(self, key: Any, time_from: int, time_to: int | None = None) -> Any:
