@@ -26,6 +26,7 @@ class _Gen:
         self.topics: list[str] = []
         self.stores: list[tuple[str, str]] = []
         self.joins = 0
+        self.cache = 0
 
     def var(self, op: str, *args: object) -> str:
         self.n += 1
@@ -34,6 +35,10 @@ class _Gen:
         return name
 
     def store(self, kind: str) -> str:
+        # rule 24, not followed: a cached window store's reads in Java also return windows
+        # past retention still held in the cache; such stores are not compared
+        if kind == "window" and self.cache:
+            return "-"
         if self.r.random() < 0.4:
             name = f"st{len(self.stores)}"
             self.stores.append((name, kind))
@@ -155,8 +160,9 @@ class _Gen:
 def scenario(seed: int) -> list[str]:
     """The scenario of ``seed``: its lines in the language of ``lang.py``."""
     g = _Gen(seed)
+    g.cache = g.r.choice([0, 0, 10485760])
     g.lines.append(f"# seed {seed}")
-    g.lines.append(f"cache {g.r.choice([0, 0, 10485760])}")
+    g.lines.append(f"cache {g.cache}")
     g.build()
     g.inputs()
     for name, kind in g.stores:

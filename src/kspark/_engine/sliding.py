@@ -24,12 +24,12 @@ __all__ = ["SlidingWindowAggregateProcessor", "sliding_store_retention"]
 
 def sliding_store_retention(windows: SlidingWindows) -> int:
     """How long the store keeps a window: long enough to seed a new record's window while
-    that record is within grace (it may look back two time differences).
+    that record is within grace (it may look back two time differences); Java's value.
 
     >>> sliding_store_retention(SlidingWindows.of_time_difference_and_grace(10, 5))
-    26
+    25
     """
-    return 2 * windows.time_difference_ms + windows.grace_ms + 1
+    return 2 * windows.time_difference_ms + windows.grace_ms
 
 
 class SlidingWindowAggregateProcessor(_TableStoreProcessor):
