@@ -58,27 +58,33 @@ class SlidingWindowAggregateProcessor(_TableStoreProcessor):
             self._process(record, close)
 
     def _process(self, record: Record, close: int) -> None:
+        # As Java's processReverse: windows from the newest start back, so updates go out in
+        # descending start order, stopping at the first window that ends at or before t.
         t, d = record.timestamp, self.windows.time_difference_ms
-        with self.store.fetch(record.key, max(0, t - 2 * d), t + 1) as found:
+        with self.store.backward_fetch(record.key, max(0, t - 2 * d), t + 1) as found:
             stored = list(found)
-        starts = {start for start, _ in stored}
+        starts = set()
         before = after = None  # aggregates to seed this record's left / right window
         left_exists = right_exists = False
         previous = None  # the newest record timestamp before t, when known
         for start, vt in stored:
+            starts.add(start)
             end = start + d
-            if end < t:
-                before, previous = vt, vt.timestamp
+            if start == t + 1:
+                right_exists = True
+            elif end > t:
+                if after is None:
+                    after = vt
+                self._add(record, start, vt, close)
             elif end == t:
                 left_exists = True
                 if vt.timestamp < t:
                     previous = vt.timestamp
                 self._add(record, start, vt, close)
-            elif start <= t:
-                after = vt
-                self._add(record, start, vt, close)
-            elif start == t + 1:
-                right_exists = True
+                break
+            else:
+                before, previous = vt, vt.timestamp
+                break
         if previous is not None and previous + 1 not in starts and previous + 1 + d >= t:
             self._add(record, previous + 1, None, close)  # the previous record's right window
         if not left_exists:
