@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: setup demo test bench soak clean
+.PHONY: setup demo test bench soak conformance clean
 ROUNDS  ?= 20
 RECORDS ?= 200000
 
@@ -36,6 +36,13 @@ bench: setup
 soak: setup
 	$(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee exactly_once_v2
 	$(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee at_least_once
+
+# kspark against Java Kafka Streams' TopologyTestDriver on COUNT generated scenarios
+# (make test runs 300 of them); prints the first disagreements.
+COUNT ?= 3000
+SEED  ?= 0
+conformance: setup
+	$(PY) -m tests.conformance --count $(COUNT) --seed $(SEED)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

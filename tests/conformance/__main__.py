@@ -9,25 +9,8 @@ import argparse
 import sys
 import time
 
+from tests.conformance.check import compare
 from tests.conformance.generate import scenario
-from tests.conformance.lang import run
-from tests.conformance.reference import run_java
-
-
-def compare(scenarios: list[list[str]]) -> list[tuple[list[str], list[str], list[str]]]:
-    """The scenarios on which kspark and Java disagree, with both answers."""
-    java = run_java(scenarios)
-    bad = []
-    for sc, expected in zip(scenarios, java):
-        got = run(sc)
-        if _normal(got) != _normal(expected):
-            bad.append((sc, expected, got))
-    return bad
-
-
-def _normal(answer: list[str]) -> list[str]:
-    """Errors agree on being errors; their messages are each engine's own."""
-    return ["error"] if answer and answer[0].startswith("error") else answer
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import argparse
 
+from tests.conformance.check import normal
 from tests.conformance.generate import scenario
 from tests.conformance.lang import run
 from tests.conformance.reference import run_java
-
-
-def _normal(answer: list[str]) -> list[str]:
-    return ["error"] if answer and answer[0].startswith("error") else answer
 
 
 def shrink(lines: list[str]) -> list[str]:
@@ -23,7 +20,7 @@ def shrink(lines: list[str]) -> list[str]:
         candidates = [lines[:i] + lines[i + 1:] for i in cut]
         answers = run_java(candidates)
         for cand, expected in zip(candidates, answers):
-            if _normal(run(cand)) != _normal(expected):
+            if normal(run(cand)) != normal(expected):
                 lines = cand
                 break
         else:

@@ -11,6 +11,7 @@ from tests.integration import soak
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.timeout(1500)  # three restarts of Spark; slow on a busy 2-core machine
 def test_soak_three_rounds_exactly_once(broker, tmp_path):
     f = soak.soak(broker, rounds=3, records=15_000, guarantee="exactly_once_v2", keys=50,
                   seed=20261122, work_dir=str(tmp_path))

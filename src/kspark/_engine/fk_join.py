@@ -160,8 +160,11 @@ class SubscribeProcessor(Processor):
         if change.old is not None and old_fk != new_fk and old_fk is not None:
             self._send(old_fk, UNSUBSCRIBE, version, key, None, record)
         value = self.value_serde.serialize("", change.new)
-        self._send(new_fk, SUBSCRIBE if change.old is None else RESUBSCRIBE, version, key, value,
-                   record)
+        # a moved row must unset its old result when the new key has no match (RESUBSCRIBE);
+        # a row that keeps its foreign key answers only with a match, as Java's
+        # PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
+        moved = change.old is not None and old_fk != new_fk
+        self._send(new_fk, RESUBSCRIBE if moved else SUBSCRIBE, version, key, value, record)
 
     def _fk(self, key: Any, value: Any) -> Any:
         if self.keyed_extractor is not None:
