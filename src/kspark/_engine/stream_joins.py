@@ -62,7 +62,7 @@ class StreamStreamJoinProcessor(Processor):
     """
 
     # kept in the task's progress across restarts
-    _progress_fields = ("observed",)
+    _progress_fields = ("observed", "min_time")
 
     def __init__(self, this_store: str, other_store: str, pending_store: str,
                  joiner: Callable[[Any, Any], Any], windows: JoinWindows, kind: str,
@@ -76,6 +76,7 @@ class StreamStreamJoinProcessor(Processor):
         self.other = context.get_state_store(self.other_store)
         self.pending = context.get_state_store(self.pending_store)
         self.observed = -1
+        self.min_time = _NEVER  # the oldest waiting record's timestamp, as Java tracks it
         # Java's shared time tracker: both sides hold the same pending store object
         self._sides = self.pending.__dict__.setdefault("join_sides", [])
         self._sides.append(self)
@@ -119,16 +120,33 @@ class StreamStreamJoinProcessor(Processor):
                 # timestamps all wait, in arrival order
                 waiting = self.pending.get((ts, self.left, record.key)) or []
                 self.pending.put((ts, self.left, record.key), [*waiting, record.value])
+                self._set_min_time(min(self._min_time(), ts))
+
+    def _min_time(self) -> int:
+        return min(side.min_time for side in self._sides)
+
+    def _set_min_time(self, ts: int) -> None:
+        for side in self._sides:
+            side.min_time = ts
 
     def _emit_closed(self, stream_time: int, record: Record) -> None:
-        """Emit (and forget) waiting records whose window plus grace has passed."""
+        """Emit (and forget) waiting records whose window plus grace has passed.
+
+        As Java's KStreamKStreamJoin: only when the oldest waiting record, as last tracked,
+        may have closed. Java also throttles this to once a second of wall-clock time in
+        production (its test driver does not); kspark does not, so replays stay exact."""
         w = self.windows
+        after = w.after_ms if self.left else w.before_ms
+        if self._min_time() + after + w.grace_ms >= stream_time:
+            return
+        self._set_min_time(_NEVER)
         done, open_sides = [], set()
         with self.pending.all() as it:
             for kv in it:
+                ts, is_left, key = kv.key
+                self._set_min_time(ts)
                 if len(open_sides) == 2:
                     break
-                ts, is_left, key = kv.key
                 if ts + (w.after_ms if is_left else w.before_ms) + w.grace_ms >= stream_time:
                     open_sides.add(is_left)
                     continue
@@ -141,6 +159,9 @@ class StreamStreamJoinProcessor(Processor):
             for waiting in kv.value:
                 value = self.joiner(waiting, None) if is_left else self.joiner(None, waiting)
                 self.context.forward(Record(key, value, ts, record.headers))
+
+
+_NEVER = 1 << 62  # no record waits (Java's Long.MAX_VALUE)
 
 
 class PendingKeySerde:
