@@ -188,9 +188,11 @@ class SubscriptionProcessor(Processor):
     timestamp of the latest subscription.
     """
 
-    def __init__(self, subscriptions: str, right_store: str, fk_serde: Any, right_value_serde: Any):
+    def __init__(self, subscriptions: str, right_store: str, fk_serde: Any, right_value_serde: Any,
+                 left: bool = False):
         self.subscriptions_name, self.right_store = subscriptions, right_store
         self.fk_serde, self.right_value_serde = fk_serde, right_value_serde
+        self.left = left
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
@@ -217,8 +219,12 @@ class SubscriptionProcessor(Processor):
         if store_key is not None:
             self.subscriptions.delete(store_key)
         if s.instruction == UNSUBSCRIBE_AND_PROPAGATE:
-            self._respond(s.left_key, Response(s.version, None, None, True), record.timestamp,
-                          record)
+            # an inner join's delete is stamped max(delete, right row), as Java's
+            # SubscriptionJoinProcessor; a left join answers first through the null foreign
+            # key, at the delete's own time
+            vt = None if fk is None or self.left else self.right.get(fk)
+            ts = record.timestamp if vt is None else max(record.timestamp, vt.timestamp)
+            self._respond(s.left_key, Response(s.version, None, None, True), ts, record)
 
     def _respond(self, left_key: bytes, response: Response, ts: int, record: Record) -> None:
         self.context.forward(Record(left_key, encode_response(response), ts, record.headers))

@@ -257,7 +257,7 @@ class KTable:
         receive = g.next_name("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR")
         g.add(ProcessorSpec(receive, functools.partial(
             fk.SubscriptionProcessor, subscriptions, other._store_name, other._key_serde,
-            other._value_serde), (source,)))
+            other._value_serde, left), (source,)))
         g.add_store(kv_store(subscriptions, raw, raw), (receive,))
         g.connect((receive,), (other._store_name,))
         changes = g.next_name("KTABLE-FK-JOIN-OTHER-CHANGE")
