@@ -36,6 +36,9 @@ class _TableStoreProcessor(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
+        if self.store_name is None:  # an unmaterialized filter or mapper: forwards only
+            self.emit_on_flush = False
+            return
         self.store = context.get_state_store(self.store_name)
         self.emit_on_flush = self.store.caching_enabled and (
             self.materialized is None or self.materialized.on)
@@ -188,12 +191,6 @@ class TableFilterProcessor(_TableStoreProcessor):
         self.predicate, self.negate = predicate, negate
         self.old_values = old_values if old_values is not None else OldValues(True)
 
-    def init(self, context: ProcessorContext) -> None:
-        if self.store_name is None:
-            self.context = context
-        else:
-            super().init(context)
-
     def _keep(self, key: Any, v: Any) -> Any:
         return v if v is not None and bool(self.predicate(key, v)) != self.negate else None
 
@@ -219,12 +216,6 @@ class TableMapValuesProcessor(_TableStoreProcessor):
                  store_name: str | None = None):
         super().__init__(store_name)  # type: ignore[arg-type]
         self.fn, self.with_key = fn, with_key
-
-    def init(self, context: ProcessorContext) -> None:
-        if self.store_name is None:
-            self.context = context
-        else:
-            super().init(context)
 
     def _map(self, key: Any, v: Any) -> Any:
         if v is None:
