@@ -10,6 +10,9 @@ Example:
 from kspark.config import StreamsConfig
 from kspark.dsl import (
     BufferConfig,
+    EmitStrategy,
+    Joined,
+    StreamJoined,
     JoinWindows,
     Suppressed,
     KGroupedStream,
@@ -32,6 +35,9 @@ from kspark.streams import KafkaStreams, spark_session
 
 __all__ = [
     "BufferConfig",
+    "EmitStrategy",
+    "Joined",
+    "StreamJoined",
     "JoinWindows",
     "Suppressed",
     "KafkaStreams",

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from kspark._engine.api import Processor, ProcessorContext, Record
-from kspark._engine.tables import Change, _TableStoreProcessor
+from kspark._engine.tables import Change, _TableStoreProcessor, out_of_order
 from kspark.serde import Serdes
 
 _BYTES = Serdes.ByteArray()
@@ -144,7 +144,7 @@ class SubscribeProcessor(Processor):
         self.value_serde = _serde(self.value_serde, config, "value")
 
     def process(self, record: Record) -> None:
-        if record.key is None:
+        if record.key is None or out_of_order(self.context, record, "a foreign-key join"):
             return
         change: Change = record.value
         if change.new is None and change.old is None:
@@ -245,7 +245,7 @@ class RightChangeProcessor(Processor):
         self.right_value_serde = _serde(self.right_value_serde, config, "value")
 
     def process(self, record: Record) -> None:
-        if record.key is None:
+        if record.key is None or out_of_order(self.context, record, "a foreign-key join"):
             return
         fk_bytes = self.fk_serde.serialize("", record.key)
         prefix = struct.pack(">i", len(fk_bytes)) + fk_bytes

@@ -17,7 +17,9 @@ from kspark._engine.api import ProcessorContext
 
 __all__ = ["ValueGetter", "StoreGetter", "FilterGetter", "MapGetter", "JoinGetter"]
 
-Lookup = Callable[[Any], tuple[Any, int]]  # key -> (value or None, timestamp or -1)
+# (key, as_of) -> (value or None, timestamp or -1); as_of (a stream record's timestamp)
+# matters only to a versioned store, read as of that time (KIP-914)
+Lookup = Callable[..., tuple[Any, int]]
 _MISSING = (None, -1)
 
 
@@ -38,9 +40,10 @@ class StoreGetter(ValueGetter):
 
     def bind(self, context: ProcessorContext) -> Lookup:
         store = context.get_state_store(self.stores[0])
+        versioned = getattr(store, "history_retention_ms", None) is not None
 
-        def get(key: Any) -> tuple[Any, int]:
-            vt = store.get(key)
+        def get(key: Any, as_of: int | None = None) -> tuple[Any, int]:
+            vt = store.get(key, as_of) if versioned and as_of is not None else store.get(key)
             return _MISSING if vt is None else (vt.value, vt.timestamp)
         return get
 
@@ -56,8 +59,8 @@ class FilterGetter(ValueGetter):
     def bind(self, context: ProcessorContext) -> Lookup:
         get_parent = self.parent.bind(context)
 
-        def get(key: Any) -> tuple[Any, int]:
-            v, ts = get_parent(key)
+        def get(key: Any, as_of: int | None = None) -> tuple[Any, int]:
+            v, ts = get_parent(key, as_of)
             keep = v is not None and bool(self.predicate(key, v)) != self.negate
             return (v, ts) if keep else _MISSING
         return get
@@ -73,8 +76,8 @@ class MapGetter(ValueGetter):
     def bind(self, context: ProcessorContext) -> Lookup:
         get_parent = self.parent.bind(context)
 
-        def get(key: Any) -> tuple[Any, int]:
-            v, ts = get_parent(key)
+        def get(key: Any, as_of: int | None = None) -> tuple[Any, int]:
+            v, ts = get_parent(key, as_of)
             if v is None:
                 return _MISSING
             return (self.fn(key, v) if self.with_key else self.fn(v)), ts
@@ -92,7 +95,7 @@ class JoinGetter(ValueGetter):
     def bind(self, context: ProcessorContext) -> Lookup:
         get_left, get_right = self.left.bind(context), self.right.bind(context)
 
-        def get(key: Any) -> tuple[Any, int]:
+        def get(key: Any, as_of: int | None = None) -> tuple[Any, int]:  # never versioned
             lv, lts = get_left(key)
             if lv is None and self.kind != "outer":
                 return _MISSING

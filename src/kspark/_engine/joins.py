@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
-from kspark._engine.tables import Change
+from kspark._engine.tables import Change, out_of_order
 
 __all__ = ["StreamTableJoinProcessor", "TableTableJoinProcessor"]
 
@@ -33,7 +33,7 @@ class StreamTableJoinProcessor(Processor):
             if self.left:
                 self.context.forward(record.with_value(self.joiner(record.value, None)))
             return
-        other, _ = self.lookup(record.key)
+        other, _ = self.lookup(record.key, record.timestamp)  # a versioned table: as of then
         if other is None and not self.left:
             return
         self.context.forward(record.with_value(self.joiner(record.value, other)))
@@ -67,6 +67,8 @@ class TableTableJoinProcessor(Processor):
 
     def process(self, record: Record) -> None:
         change: Change = record.value
+        if out_of_order(self.context, record, "a table-table join"):
+            return
         other, other_ts = self.lookup(record.key)
         new, old = self._join(change.new, other), self._join(change.old, other)
         # Java's inner join, and a left join's left side, forward a delete whenever the other

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark._engine.api import Record
+from kspark._engine.emit import FinalResults, windows_starting_between
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.tables import Change, _TableStoreProcessor
 from kspark._engine.windows import SlidingWindows, Window, Windowed
@@ -32,17 +33,33 @@ def sliding_store_retention(windows: SlidingWindows) -> int:
     return 2 * windows.time_difference_ms + windows.grace_ms
 
 
-class SlidingWindowAggregateProcessor(_TableStoreProcessor):
+class SlidingWindowAggregateProcessor(_TableStoreProcessor, FinalResults):
     """Emits ``Windowed(key, Window(start, start + d))`` -> Change(new, old) per window update."""
 
-    _progress_fields = ("observed",)  # kept in the task's progress across restarts
+    _progress_fields = ("observed", "last_emit")  # kept in the task's progress across restarts
 
     def __init__(self, store_name: str, windows: SlidingWindows,
-                 initializer: Callable[[], Any] | None, aggregator: Callable[[Any, Any, Any], Any]):
+                 initializer: Callable[[], Any] | None, aggregator: Callable[[Any, Any, Any], Any],
+                 final: bool = False):
         super().__init__(store_name)
         self.windows, self.initializer, self.aggregator = windows, initializer, aggregator
+        self.final = final
         self.observed = -1
         self.dropped_late = 0
+
+    def _final_range(self, close: int) -> tuple[int, int] | None:
+        """Window starts to emit, as KStreamSlidingWindowAggregate's emitRange bounds."""
+        d = self.windows.time_difference_ms
+        upper = close - d - 1
+        if upper < 0:
+            return None
+        return (0 if self.last_emit == -1 else max(0, self.last_emit - d)), upper
+
+    def _closed(self, lower: int, upper: int) -> Any:
+        d = self.windows.time_difference_ms  # sliding windows include their end
+        return [(Windowed(kv.key.key, Window(kv.key.window.start, kv.key.window.start + d)),
+                 kv.value.value, kv.value.timestamp)
+                for kv in windows_starting_between(self.store, lower, upper)]
 
     def process(self, record: Record) -> None:
         if record.key is None or record.value is None:
@@ -53,9 +70,10 @@ class SlidingWindowAggregateProcessor(_TableStoreProcessor):
         if t + 1 + d <= close:
             self._late(record, t - d, t, close)
         elif t < d:
-            self._process_early(record, close)
+            self._process_early(record, close)  # as Java: no final-results pass after these
         else:
             self._process(record, close)
+            self._emit_final(record, close)
 
     def _process(self, record: Record, close: int) -> None:
         # As Java's processReverse: windows from the newest start back, so updates go out in
@@ -135,7 +153,7 @@ class SlidingWindowAggregateProcessor(_TableStoreProcessor):
             new = self.aggregator(record.key, record.value, base.value)
             new_ts = max(record.timestamp, base.timestamp)
         self.store.put(record.key, ValueAndTimestamp(new, new_ts), start)
-        if not self.emit_on_flush:
+        if self.forward_now:
             old = None if base is None or fresh else base.value
             self.context.forward(Record(Windowed(record.key, Window(start, end)), Change(new, old),
                                         new_ts, record.headers))
@@ -144,7 +162,7 @@ class SlidingWindowAggregateProcessor(_TableStoreProcessor):
         """``[t + 1, t + 1 + d]`` holds exactly what ``content`` holds (records after t)."""
         start = record.timestamp + 1
         self.store.put(record.key, content, start)
-        if not self.emit_on_flush:
+        if self.forward_now:
             window = Window(start, start + self.windows.time_difference_ms)
             self.context.forward(Record(Windowed(record.key, window), Change(content.value, None),
                                         content.timestamp, record.headers))

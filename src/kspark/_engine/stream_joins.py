@@ -27,8 +27,11 @@ class JoinWindows:
     grace_ms: int
 
     @staticmethod
-    def of_time_difference_without_grace(diff_ms: int) -> "JoinWindows":
+    def of_time_difference_with_no_grace(diff_ms: int) -> "JoinWindows":
+        """Kafka Streams' ``ofTimeDifferenceWithNoGrace``."""
         return JoinWindows(diff_ms, diff_ms, 0)
+
+    of_time_difference_without_grace = of_time_difference_with_no_grace  # kspark's older name
 
     @staticmethod
     def of_time_difference_and_grace(diff_ms: int, grace_ms: int) -> "JoinWindows":
@@ -105,9 +108,9 @@ class StreamStreamJoinProcessor(Processor):
         stream_time = self._stream_time()
         if ts == stream_time:
             self._emit_closed(stream_time, record)
-        self.this.put(record.key, (record.value, ts), ts)
+        self.this.put(record.key, record.value, ts)
         matched = False
-        for other_ts, (other_value, _) in self.other.fetch(record.key, time_from, time_to):
+        for other_ts, other_value in self.other.fetch(record.key, time_from, time_to):
             matched = True
             self.pending.delete((other_ts, not self.left, record.key))
             self.context.forward(Record(record.key, self._join(record.value, other_value),
@@ -119,7 +122,7 @@ class StreamStreamJoinProcessor(Processor):
                 # a list per (ts, side, key), as Java's ListValueStore: equal keys and
                 # timestamps all wait, in arrival order
                 waiting = self.pending.get((ts, self.left, record.key)) or []
-                self.pending.put((ts, self.left, record.key), [*waiting, record.value])
+                self.pending.put((ts, self.left, record.key), [*waiting, (self.left, record.value)])
                 self._set_min_time(min(self._min_time(), ts))
 
     def _min_time(self) -> int:
@@ -156,7 +159,7 @@ class StreamStreamJoinProcessor(Processor):
         for kv in done:
             ts, is_left, key = kv.key
             self.pending.delete(kv.key)
-            for waiting in kv.value:
+            for _, waiting in kv.value:
                 value = self.joiner(waiting, None) if is_left else self.joiner(None, waiting)
                 self.context.forward(Record(key, value, ts, record.headers))
 
@@ -183,3 +186,35 @@ class PendingKeySerde:
             return None
         return (int.from_bytes(data[:8], "big", signed=True), data[8] == 1,
                 self.inner.deserialize(topic, data[9:]))
+
+
+class PendingValuesSerde:
+    """The waiting records of one (timestamp, side, key): a list of (is_left, value), each
+    value in its side's serde (as Java's LeftOrRightValue list): a side byte, a 4-byte
+    length, the value's bytes."""
+
+    def __init__(self, left: Any, right: Any):
+        self.left, self.right = left, right  # None: the default value serde
+
+    def with_defaults(self, resolve: Callable[[Any], Any]) -> "PendingValuesSerde":
+        return PendingValuesSerde(resolve(self.left), resolve(self.right))
+
+    def serialize(self, topic: str, data: list | None) -> bytes | None:
+        if data is None:
+            return None
+        out = bytearray()
+        for is_left, value in data:
+            raw = (self.left if is_left else self.right).serialize(topic, value)
+            out += (b"\x01" if is_left else b"\x00") + len(raw).to_bytes(4, "big") + raw
+        return bytes(out)
+
+    def deserialize(self, topic: str, data: bytes | None) -> list | None:
+        if data is None:
+            return None
+        out, i = [], 0
+        while i < len(data):
+            is_left, n = data[i] == 1, int.from_bytes(data[i + 1:i + 5], "big")
+            raw = data[i + 5:i + 5 + n]
+            out.append((is_left, (self.left if is_left else self.right).deserialize(topic, raw)))
+            i += 5 + n
+        return out

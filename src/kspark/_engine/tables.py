@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark._engine.emit import FinalResults, windows_starting_between
 from kspark._engine.state.layers import CachingLayer
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.windows import Windowed
@@ -14,14 +15,27 @@ __all__ = ["Change", "StreamAggregateProcessor", "TableSourceProcessor", "TableF
            "TableMapValuesProcessor", "TableToStreamProcessor", "TablePassThroughProcessor",
            "OldValues", "Switch", "TableMaterializeProcessor",
            "WindowAggregateProcessor", "SessionAggregateProcessor", "ChangeSerde",
-           "TableGroupByProcessor", "TableAggregateProcessor"]
+           "TableGroupByProcessor", "TableAggregateProcessor", "out_of_order"]
 
 
 class Change(NamedTuple):
-    """What flows between KTable nodes: a key's new value and its old one."""
+    """What flows between KTable nodes: a key's new value and its old one. ``is_latest`` is
+    False for an out-of-order update of a versioned table (KIP-914): joins and re-grouping
+    skip it, filters and mappers pass it on."""
 
     new: Any
     old: Any
+    is_latest: bool = True
+
+
+def out_of_order(context: ProcessorContext, record: Record, what: str) -> bool:
+    """True (and the record counted as dropped) for an out-of-order versioned-table update,
+    which joins and re-grouping skip as Kafka Streams does."""
+    if record.value.is_latest:
+        return False
+    context.record_dropped(f"{what} skips an out-of-order update of key {record.key!r} at "
+                           f"{record.timestamp} from a versioned table")
+    return True
 
 
 class _TableStoreProcessor(Processor):
@@ -37,11 +51,11 @@ class _TableStoreProcessor(Processor):
     def init(self, context: ProcessorContext) -> None:
         self.context = context
         if self.store_name is None:  # an unmaterialized filter or mapper: forwards only
-            self.emit_on_flush = False
+            self.emit_on_flush, self.forward_now = False, True
             return
         self.store = context.get_state_store(self.store_name)
         self.emit_on_flush = self.store.caching_enabled and (
-            self.materialized is None or self.materialized.on)
+            self.materialized is None or self.materialized.on) and not getattr(self, "final", False)
         self._deleted_at: dict[bytes, int] = {}  # cached deletes: their records' timestamps
         if self.emit_on_flush:
             layer = self.store.inner
@@ -51,6 +65,8 @@ class _TableStoreProcessor(Processor):
                 layer.on_flush = self._flushed
             else:
                 self.emit_on_flush = False
+        # each update goes out at once: not held by a cache, not held for final results
+        self.forward_now = not self.emit_on_flush and not getattr(self, "final", False)
 
     def _flushed(self, key: bytes, new: bytes | None, old: bytes | None) -> None:
         name, vs = self.store_name, self.store.value_serde
@@ -65,6 +81,9 @@ class _TableStoreProcessor(Processor):
 
     def _write(self, record: Record, new: Any, old: Any, timestamp: int | None = None) -> None:
         ts = record.timestamp if timestamp is None else timestamp
+        if getattr(self.store, "history_retention_ms", None) is not None:
+            self._write_version(record, new, old, ts)
+            return
         if self.emit_on_flush:
             if new is None:
                 self._deleted_at[self.store.encode_key(record.key)] = ts
@@ -73,6 +92,21 @@ class _TableStoreProcessor(Processor):
         self.store.put(record.key, None if new is None else ValueAndTimestamp(new, ts))
         if not self.emit_on_flush:
             self.context.forward(Record(record.key, Change(new, old), ts, record.headers))
+
+    def _write_version(self, record: Record, new: Any, old: Any, ts: int) -> None:
+        """A versioned store (never cached): an update older than its history retention is
+        neither stored nor forwarded; an out-of-order one goes on marked not latest."""
+        from kspark._engine.state.versioned import (PUT_RETURN_CODE_NOT_PUT,
+                                                    PUT_RETURN_CODE_VALID_TO_UNDEFINED)
+
+        code = self.store.put(record.key, new, ts)
+        if code == PUT_RETURN_CODE_NOT_PUT:
+            self.context.record_dropped(
+                f"update of key {record.key!r} at {ts} is older than versioned store "
+                f"{self.store_name!r}'s history retention")
+            return
+        self.context.forward(Record(record.key, Change(
+            new, old, code == PUT_RETURN_CODE_VALID_TO_UNDEFINED), ts, record.headers))
 
     def _get(self, key: Any) -> Any:
         vt = self.store.get(key)
@@ -104,21 +138,39 @@ class StreamAggregateProcessor(_TableStoreProcessor):
         self._write(record, new, old, ts)
 
 
-class WindowAggregateProcessor(_TableStoreProcessor):
+class WindowAggregateProcessor(_TableStoreProcessor, FinalResults):
     """Windowed count / reduce / aggregate; records for windows closed past grace are dropped.
     As KStreamWindowAggregate, only null keys are skipped: a null value reaches the
     aggregator (count counts it; a reduce's first null value leaves the window empty)."""
 
-    _progress_fields = ("observed",)  # kept in the task's progress across restarts
+    _progress_fields = ("observed", "last_emit")  # kept in the task's progress across restarts
 
     def __init__(self, store_name: str, windows: Any, initializer: Callable[[], Any] | None,
-                 aggregator: Callable[[Any, Any, Any], Any]):
+                 aggregator: Callable[[Any, Any, Any], Any], final: bool = False):
         super().__init__(store_name)
         self.windows = windows
         self.initializer = initializer
         self.aggregator = aggregator
+        self.final = final
         self.observed = -1
         self.dropped_late = 0
+
+    def _final_range(self, close: int) -> tuple[int, int] | None:
+        """Window starts to emit, as KStreamWindowAggregate's emitRange bounds."""
+        size = self.windows.size_ms
+        upper = close - size
+        if upper < 0:
+            return None
+        if self.last_emit == -1:
+            return 0, upper
+        lower = max(0, self.last_emit - size) + 1
+        if self.windows.windows_for(upper) == self.windows.windows_for(lower - 1):
+            return None  # no new window closed
+        return lower, upper
+
+    def _closed(self, lower: int, upper: int) -> Any:
+        return [(kv.key, kv.value.value, kv.value.timestamp)
+                for kv in windows_starting_between(self.store, lower, upper)]
 
     def process(self, record: Record) -> None:
         if record.key is None:
@@ -143,9 +195,10 @@ class WindowAggregateProcessor(_TableStoreProcessor):
             new_ts = ts if old_vt is None else max(ts, old_vt.timestamp)
             self.store.put(record.key, None if new is None else ValueAndTimestamp(new, new_ts),
                            w.start)
-            if not self.emit_on_flush:
+            if self.forward_now:
                 self.context.forward(Record(Windowed(record.key, w), Change(new, old), new_ts,
                                             record.headers))
+        self._emit_final(record, self.observed - self.windows.grace_ms)
 
 
 class TableSourceProcessor(_TableStoreProcessor):
@@ -156,7 +209,8 @@ class TableSourceProcessor(_TableStoreProcessor):
     def process(self, record: Record) -> None:
         if record.key is None:
             return
-        if self.materialized is not None and not self.materialized.on:  # KTableSource without a store: forward, keep nothing
+        if self.materialized is not None and not self.materialized.on:
+            # KTableSource without a store: forward, keep nothing
             self.context.forward(Record(record.key, Change(record.value, None),
                                         record.timestamp, record.headers))
             return
@@ -203,7 +257,7 @@ class TableFilterProcessor(_TableStoreProcessor):
             if new is None and old is None:
                 return
         if self.store_name is None:
-            self.context.forward(record.with_value(Change(new, old)))
+            self.context.forward(record.with_value(Change(new, old, ch.is_latest)))
         else:
             self._write(record, new, old)
 
@@ -226,7 +280,8 @@ class TableMapValuesProcessor(_TableStoreProcessor):
         ch = record.value
         new = self._map(record.key, ch.new)
         if self.store_name is None:
-            self.context.forward(record.with_value(Change(new, self._map(record.key, ch.old))))
+            self.context.forward(record.with_value(Change(new, self._map(record.key, ch.old),
+                                                          ch.is_latest)))
         else:
             self._write(record, new, self._get(record.key))
 
@@ -258,19 +313,29 @@ class TablePassThroughProcessor(Processor):
         self.context.forward(record)
 
 
-class SessionAggregateProcessor(_TableStoreProcessor):
+class SessionAggregateProcessor(_TableStoreProcessor, FinalResults):
     """Session count / reduce / aggregate: a record joins (and merges) the sessions within
     the gap; merged sessions are removed downstream (a change to None)."""
 
-    _progress_fields = ("observed",)  # kept in the task's progress across restarts
+    _progress_fields = ("observed", "last_emit")  # kept in the task's progress across restarts
 
     def __init__(self, store_name: str, windows: Any, initializer: Callable[[], Any] | None,
                  aggregator: Callable[[Any, Any, Any], Any],
-                 merger: Callable[[Any, Any, Any], Any]):
+                 merger: Callable[[Any, Any, Any], Any], final: bool = False):
         super().__init__(store_name)
         self.windows, self.initializer = windows, initializer
         self.aggregator, self.merger = aggregator, merger
+        self.final = final
         self.observed = -1
+
+    def _final_range(self, close: int) -> tuple[int, int] | None:
+        """Session ends to emit: [last close, close - 1], as KStreamSessionWindowAggregate."""
+        lower, upper = max(0, self.last_emit), close - 1
+        return (lower, upper) if upper >= 0 and upper >= lower else None
+
+    def _closed(self, lower: int, upper: int) -> Any:
+        return [(kv.key, kv.value.value, kv.key.window.end)
+                for kv in self.store.ending_between(lower, upper)]
 
     def process(self, record: Record) -> None:
         """As KStreamSessionWindowAggregate: only null keys are skipped; the aggregate starts
@@ -294,19 +359,21 @@ class SessionAggregateProcessor(_TableStoreProcessor):
                 f"late record for a session of key {record.key!r} at {ts}: stream time "
                 f"{self.observed} is past its end plus gap and grace "
                 f"({self.windows.grace_ms} ms)")
+            self._emit_final(record, close)
             return
         if (start, end) != (ts, ts):
             for kv in merged:
                 self.store.remove(kv.key)
-                if not self.emit_on_flush:
+                if self.forward_now:
                     self.context.forward(Record(kv.key, Change(None, kv.value.value),
                                                 kv.key.window.end, record.headers))
         agg = (record.value if agg is None and self.initializer is None
                else self.aggregator(record.key, record.value, agg))
         session = Windowed(record.key, Window(start, end))
         self.store.put(session, None if agg is None else ValueAndTimestamp(agg, end))
-        if not self.emit_on_flush:
+        if self.forward_now:
             self.context.forward(Record(session, Change(agg, None), end, record.headers))
+        self._emit_final(record, close)
 
 
 class ChangeSerde:
@@ -359,6 +426,8 @@ class TableGroupByProcessor(Processor):
 
     def process(self, record: Record) -> None:
         change: Change = record.value
+        if out_of_order(self.context, record, "a table's group_by"):
+            return
         old, new = self._select(record.key, change.old), self._select(record.key, change.new)
         ts, headers = record.timestamp, record.headers
         if old is not None and new is not None and old[0] == new[0]:

@@ -24,6 +24,8 @@ def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str) -
             f"node {node!r} has no {kind} serde: pass {kind}_serde= to it or set "
             f"the config key 'default.{kind}.serde'"
         )
+    if hasattr(serde, "with_defaults"):  # a serde of several serdes, some left to defaults
+        return serde.with_defaults(lambda s: resolve_serde(s, config, kind, node))
     if getattr(serde, "inner", False) is None:  # a wrapper (Change, Windowed...) of a default
         import copy
 

@@ -9,7 +9,10 @@ from kspark.dsl.builder import StreamsBuilder
 from kspark.dsl.grouped import KGroupedStream
 from kspark.dsl.kstream import KStream
 from kspark.dsl.ktable import KGroupedTable, KTable
+from kspark.dsl.cogrouped import CogroupedKStream
+from kspark.dsl.joined import Joined, StreamJoined
 from kspark.dsl.materialized import Materialized
+from kspark._engine.emit import EmitStrategy
 from kspark._engine.stream_joins import JoinWindows
 from kspark._engine.suppress import BufferConfig, Suppressed
 from kspark._engine.windows import (
@@ -23,4 +26,5 @@ from kspark._engine.windows import (
 )
 
 __all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "KGroupedTable", "Materialized", "TimeWindows",
-           "TimeWindowedSerde", "Window", "Windowed", "SessionWindows", "SlidingWindows", "SessionWindowedSerde", "Suppressed", "BufferConfig", "JoinWindows"]
+           "TimeWindowedSerde", "Window", "Windowed", "SessionWindows", "SlidingWindows", "SessionWindowedSerde", "Suppressed", "BufferConfig", "JoinWindows",
+           "CogroupedKStream", "EmitStrategy", "Joined", "StreamJoined"]

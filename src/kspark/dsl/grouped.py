@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kspark._engine.operators import PassThroughProcessor
 from kspark._engine.tables import StreamAggregateProcessor
 from kspark._graph.graph import ProcessorSpec
 from kspark.dsl.materialized import Materialized
@@ -22,8 +23,14 @@ def _add_aggregation(stream: "KStream", prefix: str, materialized: Materialized 
                      value_serde: Any, make_processor: Callable[[str], Any],
                      make_builder: Callable[[Materialized, str, Any, Any], Any],
                      table_key_serde: Callable[[Any], Any] = lambda ks: ks,
-                     grace_ms: int | None = None) -> "KTable":
-    """Add an aggregation node and its store after ``stream``; returns the resulting KTable."""
+                     grace_ms: int | None = None,
+                     more: tuple[tuple["KStream", Any], ...] = ()) -> "KTable":
+    """Add an aggregation node and its store after ``stream``; returns the resulting KTable.
+
+    A cogroup passes its other streams as ``more`` ((stream, aggregator) pairs): each
+    stream gets its own aggregating node, all writing the one store, and their results
+    meet in a merge node (as Java's CogroupedStreamAggregateBuilder)."""
+    from kspark.dsl.kstream import _copartition
     from kspark.dsl.ktable import KTable
 
     g = stream._graph
@@ -32,12 +39,35 @@ def _add_aggregation(stream: "KStream", prefix: str, materialized: Materialized 
     store = m.store_name or f"{name}-STATE-STORE"
     key_serde = m.key_serde if m.key_serde is not None else stream._key_serde
     value_serde = m.value_serde if m.value_serde is not None else value_serde
+    builder = make_builder(m, store, key_serde, value_serde)  # may refuse: before any node
     g.add(ProcessorSpec(name, make_processor(store), (stream._node,)))
-    g.add_store(make_builder(m, store, key_serde, value_serde), (name,))
+    nodes = [name]
+    for other, aggregator in more:
+        nodes.append(g.next_name(prefix))
+        g.add(ProcessorSpec(nodes[-1], make_processor(store, aggregator), (other._node,)))
+    g.add_store(builder, tuple(nodes))
+    if more:
+        name = g.next_name("COGROUPKSTREAM-MERGE")
+        g.add(ProcessorSpec(name, PassThroughProcessor, tuple(nodes)))
+        _copartition(g, stream, *(other for other, _ in more))
     table = KTable(g, name, None if key_serde is None else table_key_serde(key_serde),
                    value_serde, store)
     table._window_grace = grace_ms
     return table
+
+
+def _retention(m: Materialized, minimum: int, what: str) -> int:
+    """The store retention ``m`` asks for (by default ``minimum``), refused if too short."""
+    from kspark.errors import TopologyError
+
+    if m.retention_ms is None:
+        return minimum
+    if m.retention_ms < minimum:
+        raise TopologyError(
+            f"the retention period of the store {m.store_name or '(unnamed)'} must be no smaller "
+            f"than {what} ({minimum} ms); got retention {m.retention_ms} ms: raise it with "
+            f"Materialized.with_retention")
+    return m.retention_ms
 
 
 def _timestamped_builder(builder_cls: Any, supplier: Callable[[str, Materialized], Any]) -> Callable:
@@ -45,6 +75,11 @@ def _timestamped_builder(builder_cls: Any, supplier: Callable[[str, Materialized
     from kspark._engine.state.timestamped import ValueAndTimestampSerde
 
     def make(m: Materialized, store: str, key_serde: Any, value_serde: Any) -> Any:
+        if m.history_retention_ms is not None:
+            from kspark.errors import TopologyError
+
+            raise TopologyError(f"store {store!r}: a windowed aggregation cannot be kept in a "
+                                f"versioned key-value store; use a window or session store")
         return builder_cls(supplier(store, m), key_serde, ValueAndTimestampSerde(value_serde),
                            logging_enabled=m.logging, log_config=m.log_config,
                            caching_enabled=m.caching)
@@ -68,11 +103,31 @@ class KGroupedStream:
 
     def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None,
                    aggregator: Callable[[Any, Any, Any], Any], materialized: Materialized | None,
-                   value_serde: Any) -> "KTable":
+                   value_serde: Any, more: tuple = ()) -> "KTable":
         return _add_aggregation(
             self._stream, prefix, materialized, value_serde,
-            lambda store: functools.partial(StreamAggregateProcessor, store, initializer, aggregator),
-            lambda m, store, ks, vs: m.builder(store, ks, vs))
+            lambda store, agg=aggregator: functools.partial(StreamAggregateProcessor, store,
+                                                            initializer, agg),
+            lambda m, store, ks, vs: m.builder(store, ks, vs), more=more)
+
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> Any:
+        """Start a cogroup: several grouped streams, each with its own
+        ``aggregator(key, value, aggregate)``, folded into one aggregate per key (add the
+        others with ``.cogroup(grouped, aggregator)``, then ``.aggregate(initializer)``).
+
+        Example:
+            >>> from kspark import StreamsBuilder, Serdes
+            >>> b = StreamsBuilder()
+            >>> S, L = Serdes.String(), Serdes.Long()
+            >>> clicks = b.stream("clicks", key_serde=S, value_serde=L).group_by_key()
+            >>> views = b.stream("views", key_serde=S, value_serde=L).group_by_key()
+            >>> totals = (clicks.cogroup(lambda k, v, agg: agg + v)
+            ...           .cogroup(views, lambda k, v, agg: agg + 10 * v)
+            ...           .aggregate(lambda: 0))
+        """
+        from kspark.dsl.cogrouped import CogroupedKStream
+
+        return CogroupedKStream([(self, aggregator)])
 
     def windowed_by(self, windows: Any) -> Any:
         """Aggregate per key and window: ``TimeWindows``, ``SlidingWindows`` or ``SessionWindows``."""
@@ -106,24 +161,43 @@ class KGroupedStream:
 class TimeWindowedKStream:
     """A grouped stream cut into time windows: aggregations give a KTable of Windowed keys."""
 
+    _minimum = "its window size plus grace"  # the shortest store retention
+
     def __init__(self, grouped: KGroupedStream, windows: Any):
         self._grouped = grouped
         self._windows = windows
+        self._final = False
+
+    def emit_strategy(self, strategy: Any) -> Any:
+        """``EmitStrategy.on_window_close()``: forward only each window's final result, once
+        it closes (window end plus grace); ``on_window_update()`` (the default): each update.
+
+        Example:
+            >>> from kspark import StreamsBuilder, Serdes, TimeWindows, EmitStrategy
+            >>> b = StreamsBuilder()
+            >>> final_counts = (b.stream("clicks", key_serde=Serdes.String(),
+            ...                          value_serde=Serdes.String()).group_by_key()
+            ...     .windowed_by(TimeWindows.of_size_and_grace(60_000, 5_000))
+            ...     .emit_strategy(EmitStrategy.on_window_close()).count())
+        """
+        self._final = strategy.final
+        return self
 
     def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None,
                    aggregator: Callable[[Any, Any, Any], Any], materialized: Materialized | None,
-                   value_serde: Any) -> "KTable":
+                   value_serde: Any, more: tuple = ()) -> "KTable":
         from kspark._engine.windows import TimeWindowedSerde
         from kspark.state.stores import WindowBytesStoreSupplier, WindowStoreBuilder
 
         processor, size, retention = self._layout()
         return _add_aggregation(
             self._grouped._stream, prefix, materialized, value_serde,
-            lambda store: functools.partial(processor, store, self._windows, initializer,
-                                            aggregator),
+            lambda store, agg=aggregator: functools.partial(processor, store, self._windows,
+                                                            initializer, agg, self._final),
             _timestamped_builder(WindowStoreBuilder, lambda store, m: WindowBytesStoreSupplier(
-                store, m.persistent, retention, size)),
-            lambda ks: TimeWindowedSerde(ks, size), self._windows.grace_ms)
+                store, m.persistent, _retention(m, retention, self._minimum),
+                size, time_first=self._final and m.persistent)),
+            lambda ks: TimeWindowedSerde(ks, size), self._windows.grace_ms, more)
 
     def _layout(self) -> tuple[Any, int, int]:
         """The aggregating processor, the window size and the store's retention."""
@@ -161,6 +235,8 @@ class SlidingWindowedKStream(TimeWindowedKStream):
         ...           .count())
     """
 
+    _minimum = "twice its time difference plus grace"
+
     def _layout(self) -> tuple[Any, int, int]:
         from kspark._engine.sliding import SlidingWindowAggregateProcessor, sliding_store_retention
 
@@ -174,10 +250,18 @@ class SessionWindowedKStream:
     def __init__(self, grouped: KGroupedStream, windows: Any):
         self._grouped = grouped
         self._windows = windows
+        self._final = False
+
+    def emit_strategy(self, strategy: Any) -> "SessionWindowedKStream":
+        """``EmitStrategy.on_window_close()``: forward each session once, when it closes
+        (end plus gap plus grace passed), and no deletes for merged sessions."""
+        self._final = strategy.final
+        return self
 
     def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None,
                    aggregator: Callable[[Any, Any, Any], Any], merger: Callable[[Any, Any, Any], Any],
-                   materialized: Materialized | None, value_serde: Any) -> "KTable":
+                   materialized: Materialized | None, value_serde: Any,
+                   more: tuple = ()) -> "KTable":
         from kspark._engine.tables import SessionAggregateProcessor
         from kspark._engine.windows import SessionWindowedSerde
         from kspark.state.stores import SessionBytesStoreSupplier, SessionStoreBuilder
@@ -185,11 +269,12 @@ class SessionWindowedKStream:
         w = self._windows
         return _add_aggregation(
             self._grouped._stream, prefix, materialized, value_serde,
-            lambda store: functools.partial(SessionAggregateProcessor, store, w, initializer,
-                                            aggregator, merger),
+            lambda store, agg=aggregator: functools.partial(SessionAggregateProcessor, store, w,
+                                                            initializer, agg, merger, self._final),
             _timestamped_builder(SessionStoreBuilder, lambda store, m: SessionBytesStoreSupplier(
-                store, m.persistent, w.gap_ms + w.grace_ms)),
-            SessionWindowedSerde, w.gap_ms + w.grace_ms)  # suppress waits gap + grace, as Java
+                store, m.persistent, _retention(m, w.gap_ms + w.grace_ms,
+                                                "its inactivity gap plus grace"))),
+            SessionWindowedSerde, w.gap_ms + w.grace_ms, more)  # suppress: gap + grace, as Java
 
     def count(self, materialized: Materialized | None = None) -> "KTable":
         from kspark.serde import Serdes

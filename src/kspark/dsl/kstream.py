@@ -126,6 +126,33 @@ class KStream:
             self._graph.connect((out._node,), tuple(store_names))
         return out
 
+    def process_values(self, processor_supplier: Callable[[], Any], *store_names: str,
+                       name: str | None = None) -> "KStream":
+        """Run a processor that may change values, timestamps and headers but not keys (Kafka
+        Streams' FixedKeyProcessor), so no repartition follows; forwarding another key while
+        processing a record is a ProcessorError.
+
+        Example:
+            >>> from kspark import StreamsBuilder, Serdes
+            >>> from kspark.processor import Processor
+            >>> class Tag(Processor):
+            ...     def init(self, context): self.context = context
+            ...     def process(self, record):
+            ...         self.context.forward(record.with_value(f"{record.value}!"))
+            >>> s = StreamsBuilder().stream("in", key_serde=Serdes.String(),
+            ...                             value_serde=Serdes.String())
+            >>> tagged = s.process_values(Tag)
+        """
+        from kspark._engine.values import FixedKeyProcessor
+
+        node = name or self._graph.next_name("KSTREAM-PROCESSVALUES")
+        out = self._then("KSTREAM-PROCESSVALUES", functools.partial(
+            FixedKeyProcessor, processor_supplier, node), node, self._key_serde, None,
+            keep_serdes=False)
+        if store_names:
+            self._graph.connect((out._node,), tuple(store_names))
+        return out
+
     def to_table(self, materialized: Any = None, *, name: str | None = None) -> Any:
         """This stream as a table (KIP-523): each record upserts its key, a null value deletes
         it; records with a null key are dropped. Repartitions first if the key changed.
@@ -214,47 +241,51 @@ class KStream:
             todo.extend(spec.parents)
         return out
 
-    def join(self, table: Any, joiner: Callable[[Any, Any], Any], windows: Any = None, *,
-             left: bool = False, name: str | None = None) -> "KStream":
+    def join(self, table: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
+             joined: Any = None, *, left: bool = False, name: str | None = None) -> "KStream":
         """Join each record with ``table``'s current value for its key: ``joiner(value, table_value)``.
 
-        The stream is repartitioned first if an earlier step changed its key; stream and
-        table topics must be co-partitioned (checked at start). With another KStream and
-        ``JoinWindows``, a windowed stream-stream join.
+        The stream is repartitioned first if an earlier step changed its key (with
+        ``joined``'s serdes, a :class:`~kspark.dsl.Joined`); stream and table topics must be
+        co-partitioned (checked at start). With another KStream and ``JoinWindows``, a
+        windowed stream-stream join (``joined``: a :class:`~kspark.dsl.StreamJoined`).
         """
         if isinstance(table, KStream):
-            return self._stream_join(table, joiner, windows, "inner")
+            return self._stream_join(table, joiner, windows, "inner", joined)
         getter = table._reader()
         if getter is None:
             raise TopologyError(f"table {table._node!r} cannot be joined: it has no store and "
                                 f"its rows cannot be read through one (a suppressed table); "
                                 f"materialize it first")
-        stream = (self._repartitioned(None, None, None, None, False)
+        ks = None if joined is None else joined.key_serde
+        vs = None if joined is None else joined.value_serde
+        stream = (self._repartitioned(ks, vs, None, None, False)
                   if self._repartition_required else self)
         out = stream._then("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", functools.partial(
-            ops_joins.StreamTableJoinProcessor, getter, joiner, left), name, self._key_serde, None,
-            keep_serdes=False)
+            ops_joins.StreamTableJoinProcessor, getter, joiner, left), name, stream._key_serde,
+            None, keep_serdes=False)
         self._graph.connect((out._node,), getter.stores)
         _copartition(self._graph, stream, table)
         return out
 
-    def left_join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None, *,
-                  name: str | None = None) -> "KStream":
+    def left_join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
+                  joined: Any = None, *, name: str | None = None) -> "KStream":
         """Like :meth:`join`, but records without a partner are joined with None (for a
         stream, once their join window has closed)."""
         if isinstance(other, KStream):
-            return self._stream_join(other, joiner, windows, "left")
-        return self.join(other, joiner, left=True, name=name)
+            return self._stream_join(other, joiner, windows, "left", joined)
+        return self.join(other, joiner, joined=joined, left=True, name=name)
 
     def outer_join(self, other: "KStream", joiner: Callable[[Any, Any], Any],
-                   windows: Any) -> "KStream":
+                   windows: Any, joined: Any = None) -> "KStream":
         """Windowed stream-stream outer join: unpartnered records of either side join None."""
-        return self._stream_join(other, joiner, windows, "outer")
+        return self._stream_join(other, joiner, windows, "outer", joined)
 
     def _stream_join(self, other: "KStream", joiner: Callable[[Any, Any], Any], windows: Any,
-                     kind: str) -> "KStream":
-        from kspark._engine.stream_joins import PendingKeySerde, StreamStreamJoinProcessor
-        from kspark._engine.suppress import PickleSerde
+                     kind: str, joined: Any) -> "KStream":
+        from kspark._engine.stream_joins import (PendingKeySerde, PendingValuesSerde,
+                                                 StreamStreamJoinProcessor)
+        from kspark.dsl.joined import StreamJoined
         from kspark.state.stores import (
             KeyValueBytesStoreSupplier,
             KeyValueStoreBuilder,
@@ -264,27 +295,40 @@ class KStream:
 
         if windows is None:
             raise TopologyError("a stream-stream join needs JoinWindows")
-        left = (self._repartitioned(None, None, None, None, False)
+        sj = joined or StreamJoined()
+        ks = sj.key_serde
+        this_vs = sj.value_serde if sj.value_serde is not None else self._value_serde
+        that_vs = sj.other_value_serde if sj.other_value_serde is not None else other._value_serde
+        left = (self._repartitioned(ks, this_vs, None, None, False)
                 if self._repartition_required else self)
-        right = (other._repartitioned(None, None, None, None, False)
+        right = (other._repartitioned(ks, that_vs, None, None, False)
                  if other._repartition_required else other)
         g = self._graph
         this = g.next_name("KSTREAM-JOINTHIS")
         that = g.next_name("KSTREAM-JOINOTHER")
-        stores = {n: f"{n}-STORE" for n in (this, that)}
-        pending = f"{this}-PENDING-STORE"
+        if sj.store_name is None:
+            stores = {this: f"{this}-STORE", that: f"{that}-STORE"}
+            pending = f"{this}-PENDING-STORE"
+        else:
+            base = sj.store_name  # Kafka Streams' names for each kind of join
+            stores = {this: f"{base}-{'outer-this' if kind == 'outer' else 'this'}-join-store",
+                      that: f"{base}-{'other' if kind == 'inner' else 'outer-other'}-join-store"}
+            pending = f"{base}-{'left' if kind == 'left' else 'outer'}-shared-join-store"
         retention = windows.size_ms() + windows.grace_ms
-        for n, ks in ((this, left._key_serde), (that, right._key_serde)):
+        for n, side in ((this, left), (that, right)):
             g.add(ProcessorSpec(n, functools.partial(
                 StreamStreamJoinProcessor, stores[n], stores[that if n == this else this], pending,
-                joiner, windows, kind, n == this), ((left if n == this else right)._node,)))
-        for n, s in ((this, left), (that, right)):
+                joiner, windows, kind, n == this), (side._node,)))
+        for n, s, vs in ((this, left, this_vs), (that, right, that_vs)):
             g.add_store(WindowStoreBuilder(
                 WindowBytesStoreSupplier(stores[n], True, retention, windows.size_ms() + 1, True),
-                s._key_serde, PickleSerde()), (this, that))
-        g.add_store(KeyValueStoreBuilder(KeyValueBytesStoreSupplier(pending, False),
-                                         PendingKeySerde(left._key_serde), PickleSerde()),
-                    (this, that))
+                ks if ks is not None else s._key_serde, vs, logging_enabled=sj.logging,
+                log_config=sj.log_config), (this, that))
+        g.add_store(KeyValueStoreBuilder(
+            KeyValueBytesStoreSupplier(pending, False),
+            PendingKeySerde(ks if ks is not None else left._key_serde),
+            PendingValuesSerde(this_vs, that_vs), logging_enabled=sj.logging,
+            log_config=sj.log_config), (this, that))
         merge = g.next_name("KSTREAM-MERGE")
         g.add(ProcessorSpec(merge, ops.PassThroughProcessor, (this, that)))
         _copartition(g, left, right)

@@ -43,6 +43,8 @@ class KTable:
         if getter is None and store_name is not None:
             self._getter = self._store_getter
         self._old = tables.OldValues()
+        builder = graph.stores.get(store_name, (None,))[0] if store_name else None
+        self._versioned = hasattr(getattr(builder, "supplier", None), "history_retention_ms")
         # Kafka Streams' enableSendingOldValues(force): a table with a store always can; an
         # unmaterialized source table only when forced; filters and mappers ask their parent
         self._old_policy: Callable[[bool], bool] = lambda force: self._materialize(force)
@@ -88,6 +90,7 @@ class KTable:
                      None if store is not None else getter)
         if store is None:
             out._old_policy = lambda force: self._enable_old(force)
+            out._versioned = self._versioned  # read through this table's store
         return out
 
     def filter(self, predicate: Callable[[Any, Any], bool], materialized: Any = None) -> "KTable":
@@ -133,6 +136,42 @@ class KTable:
             lambda: getters.MapGetter(self._reader(), fn, with_key))
         return self._derived("KTABLE-MAPVALUES", lambda store: functools.partial(
             tables.TableMapValuesProcessor, fn, with_key, store), materialized, None, getter)
+
+    def transform_values(self, transformer_supplier: Callable[[], Any], materialized: Any = None,
+                         *store_names: str) -> "KTable":
+        """Transform each value with a stateful ``ValueTransformerWithKey``: the supplier makes
+        one per task, with ``init(context)``, ``transform(key, value)`` and ``close()``.
+
+        As Kafka Streams' ``transformValues``, ``transform`` is called for deletes too (with a
+        None value); a None result deletes the row. ``store_names`` name stores added with
+        ``StreamsBuilder.add_state_store`` that the transformer may use.
+
+        Example:
+            >>> from kspark import StreamsBuilder, Serdes
+            >>> class Upper:
+            ...     def init(self, context): pass
+            ...     def transform(self, key, value): return value and value.upper()
+            ...     def close(self): pass
+            >>> b = StreamsBuilder()
+            >>> t = b.table("names", key_serde=Serdes.String(), value_serde=Serdes.String())
+            >>> upper = t.transform_values(Upper)
+        """
+        from kspark._engine.values import TableTransformValuesProcessor, TransformGetter
+
+        old = tables.OldValues(materialized is not None and materialized.store_name is not None)
+        getter = None if self._getter is None else (
+            lambda: TransformGetter(self._reader(), transformer_supplier))
+        out = self._derived("KTABLE-TRANSFORMVALUES", lambda store: functools.partial(
+            TableTransformValuesProcessor, transformer_supplier, old, store), materialized,
+            None, getter)
+        if store_names:
+            self._graph.connect((out._node,), tuple(store_names))
+        if out._store_name is None:
+            def enable(force: bool) -> bool:
+                old.on = self._enable_old(force)
+                return old.on
+            out._old_policy = enable
+        return out
 
     def _source_topics(self, internal: bool = False) -> set[str]:
         from kspark.dsl.kstream import KStream
@@ -308,6 +347,9 @@ class KTable:
         from kspark._engine.suppress import PickleSerde, SuppressProcessor
         from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 
+        if self._versioned:
+            raise TopologyError(f"suppress() is only supported for non-versioned KTables; table "
+                                f"{self._node!r} reads a versioned store")
         self._enable_old(True)
         name = self._graph.next_name("KTABLE-SUPPRESS")
         store = f"{name}-STATE-STORE"
@@ -320,13 +362,22 @@ class KTable:
         out._old_policy = self._enable_old
         return out
 
-    def to_stream(self) -> Any:
-        """The table's updates as a KStream (a delete is a record with a None value)."""
+    def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None) -> Any:
+        """The table's updates as a KStream (a delete is a record with a None value); with
+        ``mapper``, each record is re-keyed by ``mapper(key, value)`` (as ``select_key``).
+
+        Example:
+            >>> from kspark import StreamsBuilder, Serdes
+            >>> b = StreamsBuilder()
+            >>> t = b.table("users", key_serde=Serdes.String(), value_serde=Serdes.String())
+            >>> by_city = t.to_stream(lambda user, city: city)
+        """
         from kspark.dsl.kstream import KStream
 
         name = self._graph.next_name("KTABLE-TOSTREAM")
         self._graph.add(ProcessorSpec(name, tables.TableToStreamProcessor, (self._node,)))
-        return KStream(self._graph, name, self._key_serde, self._value_serde)
+        stream = KStream(self._graph, name, self._key_serde, self._value_serde)
+        return stream if mapper is None else stream.select_key(mapper)
 
 
 class KGroupedTable:

@@ -26,13 +26,16 @@ class Materialized:
     caching: bool | None = None  # None: statestore.cache.max.bytes decides
     logging: bool = True
     log_config: tuple[tuple[str, str], ...] = ()
+    retention_ms: int | None = None  # window and session stores: None is size (gap) + grace
+    history_retention_ms: int | None = None  # set: a versioned key-value store (KIP-889)
 
     @staticmethod
     def as_(store: Any) -> "Materialized":
         """Name the store (a name, or a store supplier from :class:`~kspark.state.Stores`)."""
         if isinstance(store, str):
             return Materialized(store_name=store)
-        return Materialized(store_name=store.name, persistent=store.persistent)
+        return Materialized(store_name=store.name, persistent=store.persistent,
+                            history_retention_ms=getattr(store, "history_retention_ms", None))
 
     @staticmethod
     def with_(key_serde: Any, value_serde: Any) -> "Materialized":
@@ -56,17 +59,34 @@ class Materialized:
     def with_logging_disabled(self) -> "Materialized":
         return replace(self, logging=False)
 
+    def with_retention(self, retention_ms: int) -> "Materialized":
+        """How long a window or session store keeps windows; at least the window size (or
+        session gap) plus grace, checked when the aggregation is added."""
+        if int(retention_ms) < 0:
+            from kspark.errors import TopologyError
+
+            raise TopologyError(f"a store's retention must not be negative (got {retention_ms})")
+        return replace(self, retention_ms=int(retention_ms))
+
     def in_memory(self) -> "Materialized":
         """Keep the store in memory instead of RocksDB."""
         return replace(self, persistent=False)
 
     def builder(self, default_name: str, key_serde: Any, value_serde: Any) -> Any:
-        """The timestamped key-value store builder this describes."""
+        """The timestamped (or versioned) key-value store builder this describes."""
         from kspark._engine.state.timestamped import ValueAndTimestampSerde
-        from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
+        from kspark.state import stores
 
-        supplier = KeyValueBytesStoreSupplier(self.store_name or default_name, self.persistent)
-        return KeyValueStoreBuilder(
+        if self.history_retention_ms is not None:
+            return stores.VersionedKeyValueStoreBuilder(
+                stores.VersionedBytesStoreSupplier(self.store_name or default_name,
+                                                   self.history_retention_ms),
+                self.key_serde if self.key_serde is not None else key_serde,
+                self.value_serde if self.value_serde is not None else value_serde,
+                logging_enabled=self.logging, log_config=self.log_config, caching_enabled=False)
+        supplier = stores.KeyValueBytesStoreSupplier(self.store_name or default_name,
+                                                     self.persistent)
+        return stores.KeyValueStoreBuilder(
             supplier, self.key_serde if self.key_serde is not None else key_serde,
             ValueAndTimestampSerde(self.value_serde if self.value_serde is not None else value_serde),
             logging_enabled=self.logging, log_config=self.log_config, caching_enabled=self.caching)

@@ -11,6 +11,8 @@ Example:
 
 from kspark._engine.state.kv import KeyValue, KeyValueIterator, KeyValueStore
 from kspark._engine.state.session import SessionStore
+from kspark._engine.state.timestamped import ValueAndTimestamp
+from kspark._engine.state.versioned import VersionedKeyValueStore, VersionedRecord
 from kspark._engine.state.window import WindowStore
 from kspark.state.stores import (
     KeyValueBytesStoreSupplier,
@@ -18,10 +20,14 @@ from kspark.state.stores import (
     SessionBytesStoreSupplier,
     SessionStoreBuilder,
     Stores,
+    VersionedBytesStoreSupplier,
+    VersionedKeyValueStoreBuilder,
     WindowBytesStoreSupplier,
     WindowStoreBuilder,
 )
 
 __all__ = ["KeyValue", "KeyValueIterator", "KeyValueStore", "KeyValueBytesStoreSupplier",
            "KeyValueStoreBuilder", "Stores", "WindowBytesStoreSupplier", "WindowStore",
-           "WindowStoreBuilder", "SessionStore", "SessionBytesStoreSupplier", "SessionStoreBuilder"]
+           "WindowStoreBuilder", "SessionStore", "SessionBytesStoreSupplier", "SessionStoreBuilder",
+           "ValueAndTimestamp", "VersionedBytesStoreSupplier", "VersionedKeyValueStore",
+           "VersionedKeyValueStoreBuilder", "VersionedRecord"]

@@ -9,6 +9,7 @@ from kspark._engine.state.build import build_store
 from kspark._engine.state.kv import KeyValueStore
 
 __all__ = ["Stores", "KeyValueBytesStoreSupplier", "KeyValueStoreBuilder",
+           "VersionedBytesStoreSupplier", "VersionedKeyValueStoreBuilder",
            "WindowBytesStoreSupplier", "WindowStoreBuilder", "SessionBytesStoreSupplier",
            "SessionStoreBuilder"]
 
@@ -56,6 +57,35 @@ class KeyValueStoreBuilder:
 
 
 @dataclass(frozen=True)
+class VersionedBytesStoreSupplier:
+    """Names a versioned key-value store (KIP-889) and how far back it answers reads."""
+
+    name: str
+    history_retention_ms: int
+    persistent: bool = True
+
+    def __post_init__(self) -> None:
+        if self.history_retention_ms < 0:
+            from kspark.errors import TopologyError
+
+            raise TopologyError(f"the history retention of versioned store {self.name!r} "
+                                f"cannot be negative (got {self.history_retention_ms} ms)")
+
+
+@dataclass(frozen=True)
+class VersionedKeyValueStoreBuilder(KeyValueStoreBuilder):
+    """A versioned key-value store to build per task (it never caches)."""
+
+    def with_caching_enabled(self) -> "KeyValueStoreBuilder":
+        from kspark.errors import TopologyError
+
+        raise TopologyError(f"versioned store {self.name!r} cannot cache (as in Kafka Streams)")
+
+    def build(self) -> Any:
+        return build_store(self)
+
+
+@dataclass(frozen=True)
 class WindowBytesStoreSupplier:
     """Names a window store: persistence, retention, window size, duplicates (for joins)."""
 
@@ -64,6 +94,7 @@ class WindowBytesStoreSupplier:
     retention_ms: int
     window_size_ms: int
     retain_duplicates: bool = False
+    time_first: bool = False  # kspark-internal: a final-results (on_window_close) store
 
 
 @dataclass(frozen=True)
@@ -132,6 +163,46 @@ class Stores:
     def session_store_builder(supplier: SessionBytesStoreSupplier, key_serde: Any,
                               value_serde: Any) -> SessionStoreBuilder:
         return SessionStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def persistent_timestamped_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        """A RocksDB key-value store for :meth:`timestamped_key_value_store_builder`."""
+        return KeyValueBytesStoreSupplier(name, True)
+
+    @staticmethod
+    def timestamped_key_value_store_builder(supplier: KeyValueBytesStoreSupplier, key_serde: Any,
+                                            value_serde: Any) -> KeyValueStoreBuilder:
+        """A store of ``ValueAndTimestamp(value, timestamp)`` values (the DSL's own kind:
+        a processor shares it with DSL tables)."""
+        from kspark._engine.state.timestamped import ValueAndTimestampSerde
+
+        return KeyValueStoreBuilder(supplier, key_serde, ValueAndTimestampSerde(value_serde))
+
+    @staticmethod
+    def persistent_timestamped_window_store(name: str, retention_ms: int, window_size_ms: int,
+                                            retain_duplicates: bool = False
+                                            ) -> WindowBytesStoreSupplier:
+        return WindowBytesStoreSupplier(name, True, retention_ms, window_size_ms, retain_duplicates)
+
+    @staticmethod
+    def timestamped_window_store_builder(supplier: WindowBytesStoreSupplier, key_serde: Any,
+                                         value_serde: Any) -> WindowStoreBuilder:
+        """A window store of ``ValueAndTimestamp`` values."""
+        from kspark._engine.state.timestamped import ValueAndTimestampSerde
+
+        return WindowStoreBuilder(supplier, key_serde, ValueAndTimestampSerde(value_serde))
+
+    @staticmethod
+    def persistent_versioned_key_value_store(name: str, history_retention_ms: int
+                                             ) -> VersionedBytesStoreSupplier:
+        """A versioned store (KIP-889): reads as of a timestamp within ``history_retention_ms``
+        of the store's stream time. ``Materialized.as_`` it to make a versioned table."""
+        return VersionedBytesStoreSupplier(name, int(history_retention_ms))
+
+    @staticmethod
+    def versioned_key_value_store_builder(supplier: VersionedBytesStoreSupplier, key_serde: Any,
+                                          value_serde: Any) -> VersionedKeyValueStoreBuilder:
+        return VersionedKeyValueStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def key_value_store_builder(supplier: KeyValueBytesStoreSupplier, key_serde: Any,

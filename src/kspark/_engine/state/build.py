@@ -38,17 +38,22 @@ def build_store(builder: Any, directory: Path | None = None,
         inner = ChangeLoggingLayer(inner, log)
     if builder.caching_enabled or batch_buffer:
         inner = CachingLayer(inner)
-    if hasattr(supplier, "retention_ms") and not hasattr(supplier, "window_size_ms"):
+    if hasattr(supplier, "history_retention_ms"):
+        from kspark._engine.state.versioned import VersionedKeyValueStore
+
+        store: Any = VersionedKeyValueStore(supplier.name, inner, builder.key_serde,
+                                            builder.value_serde, supplier.history_retention_ms)
+    elif hasattr(supplier, "retention_ms") and not hasattr(supplier, "window_size_ms"):
         from kspark._engine.state.session import SessionStore
 
-        store: Any = SessionStore(supplier.name, inner, builder.key_serde, builder.value_serde,
+        store = SessionStore(supplier.name, inner, builder.key_serde, builder.value_serde,
                                   supplier.retention_ms)
     elif hasattr(supplier, "window_size_ms"):
         from kspark._engine.state.window import WindowStore
 
         store = WindowStore(supplier.name, inner, builder.key_serde, builder.value_serde,
                             supplier.retention_ms, supplier.window_size_ms,
-                            supplier.retain_duplicates)
+                            supplier.retain_duplicates, supplier.time_first)
     else:
         store = KeyValueStore(supplier.name, inner, builder.key_serde, builder.value_serde)
     store.caching_enabled = bool(builder.caching_enabled)

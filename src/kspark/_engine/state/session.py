@@ -86,3 +86,16 @@ class SessionStore(StoreBase):
     def fetch(self, key: Any) -> KeyValueIterator:
         """Every live session of ``key``."""
         return KeyValueIterator(self._scan(key, -(1 << 62), 1 << 62))
+
+    def ending_between(self, earliest_end: int, latest_end: int) -> list[KeyValue]:
+        """Every key's sessions ending in ``[earliest_end, latest_end]``, in order of (end,
+        start, key bytes), retention not applied: Kafka Streams' time-ordered session store
+        (``findSessions(earliestEnd, latestEnd)``), from which final results are emitted."""
+        found = []
+        for raw, v in self.inner.range(None, None):
+            end = _i(raw[-16:-8])
+            if earliest_end <= end <= latest_end:
+                found.append((end, _i(raw[-8:]), raw[:-16], raw, v))
+        found.sort(key=lambda f: f[:3])
+        return [KeyValue(self.decode_key(raw), self.value_serde.deserialize(self._name, v))
+                for *_, raw, v in found]

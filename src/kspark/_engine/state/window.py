@@ -34,7 +34,8 @@ class WindowStore(StoreBase):
     """
 
     def __init__(self, name: str, inner: Any, key_serde: Any, value_serde: Any,
-                 retention_ms: int, window_size_ms: int, retain_duplicates: bool = False):
+                 retention_ms: int, window_size_ms: int, retain_duplicates: bool = False,
+                 time_first: bool = False):
         self._name = name
         self.inner = inner
         self.key_serde, self.value_serde = key_serde, value_serde
@@ -46,6 +47,9 @@ class WindowStore(StoreBase):
         self.retain_duplicates = retain_duplicates
         self._suffix = _TS + 4 if retain_duplicates else _TS
         self._seq = 0
+        # Kafka Streams' time-ordered store of final-result aggregations keeps a window one
+        # millisecond longer: while start >= stream time - retention
+        self._keep_edge = 1 if time_first else 0
 
     def decode_key(self, raw: bytes) -> Windowed:
         """The Windowed key of a stored entry's bytes."""
@@ -56,7 +60,7 @@ class WindowStore(StoreBase):
 
     def _expired(self, start: int) -> bool:
         """As Kafka Streams' window stores: a window lives while start > stream time - retention."""
-        return self.observed >= 0 and start <= self.observed - self.retention_ms
+        return self.observed >= 0 and start + self._keep_edge <= self.observed - self.retention_ms
 
     def put(self, key: Any, value: Any, window_start: int) -> None:
         """Store ``value`` for ``key`` in the window starting at ``window_start`` (None deletes)."""

@@ -1,0 +1,170 @@
+"""Versioned key-value stores (KIP-889): every key keeps its values over time, so a reader can
+ask for the value a key had at a given timestamp, within the store's history retention.
+
+Each key's history is one entry of the byte store (so logging, restoration and the
+changelog need nothing new): per version, its 8-byte ``valid_from`` timestamp, a tombstone
+flag, a 4-byte length and the value's bytes, oldest first.
+
+Example:
+    >>> from kspark import Serdes
+    >>> from kspark.state import Stores
+    >>> s = Stores.versioned_key_value_store_builder(
+    ...     Stores.persistent_versioned_key_value_store("v", 100), Serdes.String(),
+    ...     Serdes.Long()).with_logging_disabled().build()
+    >>> s.put("a", 1, 10), s.put("a", 2, 20), s.put("a", 0, 5)
+    (-1, -1, 10)
+    >>> s.get("a"), s.get("a", 15), s.get("a", 4)
+    (VersionedRecord(value=2, timestamp=20, valid_to=None), VersionedRecord(value=1, timestamp=10, valid_to=20), None)
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any, NamedTuple
+
+from kspark._engine.state.kv import StoreBase
+
+__all__ = ["VersionedRecord", "VersionedKeyValueStore", "PUT_RETURN_CODE_NOT_PUT",
+           "PUT_RETURN_CODE_VALID_TO_UNDEFINED"]
+
+PUT_RETURN_CODE_NOT_PUT = -(1 << 63)  # older than the history retention: not stored
+PUT_RETURN_CODE_VALID_TO_UNDEFINED = -1  # the put is the key's latest version
+
+_Version = tuple[int, bytes | None]  # (valid_from, value bytes or None for a tombstone)
+
+
+class VersionedRecord(NamedTuple):
+    """A value, the timestamp it became valid, and until when (None: still valid)."""
+
+    value: Any
+    timestamp: int
+    valid_to: int | None = None
+
+
+def _encode(history: list[_Version]) -> bytes:
+    out = bytearray()
+    for ts, raw in history:
+        out += ts.to_bytes(8, "big", signed=True)
+        out += b"\x00" + (0).to_bytes(4, "big") if raw is None else (
+            b"\x01" + len(raw).to_bytes(4, "big") + raw)
+    return bytes(out)
+
+
+def _decode(data: bytes | None) -> list[_Version]:
+    out, i = [], 0
+    while data and i < len(data):
+        ts = int.from_bytes(data[i:i + 8], "big", signed=True)
+        n = int.from_bytes(data[i + 9:i + 13], "big")
+        out.append((ts, data[i + 13:i + 13 + n] if data[i + 8] == 1 else None))
+        i += 13 + n
+    return out
+
+
+class VersionedKeyValueStore(StoreBase):
+    """``put(key, value, timestamp)``, ``get(key)`` (the latest) and ``get(key, as_of)``.
+
+    As Kafka Streams' RocksDBVersionedStore: the store tracks its observed stream time (the
+    largest timestamp put); a put older than that minus ``history_retention_ms`` is not
+    stored (PUT_RETURN_CODE_NOT_PUT), and a read that old is answered only by the latest
+    version (if it is older than the read); the latest version of a key is always kept.
+    """
+
+    def __init__(self, name: str, inner: Any, key_serde: Any, value_serde: Any,
+                 history_retention_ms: int):
+        self._name, self.inner = name, inner
+        self.key_serde, self.value_serde = key_serde, value_serde
+        self.history_retention_ms = history_retention_ms
+        self.is_open = True
+        self.caching_enabled = False  # versioned stores do not cache, as in Kafka Streams
+        self._observed: int | None = None  # found from the stored histories when first needed
+
+    def _k(self, key: Any) -> bytes:
+        if key is None:
+            raise ValueError(f"store {self._name!r} does not accept a None key")
+        return self.key_serde.serialize(self._name, key)
+
+    def encode_key(self, key: Any) -> bytes:
+        return self._k(key)
+
+    def decode_key(self, raw: bytes) -> Any:
+        return self.key_serde.deserialize(self._name, raw)
+
+    def observed_stream_time(self) -> int:
+        if self._observed is None:
+            self._observed = max((h[-1][0] for _, v in self.inner.range(None, None)
+                                  if (h := _decode(v))), default=-1)
+        return self._observed
+
+    def _record(self, history: list[_Version], i: int) -> VersionedRecord | None:
+        ts, raw = history[i]
+        if raw is None:
+            return None
+        valid_to = history[i + 1][0] if i + 1 < len(history) else None
+        return VersionedRecord(self.value_serde.deserialize(self._name, raw), ts, valid_to)
+
+    def get(self, key: Any, as_of: int | None = None) -> VersionedRecord | None:
+        """The latest version, or with ``as_of`` the version valid at that time (None: none,
+        a tombstone, or older than the history retention)."""
+        history = _decode(self.inner.get(self._k(key)))
+        if not history:
+            return None
+        if as_of is None:
+            return self._record(history, len(history) - 1)
+        if as_of < self.observed_stream_time() - self.history_retention_ms:
+            # past the history retention only the latest version answers, if it is that old
+            last = len(history) - 1
+            return self._record(history, last) if history[last][0] <= as_of else None
+        i = bisect.bisect_right([ts for ts, _ in history], as_of) - 1
+        return None if i < 0 else self._record(history, i)
+
+    def put(self, key: Any, value: Any, timestamp: int) -> int:
+        """Add a version (a None value is a tombstone); returns when it stops being valid
+        (PUT_RETURN_CODE_VALID_TO_UNDEFINED: it is the latest) or PUT_RETURN_CODE_NOT_PUT."""
+        observed = self.observed_stream_time()
+        if timestamp < observed - self.history_retention_ms:
+            return PUT_RETURN_CODE_NOT_PUT
+        self._observed = max(observed, timestamp)
+        k = self._k(key)
+        history = _decode(self.inner.get(k))
+        raw = None if value is None else self.value_serde.serialize(self._name, value)
+        stamps = [ts for ts, _ in history]
+        i = bisect.bisect_left(stamps, timestamp)
+        if i < len(history) and history[i][0] == timestamp:
+            history[i] = (timestamp, raw)
+        else:
+            history.insert(i, (timestamp, raw))
+        valid_to = history[i + 1][0] if i + 1 < len(history) else PUT_RETURN_CODE_VALID_TO_UNDEFINED
+        self._write(k, self._expire(history))
+        return valid_to
+
+    def delete(self, key: Any, timestamp: int) -> VersionedRecord | None:
+        """A tombstone at ``timestamp``; returns the version that was valid then."""
+        before = self.get(key, timestamp)
+        self.put(key, None, timestamp)
+        return before
+
+    def _expire(self, history: list[_Version]) -> list[_Version]:
+        """Drop versions no read can reach any more: those that stopped being valid before
+        the retention horizon (the latest always stays, unless it is a tombstone past it)."""
+        horizon = self._observed - self.history_retention_ms  # type: ignore[operator]
+        keep = [v for i, v in enumerate(history)
+                if i + 1 == len(history) or history[i + 1][0] > horizon]
+        if len(keep) == 1 and keep[0][1] is None and keep[0][0] < horizon:
+            return []
+        return keep
+
+    def _write(self, k: bytes, history: list[_Version]) -> None:
+        if history:
+            self.inner.put(k, _encode(history))
+        else:
+            self.inner.delete(k)
+
+    def all_latest(self) -> list[tuple[Any, VersionedRecord]]:
+        """Every key's latest version (keys whose latest is a tombstone left out)."""
+        out = []
+        for k, v in self.inner.range(None, None):
+            history = _decode(v)
+            rec = self._record(history, len(history) - 1) if history else None
+            if rec is not None:
+                out.append((self.decode_key(k), rec))
+        return out

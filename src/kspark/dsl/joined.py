@@ -1,0 +1,79 @@
+"""Joined and StreamJoined: the serdes (and, for stream-stream joins, store names and
+logging) a join uses.
+
+Example:
+    >>> from kspark import Serdes
+    >>> sj = StreamJoined.with_(Serdes.String(), Serdes.Long(), Serdes.String()).with_store_name("j")
+    >>> sj.store_name
+    'j'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+__all__ = ["Joined", "StreamJoined"]
+
+
+@dataclass(frozen=True)
+class Joined:
+    """Serdes of a stream-table join: the stream's key and value (used when the stream is
+    repartitioned before the join) and the table's value."""
+
+    key_serde: Any = None
+    value_serde: Any = None
+    other_value_serde: Any = None
+
+    @staticmethod
+    def with_(key_serde: Any, value_serde: Any, other_value_serde: Any = None) -> "Joined":
+        return Joined(key_serde, value_serde, other_value_serde)
+
+    def with_key_serde(self, serde: Any) -> "Joined":
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> "Joined":
+        return replace(self, value_serde=serde)
+
+    def with_other_value_serde(self, serde: Any) -> "Joined":
+        return replace(self, other_value_serde=serde)
+
+
+@dataclass(frozen=True)
+class StreamJoined:
+    """Serdes, store names and logging of a windowed stream-stream join's stores: this
+    side's window store holds ``value_serde`` bytes, the other's ``other_value_serde``
+    bytes (each defaulting to its stream's serde, then to the config's default). With
+    ``with_store_name(n)`` the stores are named as in Kafka Streams: ``n-this-join-store``
+    and ``n-other-join-store`` (inner), ``n-this-join-store``, ``n-outer-other-join-store``
+    and ``n-left-shared-join-store`` (left), ``n-outer-this-join-store``,
+    ``n-outer-other-join-store`` and ``n-outer-shared-join-store`` (outer)."""
+
+    key_serde: Any = None
+    value_serde: Any = None
+    other_value_serde: Any = None
+    store_name: str | None = None
+    logging: bool = True
+    log_config: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def with_(key_serde: Any, value_serde: Any, other_value_serde: Any) -> "StreamJoined":
+        return StreamJoined(key_serde, value_serde, other_value_serde)
+
+    def with_key_serde(self, serde: Any) -> "StreamJoined":
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> "StreamJoined":
+        return replace(self, value_serde=serde)
+
+    def with_other_value_serde(self, serde: Any) -> "StreamJoined":
+        return replace(self, other_value_serde=serde)
+
+    def with_store_name(self, name: str) -> "StreamJoined":
+        return replace(self, store_name=name)
+
+    def with_logging_enabled(self, config: dict[str, str] | None = None) -> "StreamJoined":
+        return replace(self, logging=True, log_config=tuple((config or {}).items()))
+
+    def with_logging_disabled(self) -> "StreamJoined":
+        return replace(self, logging=False, log_config=())
