@@ -160,12 +160,43 @@ public class Reference {
             case "time_windows": {
                 TimeWindows w = TimeWindows.ofSizeAndGrace(Duration.ofMillis(ms(t[4])), Duration.ofMillis(ms(t[6])));
                 if (ms(t[5]) != ms(t[4])) w = w.advanceBy(Duration.ofMillis(ms(t[5])));
+                if (x instanceof CogroupedKStream) return ((CogroupedKStream) x).windowedBy(w);
                 return ((KGroupedStream) x).windowedBy(w);
             }
-            case "session_windows": return ((KGroupedStream) x).windowedBy(
-                SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(ms(t[4])), Duration.ofMillis(ms(t[5]))));
-            case "sliding_windows": return ((KGroupedStream) x).windowedBy(
-                SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(ms(t[4])), Duration.ofMillis(ms(t[5]))));
+            case "session_windows": {
+                SessionWindows w = SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(ms(t[4])), Duration.ofMillis(ms(t[5])));
+                if (x instanceof CogroupedKStream) return ((CogroupedKStream) x).windowedBy(w);
+                return ((KGroupedStream) x).windowedBy(w);
+            }
+            case "sliding_windows": {
+                SlidingWindows w = SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(ms(t[4])), Duration.ofMillis(ms(t[5])));
+                if (x instanceof CogroupedKStream) return ((CogroupedKStream) x).windowedBy(w);
+                return ((KGroupedStream) x).windowedBy(w);
+            }
+            case "emit_final":
+                if (x instanceof SessionWindowedKStream) return ((SessionWindowedKStream) x).emitStrategy(EmitStrategy.onWindowClose());
+                return ((TimeWindowedKStream) x).emitStrategy(EmitStrategy.onWindowClose());
+            case "cogroup": return ((KGroupedStream) x).cogroup((k, w, agg) -> plus(agg, w))
+                .cogroup((KGroupedStream) v.get(t[4]), (k, w, agg) -> (Long) agg - 2 * (w == null ? 0 : (Long) w));
+            case "transform_values": {
+                ValueTransformerWithKeySupplier sup = () -> new ValueTransformerWithKey<String, Long, Long>() {
+                    long calls = 0;
+                    public void init(org.apache.kafka.streams.processor.ProcessorContext c) { }
+                    public Long transform(String k, Long w) { calls++; return w == null ? null : w * 1000 + calls; }
+                    public void close() { }
+                };
+                return t.length > 4 ? ((KTable) x).transformValues(sup, mat(t, 4)) : ((KTable) x).transformValues(sup);
+            }
+            case "to_stream_by": return ((KTable) x).toStream((k, w) -> kfn(t[4], k, w));
+            case "process_values": return ((KStream) x).processValues(() -> new org.apache.kafka.streams.processor.api.FixedKeyProcessor<String, Long, Long>() {
+                org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, Long> c;
+                public void init(org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, Long> c) { this.c = c; }
+                public void process(org.apache.kafka.streams.processor.api.FixedKeyRecord<String, Long> r) {
+                    c.forward(r.withValue(r.value() == null ? null : r.value() * 10).withTimestamp(r.timestamp() + 1));
+                }
+            });
+            case "vtable": return b.table(t[3], Consumed.with(S, L), ((Materialized) Materialized.as(
+                Stores.persistentVersionedKeyValueStore("v-" + t[3], Duration.ofMillis(ms(t[4]))))).withKeySerde((Serde) S).withValueSerde((Serde) L));
             case "count":
                 if (x instanceof KGroupedStream) return ((KGroupedStream) x).count(mat(t, 4));
                 if (x instanceof KGroupedTable) return ((KGroupedTable) x).count(mat(t, 4));
@@ -181,6 +212,9 @@ public class Reference {
             case "aggregate": {
                 Initializer i = () -> 0L;
                 Aggregator a = (k, w, agg) -> plus(agg, w);
+                if (x instanceof CogroupedKStream) return ((CogroupedKStream) x).aggregate(i, mat(t, 4));
+                if (x instanceof TimeWindowedCogroupedKStream) return ((TimeWindowedCogroupedKStream) x).aggregate(i, mat(t, 4));
+                if (x instanceof SessionWindowedCogroupedKStream) return ((SessionWindowedCogroupedKStream) x).aggregate(i, (k, a1, a2) -> plus(a1, a2), mat(t, 4));
                 if (x instanceof KGroupedStream) return ((KGroupedStream) x).aggregate(i, a, mat(t, 4));
                 if (x instanceof KGroupedTable) return ((KGroupedTable) x).aggregate(i, a, (k, w, agg) -> (Long) agg - (w == null ? 0 : (Long) w), mat(t, 4));
                 if (x instanceof TimeWindowedKStream) return ((TimeWindowedKStream) x).aggregate(i, a, mat(t, 4));

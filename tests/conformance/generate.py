@@ -33,6 +33,13 @@ KNOWN_DIVERGENCES = {
     "a regrouped table-table outer join":
         lambda ops, cache: "touter_join" in ops and ops.index("touter_join") < ops.rfind(
             "tgroup_by"),
+    # not a bug: a foreign-key join re-reads its left row through a stateful transformer
+    # without a store (the scenario's transformer numbers its calls), and Java drops the
+    # response when the row read again differs from the one subscribed (kspark checks a
+    # version number instead); docs/conformance.md, "Differences"
+    "a stateful transform_values left of a foreign-key join":
+        lambda ops, cache: "transform_values" in ops and ops.index("transform_values") < ops.rfind(
+            "fk_"),
 }
 
 KEYS = ["a", "b", "c"]
@@ -70,13 +77,15 @@ class _Gen:
         self.topics.append(topic)
         if kind == "stream":
             return self.var("stream", topic)
+        if self.r.random() < 0.2:  # a versioned table (its store is not dumped)
+            return self.var("vtable", topic, self.r.choice([5, 20, 100]))
         return self.var("table", topic, self.store("kv"))
 
     # -- one step per type; each returns (var, type)
     def stream_step(self, s: str, depth: int) -> tuple[str, str]:
         r = self.r
         choices = ["filter", "map_values", "select_key", "flat_map_values", "group", "group",
-                   "to_table", "repartition"]
+                   "to_table", "repartition", "process_values"]
         if self.joins < 2 and depth < 4:
             choices += ["stream_join", "table_join"]
         c = r.choice(choices)
@@ -91,6 +100,8 @@ class _Gen:
             return self.var("flat_map_values", s), "stream"
         if c == "repartition":
             return self.var("repartition", s), "stream"
+        if c == "process_values":
+            return self.var("process_values", s), "stream"
         if c == "to_table":
             return self.var("to_table", s, self.store("kv")), "table"
         if c == "group":
@@ -108,9 +119,13 @@ class _Gen:
 
     def grouped_step(self, g: str) -> tuple[str, str]:
         r = self.r
+        cogrouped = self.joins < 2 and r.random() < 0.15
+        if cogrouped:  # with a second grouped stream from a fresh topic
+            self.joins += 1
+            g = self.var("cogroup", g, self.var("group_by_key", self.source("stream")))
         w = r.random()
         if w < 0.4:
-            return self.aggregate(g, "kv"), "table"
+            return self.aggregate(g, "kv", cogrouped), "table"
         if w < 0.65:
             size = r.choice([10, 20])
             g = self.var("time_windows", g, size, r.choice([size, size // 2]), r.choice([0, 5, 20]))
@@ -118,19 +133,24 @@ class _Gen:
             g = self.var("session_windows", g, r.choice([5, 10]), r.choice([0, 10]))
         else:
             g = self.var("sliding_windows", g, 10, r.choice([0, 10]))
-        windowed = self.aggregate(g, "window" if "session" not in self.lines[-1] else "-")
-        if r.random() < 0.3:
+        final = not cogrouped and r.random() < 0.25
+        if final:
+            g = self.var("emit_final", g)
+        windowed = self.aggregate(g, "window" if "session" not in self.lines[-1 - final] else "-",
+                                  cogrouped)
+        if not final and r.random() < 0.3:
             windowed = self.var("suppress", windowed)
         return self.var("unwindow", self.var("to_stream", windowed)), "stream"
 
-    def aggregate(self, g: str, store_kind: str) -> str:
-        op = self.r.choice(["count", "reduce", "aggregate"])
+    def aggregate(self, g: str, store_kind: str, cogrouped: bool = False) -> str:
+        op = "aggregate" if cogrouped else self.r.choice(["count", "reduce", "aggregate"])
         name = self.store(store_kind) if store_kind != "-" else "-"
         return self.var(op, g, name)
 
     def table_step(self, t: str, depth: int) -> tuple[str, str]:
         r = self.r
-        choices = ["filter", "map_values", "to_stream", "group"]
+        choices = ["filter", "map_values", "to_stream", "group", "transform_values",
+                   "to_stream_by"]
         if self.joins < 2 and depth < 4:
             choices += ["join", "fk_join"]
         c = r.choice(choices)
@@ -141,6 +161,12 @@ class _Gen:
             return self.var("tmap_values", t, r.choice(["inc", "dbl", "nul"])), "table"
         if c == "to_stream":
             return self.var("to_stream", t), "stream"
+        if c == "to_stream_by":
+            return self.var("to_stream_by", t, r.choice(["mod", "flip"])), "stream"
+        if c == "transform_values":
+            name = self.store("kv")
+            return (self.var("transform_values", t) if name == "-"
+                    else self.var("transform_values", t, name)), "table"
         if c == "group":
             g = self.var("tgroup_by", t, r.choice(["mod", "flip", "key"]))
             return self.aggregate(g, "kv"), "table"

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from kspark import (JoinWindows, Materialized, Serdes, SessionWindows, SlidingWindows,
@@ -26,8 +27,9 @@ from kspark import (JoinWindows, Materialized, Serdes, SessionWindows, SlidingWi
 from kspark.dsl import KStream, KTable
 from kspark.errors import KSparkError
 from kspark.testing import TopologyTestDriver
+from tests.conformance import extras
 
-__all__ = ["run"]
+__all__ = ["run", "build", "Built", "S", "L"]
 
 S, L = Serdes.String(), Serdes.Long()
 
@@ -61,24 +63,27 @@ def _joiner(left: Any, right: Any) -> int:
     return (-1 if left is None else left) * 100 + (-1 if right is None else right)
 
 
-def _mat(t: list[str], i: int) -> Materialized:
+def _mat(t: list[str], i: int, p: str) -> Materialized:
     if len(t) <= i or t[i] == "-":
         return Materialized.with_(S, L)
-    return Materialized.as_(t[i]).with_key_serde(S).with_value_serde(L)
+    return Materialized.as_(p + t[i]).with_key_serde(S).with_value_serde(L)
 
 
-def _op(b: StreamsBuilder, v: dict[str, Any], t: list[str]) -> Any:
+def _op(b: StreamsBuilder, v: dict[str, Any], t: list[str], p: str = "") -> Any:
+    """One ``op`` line's DSL step; topic and store names get the prefix ``p``."""
     x = v.get(t[3]) if len(t) > 3 else None
     kind = t[2]
     if kind == "stream":
-        return b.stream(t[3], key_serde=S, value_serde=L)
+        return b.stream(p + t[3], key_serde=S, value_serde=L)
     if kind == "table":
-        return b.table(t[3], key_serde=S, value_serde=L, materialized=_mat(t, 4))
+        return b.table(p + t[3], key_serde=S, value_serde=L, materialized=_mat(t, 4, p))
     if kind in ("filter", "filter_not", "tfilter", "tfilter_not"):
         method = getattr(x, kind.lstrip("t"))
-        return method(PREDICATES[t[4]], **({"materialized": _mat(t, 5)} if len(t) > 5 else {}))
+        extra = {"materialized": _mat(t, 5, p)} if len(t) > 5 else {}
+        return method(PREDICATES[t[4]], **extra)
     if kind in ("map_values", "tmap_values"):
-        return x.map_values(MAPPERS[t[4]], **({"materialized": _mat(t, 5)} if len(t) > 5 else {}))
+        extra = {"materialized": _mat(t, 5, p)} if len(t) > 5 else {}
+        return x.map_values(MAPPERS[t[4]], **extra)
     if kind == "select_key":
         return x.select_key(lambda k, w: _key_of(t[4], k, w))
     if kind == "flat_map_values":
@@ -88,7 +93,7 @@ def _op(b: StreamsBuilder, v: dict[str, Any], t: list[str]) -> Any:
     if kind == "repartition":
         return x.repartition(key_serde=S, value_serde=L)
     if kind == "to_table":
-        return x.to_table(_mat(t, 4))
+        return x.to_table(_mat(t, 4, p))
     if kind == "group_by_key":
         return x.group_by_key(key_serde=S, value_serde=L)
     if kind == "group_by":
@@ -101,22 +106,25 @@ def _op(b: StreamsBuilder, v: dict[str, Any], t: list[str]) -> Any:
     if kind == "sliding_windows":
         return x.windowed_by(SlidingWindows.of_time_difference_and_grace(int(t[4]), int(t[5])))
     if kind == "count":
-        return x.count(_mat(t, 4))
+        return x.count(_mat(t, 4, p))
     if kind == "reduce":
         if _is_grouped_table(x):
-            return x.reduce(_plus, lambda a, c: a - (c or 0), _mat(t, 4))
-        return x.reduce(_plus, _mat(t, 4))
+            return x.reduce(_plus, lambda a, c: a - (c or 0), _mat(t, 4, p))
+        return x.reduce(_plus, _mat(t, 4, p))
     if kind == "aggregate":
+        cogrouped = extras.aggregate(x, _mat(t, 4, p), _plus)
+        if cogrouped is not None:
+            return cogrouped
         add = lambda k, w, agg: _plus(agg, w)  # noqa: E731
         if _is_grouped_table(x):
-            return x.aggregate(lambda: 0, add, lambda k, w, agg: agg - (w or 0), _mat(t, 4))
+            return x.aggregate(lambda: 0, add, lambda k, w, agg: agg - (w or 0), _mat(t, 4, p))
         if _is_session(x):
-            return x.aggregate(lambda: 0, add, lambda k, a, c: _plus(a, c), _mat(t, 4))
-        return x.aggregate(lambda: 0, add, _mat(t, 4))
+            return x.aggregate(lambda: 0, add, lambda k, a, c: _plus(a, c), _mat(t, 4, p))
+        return x.aggregate(lambda: 0, add, _mat(t, 4, p))
     if kind == "suppress":
         return x.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
     if kind in ("tjoin", "tleft_join", "touter_join"):
-        extra = {"materialized": _mat(t, 5)} if len(t) > 5 else {}
+        extra = {"materialized": _mat(t, 5, p)} if len(t) > 5 else {}
         return getattr(x, kind[1:])(v[t[4]], _joiner, **extra)
     if kind in ("fk_join", "fk_left_join"):
         method = x.join if kind == "fk_join" else x.left_join
@@ -135,7 +143,7 @@ def _op(b: StreamsBuilder, v: dict[str, Any], t: list[str]) -> Any:
         w = (JoinWindows.of_time_difference_without_grace(int(t[5])) if g < 0
              else JoinWindows.of_time_difference_and_grace(int(t[5]), g))
         return getattr(x, kind)(other, _joiner, w)
-    raise ValueError(f"unknown op {kind}")
+    return extras.op(b, v, t, p, _key_of, _mat, _plus)
 
 
 def _is_grouped_table(x: Any) -> bool:
@@ -154,36 +162,55 @@ def _arg(s: str, cast: Any = str) -> Any:
     return None if s == "~" else cast(s)
 
 
+@dataclass
+class Built:
+    """A scenario's topology and what drives it: the builder holding its steps, the driver
+    config, its ``input`` and ``store`` lines split into tokens, and its output topics."""
+
+    builder: StreamsBuilder
+    config: dict[str, Any]
+    inputs: list[list[str]] = field(default_factory=list)
+    outs: list[str] = field(default_factory=list)
+    stores: list[list[str]] = field(default_factory=list)
+
+
+def build(lines: list[str], builder: StreamsBuilder | None = None, prefix: str = "") -> Built:
+    """Add the scenario's steps to ``builder`` (a new one by default), with ``prefix`` before
+    every topic and store name (several scenarios can then share one builder)."""
+    b = builder if builder is not None else StreamsBuilder()
+    built = Built(b, {"default.key.serde": "String", "default.value.serde": "Long"})
+    v: dict[str, Any] = {}
+    for line in lines:
+        t = line.split(" ")
+        if t[0] == "cache":
+            built.config["statestore.cache.max.bytes"] = int(t[1])
+        elif t[0] == "op":
+            v[t[1]] = _op(b, v, t, prefix)
+        elif t[0] == "to":
+            v[t[1]].to(prefix + t[2], key_serde=S, value_serde=L)
+            built.outs.append(prefix + t[2])
+        elif t[0] == "input":
+            built.inputs.append([t[0], prefix + t[1], *t[2:]])
+        elif t[0] == "store":
+            built.stores.append([t[0], prefix + t[1], *t[2:]])
+    return built
+
+
 def run(lines: list[str]) -> list[str]:
     """Build and drive the scenario on kspark's TopologyTestDriver; the answer's lines."""
-    b, v = StreamsBuilder(), {}
-    config: dict[str, Any] = {"default.key.serde": "String", "default.value.serde": "Long"}
-    inputs, outs, stores = [], [], []
     try:
-        for line in lines:
-            t = line.split(" ")
-            if t[0] == "cache":
-                config["statestore.cache.max.bytes"] = int(t[1])
-            elif t[0] == "op":
-                v[t[1]] = _op(b, v, t)
-            elif t[0] == "to":
-                v[t[1]].to(t[2], key_serde=S, value_serde=L)
-                outs.append(t[2])
-            elif t[0] == "input":
-                inputs.append(t)
-            elif t[0] == "store":
-                stores.append(t)
+        built = build(lines)
         answer = []
-        with TopologyTestDriver(b.build(), config) as d:
+        with TopologyTestDriver(built.builder.build(), built.config) as d:
             topics = {}
-            for t in inputs:
+            for t in built.inputs:
                 if t[1] not in topics:
                     topics[t[1]] = d.create_input_topic(t[1], S, L)
                 topics[t[1]].pipe_input(_arg(t[2]), _arg(t[3], int), int(t[4]))
-            for o in outs:
+            for o in built.outs:
                 for r in d.create_output_topic(o, S, L).read_records_to_list():
                     answer.append(f"record {o} {_show(r.key)} {_show(r.value)} {r.timestamp}")
-            for _, name, kind in stores:
+            for _, name, kind in built.stores:
                 if kind == "kv":
                     for kv in d.get_key_value_store(name).all():
                         answer.append(f"row {name} {kv.key} {_show(kv.value)}")

@@ -20,6 +20,7 @@ def _count(windows: str = "", cache: int = 0, tail: tuple[str, ...] = ()) -> lis
 
 
 _TABLE_JOIN = ["cache 0", "op l table in0 -", "op r table in1 -"]
+_LATE = [("a", 1), ("b", 3), ("a", 12), ("b", 11), ("a", 25), ("b", 2), ("a", 40), ("b", 60)]
 _STREAM_JOIN = ["cache 0", "op l stream in0", "op r stream in1"]
 
 RULES: dict[str, list[str]] = {
@@ -86,6 +87,33 @@ RULES: dict[str, list[str]] = {
         "input in a 1 1", "input in b 2 2", "input in c 3 3"],
     "27 a zero cache forwards every update": _count(cache=0, tail=(
         "input in a 1 1", "input in a 1 2", "input in a 1 3")),
+    **{f"emit on window close: {w}, cache {c}": [
+        f"cache {c}", "op s stream in", "op g group_by_key s", f"op w {w.split()[0]} g {w.split(' ', 1)[1]}", "op e emit_final w",
+        "op c count e", "op t to_stream c", "op o unwindow t", "to o out",
+        *(f"input in {k} 1 {ts}" for k, ts in _LATE)]
+       for w in ("time_windows 10 10 2", "time_windows 10 5 2", "sliding_windows 10 2",
+                 "session_windows 5 2") for c in (0, 10485760)},
+    "cogroup": ["cache 0", "op a stream in0", "op b stream in1", "op ga group_by_key a",
+                "op gb group_by_key b", "op c cogroup ga gb", "op t aggregate c st",
+                "op o to_stream t", "to o out", "input in0 a 1 5", "input in1 a 2 3",
+                "input in1 a ~ 9", "input in0 a 4 4", "store st kv"],
+    "windowed cogroup": ["cache 0", "op a stream in0", "op b stream in1",
+                         "op ga group_by_key a", "op gb group_by_key b", "op c cogroup ga gb",
+                         "op w session_windows c 5 0", "op t aggregate w -", "op u to_stream t",
+                         "op o unwindow u", "to o out", "input in0 a 1 5", "input in1 a 2 8",
+                         "input in1 a 3 30", "input in0 a ~ 9"],
+    "transform_values calls": ["cache 0", "op t table in st", "op u transform_values t",
+                               "op g tgroup_by u key", "op c count g -", "op o to_stream c",
+                               "to o out", "input in a 1 1", "input in a 2 2", "input in a ~ 3"],
+    "versioned stream-table join": [
+        "cache 0", "op s stream in0", "op t vtable in1 10", "op j left_join s t", "to j out",
+        "input in1 a 2 10", "input in1 a 3 20", "input in1 a 5 15", "input in0 a 1 12",
+        "input in0 a 1 16", "input in0 a 1 25", "input in0 a 1 5", "input in1 a 7 40",
+        "input in1 a 0 25", "input in0 a 1 26"],
+    "process_values and to_stream(mapper)": [
+        "cache 0", "op s stream in", "op p process_values s", "op t to_table p st",
+        "op o to_stream_by t flip", "to o out", "input in a 1 1", "input in b 2 2",
+        "input in a ~ 3", "store st kv"],
     "table-table joins": [*_TABLE_JOIN, "op j touter_join l r", "op o to_stream j", "to o out",
                           "input in0 a 1 1", "input in1 a 2 2", "input in0 a ~ 3",
                           "input in1 a ~ 4", "input in1 b 5 5"],

@@ -240,10 +240,13 @@ class TableFilterProcessor(_TableStoreProcessor):
     (``store_name``), it writes its result to its own store too."""
 
     def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool = False,
-                 old_values: OldValues | None = None, store_name: str | None = None):
+                 old_values: OldValues | None = None, store_name: str | None = None,
+                 versioned: bool = False):
         super().__init__(store_name)  # type: ignore[arg-type]
         self.predicate, self.negate = predicate, negate
         self.old_values = old_values if old_values is not None else OldValues(True)
+        # reading a versioned table, Java forwards even a change from nothing to nothing
+        self.versioned = versioned
 
     def _keep(self, key: Any, v: Any) -> Any:
         return v if v is not None and bool(self.predicate(key, v)) != self.negate else None
@@ -254,7 +257,7 @@ class TableFilterProcessor(_TableStoreProcessor):
         old = None
         if send_old:
             old = self._keep(record.key, ch.old) if self.store_name is None else self._get(record.key)
-            if new is None and old is None:
+            if new is None and old is None and not self.versioned:
                 return
         if self.store_name is None:
             self.context.forward(record.with_value(Change(new, old, ch.is_latest)))

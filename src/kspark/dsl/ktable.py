@@ -119,7 +119,8 @@ class KTable:
         getter = None if self._getter is None else (
             lambda: getters.FilterGetter(self._reader(), predicate, negate))
         out = self._derived("KTABLE-FILTER", lambda store: functools.partial(
-            tables.TableFilterProcessor, predicate, negate, old, store), materialized,
+            tables.TableFilterProcessor, predicate, negate, old, store, self._versioned),
+            materialized,
             self._value_serde, getter)
         out._old = old
         if out._store_name is not None:

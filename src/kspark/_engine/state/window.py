@@ -40,7 +40,9 @@ class WindowStore(StoreBase):
         self.inner = inner
         self.key_serde, self.value_serde = key_serde, value_serde
         self.retention_ms, self.window_size_ms = retention_ms, window_size_ms
-        self.observed = -1
+        # stream time as retention sees it: with a cache, as of the last flush (Kafka Streams'
+        # store below its cache sees writes only then); ``_seen``: as of the last put
+        self.observed = self._seen = -1
         self.caching_enabled = False
         self.is_open = True
         # with duplicates kept (stream-stream joins), each put gets a 4-byte sequence suffix
@@ -58,14 +60,19 @@ class WindowStore(StoreBase):
         return Windowed(self.key_serde.deserialize(self._name, raw[:-n]),
                         Window(start, start + self.window_size_ms))
 
+    def flush(self) -> None:
+        self.observed = max(self.observed, self._seen)
+        self.inner.flush()
+
     def _expired(self, start: int) -> bool:
         """As Kafka Streams' window stores: a window lives while start > stream time - retention."""
         return self.observed >= 0 and start + self._keep_edge <= self.observed - self.retention_ms
 
     def put(self, key: Any, value: Any, window_start: int) -> None:
         """Store ``value`` for ``key`` in the window starting at ``window_start`` (None deletes)."""
-        if window_start > self.observed:
-            self.observed = window_start
+        self._seen = max(self._seen, window_start)
+        if not self.caching_enabled:
+            self.observed = self._seen
         if self._expired(window_start):
             return
         kb = self.key_serde.serialize(self._name, key) + _ts(window_start)
