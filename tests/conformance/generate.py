@@ -18,10 +18,6 @@ __all__ = ["scenario", "KNOWN_DIVERGENCES"]
 # Combinations on which kspark still differs from Java, left out of generated scenarios
 # until fixed (docs/conformance.md lists them): name -> test on the scenario's op lines.
 KNOWN_DIVERGENCES = {
-    # Java keeps null keys through an explicit repartition() when a left/outer join
-    # follows downstream (and drops them otherwise); kspark always drops them there
-    "null keys through repartition() into a left/outer join":
-        lambda ops, cache: "repartition" in ops and ("left_join" in ops or "outer_join" in ops),
     # Java's caching session store still finds sessions its store has expired (as rule 24
     # for window stores); kspark's reads stop at retention
     "cached session windows": lambda ops, cache: bool(cache) and "session_windows" in ops,

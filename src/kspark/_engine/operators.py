@@ -7,7 +7,7 @@ from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
 
-__all__ = ["FilterProcessor", "MapValuesProcessor", "MapProcessor", "PeekProcessor", "FlatMapProcessor",
+__all__ = ["NullKeyFilter", "FilterProcessor", "MapValuesProcessor", "MapProcessor", "PeekProcessor", "FlatMapProcessor",
            "SelectKeyProcessor", "PassThroughProcessor", "BranchProcessor"]
 
 
@@ -25,6 +25,18 @@ class FilterProcessor(_Operator):
 
     def process(self, record: Record) -> None:
         if bool(self.predicate(record.key, record.value)) != self.negate:
+            self.context.forward(record)
+
+
+class NullKeyFilter(_Operator):
+    """A repartition's filter: drops null-key records unless ``keep.on`` (a left or outer
+    join downstream wants them, KIP-962)."""
+
+    def __init__(self, keep: Any):
+        self.keep = keep
+
+    def process(self, record: Record) -> None:
+        if record.key is not None or self.keep.on:
             self.context.forward(record)
 
 

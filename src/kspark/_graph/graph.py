@@ -68,6 +68,9 @@ class TopologyGraph:
     # Internal topics partitioned like another topic rather than like their writer's tasks
     # (a foreign-key join's subscriptions go to the right table's partitions).
     partitions_like: dict[str, str] = field(default_factory=dict)
+    # Each repartition's null-key filter: its switch turns on (null keys kept) when a left or
+    # outer join is added downstream of it, as Kafka Streams' NULL_KEY_RELAXED_JOIN rewrite.
+    null_key_filters: dict[str, Any] = field(default_factory=dict)
 
     def add_store(self, builder: Any, processors: tuple[str, ...] = ()) -> None:
         if builder.name in self.stores:

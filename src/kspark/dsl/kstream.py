@@ -197,26 +197,47 @@ class KStream:
                     partitioner: Callable[..., int | None] | None = None) -> "KStream":
         """Redistribute records by key through ``<application.id>-<name>-repartition``.
 
-        Records with a null key are dropped first (as Kafka Streams' ``-repartition-filter``),
-        here and in the repartition before ``group_by``; the repartition before a join keeps
-        them, so a left or outer join still emits them (KIP-962, as Java 4.1 does)."""
-        return self._repartitioned(key_serde, value_serde, name, partitioner, True)
+        Records with a null key are dropped first (Kafka Streams' ``-repartition-filter``),
+        here and in the repartitions before ``group_by`` and joins, unless a left or outer
+        join downstream wants them (KIP-962: Java 4.1 keeps them then, and so does kspark)."""
+        return self._repartitioned(key_serde, value_serde, name, partitioner)
 
     def _repartitioned(self, key_serde: Any, value_serde: Any, name: str | None,
-                       partitioner: Callable[..., int | None] | None,
-                       drop_null_keys: bool) -> "KStream":
+                       partitioner: Callable[..., int | None] | None) -> "KStream":
+        from kspark._engine.tables import Switch
+
         base = name or self._graph.next_name("KSTREAM-REPARTITION")
         topic = f"{base}-repartition"
         ks = key_serde if key_serde is not None else self._key_serde
         vs = value_serde if value_serde is not None else self._value_serde
-        keyed = self._node
-        if drop_null_keys:
-            keyed = f"{topic}-filter"
-            self._graph.add(ProcessorSpec(keyed, functools.partial(ops.FilterProcessor, _has_key),
-                                          (self._node,)))
+        keyed = f"{topic}-filter"
+        keep = self._graph.null_key_filters[keyed] = Switch()
+        self._graph.add(ProcessorSpec(keyed, functools.partial(ops.NullKeyFilter, keep),
+                                      (self._node,)))
         self._graph.add(SinkSpec(self._graph.next_name("KSTREAM-SINK"), topic, (keyed,),
                                  ks, vs, partitioner, internal=True))
         return self._source_of(topic, ks, vs, internal=True)
+
+    def _relax_null_keys(self) -> None:
+        """A left or outer join reads this stream: every repartition upstream keeps null keys
+        (Java's NodesWithRelaxedNullKeyJoinDownstream)."""
+        g, todo, seen = self._graph, [self._node], set()
+        writers: dict[str, list[str]] = {}
+        for spec in g.nodes.values():
+            if isinstance(spec, SinkSpec) and isinstance(spec.topic, str):
+                writers.setdefault(spec.topic, []).append(spec.name)
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in g.null_key_filters:
+                g.null_key_filters[name].on = True
+            spec = g.nodes[name]
+            todo.extend(spec.parents)
+            if isinstance(spec, SourceSpec):
+                for topic in spec.topics:
+                    todo.extend(writers.get(topic, ()))
 
     def _source_of(self, topic: str, key_serde: Any, value_serde: Any, internal: bool) -> "KStream":
         ks = key_serde if key_serde is not None else self._key_serde
@@ -259,8 +280,10 @@ class KStream:
                                 f"materialize it first")
         ks = None if joined is None else joined.key_serde
         vs = None if joined is None else joined.value_serde
-        stream = (self._repartitioned(ks, vs, None, None, False)
+        stream = (self._repartitioned(ks, vs, None, None)
                   if self._repartition_required else self)
+        if left:
+            stream._relax_null_keys()
         out = stream._then("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", functools.partial(
             ops_joins.StreamTableJoinProcessor, getter, joiner, left), name, stream._key_serde,
             None, keep_serdes=False)
@@ -299,10 +322,13 @@ class KStream:
         ks = sj.key_serde
         this_vs = sj.value_serde if sj.value_serde is not None else self._value_serde
         that_vs = sj.other_value_serde if sj.other_value_serde is not None else other._value_serde
-        left = (self._repartitioned(ks, this_vs, None, None, False)
+        left = (self._repartitioned(ks, this_vs, None, None)
                 if self._repartition_required else self)
-        right = (other._repartitioned(ks, that_vs, None, None, False)
+        right = (other._repartitioned(ks, that_vs, None, None)
                  if other._repartition_required else other)
+        if kind != "inner":
+            left._relax_null_keys()
+            right._relax_null_keys()
         g = self._graph
         this = g.next_name("KSTREAM-JOINTHIS")
         that = g.next_name("KSTREAM-JOINOTHER")
@@ -371,7 +397,3 @@ class KStream:
                                  key_serde if key_serde is not None else self._key_serde,
                                  value_serde if value_serde is not None else self._value_serde,
                                  partitioner))
-
-
-def _has_key(key: Any, value: Any) -> bool:
-    return key is not None
