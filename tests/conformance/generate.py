@@ -21,14 +21,6 @@ KNOWN_DIVERGENCES = {
     # Java's caching session store still finds sessions its store has expired (as rule 24
     # for window stores); kspark's reads stop at retention
     "cached session windows": lambda ops, cache: bool(cache) and "session_windows" in ops,
-    # an unmaterialized table filter after a foreign-key join forwards some deletes twice
-    "a table filter after a foreign-key join":
-        lambda ops, cache: "fk_" in ops and ops.index("fk_") < ops.rfind("tfilter"),
-    # Java forwards the subtraction and the addition of one update separately when a table
-    # is regrouped after a table-table outer join; kspark forwards them as one
-    "a regrouped table-table outer join":
-        lambda ops, cache: "touter_join" in ops and ops.index("touter_join") < ops.rfind(
-            "tgroup_by"),
     # not a bug: a foreign-key join re-reads its left row through a stateful transformer
     # without a store (the scenario's transformer numbers its calls), and Java drops the
     # response when the row read again differs from the one subscribed (kspark checks a

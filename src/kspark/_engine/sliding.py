@@ -107,7 +107,7 @@ class SlidingWindowAggregateProcessor(_TableStoreProcessor, FinalResults):
             self._add(record, previous + 1, None, close)  # the previous record's right window
         if not left_exists:
             seed = before if previous is not None and previous >= t - d else None
-            self._add(record, t - d, seed and ValueAndTimestamp(seed.value, t), close, fresh=True)
+            self._add(record, t - d, seed and ValueAndTimestamp(seed.value, t), close)
         if not right_exists and after is not None and after.timestamp > t:
             self._create_right_window(record, after)
 
@@ -138,23 +138,24 @@ class SlidingWindowAggregateProcessor(_TableStoreProcessor, FinalResults):
             self._add(record, previous + 1, None, close)
         self._add(record, 0, combined, close)
 
-    def _add(self, record: Record, start: int, base: ValueAndTimestamp | None, close: int,
-             fresh: bool = False) -> None:
+    def _add(self, record: Record, start: int, base: ValueAndTimestamp | None,
+             close: int) -> None:
         """Aggregate ``record`` into the window at ``start`` holding ``base`` (None: empty)."""
         end = start + self.windows.time_difference_ms
         if end < close:
             self._late(record, start, end, close)
             return
-        if base is None:
-            new = (record.value if self.initializer is None
-                   else self.aggregator(record.key, record.value, self.initializer()))
+        if base is None:  # a new window starts from the initializer (Java's old value too)
+            old = None if self.initializer is None else self.initializer()
+            new = record.value if self.initializer is None else self.aggregator(
+                record.key, record.value, old)
             new_ts = record.timestamp
         else:
+            old = base.value
             new = self.aggregator(record.key, record.value, base.value)
             new_ts = max(record.timestamp, base.timestamp)
         self.store.put(record.key, ValueAndTimestamp(new, new_ts), start)
         if self.forward_now:
-            old = None if base is None or fresh else base.value
             self.context.forward(Record(Windowed(record.key, Window(start, end)), Change(new, old),
                                         new_ts, record.headers))
 

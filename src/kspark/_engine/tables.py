@@ -129,8 +129,10 @@ class StreamAggregateProcessor(_TableStoreProcessor):
         old_vt = self.store.get(record.key)
         old = None if old_vt is None else old_vt.value
         if old is None:
-            new = (record.value if self.initializer is None
-                   else self.aggregator(record.key, record.value, self.initializer()))
+            # as KStreamAggregate: a first aggregate's old value is the initializer's
+            old = None if self.initializer is None else self.initializer()
+            new = record.value if self.initializer is None else self.aggregator(
+                record.key, record.value, old)
         else:
             new = self.aggregator(record.key, record.value, old)
         # As KStreamAggregate/KStreamReduce: the aggregate carries the newest timestamp it saw.
@@ -187,9 +189,10 @@ class WindowAggregateProcessor(_TableStoreProcessor, FinalResults):
                 continue
             old_vt = self.store.fetch(record.key, w.start)
             old = None if old_vt is None else old_vt.value
-            if old is None:
-                new = (record.value if self.initializer is None
-                       else self.aggregator(record.key, record.value, self.initializer()))
+            if old is None:  # a new window's old value is the initializer's (Java's)
+                old = None if self.initializer is None else self.initializer()
+                new = record.value if self.initializer is None else self.aggregator(
+                    record.key, record.value, old)
             else:
                 new = self.aggregator(record.key, record.value, old)
             new_ts = ts if old_vt is None else max(ts, old_vt.timestamp)

@@ -73,8 +73,8 @@ class WindowStore(StoreBase):
         self._seen = max(self._seen, window_start)
         if not self.caching_enabled:
             self.observed = self._seen
-        if self._expired(window_start):
-            return
+        if self._expired(window_start) and not self.caching_enabled:
+            return  # a caching store takes it (Java's cache checks nothing): a commit forwards it
         kb = self.key_serde.serialize(self._name, key) + _ts(window_start)
         if self.retain_duplicates:
             if value is None:
@@ -115,6 +115,8 @@ class WindowStore(StoreBase):
                                 for _, s, v in self._scan(kb, time_from, time_to, True))
 
     def _windowed(self, entries: Iterator[tuple[bytes, int, bytes]]) -> KeyValueIterator:
+        if self._keep_edge:  # a time-ordered store (final results) iterates by start first
+            entries = iter(sorted(entries, key=lambda e: (e[1], e[0])))
         return KeyValueIterator(
             KeyValue(Windowed(self.key_serde.deserialize(self._name, kb),
                               Window(s, s + self.window_size_ms)),
