@@ -22,7 +22,7 @@ demo: setup
 	$(VENV)/bin/kspark demo
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 bench: setup
 	$(PY) -m pip install --quiet -e '.[dev,bench]'

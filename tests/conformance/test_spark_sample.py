@@ -1,0 +1,34 @@
+"""A sample of the generated conformance scenarios run through KafkaStreams on Spark + Kafka
+(one application for all of them; one partition per topic, several micro-batches, the cache
+off) and compared with Java Kafka Streams' TopologyTestDriver: every output record (key,
+value, timestamp, order) must be identical. See ``spark_host.py`` and docs/conformance.md.
+
+``python -m tests.conformance.spark_host --count 200`` runs more.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conformance.spark_host import PER_TRIGGER, disagreements, report, run_on_spark, sample
+
+pytestmark = pytest.mark.integration
+
+# One application runs them all: about 90 CPU-seconds for it plus about 5 per scenario, so
+# 20 keep the test near two minutes on two cores (the suite's time budget)
+SEED, COUNT = 0, 20
+
+
+@pytest.mark.timeout(900)
+def test_sampled_scenarios_agree_with_java_on_spark(broker, spark, admin, tmp_path):
+    got = sample(COUNT, SEED)
+    inputs = [sum(line.startswith("input ") for line in c.lines) for c in got.cases]
+    topics = [len({line.split()[1] for line in c.lines if line.startswith("input ")})
+              for c in got.cases]
+    # the sample exercises what it claims: several micro-batches and merged input topics
+    assert max(inputs) > 3 * PER_TRIGGER and max(topics) > 1, (inputs, topics)
+    assert sum(len(c.java) for c in got.cases) > 100, "the sample must produce output"
+    run_on_spark(got.cases, broker, spark, admin, str(tmp_path / "state"))
+    bad = disagreements(got.cases)
+    assert not bad, (f"{len(bad)} of {COUNT} scenarios (seeds {SEED}-{got.cases[-1].seed}) "
+                     f"disagree with Java on Spark; first ones:\n{report(bad)}")
