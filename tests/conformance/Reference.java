@@ -246,6 +246,7 @@ public class Reference {
                 Object o = v.get(t[4]);
                 if (o instanceof KTable) {
                     Joined j = Joined.with(S, L, L);
+                    if (t.length > 5) j = j.withGracePeriod(Duration.ofMillis(ms(t[5])));
                     return t[2].equals("join") ? ((KStream) x).join((KTable) o, joiner(), j) : ((KStream) x).leftJoin((KTable) o, joiner(), j);
                 }
                 long g = ms(t[6]);

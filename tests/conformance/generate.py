@@ -103,7 +103,9 @@ class _Gen:
             return self.var(r.choice(["join", "left_join", "outer_join"]), s, other,
                             r.choice([0, 5, 10]), grace), "stream"
         other = self.source("table")
-        return self.var(r.choice(["join", "left_join"]), s, other), "stream"
+        grace = ([r.choice([0, 3, 10])] if " vtable " in self.lines[-1] and r.random() < 0.5
+                 else [])  # a grace period: records wait, then join as of their timestamp
+        return self.var(r.choice(["join", "left_join"]), s, other, *grace), "stream"
 
     def grouped_step(self, g: str) -> tuple[str, str]:
         r = self.r

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kspark import (JoinWindows, Materialized, Serdes, SessionWindows, SlidingWindows,
+from kspark import (Joined, JoinWindows, Materialized, Serdes, SessionWindows, SlidingWindows,
                     StreamsBuilder, Suppressed, BufferConfig, TimeWindows)
 from kspark.dsl import KStream, KTable
 from kspark.errors import KSparkError
@@ -138,7 +138,8 @@ def _op(b: StreamsBuilder, v: dict[str, Any], t: list[str], p: str = "") -> Any:
     if kind in ("join", "left_join", "outer_join"):
         other = v[t[4]]
         if isinstance(other, KTable):
-            return getattr(x, kind)(other, _joiner)
+            grace = Joined.with_(S, L, L).with_grace_period(int(t[5])) if len(t) > 5 else None
+            return getattr(x, kind)(other, _joiner, joined=grace)
         g = int(t[6])
         w = (JoinWindows.of_time_difference_without_grace(int(t[5])) if g < 0
              else JoinWindows.of_time_difference_and_grace(int(t[5]), g))

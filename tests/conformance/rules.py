@@ -110,6 +110,11 @@ RULES: dict[str, list[str]] = {
         "input in1 a 2 10", "input in1 a 3 20", "input in1 a 5 15", "input in0 a 1 12",
         "input in0 a 1 16", "input in0 a 1 25", "input in0 a 1 5", "input in1 a 7 40",
         "input in1 a 0 25", "input in0 a 1 26"],
+    "stream-table join with a grace period (Joined.with_grace_period)": [
+        "cache 0", "op s stream in0", "op t vtable in1 100", "op j left_join s t 10", "to j out",
+        "input in1 a 2 10", "input in0 a 1 12", "input in1 a 3 20", "input in0 b 4 11",
+        "input in0 a 5 15", "input in1 a 5 14", "input in0 a 6 40", "input in0 a 7 5",
+        "input in0 b 9 30", "input in1 b 1 1", "input in0 a ~ 50", "input in0 a 10 60"],
     "process_values and to_stream(mapper)": [
         "cache 0", "op s stream in", "op p process_values s", "op t to_table p st",
         "op o to_stream_by t flip", "to o out", "input in a 1 1", "input in b 2 2",

@@ -51,9 +51,6 @@ SPARK_DIVERGENCES = {
     "a cogrouped windowed aggregation across micro-batches (window store retention)":
         lambda ops: "cogroup" in ops and "_windows" in ops,
 }
-# Not a scenario family: a micro-batch in which a source without new data comes before a
-# running stage in the query's union fails ("stage partition -1 belongs to no
-# sub-topology"); run_on_spark orders the scenarios around it (docs/conformance.md).
 
 
 @dataclass
@@ -193,11 +190,6 @@ def run_on_spark(cases: list[Case], bootstrap: str, spark: Any, admin: Any, stat
     from confluent_kafka import Producer
 
     b = StreamsBuilder()
-    # Open on Spark (docs/conformance.md): a micro-batch in which a source without new data
-    # comes before a running stage in the query's union fails ("stage partition -1 belongs to
-    # no sub-topology"). Until fixed, stages fed by repartition topics (which run every
-    # batch) come first, then the others, those with the most micro-batches first.
-    cases = sorted(cases, key=lambda c: (not c.fed_output, -c.batches))
     built = [build(c.lines, b, c.prefix) for c in cases]
     topics = {t[1] for x in built for t in x.inputs} | {o for x in built for o in x.outs}
     admin.create_topics({t: 1 for t in sorted(topics)})

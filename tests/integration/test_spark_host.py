@@ -119,3 +119,34 @@ def test_copartitioned_topics_with_different_partition_counts_fail_at_start(
     topology._graph.copartition(left, right)  # what a join registers
     with pytest.raises(TopologyError, match=rf"'{left}' has 2, '{right}' has 3"):
         KafkaStreams(topology, app_config(), spark=spark).start()
+
+
+def test_a_source_without_new_data_in_a_micro_batch_does_not_shift_task_numbers(
+        broker, spark, admin, topic_name, app_config):
+    # Spark replaces a source with nothing new by an empty relation without partitions;
+    # tasks must still know their number (here: batches where only b, then only the
+    # re-keyed stream, has data, ahead of and behind stages that do run)
+    a, b_in, c_in = topic_name("gap-a"), topic_name("gap-b"), topic_name("gap-c")
+    table = topic_name("gap-table")
+    a_out, b_out, joined = topic_name("gap-a-out"), topic_name("gap-b-out"), topic_name("gap-join")
+    admin.create_topics({a: 1, b_in: 1, c_in: 1, table: 1, a_out: 1, b_out: 1, joined: 1})
+    _produce(broker, a, [(b"x", I.serialize(a, 1), 10)])
+    _produce(broker, b_in, [(b"y", I.serialize(b_in, i), 20 + i) for i in range(3)])
+    _produce(broker, c_in, [(b"z", I.serialize(c_in, i), 20 + i) for i in range(3)])
+    _produce(broker, table, [(b"T", I.serialize(table, 100), 5)])
+    b = StreamsBuilder()
+    b.stream(a, key_serde=S, value_serde=I).to(a_out)
+    b.stream(b_in, key_serde=S, value_serde=I).map_values(lambda v: v * 2).to(b_out)
+    lookup = b.table(table, key_serde=S, value_serde=I)
+    (b.stream(c_in, key_serde=S, value_serde=I).select_key(lambda k, v: "T")
+     .left_join(lookup, lambda v, t: v + (t or 0)).to(joined))
+    cfg = app_config(**{"max.offsets.per.trigger": 1, "default.key.serde": "String",
+                        "default.value.serde": "Integer"})
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    streams.start()
+    assert streams.await_termination(180)
+    streams.close()
+    assert [I.deserialize(a_out, m.value()) for m in consume_all(broker, a_out, 1)] == [1]
+    assert [I.deserialize(b_out, m.value()) for m in consume_all(broker, b_out, 3)] == [0, 2, 4]
+    got = [(m.key(), I.deserialize(joined, m.value())) for m in consume_all(broker, joined, 3)]
+    assert got == [(b"T", 100), (b"T", 101), (b"T", 102)]

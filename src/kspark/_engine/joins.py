@@ -8,7 +8,7 @@ from typing import Any
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.tables import Change, out_of_order
 
-__all__ = ["StreamTableJoinProcessor", "TableTableJoinProcessor"]
+__all__ = ["StreamTableJoinProcessor", "TableTableJoinProcessor", "TimeFirstKeySerde"]
 
 
 class StreamTableJoinProcessor(Processor):
@@ -17,18 +17,50 @@ class StreamTableJoinProcessor(Processor):
     Inner: records whose key has no table value, or with a null key, are dropped.
     Left: they are joined with None (a null key too, KIP-962). As KStreamKTableJoinProcessor,
     a null stream value is always dropped: the joiner never sees one.
+
+    With a grace period (a versioned table), records wait in ``buffer`` until the buffer's
+    stream time passes their timestamp plus the grace, then join as of their timestamp, in
+    order of (timestamp, key bytes, arrival); a record already that late joins at once.
     """
 
-    def __init__(self, table: Any, joiner: Callable[[Any, Any], Any], left: bool):
+    _progress_fields = ("buffer_time",)  # kept in the task's progress across restarts
+
+    def __init__(self, table: Any, joiner: Callable[[Any, Any], Any], left: bool,
+                 grace_ms: int | None = None, buffer: str | None = None):
         self.table, self.joiner, self.left = table, joiner, left  # table: a ValueGetter
+        self.grace_ms, self.buffer_name = grace_ms, buffer
+        self.buffer_time = -1  # the newest timestamp the buffer took
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
         self.lookup = self.table.bind(context)
+        self.buffer = None if self.buffer_name is None else context.get_state_store(self.buffer_name)
+        self.seq = 0
+        if self.buffer is not None:
+            self.seq = max((kv.key[2] for kv in self.buffer.all()), default=0)
 
     def process(self, record: Record) -> None:
         if record.value is None:
             return
+        if self.buffer is None or record.key is None or \
+                record.timestamp < self.buffer_time - self.grace_ms:
+            self._join(record)
+            return
+        self.seq = (self.seq + 1) & 0x7FFFFFFF
+        self.buffer.put((record.timestamp, record.key, self.seq), (record.value, record.headers))
+        self.buffer_time = max(self.buffer_time, record.timestamp)
+        due = []
+        for kv in self.buffer.all():
+            if kv.key[0] > self.buffer_time - self.grace_ms:
+                break
+            due.append(kv)
+        for kv in due:
+            self.buffer.delete(kv.key)
+            ts, key, _ = kv.key
+            value, headers = kv.value
+            self._join(Record(key, value, ts, headers))
+
+    def _join(self, record: Record) -> None:
         if record.key is None:
             if self.left:
                 self.context.forward(record.with_value(self.joiner(record.value, None)))
@@ -37,6 +69,27 @@ class StreamTableJoinProcessor(Processor):
         if other is None and not self.left:
             return
         self.context.forward(record.with_value(self.joiner(record.value, other)))
+
+
+class TimeFirstKeySerde:
+    """Keys of a stream-table join's grace buffer: (timestamp, key, sequence) as the
+    timestamp's 8 big-endian bytes, the key's bytes, 4 bytes of sequence, so the buffer
+    iterates in Kafka Streams' time-first order."""
+
+    def __init__(self, key_serde: Any):
+        self.key_serde = key_serde  # None: the default key serde
+
+    def with_defaults(self, resolve: Callable[[Any], Any]) -> "TimeFirstKeySerde":
+        return TimeFirstKeySerde(resolve(self.key_serde))
+
+    def serialize(self, topic: str, data: tuple[int, Any, int]) -> bytes:
+        ts, key, seq = data
+        return (ts.to_bytes(8, "big", signed=True) + self.key_serde.serialize(topic, key)
+                + seq.to_bytes(4, "big"))
+
+    def deserialize(self, topic: str, data: bytes) -> tuple[int, Any, int]:
+        return (int.from_bytes(data[:8], "big", signed=True),
+                self.key_serde.deserialize(topic, data[8:-4]), int.from_bytes(data[-4:], "big"))
 
 
 class TableTableJoinProcessor(Processor):

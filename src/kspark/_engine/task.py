@@ -231,8 +231,9 @@ class StreamTask:
 
     def progress(self) -> dict[str, Any]:
         """What a restarted task needs to go on where this one is: stream time, partition
-        times, when each stream-time punctuation is next due, and the stream-time fields of
-        DSL processors that declare ``_progress_fields`` (JSON-ready).
+        times, when each stream-time punctuation is next due, the stream time each window and
+        session store has observed (its retention), and the stream-time fields of DSL
+        processors that declare ``_progress_fields`` (JSON-ready).
 
         Kafka Streams keeps partition time in the committed offsets' metadata; a host saves
         this at each commit and hands it to :meth:`resume` of the task's next incarnation.
@@ -242,7 +243,8 @@ class StreamTask:
             fields = getattr(getattr(node, "processor", None), "_progress_fields", ())
             if fields:
                 processors[node.name] = {f: getattr(node.processor, f) for f in fields}
-        return {"stream_time": self.stream_time,
+        stores = {name: s.observed for name, s in self.stores.items() if hasattr(s, "observed")}
+        return {"stream_time": self.stream_time, "stores": stores,
                 "partition_time": [[t, p, ts] for (t, p), ts in sorted(self.partition_time.items())],
                 "punctuations": {s.key: [s.interval_ms, s.next_ms]
                                  for s in self._stream_punctuations.schedules if not s.cancelled},
@@ -259,6 +261,9 @@ class StreamTask:
         self._resume_schedules = {k: (int(i), int(n))
                                   for k, (i, n) in progress.get("punctuations", {}).items()}
         self._resume_processors = dict(progress.get("processors", {}))
+        for name, observed in progress.get("stores", {}).items():
+            if name in self.stores:  # a window or session store's stream time, for retention
+                self.stores[name].resume_observed(int(observed))
 
     def maybe_punctuate_stream_time(self) -> int:
         """Fire the stream-time punctuations that are due; returns how many fired."""

@@ -77,8 +77,7 @@ class SparkApplication:
         c = self.config
         spark = self._spark or build_session({k: v for k, v in c.items() if k.startswith("spark.")})
         ensure_registered(spark)
-        # Task numbers rely on a union numbering its inputs' partitions one after another
-        # (see planner._union_offsets), so Spark must not merge partitions of like inputs.
+        # One Spark task per kspark task: Spark must not merge partitions of like inputs.
         spark.conf.set("spark.sql.unionOutputPartitioning", "false")
         topics, resets = kafka_sources(self.graph)
         start = resume_offsets(spark, c, topics, resets, self.checkpoint_dir)

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from kspark._graph.graph import TopologyGraph, topic_name
 from kspark._graph.subtopology import SubTopology, sub_topologies
+from kspark._spark.source import MARKER_TOPIC
 from kspark._spark.stage import FED_SCHEMA, StagePlan, make_stage
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
@@ -40,6 +41,7 @@ def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
             .option("start", json.dumps({t: start[t] for t in topics if t in start}))
             .option("bootstrap", c["bootstrap.servers"])
             .option("topics", json.dumps(topics))
+            .option("task_markers", "true")
             .option("max_offsets", str(c["max.offsets.per.trigger"]))
             .option("timeout_ms", str(c["request.timeout.ms"]))
             .option("read_timeout_ms", str(c["source.read.timeout.ms"]))
@@ -143,17 +145,7 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
     _, resets = kafka_sources(graph)
     begin = (resets, start or {})
     subs = sub_topologies(graph)
-    tasks: dict[int, int] = {}
-    fed_count: dict[str, int] = {}  # spec topic name -> partitions
-    for st in subs:
-        counts = [partition_counts[t] for t in st.user_topics] + [fed_count[t] for t in st.fed_topics]
-        tasks[st.id] = max(counts)
-        for t in st.feeds:
-            like = graph.partitions_like.get(t)
-            if like is not None:
-                fed_count[t] = partition_counts[like] if like in partition_counts else fed_count[like]
-            else:
-                fed_count[t] = tasks[st.id] if t in internal else partition_counts[t]
+    tasks, fed_count = _task_counts(graph, subs, partition_counts, internal)
     groups = _groups(subs, tasks)
     group_of = {m.id: g for g in groups for m in g.members}
     readers = {t: st for st in subs for t in st.fed_topics}
@@ -165,7 +157,6 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
     for st in sorted(subs, key=lambda st: st.id):
         first_marker[st.id], total = total, total + tasks[st.id]
     outputs: dict[int, DataFrame] = {}  # by id(group)
-    union_offsets = _union_offsets(groups, partition_counts)
     for g in groups:
         members = []
         for st in g.members:
@@ -177,7 +168,7 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
                              first_marker[st.id])
             members.append((g.first[st.id], tasks[st.id], plan))
         df = _group_input(spark, c, g, groups, begin, outputs, keys, name)
-        stage = make_stage(graph, c.as_dict(), members, union_offsets[id(g)])
+        stage = make_stage(graph, c.as_dict(), members, keys[g.size] if g.fed else None)
         outputs[id(g)] = df.mapInArrow(stage, FED_SCHEMA)
     terminal = [outputs[id(g)] for g in groups if not _downstream(g, groups)]
     result = terminal[0]
@@ -188,6 +179,35 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
     return QueryPlan(result, store_tasks, total)
 
 
+def _task_counts(graph: TopologyGraph, subs: list[SubTopology], partition_counts: dict[str, int],
+                 internal: set[str]) -> tuple[dict[int, int], dict[str, int]]:
+    """Tasks per sub-topology and partitions per fed topic (spec name), upstream first: a
+    sub-topology's ids do not follow the data (a table's source may come before the stream
+    whose repartition it joins)."""
+    tasks: dict[int, int] = {}
+    fed_count: dict[str, int] = {}
+    pending = list(subs)
+    while pending:
+        ready = [st for st in pending if all(t in fed_count for t in st.fed_topics)
+                 and all(graph.partitions_like.get(t) in (None, *partition_counts, *fed_count)
+                         for t in st.feeds)]
+        if not ready:
+            raise TopologyError("the sub-topologies' repartition topics form a cycle: "
+                                f"{sorted(t for st in pending for t in st.fed_topics)}")
+        for st in ready:
+            counts = ([partition_counts[t] for t in st.user_topics]
+                      + [fed_count[t] for t in st.fed_topics])
+            tasks[st.id] = max(counts)
+            for t in st.feeds:
+                like = graph.partitions_like.get(t)
+                if like is not None:
+                    fed_count[t] = partition_counts.get(like, fed_count.get(like))
+                else:
+                    fed_count[t] = tasks[st.id] if t in internal else partition_counts[t]
+            pending.remove(st)
+    return tasks, fed_count
+
+
 def _downstream(g: _Group, groups: list[_Group]) -> _Group | None:
     """The one group that reads what ``g`` writes, if any."""
     fed = {t for m in g.members for t in m.feeds}
@@ -195,31 +215,6 @@ def _downstream(g: _Group, groups: list[_Group]) -> _Group | None:
         if any(set(m.fed_topics) & fed for m in other.members):
             return other
     return None
-
-
-def _union_offsets(groups: list[_Group], partition_counts: dict[str, int]) -> dict[int, int]:
-    """Spark's partition id of each stage's partition 0.
-
-    A stage runs in the same Spark stage as the union its output joins (a union is a narrow
-    dependency), and Spark numbers a union's partitions input after input. Unions come from
-    ``_group_input`` (members' Kafka reads first, then upstream stages in order) and from
-    the final union of terminal stages.
-    """
-    out = {id(g): 0 for g in groups}
-    for g in groups:
-        if not g.fed:
-            continue
-        pos = sum(max(partition_counts[t] for t in m.user_topics) for m in g.members
-                  if m.user_topics)
-        for up in _upstream(g, groups):
-            out[id(up)] = pos
-            pos += up.size
-    pos = 0
-    for g in groups:
-        if _downstream(g, groups) is None:
-            out[id(g)] = pos
-            pos += g.size
-    return out
 
 
 def _upstream(g: _Group, groups: list[_Group]) -> list[_Group]:
@@ -241,7 +236,7 @@ def _group_input(spark: SparkSession, c: StreamsConfig, g: _Group, groups: list[
             mapping = F.create_map(*[x for p, k in enumerate(lookup) for x in (F.lit(p), F.lit(k))])
             parts.append(kafka.withColumn("src_task", F.lit(-1))
                          .withColumn("shuffle_key", mapping[F.col("partition")]))
-    fed_names = [name(t) for m in g.members for t in m.fed_topics]
+    fed_names = [name(t) for m in g.members for t in m.fed_topics] + [MARKER_TOPIC]
     for up in _upstream(g, groups):
         parts.append(outputs[id(up)].where(F.col("topic").isin(*fed_names)))
     df = parts[0]

@@ -17,7 +17,8 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-__all__ = ["KafkaDataSource", "SOURCE_SCHEMA", "ARROW_SCHEMA", "TaskInput"]
+__all__ = ["KafkaDataSource", "SOURCE_SCHEMA", "ARROW_SCHEMA", "TaskInput", "MARKER_TOPIC",
+           "task_marker"]
 
 SOURCE_SCHEMA = ("topic string, partition int, offset long, timestamp long, key binary, "
                  "value binary, headers array<struct<key:string,value:binary>>")
@@ -28,6 +29,19 @@ ARROW_SCHEMA = pa.schema([
 ])
 
 Offsets = dict[str, dict[str, int]]
+
+# The topic of a task marker: a row that names a task (in ``partition``) and holds no record.
+# Every task's input starts with one, so a stage knows which task a Spark partition runs
+# from its rows: Spark numbers partitions differently from batch to batch (a source without
+# new data in a micro-batch becomes an empty relation with no partitions at all).
+MARKER_TOPIC = ""
+
+
+def task_marker(task: int) -> pa.RecordBatch:
+    """The one-row batch that starts task ``task``'s input (see ``MARKER_TOPIC``)."""
+    return pa.RecordBatch.from_pydict(
+        {"topic": [MARKER_TOPIC], "partition": [task], "offset": [-1], "timestamp": [-1],
+         "key": [None], "value": [None], "headers": [[]]}, schema=ARROW_SCHEMA)
 
 
 @dataclass
@@ -65,6 +79,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.admin_conf: dict[str, Any] = json.loads(options.get("admin_conf", "{}"))
         self.resets: dict[str, str] = json.loads(options.get("resets", "{}"))
         self.start: Offsets = json.loads(options.get("start", "{}"))
+        self.markers = options.get("task_markers", "false") == "true"
         self._stop_at: Offsets | None = None
 
     def _admin(self) -> Any:
@@ -117,6 +132,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: TaskInput) -> Iterator[pa.RecordBatch]:
         from kspark._kafka.clients import read_range
 
+        if self.markers:
+            yield task_marker(partition.task)
         for topic, p, s, e in partition.ranges:
             for msgs in read_range(self.bootstrap, topic, p, s, e, self.read_timeout_ms,
                                    self.consumer_conf):

@@ -9,6 +9,7 @@ partitioner, and reach their task through a Spark shuffle.
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from kspark._graph.instantiate import build_task
 from kspark._engine.state.build import bottom, discard_buffered
 from kspark._kafka.clients import commit_offsets, task_producer
 from kspark._kafka.transactions import Marker, progress_topic, task_transactions
-from kspark._spark.source import ARROW_SCHEMA
+from kspark._spark.source import ARROW_SCHEMA, MARKER_TOPIC
 from kspark.config import EXACTLY_ONCE_V2
 from kspark.errors import KSparkError, StreamsError, TaskFencedError
 from kspark._spark.state import (
@@ -109,8 +110,17 @@ class _RoutingCollector(RecordCollector):
         self.producer.flush()
 
     def take_batch(self) -> pa.RecordBatch:
+        """The rows for the shuffle: a task marker for every task of the readers (so each
+        of them runs and knows its number), then the records."""
         rows, self.rows = self.rows, []
         cols: dict[str, list] = {n: [] for n in FED_ARROW_SCHEMA.names}
+        keys = self.plan.shuffle_keys
+        readers = {(size, first + j) for topic, (n, _) in self.plan.fed.items()
+                   for size, first in [self.plan.routes[topic]] for j in range(n)}
+        for size, pos in sorted(readers):
+            for name, v in zip(FED_ARROW_SCHEMA.names, (MARKER_TOPIC, pos, -1, -1, None, None, [],
+                                                        self.task_partition, keys[size][pos])):
+                cols[name].append(v)
         for topic, target, seq, ts, key, value, headers in rows:
             for name, v in zip(("topic", "partition", "offset", "timestamp", "key", "value"),
                                (topic, target, seq, ts, key, value)):
@@ -118,8 +128,14 @@ class _RoutingCollector(RecordCollector):
             cols["headers"].append([{"key": k, "value": hv} for k, hv in headers])
             cols["src_task"].append(self.task_partition)
             size, first = self.plan.routes[topic]
-            cols["shuffle_key"].append(self.plan.shuffle_keys[size][first + target])
+            cols["shuffle_key"].append(keys[size][first + target])
         return pa.RecordBatch.from_pydict(cols, schema=FED_ARROW_SCHEMA)
+
+
+def _without_markers(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` without its task markers (see ``source.MARKER_TOPIC``)."""
+    keep = pa.compute.not_equal(batch.column(0), MARKER_TOPIC)
+    return batch if pa.compute.all(keep).as_py() is not False else batch.filter(keep)
 
 
 def _raw_records(batch: pa.RecordBatch) -> list[tuple[tuple, RawRecord]]:
@@ -185,21 +201,31 @@ def _reusable(task: Any, builders: dict[str, Any], marker: Marker | None) -> Any
 
 
 def make_stage(graph: TopologyGraph, config: dict[str, Any],
-               members: list[tuple[int, int, StagePlan]], union_offset: int = 0
+               members: list[tuple[int, int, StagePlan]], exchange: list[int] | None = None
                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function of a stage: each Spark partition runs one task of one of
     its sub-topologies and writes with the task's producer.
 
-    ``members``: (first partition, task count, plan) per sub-topology; ``union_offset``:
-    Spark's partition id of the stage's partition 0 (the stage runs inside the union its
-    output joins, which numbers its partitions after the union's earlier inputs).
+    ``members``: (first partition, task count, plan) per sub-topology. Which task a Spark
+    partition runs comes from its rows, which start with a task marker (see
+    ``source.MARKER_TOPIC``): read straight from Kafka, the marker's ``partition``; through
+    an exchange, the position of the rows' ``shuffle_key`` in ``exchange`` (the exchange's
+    shuffle keys). A partition without rows runs no task: its source had nothing new.
     """
     runners = [(first, count, plan.stage, _task_runner(graph, config, plan))
                for first, count, plan in members]
+    position = None if exchange is None else {k: p for p, k in enumerate(exchange)}
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        head = next((b for b in batches if b.num_rows), None)
+        if head is None:
+            return
+        batches = itertools.chain([head], batches)
+        if position is None:
+            q = head.column(1)[0].as_py()
+        else:
+            q = position[head.column(head.schema.get_field_index("shuffle_key"))[0].as_py()]
         context = TaskContext.get()
-        q = context.partitionId() - union_offset
         query = context.getLocalProperty("sql.streaming.queryId")
         number = context.getLocalProperty("streaming.sql.batchId")
         batch = None if query is None or number is None else (query, int(number))
@@ -270,13 +296,13 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
         inputs: dict[tuple[str, int], int] = {}
         try:
             if plan.streaming:  # one partition per task: offset order is processing order
-                for b in batches:
+                for b in map(_without_markers, batches):
                     _input_ends(b, inputs)
                     task.add_records(r for _, r in _raw_records(b))
                     task.process_buffered()
             else:
                 records = []
-                for b in batches:
+                for b in map(_without_markers, batches):
                     _input_ends(b, inputs)
                     records.extend(_raw_records(b))
                 task.add_records(_in_writer_order(records))

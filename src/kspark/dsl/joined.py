@@ -19,15 +19,31 @@ __all__ = ["Joined", "StreamJoined"]
 @dataclass(frozen=True)
 class Joined:
     """Serdes of a stream-table join: the stream's key and value (used when the stream is
-    repartitioned before the join) and the table's value."""
+    repartitioned before the join, and by the grace period's buffer) and the table's value;
+    and the grace period of a join with a versioned table."""
 
     key_serde: Any = None
     value_serde: Any = None
     other_value_serde: Any = None
+    grace_ms: int | None = None
 
     @staticmethod
     def with_(key_serde: Any, value_serde: Any, other_value_serde: Any = None) -> "Joined":
         return Joined(key_serde, value_serde, other_value_serde)
+
+    def with_grace_period(self, grace_ms: int) -> "Joined":
+        """Hold each stream record until stream time passes its timestamp plus ``grace_ms``,
+        then join it with the table's value as of its timestamp, in timestamp order (Kafka
+        Streams' ``Joined.withGracePeriod``; the table must be versioned). Records later
+        than that join at once.
+
+        Example:
+            >>> Joined().with_grace_period(5000).grace_ms
+            5000
+        """
+        if grace_ms < 0:
+            raise ValueError(f"the grace period must not be negative, got {grace_ms} ms")
+        return replace(self, grace_ms=int(grace_ms))
 
     def with_key_serde(self, serde: Any) -> "Joined":
         return replace(self, key_serde=serde)

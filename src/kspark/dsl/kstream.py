@@ -280,14 +280,29 @@ class KStream:
                                 f"materialize it first")
         ks = None if joined is None else joined.key_serde
         vs = None if joined is None else joined.value_serde
+        grace = None if joined is None else joined.grace_ms
+        if grace is not None and not table._versioned:
+            raise TopologyError(f"table {table._node!r} must be versioned to use a grace period "
+                                f"in a stream-table join: materialize it with "
+                                f"Stores.persistent_versioned_key_value_store")
         stream = (self._repartitioned(ks, vs, None, None)
                   if self._repartition_required else self)
         if left:
             stream._relax_null_keys()
+        name = name or self._graph.next_name("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN")
+        buffer = None if grace is None else f"{name}-Buffer"
         out = stream._then("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", functools.partial(
-            ops_joins.StreamTableJoinProcessor, getter, joiner, left), name, stream._key_serde,
-            None, keep_serdes=False)
+            ops_joins.StreamTableJoinProcessor, getter, joiner, left, grace, buffer), name,
+            stream._key_serde, None, keep_serdes=False)
         self._graph.connect((out._node,), getter.stores)
+        if buffer is not None:
+            from kspark._engine.suppress import PickleSerde
+            from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
+
+            self._graph.add_store(KeyValueStoreBuilder(
+                KeyValueBytesStoreSupplier(buffer, False),
+                ops_joins.TimeFirstKeySerde(ks or stream._key_serde), PickleSerde()),
+                (out._node,))
         _copartition(self._graph, stream, table)
         return out
 

@@ -49,6 +49,11 @@ class SessionStore(StoreBase):
         return (self.key_serde.serialize(self._name, wk.key) + _b(wk.window.end)
                 + _b(wk.window.start))
 
+    def resume_observed(self, observed: int) -> None:
+        """Take over the stream time a predecessor of this store had observed (see
+        ``WindowStore.resume_observed``)."""
+        self.observed = max(self.observed, observed)
+
     def put(self, session: Windowed, value: Any) -> None:
         """Store the aggregate of ``session`` (a Windowed key); None removes it."""
         self.observed = max(self.observed, session.window.end)

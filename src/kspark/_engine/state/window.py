@@ -60,6 +60,11 @@ class WindowStore(StoreBase):
         return Windowed(self.key_serde.deserialize(self._name, raw[:-n]),
                         Window(start, start + self.window_size_ms))
 
+    def resume_observed(self, observed: int) -> None:
+        """Take over the stream time a predecessor of this store had observed (a task
+        restarted, e.g. for Spark's next micro-batch), so expired windows stay expired."""
+        self.observed = self._seen = max(self.observed, self._seen, observed)
+
     def flush(self) -> None:
         self.observed = max(self.observed, self._seen)
         self.inner.flush()
