@@ -4,7 +4,7 @@ versioned stores. Their agreement with Java is checked by tests/conformance as w
 
 import pytest
 
-from kspark import (EmitStrategy, JoinWindows, Materialized, Serdes, SessionWindows,
+from kspark import (EmitStrategy, Joined, JoinWindows, Materialized, Serdes, SessionWindows,
                     StreamJoined, StreamsBuilder, TimeWindows)
 from kspark.errors import KSparkError, TopologyError
 from kspark.processor import Processor
@@ -236,6 +236,40 @@ def test_versioned_table_joins_streams_as_of_their_timestamps():
         o.pipe_input("eur", 1, 5)    # before any rate
         assert _out(d, "o") == [("eur", 2, 12), ("eur", 5, 16), ("eur", 3, 25), ("eur", 0, 5)]
         assert _out(d, "changes") == [("eur", 2, 10), ("eur", 3, 20), ("eur", 5, 15)]
+
+
+def test_grace_period_holds_stream_records_and_joins_them_as_of_their_timestamps():
+    b = StreamsBuilder()
+    rates = b.table("rates", key_serde=S, value_serde=L, materialized=Materialized.as_(
+        Stores.persistent_versioned_key_value_store("rates", 100)))
+    b.stream("orders", key_serde=S, value_serde=L).left_join(
+        rates, lambda v, r: v * (r or 0), joined=Joined().with_grace_period(10)).to(
+        "o", key_serde=S, value_serde=L)
+    topology = b.build()
+    assert "KSTREAM-LEFTJOIN-0000000003-Buffer" in str(topology.describe())
+    with TopologyTestDriver(topology) as d:
+        r, o = d.create_input_topic("rates", S, L), d.create_input_topic("orders", S, L)
+        out = d.create_output_topic("o", S, L)
+        joined = lambda: [(x.key, x.value, x.timestamp) for x in out.read_records_to_list()]  # noqa: E731
+        o.pipe_input("eur", 1, 12)   # waits: the rate of 10 arrives after it
+        r.pipe_input("eur", 2, 10)
+        o.pipe_input("usd", 1, 11)
+        assert joined() == []
+        o.pipe_input("eur", 1, 22)   # stream time 22: both earlier orders are due, by time
+        assert joined() == [("usd", 0, 11), ("eur", 2, 12)]
+        o.pipe_input(None, 7, 23)    # no key: nothing to wait for (Java fails here)
+        o.pipe_input("eur", 3, 5)    # later than the grace: joins at once
+        assert joined() == [(None, 0, 23), ("eur", 0, 5)]
+
+
+def test_grace_period_needs_a_versioned_table():
+    b = StreamsBuilder()
+    rates = b.table("rates", key_serde=S, value_serde=L)
+    with pytest.raises(TopologyError, match="must be versioned to use a grace period"):
+        b.stream("orders", key_serde=S, value_serde=L).join(
+            rates, lambda v, r: v, joined=Joined().with_grace_period(10))
+    with pytest.raises(ValueError, match="must not be negative"):
+        Joined().with_grace_period(-1)
 
 
 def test_versioned_store_history_retention():
