@@ -7,6 +7,7 @@ from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.tables import Change, out_of_order
+from kspark.errors import StreamsError
 
 __all__ = ["StreamTableJoinProcessor", "TableTableJoinProcessor", "TimeFirstKeySerde"]
 
@@ -20,7 +21,9 @@ class StreamTableJoinProcessor(Processor):
 
     With a grace period (a versioned table), records wait in ``buffer`` until the buffer's
     stream time passes their timestamp plus the grace, then join as of their timestamp, in
-    order of (timestamp, key bytes, arrival); a record already that late joins at once.
+    order of (timestamp, key bytes, arrival); a record already that late joins at once. A
+    left join's record with a null key then fails the task, as in Java (whose buffer
+    refuses it).
     """
 
     _progress_fields = ("buffer_time",)  # kept in the task's progress across restarts
@@ -42,8 +45,15 @@ class StreamTableJoinProcessor(Processor):
     def process(self, record: Record) -> None:
         if record.value is None:
             return
-        if self.buffer is None or record.key is None or \
-                record.timestamp < self.buffer_time - self.grace_ms:
+        if record.key is None and not self.left:
+            return
+        if self.buffer is not None and record.key is None:
+            raise StreamsError(
+                f"task {self.context.task_id()}: the grace period of stream-table join "
+                f"{self.buffer_name[:-len('-Buffer')]!r} cannot hold a record with a null key "
+                f"({_where(self.context)}); as in Kafka Streams a grace period needs keys: "
+                f"filter null keys out before the join, or join without a grace period")
+        if self.buffer is None or record.timestamp < self.buffer_time - self.grace_ms:
             self._join(record)
             return
         self.seq = (self.seq + 1) & 0x7FFFFFFF
@@ -61,7 +71,7 @@ class StreamTableJoinProcessor(Processor):
             self._join(Record(key, value, ts, headers))
 
     def _join(self, record: Record) -> None:
-        if record.key is None:
+        if record.key is None:  # no grace period: KIP-962
             if self.left:
                 self.context.forward(record.with_value(self.joiner(record.value, None)))
             return
@@ -69,6 +79,12 @@ class StreamTableJoinProcessor(Processor):
         if other is None and not self.left:
             return
         self.context.forward(record.with_value(self.joiner(record.value, other)))
+
+
+def _where(context: ProcessorContext) -> str:
+    m = context.record_metadata()
+    return "no input record" if m is None else \
+        f"topic {m.topic!r}, partition {m.partition}, offset {m.offset}"
 
 
 class TimeFirstKeySerde:

@@ -41,7 +41,7 @@ def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
             .option("start", json.dumps({t: start[t] for t in topics if t in start}))
             .option("bootstrap", c["bootstrap.servers"])
             .option("topics", json.dumps(topics))
-            .option("task_markers", "true")
+            .option("emit", "ranges")  # the stage reads its records (see source.MARKER_TOPIC)
             .option("max_offsets", str(c["max.offsets.per.trigger"]))
             .option("timeout_ms", str(c["request.timeout.ms"]))
             .option("read_timeout_ms", str(c["source.read.timeout.ms"]))

@@ -33,15 +33,19 @@ Offsets = dict[str, dict[str, int]]
 # The topic of a task marker: a row that names a task (in ``partition``) and holds no record.
 # Every task's input starts with one, so a stage knows which task a Spark partition runs
 # from its rows: Spark numbers partitions differently from batch to batch (a source without
-# new data in a micro-batch becomes an empty relation with no partitions at all).
+# new data in a micro-batch becomes an empty relation with no partitions at all). A marker
+# from the source carries the task's offset ranges (JSON in ``value``): the stage reads the
+# records itself, so they never cross the JVM.
 MARKER_TOPIC = ""
 
 
-def task_marker(task: int) -> pa.RecordBatch:
+def task_marker(task: int, ranges: list[tuple[str, int, int, int]] | None = None
+                ) -> pa.RecordBatch:
     """The one-row batch that starts task ``task``'s input (see ``MARKER_TOPIC``)."""
+    value = None if ranges is None else json.dumps(ranges).encode()
     return pa.RecordBatch.from_pydict(
         {"topic": [MARKER_TOPIC], "partition": [task], "offset": [-1], "timestamp": [-1],
-         "key": [None], "value": [None], "headers": [[]]}, schema=ARROW_SCHEMA)
+         "key": [None], "value": [value], "headers": [[]]}, schema=ARROW_SCHEMA)
 
 
 @dataclass
@@ -79,7 +83,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.admin_conf: dict[str, Any] = json.loads(options.get("admin_conf", "{}"))
         self.resets: dict[str, str] = json.loads(options.get("resets", "{}"))
         self.start: Offsets = json.loads(options.get("start", "{}"))
-        self.markers = options.get("task_markers", "false") == "true"
+        # "records": the records; "ranges": only a task marker with the task's ranges
+        self.emit = options.get("emit", "records")
         self._stop_at: Offsets | None = None
 
     def _admin(self) -> Any:
@@ -132,8 +137,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: TaskInput) -> Iterator[pa.RecordBatch]:
         from kspark._kafka.clients import read_range
 
-        if self.markers:
-            yield task_marker(partition.task)
+        if self.emit == "ranges":
+            yield task_marker(partition.task, partition.ranges)
+            return
         for topic, p, s, e in partition.ranges:
             for msgs in read_range(self.bootstrap, topic, p, s, e, self.read_timeout_ms,
                                    self.consumer_conf):

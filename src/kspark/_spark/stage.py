@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from kspark._engine.partitioner import default_partition
 from kspark._graph.graph import TopologyGraph
 from kspark._graph.instantiate import build_task
 from kspark._engine.state.build import bottom, discard_buffered
-from kspark._kafka.clients import commit_offsets, task_producer
+from kspark._kafka.clients import commit_offsets, read_range, task_producer
 from kspark._kafka.transactions import Marker, progress_topic, task_transactions
 from kspark._spark.source import ARROW_SCHEMA, MARKER_TOPIC
 from kspark.config import EXACTLY_ONCE_V2
@@ -132,28 +133,31 @@ class _RoutingCollector(RecordCollector):
         return pa.RecordBatch.from_pydict(cols, schema=FED_ARROW_SCHEMA)
 
 
-def _without_markers(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """``batch`` without its task markers (see ``source.MARKER_TOPIC``)."""
-    keep = pa.compute.not_equal(batch.column(0), MARKER_TOPIC)
-    return batch if pa.compute.all(keep).as_py() is not False else batch.filter(keep)
+def _ranges_of(batch: pa.RecordBatch) -> list[tuple[str, int, int, int]]:
+    """The Kafka offset ranges that the task markers in ``batch`` hand the task."""
+    found = batch.filter(pa.compute.equal(batch.column(0), MARKER_TOPIC)).column(5).to_pylist()
+    return [tuple(r) for v in found if v is not None for r in json.loads(v)]
 
 
 def _raw_records(batch: pa.RecordBatch) -> list[tuple[tuple, RawRecord]]:
+    """The shuffled records of ``batch`` (task markers left out), each with its order key:
+    (upstream task, its write sequence); see _in_writer_order."""
+    keep = pa.compute.not_equal(batch.column(0), MARKER_TOPIC)
+    if pa.compute.all(keep).as_py() is False:
+        batch = batch.filter(keep)
     n = batch.num_rows
+    if not n:
+        return []
     col = batch.column
     topic, part, off, ts = (col(i).to_pylist() for i in range(4))
     key, value = col(4).to_pylist(), col(5).to_pylist()
     hcol = col(6)
-    has_headers = n and pa.compute.sum(pa.compute.list_value_length(hcol)).as_py()
+    has_headers = pa.compute.sum(pa.compute.list_value_length(hcol)).as_py()
     headers = ([tuple((h["key"], h["value"]) for h in hs) if hs else () for hs in hcol.to_pylist()]
                if has_headers else [()] * n)
-    src = col(7).to_pylist() if batch.num_columns > 7 else None
-    if src is None:  # straight from Kafka: offset order within each partition
-        return [((o, 0), RawRecord(t, p, o, s, k, v, h))
-                for t, p, o, s, k, v, h in zip(topic, part, off, ts, key, value, headers)]
-    # Shuffled rows: (upstream task, its write sequence); see _in_writer_order.
     return [((u, o, 1), RawRecord(t, p, o, s, k, v, h))
-            for t, p, o, s, k, v, h, u in zip(topic, part, off, ts, key, value, headers, src)]
+            for t, p, o, s, k, v, h, u in zip(topic, part, off, ts, key, value, headers,
+                                              col(7).to_pylist())]
 
 
 def _in_writer_order(records: list[tuple[tuple, RawRecord]]) -> list[RawRecord]:
@@ -257,6 +261,19 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
     # Under exactly-once a refused delivery aborts the transaction: it always fails the task.
     skip_failed = config.get("production.exception.handler") == "log_and_continue"
 
+    read_timeout_ms = int(config["source.read.timeout.ms"])
+
+    def read(ranges: list[tuple[str, int, int, int]], ends: dict[tuple[str, int], int]
+             ) -> Iterator[list[RawRecord]]:
+        """The records of ``ranges`` from Kafka (read_committed), a few thousand at a time;
+        notes where each range ends in ``ends``."""
+        for topic, p, start, end in ranges:
+            for msgs in read_range(bootstrap, topic, p, start, end, read_timeout_ms,
+                                   consumer_conf):
+                yield [RawRecord(m.topic(), m.partition(), m.offset(), m.timestamp()[1], m.key(),
+                                 m.value(), tuple(m.headers() or ())) for m in msgs]
+            ends[(topic, p)] = max(ends.get((topic, p), 0), end)
+
     def run(partition: int, batches: Iterator[pa.RecordBatch], batch: tuple[str, int] | None,
             context: Any = None) -> Iterator[pa.RecordBatch]:
         """Run task ``partition`` over one micro-batch ``batch`` (query id, batch id)."""
@@ -293,18 +310,20 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
         task.collector = collector
         task.partition_counts = plan.partition_counts
         task.batch = batch
-        inputs: dict[tuple[str, int], int] = {}
+        inputs: dict[tuple[str, int], int] = {}  # the offsets to commit, per input partition
         try:
             if plan.streaming:  # one partition per task: offset order is processing order
-                for b in map(_without_markers, batches):
-                    _input_ends(b, inputs)
-                    task.add_records(r for _, r in _raw_records(b))
-                    task.process_buffered()
+                for b in batches:
+                    for part in read(_ranges_of(b), inputs):
+                        task.add_records(part)
+                        task.process_buffered()
             else:
-                records = []
-                for b in map(_without_markers, batches):
-                    _input_ends(b, inputs)
+                records, ranges = [], []
+                for b in batches:
+                    ranges += _ranges_of(b)
                     records.extend(_raw_records(b))
+                for part in read(ranges, inputs):
+                    records.extend(((r.offset, 0), r) for r in part)
                 task.add_records(_in_writer_order(records))
                 task.process_buffered()
             task.maybe_punctuate_wall_clock()
@@ -369,18 +388,3 @@ class _Discard(RecordCollector):
 
 
 _DISCARD = _Discard()
-
-
-def _input_ends(batch: pa.RecordBatch, out: dict[tuple[str, int], int]) -> None:
-    """Record, per user-topic partition read straight from Kafka, the offset after the last
-    record of ``batch`` (the offsets a task commits to the application's group)."""
-    if not batch.num_rows:
-        return
-    table = pa.Table.from_batches([batch])
-    if batch.num_columns > 7:
-        table = table.filter(pa.compute.equal(table.column("src_task"), -1))
-    if not table.num_rows:
-        return
-    for row in table.group_by(["topic", "partition"]).aggregate([("offset", "max")]).to_pylist():
-        tp = (row["topic"], row["partition"])
-        out[tp] = max(out.get(tp, 0), row["offset_max"] + 1)
