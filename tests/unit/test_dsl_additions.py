@@ -271,6 +271,11 @@ def test_grace_period_needs_a_versioned_table():
             rates, lambda v, r: v, joined=Joined().with_grace_period(10))
     with pytest.raises(ValueError, match="must not be negative"):
         Joined().with_grace_period(-1)
+    short = b.table("short", key_serde=S, value_serde=L, materialized=Materialized.as_(
+        Stores.persistent_versioned_key_value_store("short", 5)))
+    with pytest.raises(TopologyError, match="history retention must be at least the grace"):
+        b.stream("more", key_serde=S, value_serde=L).join(
+            short, lambda v, r: v, joined=Joined().with_grace_period(10))
 
 
 def test_versioned_store_history_retention():

@@ -22,10 +22,10 @@ class NodeContext(ProcessorContext):
 
     def forward(self, record: Record, child_name: str | None = None) -> None:
         if child_name is not None:
-            self._task.process_node(self._node.child(child_name), record)
+            self._node.child(child_name).process(record)
             return
         for child in self._node.children:
-            self._task.process_node(child, record)
+            child.process(record)
 
     def record_metadata(self) -> RecordMetadata | None:
         return self._task.record_metadata

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import traceback
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from kspark._engine.api import Processor, Record
 from kspark.errors import (
@@ -22,8 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["RawRecord", "ProcessorNode", "SourceNode", "SinkNode"]
 
 
-@dataclass(frozen=True, slots=True)
-class RawRecord:
+class RawRecord(NamedTuple):
     """A record as read from Kafka: serialized key and value plus metadata."""
 
     topic: str
@@ -100,7 +98,7 @@ class SourceNode(ProcessorNode):
 
     def process(self, record: Record) -> None:
         for child in self.children:
-            self.task.process_node(child, record)
+            child.process(record)
 
 
 class SinkNode(ProcessorNode):

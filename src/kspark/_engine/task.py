@@ -146,7 +146,11 @@ class StreamTask:
             self._bad_record(raw, e)
             return
         tp = (raw.topic, raw.partition)
-        ts = self._extract(source, raw, record, self.partition_time.get(tp, -1))
+        before = self.partition_time.get(tp, -1)
+        ts = raw.timestamp
+        if ts < 0 or source.timestamp_extractor is not None or \
+                type(self._default_extractor) is not FailOnInvalidTimestamp:
+            ts = self._extract(source, raw, record, before)  # the default on a valid one: no call
         if ts < 0:
             self.dropped += 1
             log.warning("task %s skips the record at topic %r, partition %d, offset %d: its "
@@ -156,7 +160,7 @@ class StreamTask:
             return
         if ts != record.timestamp:
             record = record.with_timestamp(ts)
-        if ts > self.partition_time.get(tp, -1):
+        if ts > before:
             self.partition_time[tp] = ts
         if ts > self.stream_time:
             self.stream_time = ts
@@ -164,7 +168,8 @@ class StreamTask:
         source.process(record)
         self.processed += 1
         self._current = None
-        self.maybe_punctuate_stream_time()
+        if self._stream_punctuations.schedules:
+            self.maybe_punctuate_stream_time()
 
     def _extract(self, source: SourceNode, raw: RawRecord, record: Record, partition_time: int) -> int:
         extractor = source.timestamp_extractor or self._default_extractor
@@ -281,9 +286,6 @@ class StreamTask:
             self.current_timestamp = now
             s.callback(now)
         return len(schedules)
-
-    def process_node(self, node: ProcessorNode, record: Record) -> None:
-        node.process(record)
 
     def flush(self) -> None:
         """End of a batch (a commit): write stores down, then flush the collector (raises if any

@@ -285,6 +285,13 @@ class KStream:
             raise TopologyError(f"table {table._node!r} must be versioned to use a grace period "
                                 f"in a stream-table join: materialize it with "
                                 f"Stores.persistent_versioned_key_value_store")
+        for store in getter.stores if grace is not None else ():
+            history = getattr(self._graph.stores[store][0].supplier, "history_retention_ms", grace)
+            if grace > history:
+                raise TopologyError(f"the grace period ({grace} ms) of a join with table "
+                                    f"{table._node!r} is longer than its store {store!r} keeps "
+                                    f"history ({history} ms): history retention must be at "
+                                    f"least the grace period")
         stream = (self._repartitioned(ks, vs, None, None)
                   if self._repartition_required else self)
         if left:
