@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: setup demo test bench soak conformance clean
+.PHONY: setup demo test bench bench-peers soak conformance clean
 ROUNDS  ?= 20
 RECORDS ?= 200000
 
@@ -29,6 +29,14 @@ bench: setup
 	$(PY) benchmarks/stateless.py
 	$(PY) benchmarks/stateful_count.py
 	$(PY) benchmarks/eos_overhead.py
+
+# Optional, not part of test: kspark side by side with a confluent-kafka loop, Quix Streams,
+# Bytewax and native PySpark (see benchmarks/README.md), e.g. PEERS_ARGS="--records 20000
+# --repeat 1". Quix Streams and Bytewax go into benchmarks/peers/.venv, made on first use.
+PEERS_ARGS ?=
+bench-peers: setup
+	$(PY) -m pip install --quiet -e '.[dev,peers]'
+	$(PY) benchmarks/peers/run.py $(PEERS_ARGS)
 
 # Exactly-once soak (KIP-129): R rounds of SIGKILLs of the driver or an executor; the last
 # line of each run is "soak: rounds R, duplicates D, lost L, wrong aggregates W, open

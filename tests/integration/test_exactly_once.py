@@ -14,9 +14,8 @@ import threading
 import time
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kspark import KafkaStreams, Serdes
 from kspark._kafka.broker import LocalBroker, free_port
@@ -153,7 +152,7 @@ def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, 
                                                                         tmp_path):
     from kspark._graph.subtopology import sub_topologies
     from kspark._kafka import transactions
-    from kspark._spark.source import ARROW_SCHEMA
+    from kspark._spark.source import task_marker
     from kspark._spark.stage import StagePlan, _task_runner
     from kspark.config import StreamsConfig
     from kspark.processor import Processor, Topology
@@ -184,9 +183,11 @@ def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, 
     cfg = StreamsConfig({"application.id": app_id, "bootstrap.servers": broker,
                          "state.dir": str(tmp_path), "processing.guarantee": "exactly_once_v2"})
     plan = StagePlan(st.id, st.nodes, {}, {}, {}, {src: 1, dst: 1}, streaming=True)
-    rows = pa.RecordBatch.from_pydict(
-        {"topic": [src] * 3, "partition": [0] * 3, "offset": [0, 1, 2], "timestamp": [5, 6, 7],
-         "key": [b"k"] * 3, "value": [b"1", b"2", b"3"], "headers": [[]] * 3}, schema=ARROW_SCHEMA)
+    p = Producer({"bootstrap.servers": broker})
+    for i, v in enumerate((b"1", b"2", b"3")):
+        p.produce(src, key=b"k", value=v, partition=0, timestamp=5 + i)
+    assert p.flush(30) == 0
+    rows = task_marker(0, [(src, 0, 0, 3)])  # the stage reads offsets 0-2 itself
     runner = _task_runner(graph, cfg.as_dict(), plan)
     outcome: list = []
 

@@ -1,0 +1,154 @@
+"""Running one system in its own process, and checking what it wrote.
+
+``run`` starts the system's script, samples the RSS of its whole process tree (the JVM and
+Spark's Python workers included) every 100 ms, and kills the tree on a timeout.
+``read_output`` reads the output topic back; the topics are created with
+``message.timestamp.type=LogAppendTime``, so each record carries the broker's append time and
+the first and last output times do not depend on when the runner reads them.
+``verify`` compares the output with what the generated input must give.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+
+import psutil
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, TopicPartition
+
+from workload import THRESHOLD, Expected
+
+
+@dataclass
+class Process:
+    start: float        # epoch seconds, just before the process was started
+    end: float          # epoch seconds, when it had exited (or was killed)
+    returncode: int | None
+    peak_rss: int       # bytes, the whole process tree
+    timed_out: bool
+
+
+def _tree_rss(proc: psutil.Process) -> int:
+    total = 0
+    try:
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def _kill_tree(proc: psutil.Process) -> None:
+    try:
+        procs = [*proc.children(recursive=True), proc]
+    except psutil.NoSuchProcess:
+        return
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
+def run(cmd: list[str], log_path: str, timeout_s: float, env: dict | None = None) -> Process:
+    """Run ``cmd`` to completion (stdout and stderr to ``log_path``), measuring peak RSS."""
+    peak = 0
+    with open(log_path, "wb") as log:
+        start = time.time()
+        popen = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        proc = psutil.Process(popen.pid)
+        done = threading.Event()
+
+        def sample() -> None:
+            nonlocal peak
+            while not done.wait(0.1):
+                peak = max(peak, _tree_rss(proc))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        timed_out = False
+        try:
+            popen.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_tree(proc)
+            popen.wait()
+        end = time.time()
+        done.set()
+        sampler.join()
+    return Process(start, end, popen.returncode, peak, timed_out)
+
+
+@dataclass
+class Output:
+    records: list[tuple[int, bytes, bytes]]  # (partition, key, value) in offset order per partition
+    first: float | None                      # epoch seconds of the first append
+    last: float | None                       # epoch seconds of the last append
+    problem: str | None = None
+
+
+def read_output(bootstrap: str, topic: str, partitions: int, timeout_s: float = 120) -> Output:
+    """Every committed record of ``topic``, read from the start up to each partition's end."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"verify-{topic}",
+                  "enable.auto.commit": False, "enable.partition.eof": True,
+                  "isolation.level": "read_committed", "fetch.max.bytes": 52428800})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    records: list[tuple[int, bytes, bytes]] = []
+    first = last = None
+    problem = None
+    at_end: set[int] = set()
+    deadline = time.monotonic() + timeout_s
+    while len(at_end) < partitions and time.monotonic() < deadline:
+        for m in c.consume(10000, 1.0):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    at_end.add(m.partition())
+                continue
+            kind, ts = m.timestamp()
+            if kind != TIMESTAMP_LOG_APPEND_TIME:
+                problem = f"output topic {topic} does not carry LogAppendTime timestamps"
+            t = ts / 1000
+            first = t if first is None else min(first, t)
+            last = t if last is None else max(last, t)
+            records.append((m.partition(), m.key(), m.value()))
+    c.close()
+    if len(at_end) < partitions:
+        problem = f"could not read {topic} to its end within {timeout_s:.0f}s"
+    return Output(records, first, last, problem)
+
+
+def verify(workload: str, out: Output, expected: Expected) -> str | None:
+    """None when ``out`` is exactly what the input must give, else what is wrong."""
+    if out.problem:
+        return out.problem
+    if workload == "w1":
+        if len(out.records) != expected.w1_out:
+            return f"{len(out.records)} output records, expected {expected.w1_out}"
+        for _, key, value in out.records:
+            rec = json.loads(value)
+            if (rec["amount"] <= THRESHOLD or not rec["kind"].isupper()
+                    or "amount_cents" not in rec or key.decode() != rec["user"]):
+                return f"wrong output record {key!r}: {value[:200]!r}"
+        return None
+    final: dict[bytes, int] = {}
+    where: dict[bytes, int] = {}
+    for partition, key, value in out.records:
+        if where.setdefault(key, partition) != partition:
+            return f"key {key!r} written to more than one partition"
+        final[key] = int.from_bytes(value, "big") if len(value) == 8 else int(value)
+    if len(final) != len(expected.counts):
+        return f"{len(final)} keys in the output, expected {len(expected.counts)}"
+    if sum(final.values()) != expected.records:
+        return f"final counts add up to {sum(final.values())}, expected {expected.records}"
+    wrong = [k for k, n in expected.counts.items() if final.get(k) != n]
+    if wrong:
+        k = wrong[0]
+        return f"{len(wrong)} keys with a wrong final count, e.g. {k!r}: {final.get(k)} != {expected.counts[k]}"
+    return None

@@ -1,0 +1,43 @@
+"""kspark: a StreamsBuilder topology run by KafkaStreams on Spark local[2], ``autostop.at=eol``.
+
+W1: map_values(w1) then filter out the dropped records (one JSON parse per record, as the
+other Python systems do). W2: ``group_by_key().count()`` (kspark's default store, logged)
+``.to_stream().to(dst)`` with a Long value serde.
+"""
+
+import sys
+import time
+from pathlib import Path
+
+from kspark import KafkaStreams, Serdes, StreamsBuilder, spark_session
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from workload import cli, w1  # noqa: E402
+
+
+def main() -> None:
+    a = cli()
+    raw = Serdes.ByteArray()
+    b = StreamsBuilder()
+    stream = b.stream(a.src, key_serde=raw, value_serde=raw)
+    if a.workload == "w1":
+        (stream.map_values(w1).filter(lambda k, v: v is not None)
+         .to(a.dst, key_serde=raw, value_serde=raw))
+    else:
+        (stream.group_by_key().count()
+         .to_stream().to(a.dst, key_serde=raw, value_serde=Serdes.Long()))
+    spark = spark_session({"spark.master": "local[2]", "spark.ui.enabled": "false",
+                           "spark.sql.shuffle.partitions": "2"})
+    streams = KafkaStreams(b.build(), {
+        "application.id": f"peers-{a.dst}-{time.time_ns()}", "bootstrap.servers": a.bootstrap,
+        "state.dir": str(Path(a.workdir) / "state"), "autostop.at": "eol",
+        "max.offsets.per.trigger": a.max_offsets, "producer.linger.ms": 20,
+        "producer.batch.num.messages": 10000}, spark=spark)
+    streams.start()
+    streams.await_termination()
+    streams.close()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
