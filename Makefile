@@ -29,6 +29,7 @@ bench: setup
 	$(PY) benchmarks/stateless.py
 	$(PY) benchmarks/stateful_count.py
 	$(PY) benchmarks/eos_overhead.py
+	$(PY) benchmarks/latency.py
 
 # Optional, not part of test: kspark side by side with a confluent-kafka loop, Quix Streams,
 # Bytewax and native PySpark (see benchmarks/README.md), e.g. PEERS_ARGS="--records 20000

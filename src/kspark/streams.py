@@ -69,7 +69,8 @@ class KafkaStreams:
         return self._state
 
     def progress(self) -> dict[str, int]:
-        """Records read so far and the batches done: ``{"records": n, "batches": m}``."""
+        """The micro-batches done and the input position reached (the sum of the next
+        offsets of every input partition): ``{"batches": m, "position": n}``."""
         self._require_started()
         return self._app.progress()
 

@@ -1,0 +1,108 @@
+"""End-to-end latency of a streaming kspark application at a steady input rate.
+
+A producer writes ``--rate`` records/s for ``--seconds`` into a 2-partition topic, each value
+holding its send time (ms); kspark (``autostop.at=none``, trigger = ``commit.interval.ms``)
+copies them to an output topic whose timestamps are the broker's append times
+(LogAppendTime). Latency = output append time - send time, over the records sent after
+``--warmup`` seconds of steady input. Every record must come out once (at-least-once, no
+failures, so exactly once here): the run fails otherwise.
+
+    .venv/bin/python benchmarks/latency.py [--rate 5000] [--seconds 20] [--trigger-ms 100 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+
+from _common import local_broker, producer, send
+from confluent_kafka import Consumer, TopicPartition
+
+from kspark import KafkaStreams, Serdes, StreamsBuilder, spark_session
+from kspark._kafka.admin import Admin
+
+
+def steady_input(bootstrap: str, topic: str, rate: int, seconds: float) -> int:
+    """Write ``rate`` records/s for ``seconds``, values = send time in ms; returns the count."""
+    p = producer(bootstrap, **{"linger.ms": 1})
+    n, start = 0, time.monotonic()
+    while (elapsed := time.monotonic() - start) < seconds:
+        due = int(elapsed * rate)
+        while n < due:
+            send(p, topic, b"k%d" % (n % 1000), b"%d" % int(time.time() * 1000))
+            n += 1
+        p.poll(0)
+        time.sleep(0.001)
+    p.flush(60)
+    return n
+
+
+def latencies(bootstrap: str, topic: str, expected: int, timeout_s: float) -> list[tuple[int, int]]:
+    """(send time, append time - send time) of every output record; waits for ``expected``."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lat-{time.time_ns()}",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, 0) for p in range(2)])
+    out, deadline = [], time.monotonic() + timeout_s
+    while len(out) < expected and time.monotonic() < deadline:
+        for m in c.consume(10000, 0.5):
+            if m.error() is None:
+                sent = int(m.value())
+                out.append((sent, m.timestamp()[1] - sent))
+    c.close()
+    return out
+
+
+def run(bootstrap: str, spark, work: str, rate: int, seconds: float, warmup: float,
+        trigger_ms: int) -> str:
+    src, dst = f"lat-in-{trigger_ms}", f"lat-out-{trigger_ms}"
+    admin = Admin(bootstrap)
+    admin.create_topics({src: 2})
+    admin.create_topics({dst: 2}, {"message.timestamp.type": "LogAppendTime"})
+    raw = Serdes.ByteArray()
+    b = StreamsBuilder()
+    b.stream(src, key_serde=raw, value_serde=raw).map_values(bytes).to(
+        dst, key_serde=raw, value_serde=raw)
+    streams = KafkaStreams(b.build(), {
+        "application.id": f"lat-{trigger_ms}-{time.time_ns()}", "bootstrap.servers": bootstrap,
+        "state.dir": os.path.join(work, f"state-{trigger_ms}"), "autostop.at": "none",
+        "commit.interval.ms": trigger_ms, "producer.linger.ms": 5}, spark=spark)
+    streams.start()
+    # the first micro-batch starts Python workers: begin the steady input once it has run
+    warm = steady_input(bootstrap, src, 10, 1.0)
+    latencies(bootstrap, dst, warm, 120)
+    sent: list[int] = []
+    writer = threading.Thread(target=lambda: sent.append(steady_input(bootstrap, src, rate,
+                                                                      seconds)))
+    t0 = time.time() * 1000
+    writer.start()
+    writer.join()
+    got = latencies(bootstrap, dst, warm + sent[0], 120)
+    streams.close()
+    if len(got) != warm + sent[0]:
+        raise SystemExit(f"trigger {trigger_ms} ms: {len(got)} records out of {warm + sent[0]}")
+    steady = sorted(lat for t, lat in got if t >= t0 + warmup * 1000)
+    pct = lambda q: steady[min(len(steady) - 1, int(q * len(steady)))]  # noqa: E731
+    return (f"trigger {trigger_ms:>5} ms, {rate} records/s for {seconds:.0f} s: latency p50 "
+            f"{pct(0.5)} ms, p90 {pct(0.9)} ms, p99 {pct(0.99)} ms, max {steady[-1]} ms "
+            f"({len(steady)} records after {warmup:.0f} s of warm-up, all {len(got)} out)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rate", type=int, default=5000)
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--warmup", type=float, default=5)
+    ap.add_argument("--trigger-ms", type=int, nargs="+", default=[100, 1000])
+    a = ap.parse_args()
+    with local_broker([f"lat-in-{t}" for t in a.trigger_ms], 2) as (bootstrap, work):
+        spark = spark_session({"spark.master": "local[2]", "spark.ui.enabled": "false"})
+        lines = [run(bootstrap, spark, work, a.rate, a.seconds, a.warmup, t) for t in a.trigger_ms]
+        spark.stop()
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
