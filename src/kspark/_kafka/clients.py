@@ -20,6 +20,30 @@ __all__ = ["read_range", "TaskProducer", "task_producer", "group_reader", "commi
 log = logging.getLogger("kspark")
 
 
+_RANGE_READERS: dict[tuple, tuple[Consumer, list[str]]] = {}
+
+
+def _range_reader(conf: Mapping[str, Any]) -> tuple[Consumer, list[str]]:
+    """This worker process's range-reading consumer for ``conf`` and its list of client
+    errors: reused from range to range (a new consumer costs a connection and a metadata
+    round trip per range)."""
+    key = tuple(sorted((k, repr(v)) for k, v in conf.items()))
+    found = _RANGE_READERS.get(key)
+    if found is None:
+        errors: list[str] = []
+        consumer = Consumer({**conf, "logger": QuietLogger(),
+                             "error_cb": lambda err: errors.append(err.str())})
+        found = _RANGE_READERS[key] = (consumer, errors)
+    return found
+
+
+def _drop_range_reader(consumer: Consumer) -> None:
+    for key, (c, _) in list(_RANGE_READERS.items()):
+        if c is consumer:
+            del _RANGE_READERS[key]
+    consumer.close()
+
+
 def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
                timeout_ms: int, extra: Mapping[str, Any] | None = None,
                batch_size: int = 5000, retry_after_s: float = 10.0) -> Iterator[list]:
@@ -29,19 +53,20 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
     also ends when the consumer's position reaches ``end``. A consumer that makes no progress
     for ``retry_after_s`` is replaced by a new one at the same position; no progress at all for
     ``timeout_ms`` raises SourceReadError naming the topic-partition and the last client error.
+    The consumer stays with the worker process for the next range (unassigned in between).
     """
     if start >= end:
         return
-    errors: list[str] = []
     conf = {"bootstrap.servers": bootstrap, "group.id": "kspark-range-reader",
             "enable.auto.commit": False, "enable.auto.offset.store": False,
             "isolation.level": "read_committed", "enable.partition.eof": True,
-            "auto.offset.reset": "earliest", "fetch.max.bytes": 52428800,
-            "logger": QuietLogger(), "error_cb": lambda err: errors.append(err.str())}
+            "auto.offset.reset": "earliest", "fetch.max.bytes": 52428800}
     conf.update(extra or {})
     position, last_progress = start, time.monotonic()
     while position < end:
-        consumer = Consumer(conf)
+        consumer, errors = _range_reader(conf)
+        errors.clear()
+        healthy = False
         try:
             consumer.assign([TopicPartition(topic, partition, position)])
             attempt_start = time.monotonic()
@@ -51,9 +76,17 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
                 if progressed:
                     last_progress = time.monotonic()
                 if batch:
-                    yield batch
+                    try:
+                        yield batch
+                    except GeneratorExit:  # the caller has read enough: the consumer is fine
+                        healthy = True
+                        raise
+            healthy = position >= end
         finally:
-            consumer.close()
+            if healthy:
+                consumer.unassign()  # no prefetching for a range nobody reads
+            else:  # stuck, failed or abandoned: the next attempt starts from a new consumer
+                _drop_range_reader(consumer)
         if position < end and time.monotonic() - last_progress > timeout_ms / 1000:
             last_error = f"; last client error: {errors[-1]}" if errors else ""
             raise SourceReadError(
@@ -66,7 +99,9 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
 def _consume_some(consumer: Consumer, topic: str, partition: int, position: int, end: int,
                   batch_size: int) -> tuple[list, int, bool]:
     """One poll: the messages below ``end``, the new position, and whether anything arrived."""
-    msgs = consumer.consume(num_messages=batch_size, timeout=0.2)
+    # librdkafka returns when it has num_messages or the timeout passed: ask for no more
+    # than the range holds, so a short range returns as soon as its records are in
+    msgs = consumer.consume(num_messages=max(1, min(batch_size, end - position)), timeout=0.05)
     batch = []
     for m in msgs:
         err = m.error()

@@ -18,6 +18,8 @@ _DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
     "spark.python.worker.reuse": "true",
+    # workers forked warm, importing the installed pyspark (see kspark/_spark/daemon.py)
+    "spark.python.daemon.module": "kspark._spark.daemon",
 }
 
 

@@ -86,11 +86,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # "records": the records; "ranges": only a task marker with the task's ranges
         self.emit = options.get("emit", "records")
         self._stop_at: Offsets | None = None
+        self._admin_client: Any = None
 
     def _admin(self) -> Any:
-        from kspark._kafka.admin import Admin
+        """One admin client for the reader's life (its connections outlive the micro-batch:
+        a new client per trigger costs a connection and a metadata round trip)."""
+        if self._admin_client is None:
+            from kspark._kafka.admin import Admin
 
-        return Admin(self.bootstrap, self.timeout_ms, self.admin_conf)
+            self._admin_client = Admin(self.bootstrap, self.timeout_ms, self.admin_conf)
+        return self._admin_client
 
     def _ends(self, admin: Any, earliest: bool = False) -> Offsets:
         counts = admin.check_topics(self.topics, [])

@@ -143,6 +143,8 @@ def _open_rocksdb(name: str, directory: Path) -> Any:
         directory.mkdir(parents=True, exist_ok=True)
         opts = Options(raw_mode=True)
         opts.create_if_missing(True)
+        opts.set_write_buffer_size(16 * 1024 * 1024)  # Kafka Streams' RocksDBStore defaults:
+        opts.set_max_write_buffer_number(3)  # 16 MB memtables, at most 3 (RocksDB's: 64 MB)
         return Rdict(str(directory), options=opts)
     except Exception as e:
         hint = (" Another process holds its lock: a second instance of the application with the "
