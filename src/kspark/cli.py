@@ -1,4 +1,5 @@
-"""The ``kspark`` command: manage the local broker, run the demo, rebuild a lost changelog.
+"""The ``kspark`` command: manage the local broker, run the demo or an application, reset an
+application, rebuild a lost changelog.
 
 Example:
     >>> from kspark.cli import build_parser
@@ -28,6 +29,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the demo topology on Spark against Kafka")
     demo.add_argument("--bootstrap-servers", default=None,
                       help="use this Kafka instead of starting a local broker")
+    run = sub.add_parser("run", help="run an application (batch runs exit 0 once finished)")
+    run.add_argument("application", help="module:attr or file.py:attr naming a Topology, a "
+                     "StreamsBuilder, or a function returning one")
+    run.add_argument("--config", type=Path, default=None, help="a properties file (key=value)")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="a config key, overriding the file (repeatable)")
     changelog = sub.add_parser("changelog", help="rebuild a lost changelog topic from local state")
     changelog.add_argument("action", choices=["rebuild"])
     changelog.add_argument("--bootstrap-servers", required=True)
@@ -79,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
             return _broker(args)
         if args.command == "changelog":
             return _changelog(args)
+        if args.command == "run":
+            from kspark._runner import run_application
+
+            return run_application(args.application, args.config, args.set)
         from kspark.demo.run import run_demo
 
         return run_demo(args.bootstrap_servers)

@@ -69,10 +69,24 @@ class KafkaStreams:
         return self._state
 
     def progress(self) -> dict[str, int]:
-        """The micro-batches done and the input position reached (the sum of the next
-        offsets of every input partition): ``{"batches": m, "position": n}``."""
+        """The micro-batches done, the input position reached (the sum of the next offsets
+        of every input partition), and the records read from and written to Kafka by this
+        process's committed task batches: ``{"batches": m, "position": n, "records_in": i,
+        "records_out": o}``."""
         self._require_started()
         return self._app.progress()
+
+    def stop_offsets(self) -> dict[tuple[str, int], int] | None:
+        """An incremental batch run's stop offsets (``autostop.at=eol``), ``{(topic,
+        partition): offset}``: read back from the application's metadata topic when the run
+        resumes, else the input ends at its first start (KIP-95). None when streaming."""
+        self._require_started()
+        return self._app.stop_offsets
+
+    def batch_finished(self) -> bool:
+        """Whether a batch run ended by reaching its stop offsets (its finished marker is
+        written); False while running, when streaming, or after ``close()`` stopped it early."""
+        return self._app is not None and self._app.finished
 
     def _require_started(self) -> None:
         if self._app is None:

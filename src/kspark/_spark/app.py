@@ -16,6 +16,8 @@ from kspark._kafka.admin import Admin
 from kspark._kafka.clients import check_client_configs
 from kspark._spark.session import build_session, ensure_registered
 from kspark._spark.planner import kafka_sources, plan_query
+from kspark._spark.batch_run import BatchRun
+from kspark._spark.checkpoint import SparkCheckpoint
 from kspark._spark.resume import resume_offsets
 from kspark._kafka.instance import InstanceGuard, instance_group
 from kspark._kafka.transactions import progress_topic
@@ -37,6 +39,11 @@ class SparkApplication:
         self._query: Any = None
         self._guard: InstanceGuard | None = None
         self._reported = False  # await_termination() raised the query's failure
+        self._session: SparkSession | None = None
+        self._batch_run: BatchRun | None = None  # autostop.at=eol: the run's stop offsets
+        self._counters: tuple[Any, Any] | None = None
+        self.stop_offsets: dict[tuple[str, int], int] | None = None
+        self.finished = False  # a batch run reached its stop offsets
 
     @property
     def checkpoint_dir(self) -> str:
@@ -76,12 +83,17 @@ class SparkApplication:
     def _start_query(self, admin: Admin, counts: dict[str, int]) -> None:
         c = self.config
         spark = self._spark or build_session({k: v for k, v in c.items() if k.startswith("spark.")})
+        self._session = spark
         ensure_registered(spark)
         # One Spark task per kspark task: Spark must not merge partitions of like inputs.
         spark.conf.set("spark.sql.unionOutputPartitioning", "false")
         topics, resets = kafka_sources(self.graph)
         start = resume_offsets(spark, c, topics, resets, self.checkpoint_dir)
-        plan = plan_query(spark, self.graph, c, counts, start)
+        self._batch_run = BatchRun.at_start(c, admin, topics, counts)
+        self.stop_offsets = None if self._batch_run is None else dict(self._batch_run.stop)
+        stop = self._batch_run.stop_offsets() if self._batch_run else None
+        plan = plan_query(spark, self.graph, c, counts, start, stop)
+        self._counters = plan.counters
         self._create_changelogs(admin, counts, plan.store_tasks)
         if c["processing.guarantee"] == EXACTLY_ONCE_V2:
             self._create_topic(admin, counts, progress_topic(c["application.id"]), plan.tasks,
@@ -150,8 +162,16 @@ class SparkApplication:
             self._reported = True
             raise StreamsError(_explain(self.config["application.id"], e)) from e
         if done:
+            self._finish_run()
             self._release()
         return done
+
+    def _finish_run(self) -> None:
+        """The query ended by itself (not stopped, not failed): a batch run is finished."""
+        if self._batch_run is not None and self._query.exception() is None:
+            run, self._batch_run = self._batch_run, None
+            run.finish(SparkCheckpoint(self._session, self.checkpoint_dir))
+            self.finished = True
 
     def _release(self) -> None:
         """The query has stopped: another instance of the application may start."""
@@ -161,22 +181,27 @@ class SparkApplication:
 
     def stop(self, timeout_s: float | None) -> None:
         if self._query is not None and self._query.isActive:
-            self._query.stop()
+            self._query.stop()  # a batch run stopped by the user stays unfinished
+            self._batch_run = None
+        elif self._query is not None:
+            self._finish_run()
         self._release()
         if (self._query is not None and self._query.exception() is not None
                 and not self._reported):  # a failure await_termination() raised is not raised again
             raise StreamsError(_explain(self.config["application.id"], self._query.exception()))
 
     def progress(self) -> dict[str, int]:
+        counted = {"records_in": self._counters[0].value, "records_out": self._counters[1].value
+                   } if self._counters else {"records_in": 0, "records_out": 0}
         last = self._query.lastProgress if self._query else None
         if not last:
-            return {"batches": 0, "position": 0}
+            return {"batches": 0, "position": 0, **counted}
         pos = 0
         for source in last["sources"]:
             end = source.get("endOffset") or "{}"
             offsets = json.loads(end) if isinstance(end, str) else end
             pos += sum(int(o) for parts in offsets.values() for o in parts.values())
-        return {"batches": int(last["batchId"]) + 1, "position": pos}
+        return {"batches": int(last["batchId"]) + 1, "position": pos, **counted}
 
 
 def _explain(app_id: str, e: BaseException) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -20,6 +21,8 @@ from kspark._spark.source import MARKER_TOPIC
 from kspark._spark.stage import FED_SCHEMA, StagePlan, make_stage
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
+
+Offsets = dict[str, dict[str, int]]  # {topic: {partition: offset}}
 
 __all__ = ["plan_query", "QueryPlan", "kafka_sources"]
 
@@ -35,8 +38,9 @@ def _shuffle_keys(spark: SparkSession, n: int) -> list[int]:
 
 
 def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
-              resets: dict[str, str], start: dict[str, dict[str, int]]) -> DataFrame:
+              resets: dict[str, str], start: Offsets, stop: Offsets | None) -> DataFrame:
     return (spark.readStream.format("kspark_kafka")
+            .option("stop", "" if stop is None else json.dumps({t: stop[t] for t in topics}))
             .option("resets", json.dumps({t: resets[t] for t in topics if t in resets}))
             .option("start", json.dumps({t: start[t] for t in topics if t in start}))
             .option("bootstrap", c["bootstrap.servers"])
@@ -117,11 +121,13 @@ def _groups(subs: list[SubTopology], tasks: dict[int, int]) -> list[_Group]:
 class QueryPlan:
     """The DataFrame whose execution runs the whole topology for one micro-batch; the number
     of tasks of each state store (its changelog's partition count); and the number of tasks
-    in all (the progress topic's partition count: one marker partition per task)."""
+    in all (the progress topic's partition count: one marker partition per task); the
+    accumulators of records read and records written by committed task batches."""
 
     df: DataFrame
     store_tasks: dict[str, int]
     tasks: int
+    counters: tuple[Any, Any]
 
 
 def kafka_sources(graph: TopologyGraph) -> tuple[list[str], dict[str, str]]:
@@ -132,18 +138,20 @@ def kafka_sources(graph: TopologyGraph) -> tuple[list[str], dict[str, str]]:
 
 
 def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
-               partition_counts: dict[str, int], start: dict[str, dict[str, int]] | None = None
-               ) -> QueryPlan:
+               partition_counts: dict[str, int], start: dict[str, dict[str, int]] | None = None,
+               stop: dict[str, dict[str, int]] | None = None) -> QueryPlan:
     """Plan the topology as one streaming query (see :class:`QueryPlan`).
 
     ``partition_counts`` holds every user topic the topology reads or writes by name;
     ``start``: where the query's first batch starts, per topic and partition (see
-    ``_spark/resume.py``).
+    ``_spark/resume.py``); ``stop``: an incremental batch run's stop offsets (see
+    ``_kafka/stopoffsets.py``), None to stop at the ends found at start (AvailableNow) or
+    never (streaming).
     """
     app_id = c["application.id"]
     internal = set(graph.internal_topics())
     _, resets = kafka_sources(graph)
-    begin = (resets, start or {})
+    begin = (resets, start or {}, stop)
     subs = sub_topologies(graph)
     tasks, fed_count = _task_counts(graph, subs, partition_counts, internal)
     groups = _groups(subs, tasks)
@@ -157,6 +165,7 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
     for st in sorted(subs, key=lambda st: st.id):
         first_marker[st.id], total = total, total + tasks[st.id]
     outputs: dict[int, DataFrame] = {}  # by id(group)
+    counters = (spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0))
     for g in groups:
         members = []
         for st in g.members:
@@ -168,7 +177,7 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
                              first_marker[st.id])
             members.append((g.first[st.id], tasks[st.id], plan))
         df = _group_input(spark, c, g, groups, begin, outputs, keys, name)
-        stage = make_stage(graph, c.as_dict(), members, keys[g.size] if g.fed else None)
+        stage = make_stage(graph, c.as_dict(), members, keys[g.size] if g.fed else None, counters)
         outputs[id(g)] = df.mapInArrow(stage, FED_SCHEMA)
     terminal = [outputs[id(g)] for g in groups if not _downstream(g, groups)]
     result = terminal[0]
@@ -176,7 +185,7 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
         result = result.unionByName(df)
     store_tasks = {store: tasks[st.id] for st in subs for store, (_, procs) in graph.stores.items()
                    if procs & set(st.nodes)}
-    return QueryPlan(result, store_tasks, total)
+    return QueryPlan(result, store_tasks, total, counters)
 
 
 def _task_counts(graph: TopologyGraph, subs: list[SubTopology], partition_counts: dict[str, int],
@@ -223,7 +232,7 @@ def _upstream(g: _Group, groups: list[_Group]) -> list[_Group]:
 
 
 def _group_input(spark: SparkSession, c: StreamsConfig, g: _Group, groups: list[_Group],
-                 begin: tuple[dict[str, str], dict[str, dict[str, int]]],
+                 begin: tuple[dict[str, str], Offsets, Offsets | None],
                  outputs: dict[int, DataFrame], keys: dict[int, list[int]], name) -> DataFrame:
     if not g.fed:
         (st,) = g.members

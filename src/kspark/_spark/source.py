@@ -83,6 +83,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.admin_conf: dict[str, Any] = json.loads(options.get("admin_conf", "{}"))
         self.resets: dict[str, str] = json.loads(options.get("resets", "{}"))
         self.start: Offsets = json.loads(options.get("start", "{}"))
+        # an incremental batch run's stop offsets (KIP-95; see kspark._kafka.stopoffsets)
+        self.stop: Offsets | None = json.loads(options["stop"]) if options.get("stop") else None
         # "records": the records; "ranges": only a task marker with the task's ranges
         self.emit = options.get("emit", "records")
         self._stop_at: Offsets | None = None
@@ -127,7 +129,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(self.max_offsets)
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._stop_at = self._ends(self._admin())
+        """AvailableNow: stop at the run's stop offsets, which the driver took from (or wrote
+        to) the metadata topic, so a restarted run stops where its first start would have."""
+        self._stop_at = self.stop if self.stop is not None else self._ends(self._admin())
 
     def partitions(self, start: Offsets, end: Offsets) -> list[TaskInput]:
         n_tasks = max((len(parts) for parts in end.values()), default=0)

@@ -94,17 +94,20 @@ class _RoutingCollector(RecordCollector):
         self.plan = plan
         self.task_partition = task_partition
         self.rows: list[tuple] = []
+        self.sent = 0  # records sent to user topics
 
     def send(self, topic, key, value, timestamp, headers, partition) -> None:
         fed = self.plan.fed.get(topic)
         if fed is None:
             self.producer.send(topic, key, value, timestamp, headers, partition)
+            self.sent += 1
             return
         n, to_kafka = fed
         target = partition if partition is not None else default_partition(
             key, n, self.task_partition)
         if to_kafka:
             self.producer.send(topic, key, value, timestamp, headers, target)
+            self.sent += 1
         self.rows.append((topic, target, len(self.rows), timestamp, key, value, headers))
 
     def flush(self) -> None:
@@ -205,7 +208,8 @@ def _reusable(task: Any, builders: dict[str, Any], marker: Marker | None) -> Any
 
 
 def make_stage(graph: TopologyGraph, config: dict[str, Any],
-               members: list[tuple[int, int, StagePlan]], exchange: list[int] | None = None
+               members: list[tuple[int, int, StagePlan]], exchange: list[int] | None = None,
+               counters: tuple[Any, Any] | None = None
                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function of a stage: each Spark partition runs one task of one of
     its sub-topologies and writes with the task's producer.
@@ -215,8 +219,10 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any],
     ``source.MARKER_TOPIC``): read straight from Kafka, the marker's ``partition``; through
     an exchange, the position of the rows' ``shuffle_key`` in ``exchange`` (the exchange's
     shuffle keys). A partition without rows runs no task: its source had nothing new.
+    ``counters``: two Spark accumulators, to which every task batch that commits adds the
+    records it read from Kafka and the records it wrote to user topics.
     """
-    runners = [(first, count, plan.stage, _task_runner(graph, config, plan))
+    runners = [(first, count, plan.stage, _task_runner(graph, config, plan, counters))
                for first, count, plan in members]
     position = None if exchange is None else {k: p for p, k in enumerate(exchange)}
 
@@ -250,8 +256,8 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any],
     return run
 
 
-def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
-                 ) -> Callable[[int, Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
+                 counters: tuple[Any, Any] | None = None) -> Callable[[int, Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     bootstrap = config["bootstrap.servers"]
     app_id = config["application.id"]
     eos = config["processing.guarantee"] == EXACTLY_ONCE_V2
@@ -311,10 +317,12 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
         task.partition_counts = plan.partition_counts
         task.batch = batch
         inputs: dict[tuple[str, int], int] = {}  # the offsets to commit, per input partition
+        read_count = 0
         try:
             if plan.streaming:  # one partition per task: offset order is processing order
                 for b in batches:
                     for part in read(_ranges_of(b), inputs):
+                        read_count += len(part)
                         task.add_records(part)
                         task.process_buffered()
             else:
@@ -323,6 +331,7 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
                     ranges += _ranges_of(b)
                     records.extend(_raw_records(b))
                 for part in read(ranges, inputs):
+                    read_count += len(part)
                     records.extend(((r.offset, 0), r) for r in part)
                 task.add_records(_in_writer_order(records))
                 task.process_buffered()
@@ -340,6 +349,9 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan
             task.changelog_offsets = checkpoint_task(task, builders)
             if tx is None:  # at-least-once: the group learns the input offsets after the output
                 commit_offsets(bootstrap, app_id, consumer_conf, inputs)
+            if counters is not None:  # Spark keeps a task's additions only if it succeeds
+                counters[0].add(read_count)
+                counters[1].add(collector.sent)
             _inject_fault(context, task_id, batch)
         except BaseException as e:
             for store in task.stores.values():
