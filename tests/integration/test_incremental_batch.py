@@ -108,3 +108,133 @@ def test_a_run_stops_at_its_first_start_ends_while_a_producer_keeps_writing(
     state = StopOffsets(broker, app_id).read()
     assert (state.offsets, state.completed, state.finished) == (stop, True, True)
     assert admin.partition_counts()[metadata_topic(app_id)] == 1
+
+
+def _run_command(app_file: Path, broker: str, app_id: str, state: Path) -> list[str]:
+    sets = {"application.id": app_id, "bootstrap.servers": broker, "state.dir": str(state),
+            "autostop.at": "eol", "processing.guarantee": "exactly_once_v2",
+            "statestore.cache.max.bytes": 0, "max.offsets.per.trigger": 1000,
+            "request.timeout.ms": 20000, "spark.master": "local[2]",
+            "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": 2}
+    return [sys.executable, "-m", "kspark.cli", "run", f"{app_file}:TOPOLOGY",
+            *[a for k, v in sets.items() for a in ("--set", f"{k}={v}")]]
+
+
+def _start(cmd: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def _kill_after_a_batch(cmd: list[str]) -> str:
+    """Run ``kspark run``, SIGKILL it (driver and workers) once a micro-batch has completed
+    and more are left; the stop offsets it printed at start."""
+    proc = _start(cmd)
+    started, lines = None, []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if "started (batch run); stop offsets" in line:
+                started = line.split("stop offsets ", 1)[1].strip()
+            if line.startswith("kspark run: micro-batch ") or "finished its batch run" in line:
+                break
+        assert proc.poll() is None and "finished" not in lines[-1], "".join(lines[-30:])
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert started is not None, "".join(lines[-30:])
+    return started
+
+
+def _finish(cmd: list[str]) -> tuple[str, list[str]]:
+    code, lines = soak.finish(_start(cmd))
+    out = "".join(lines)
+    assert code == 0, out[-4000:]
+    started = next(l for l in lines if "started (batch run); stop offsets" in l)
+    return started.split("stop offsets ", 1)[1].strip(), lines
+
+
+def test_a_run_killed_twice_stops_at_its_original_offsets_and_the_next_run_takes_the_rest(
+        broker, admin, topic_name, tmp_path):
+    """SIGKILLed twice with new records arriving each time (a run that keeps failing), the
+    run still finishes, at the stop offsets of its first start; the next run processes
+    exactly the records that arrived since. ``kspark run`` drives every run."""
+    src = _topics(admin, topic_name, "kip95-kill")
+    app_id = f"kip95-kill-{src}"
+    app_file = tmp_path / "kip95_app.py"
+    app_file.write_text("from tests.integration.eos_app import topology\n"
+                        f"TOPOLOGY = topology({src!r}, slow_ms=1.0)\n")
+    cmd = _run_command(app_file, broker, app_id, tmp_path / "state")
+    n1, n2, n3 = 6000, 1500, 1500
+    soak.produce(broker, src, 0, n1, KEYS)
+    first = _kill_after_a_batch(cmd)
+    soak.produce(broker, src, n1, n2, KEYS)  # arrive while the run is down
+    assert _kill_after_a_batch(cmd) == first
+    soak.produce(broker, src, n1 + n2, n3, KEYS)
+    resumed, lines = _finish(cmd)
+    assert resumed == first
+    summary = lines[-1]
+    assert "finished its batch run" in summary and f"stop offsets reached: {first}" in summary
+    _assert_exact(broker, src, app_id, n1)  # nothing that arrived after the first start
+    # The next run begins anew: new stop offsets, exactly the records that arrived since.
+    following, lines = _finish(cmd)
+    assert following != first
+    _assert_exact(broker, src, app_id, n1 + n2 + n3)
+    assert f" {n2 + n3} records in" in lines[-1], lines[-1]
+    state = StopOffsets(broker, app_id).read()
+    assert state.finished and state.offsets == {(src, p): e for (_, p), e in
+                                                admin.end_offsets([(src, p) for p in range(3)]).items()}
+
+
+def test_batch_stopped_by_the_user_resumes_then_streaming_then_batch_again(
+        broker, admin, spark, topic_name, tmp_path):
+    """close() leaves a batch run unfinished: the next start resumes it at the same stop
+    offsets. A streaming start deletes the stop offsets; the batch run after it is new. No
+    record is lost or duplicated across the switches."""
+    src = _topics(admin, topic_name, "kip95-switch")
+    app_id = f"kip95-switch-{src}"
+    n1, n2, n3 = 4000, 1000, 1000
+    soak.produce(broker, src, 0, n1, KEYS)
+
+    def streams_with(autostop: str, slow_ms: float = 0.0) -> KafkaStreams:
+        cfg = eos_app.config(broker, app_id, str(tmp_path / "state"), "exactly_once_v2", 500)
+        cfg["autostop.at"] = autostop
+        return KafkaStreams(eos_app.topology(src, slow_ms), cfg, spark=spark)
+
+    first = streams_with("eol", slow_ms=2.0)
+    first.start()
+    stop = first.stop_offsets()
+    deadline = time.monotonic() + 300
+    while first.progress()["batches"] < 1 and time.monotonic() < deadline:
+        assert not first.await_termination(0.2), "finished before it could be stopped"
+    first.close()  # the user stops it
+    assert not first.batch_finished()
+    assert StopOffsets(broker, app_id).read().resumable
+    soak.produce(broker, src, n1, n2, KEYS)
+    resumed = streams_with("eol")
+    resumed.start()
+    assert resumed.stop_offsets() == stop
+    assert resumed.await_termination(300) and resumed.batch_finished()
+    resumed.close()
+    _assert_exact(broker, src, app_id, n1)
+
+    streaming = streams_with("none")
+    streaming.start()
+    meta = StopOffsets(broker, app_id).read()
+    assert (meta.live_keys, meta.offsets) == (set(), {}), "streaming deletes the stop offsets"
+    deadline = time.monotonic() + 300
+    while len(_echoed(broker, src)) < n1 + n2 and time.monotonic() < deadline:
+        assert not streaming.await_termination(1)
+    streaming.close()
+    _assert_exact(broker, src, app_id, n1 + n2)
+
+    soak.produce(broker, src, n1 + n2, n3, KEYS)
+    again = streams_with("eol")
+    again.start()
+    assert again.stop_offsets() != stop
+    assert again.await_termination(300) and again.batch_finished()
+    again.close()
+    _assert_exact(broker, src, app_id, n1 + n2 + n3)
+    assert again.progress()["records_in"] == n3
