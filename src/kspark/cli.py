@@ -35,6 +35,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, default=None, help="a properties file (key=value)")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="a config key, overriding the file (repeatable)")
+    reset = sub.add_parser("reset", help="reset an application so that it reprocesses its input "
+                           "(as kafka-streams-application-reset), or delete its stop offsets")
+    reset.add_argument("--application-id", required=True)
+    reset.add_argument("--bootstrap-servers", required=True)
+    reset.add_argument("--input-topics", default=None,
+                       help="comma-separated input topics whose offsets to reset (default: every "
+                       "non-internal topic the application's consumer group has offsets for)")
+    to = reset.add_mutually_exclusive_group()
+    to.add_argument("--to-earliest", action="store_true", help="reset input offsets to the "
+                    "earliest (the default)")
+    to.add_argument("--to-latest", action="store_true", help="reset input offsets to the end")
+    to.add_argument("--to-offset", type=int, default=None, metavar="N",
+                    help="reset input offsets to N (clamped to each partition's log)")
+    reset.add_argument("--delete-stopoffsets", action="store_true",
+                       help="only delete the stop offsets of the last batch run (KIP-95): the "
+                       "next batch run begins anew; nothing else is reset")
+    reset.add_argument("--state-dir", default=None, help="the application's state.dir (default: "
+                       "state.dir's default); <state-dir>/<application-id> is deleted")
+    reset.add_argument("--checkpoint-location", default=None, help="the application's "
+                       "checkpoint.location, if set (a local path)")
+    reset.add_argument("--dry-run", action="store_true", help="print what would be done, do nothing")
     changelog = sub.add_parser("changelog", help="rebuild a lost changelog topic from local state")
     changelog.add_argument("action", choices=["rebuild"])
     changelog.add_argument("--bootstrap-servers", required=True)
@@ -44,6 +65,33 @@ def build_parser() -> argparse.ArgumentParser:
     changelog.add_argument("--partitions", type=int, default=None,
                            help="create the topic with this many partitions if it is missing")
     return p
+
+
+def _reset(args: argparse.Namespace) -> int:
+    from kspark._kafka.admin import Admin
+    from kspark._kafka.reset import plan_reset, run_reset
+    from kspark.config import CONFIG_KEYS
+
+    targets = args.to_earliest or args.to_latest or args.to_offset is not None
+    if args.delete_stopoffsets and (targets or args.input_topics or args.state_dir
+                                    or args.checkpoint_location):
+        raise KSparkError("--delete-stopoffsets deletes only the stop offsets: give it alone (a "
+                          "full reset deletes the metadata topic that holds them anyway)")
+    state_dir = args.state_dir or CONFIG_KEYS["state.dir"].default
+    admin = Admin(args.bootstrap_servers, 30000)
+    plan = plan_reset(
+        admin, args.application_id,
+        input_topics=args.input_topics.split(",") if args.input_topics else None,
+        to="latest" if args.to_latest else "offset" if args.to_offset is not None else "earliest",
+        offset=args.to_offset, delete_stopoffsets=args.delete_stopoffsets,
+        state_dir=None if args.delete_stopoffsets else state_dir,
+        checkpoint_location=args.checkpoint_location)
+    if args.dry_run:
+        for line in plan.describe():
+            print(f"kspark reset: dry run: would {line}")
+        return 0
+    run_reset(admin, plan)
+    return 0
 
 
 def _changelog(args: argparse.Namespace) -> int:
@@ -86,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
             return _broker(args)
         if args.command == "changelog":
             return _changelog(args)
+        if args.command == "reset":
+            return _reset(args)
         if args.command == "run":
             from kspark._runner import run_application
 

@@ -119,6 +119,39 @@ class Admin:
                 time.sleep(0.2)
         return out
 
+    def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        """The offsets consumer group ``group`` committed ({} if it has none)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        try:
+            (fut,) = self._admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout_s).values()
+            res = fut.result(timeout=self.timeout_s)
+        except KafkaException:
+            return {}
+        return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions if tp.offset >= 0}
+
+    def delete_group(self, group: str) -> None:
+        """Delete an empty consumer group and its committed offsets."""
+        (fut,) = self._admin.delete_consumer_groups([group], request_timeout=self.timeout_s).values()
+        try:
+            fut.result(timeout=self.timeout_s)
+        except KafkaException as e:
+            raise KSparkError(f"could not delete consumer group {group!r}: {e.args[0].str()}") from None
+
+    def commit_group_offsets(self, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Commit ``{(topic, partition): offset}`` for ``group`` (which must have no members)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        parts = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+        for fut in self._admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, parts)], request_timeout=self.timeout_s).values():
+            try:
+                fut.result(timeout=self.timeout_s)
+            except KafkaException as e:
+                raise KSparkError(f"could not commit offsets for consumer group {group!r}: "
+                                  f"{e.args[0].str()}") from None
+
     def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
         """Each existing topic's id (a topic deleted and created again gets a new one)."""
         from confluent_kafka import TopicCollection
