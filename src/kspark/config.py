@@ -136,8 +136,10 @@ _KEYS = [
               "a metadata or admin request before failing with an error naming them.", _positive),
     ConfigKey("max.offsets.per.trigger", int, 200_000, "kspark: upper bound on the records one "
               "micro-batch reads, over all partitions (bounds memory).", _positive),
-    ConfigKey("autostop.at", str, "none", "kspark: 'eol' processes what is in the input topics "
-              "at start and stops (Spark's AvailableNow trigger); 'none' runs until closed.",
+    ConfigKey("autostop.at", str, "none", "KIP-95: 'eol' is an incremental batch run: it processes "
+              "the input up to its stop offsets (the ends at the run's first start, kept in the "
+              "metadata topic across restarts) and stops; 'none' runs until closed (and deletes "
+              "the stop offsets). See docs/incremental-batch.md.",
               _one_of("none", "eol")),
     ConfigKey("checkpoint.location", str, None, "kspark: where the Spark checkpoint lives: "
               "a local path or any Hadoop-compatible URI (hdfs://, s3a://, ...); default "
