@@ -9,7 +9,37 @@ from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.tables import Change, out_of_order
 from kspark.errors import StreamsError
 
-__all__ = ["StreamTableJoinProcessor", "TableTableJoinProcessor", "TimeFirstKeySerde"]
+__all__ = ["StreamTableJoinProcessor", "TableTableJoinProcessor", "TimeFirstKeySerde",
+           "GlobalTableJoinProcessor"]
+
+
+class GlobalTableJoinProcessor(Processor):
+    """A stream record joins a GlobalKTable's current value for ``key_selector(key, value)``
+    (the table's timestamp is not used). As Java's KStreamKTableJoinProcessor for global
+    tables: a null value, or a null selected key, drops the record (a warning, counted), but
+    a left join keeps a record whose own key is null (the selector is still asked, and a
+    null answer joins None); inner joins drop records without a table value, left joins join
+    them with None. The output has the stream record's key, timestamp and headers."""
+
+    def __init__(self, store: str, key_selector: Callable[[Any, Any], Any],
+                 joiner: Callable[[Any, Any], Any], left: bool):
+        self.store_name, self.key_selector, self.joiner, self.left = store, key_selector, joiner, left
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store = context.get_state_store(self.store_name)
+
+    def process(self, record: Record) -> None:
+        keep_null_key = self.left and record.key is None and record.value is not None
+        if not keep_null_key:
+            if record.value is None or self.key_selector(record.key, record.value) is None:
+                self.context.record_dropped("null join key or value")
+                return
+        mapped = self.key_selector(record.key, record.value)
+        found = None if mapped is None else self.store.get(mapped)
+        other = None if found is None else found.value
+        if self.left or other is not None:
+            self.context.forward(record.with_value(self.joiner(record.value, other)))
 
 
 class StreamTableJoinProcessor(Processor):

@@ -43,8 +43,10 @@ class StreamTask:
                  nodes: Iterable[ProcessorNode], config: Mapping[str, Any],
                  collector: RecordCollector, clock: Callable[[], int] = _wall_clock_ms,
                  store_builders: Mapping[str, Any] | None = None, batch_buffer: bool = False,
-                 restore: Callable[["StreamTask"], Any] | None = None):
+                 restore: Callable[["StreamTask"], Any] | None = None,
+                 global_stores: Mapping[str, Any] | None = None):
         self.task_id = task_id
+        self.global_stores = dict(global_stores or {})  # read-only views (global_task.py)
         self.sources = dict(sources)
         self.nodes = list(nodes)
         self.config = config
@@ -102,7 +104,10 @@ class StreamTask:
         log.warning("task %s, processor %s drops a record: %s", self.task_id, node.name, reason)
 
     def get_state_store(self, node: ProcessorNode, name: str) -> Any:
-        """The store ``name``, if ``node``'s processor is connected to it."""
+        """The store ``name``, if ``node``'s processor is connected to it; a global store
+        (read-only) for any processor."""
+        if name not in node.store_names and name in self.global_stores:
+            return self.global_stores[name]
         if name not in node.store_names:
             raise TopologyError(
                 f"processor {node.name!r} in task {self.task_id} has no access to state store "

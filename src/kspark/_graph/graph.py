@@ -8,7 +8,8 @@ from typing import Any
 
 from kspark.errors import TopologyError
 
-__all__ = ["SourceSpec", "ProcessorSpec", "SinkSpec", "TopologyGraph", "NodeSpec", "topic_name"]
+__all__ = ["SourceSpec", "ProcessorSpec", "SinkSpec", "GlobalStoreSpec", "TopologyGraph",
+           "NodeSpec", "topic_name"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,16 @@ class SinkSpec:
     internal: bool = False
 
 
+@dataclass(frozen=True)
+class GlobalStoreSpec:
+    """A global store: every task reads it (read-only); ``processor`` keeps it up to date
+    from every partition of ``source.topics[0]``, which serves as its changelog."""
+
+    builder: Any  # a store builder with logging disabled
+    source: SourceSpec
+    processor: ProcessorSpec
+
+
 def topic_name(topic: str, internal: bool, application_id: str) -> str:
     """The real name of a node's topic: internal topics are prefixed with the application id."""
     return f"{application_id}-{topic}" if internal else topic
@@ -71,9 +82,11 @@ class TopologyGraph:
     # Each repartition's null-key filter: its switch turns on (null keys kept) when a left or
     # outer join is added downstream of it, as Kafka Streams' NULL_KEY_RELAXED_JOIN rewrite.
     null_key_filters: dict[str, Any] = field(default_factory=dict)
+    # Global stores by store name (their nodes are not in ``nodes``: no task runs them).
+    global_stores: dict[str, GlobalStoreSpec] = field(default_factory=dict)
 
     def add_store(self, builder: Any, processors: tuple[str, ...] = ()) -> None:
-        if builder.name in self.stores:
+        if builder.name in self.stores or builder.name in self.global_stores:
             raise TopologyError(f"a state store named {builder.name!r} already exists")
         self.stores[builder.name] = (builder, set())
         self.connect(processors, (builder.name,))
@@ -81,6 +94,11 @@ class TopologyGraph:
     def connect(self, processors: tuple[str, ...], store_names: tuple[str, ...]) -> None:
         """Give ``processors`` access to the named stores."""
         for store in store_names:
+            if store in self.global_stores:
+                raise TopologyError(
+                    f"store {store!r} is a global store: every processor may read it without "
+                    "being connected, and only its global processor writes it; do not connect "
+                    f"{', '.join(map(repr, processors))} to it")
             if store not in self.stores:
                 raise TopologyError(f"no state store named {store!r}; add it with "
                                     "Topology.add_state_store or StreamsBuilder.add_state_store")
@@ -109,12 +127,38 @@ class TopologyGraph:
             if isinstance(parent, SinkSpec):
                 raise TopologyError(f"node {spec.name!r} cannot have the sink {p!r} as parent")
         if isinstance(spec, SourceSpec):
-            taken = {t for s in self.sources() for t in s.topics}
+            taken = {t for s in self.sources() for t in s.topics} | set(self.global_topics())
             dup = taken.intersection(spec.topics)
             if dup:
                 raise TopologyError(f"topic {sorted(dup)[0]!r} is already read by another source")
         self.nodes[spec.name] = spec
         return spec
+
+    def add_global_store(self, builder: Any, source: SourceSpec, processor: ProcessorSpec) -> None:
+        """Add a global store fed from ``source`` (one topic) by ``processor``."""
+        if builder.logging_enabled:
+            raise TopologyError(f"state store {builder.name!r} for a global store must not have "
+                                "logging enabled: its topic is its changelog; build it with "
+                                "with_logging_disabled()")
+        if getattr(builder.supplier, "history_retention_ms", None) is not None:
+            raise TopologyError(f"global store {builder.name!r} cannot be versioned")
+        if source.name == processor.name:
+            raise TopologyError(f"the source and processor of global store {builder.name!r} "
+                                f"must have different names (both are {source.name!r})")
+        for name in (source.name, processor.name):
+            if name in self.nodes or any(name in (g.source.name, g.processor.name)
+                                         for g in self.global_stores.values()):
+                raise TopologyError(f"a node named {name!r} already exists in the topology")
+        if builder.name in self.stores or builder.name in self.global_stores:
+            raise TopologyError(f"a state store named {builder.name!r} already exists")
+        (topic,) = source.topics
+        if topic in {t for s in self.sources() for t in s.topics} | set(self.global_topics()):
+            raise TopologyError(f"topic {topic!r} is already read by another source")
+        self.global_stores[builder.name] = GlobalStoreSpec(builder, source, processor)
+
+    def global_topics(self) -> list[str]:
+        """The topics global stores are read from."""
+        return [g.source.topics[0] for g in self.global_stores.values()]
 
     def copartition(self, *topics: str) -> None:
         """Require ``topics`` to be co-partitioned (same partition count, checked at start)."""

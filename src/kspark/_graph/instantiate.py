@@ -12,7 +12,7 @@ from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGra
 from kspark.errors import TopologyError
 from kspark.serde import Serde, Serdes
 
-__all__ = ["build_task", "resolve_serde", "resolve_store"]
+__all__ = ["build_task", "build_global_task", "resolve_serde", "resolve_store"]
 
 
 def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str) -> Serde:
@@ -58,10 +58,12 @@ def resolve_store(builder: Any, config: Mapping[str, Any]) -> Any:
 def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
                collector: RecordCollector, clock: Callable[[], int] | None = None,
                only: Iterable[str] | None = None, batch_buffer: bool = False,
-               restore: Callable[[StreamTask], Any] | None = None) -> StreamTask:
+               restore: Callable[[StreamTask], Any] | None = None,
+               global_stores: Mapping[str, Any] | None = None) -> StreamTask:
     """A fresh StreamTask running ``graph``, or only the nodes named in ``only`` (a sub-topology).
 
-    Processors come from their suppliers, so each task has its own.
+    Processors come from their suppliers, so each task has its own. ``global_stores``: the
+    read-only views of the global stores (see ``GlobalStateTask.read_only``).
     """
     nodes: dict[str, ProcessorNode] = {}
     app_id = config["application.id"]
@@ -99,4 +101,20 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
     for name, node in nodes.items():
         node.store_names = set(graph.stores_of(name))
     return StreamTask(task_id, sources, nodes.values(), config, collector, store_builders=stores,
-                      batch_buffer=batch_buffer, restore=restore, **kwargs)
+                      batch_buffer=batch_buffer, restore=restore, global_stores=global_stores,
+                      **kwargs)
+
+
+def build_global_task(graph: TopologyGraph, config: Mapping[str, Any],
+                      directory: Any = None) -> Any:
+    """The GlobalStateTask keeping ``graph``'s global stores (uncached: nothing to emit)."""
+    from kspark._engine.global_task import GlobalFeed, GlobalStateTask
+
+    uncached = {**config, "statestore.cache.max.bytes": 0}
+    builders = {name: resolve_store(g.builder, uncached) for name, g in graph.global_stores.items()}
+    feeds = {g.source.topics[0]: GlobalFeed(
+        name, resolve_serde(g.source.key_serde, config, "key", g.source.name),
+        resolve_serde(g.source.value_serde, config, "value", g.source.name),
+        g.source.timestamp_extractor, g.processor.name, g.processor.supplier)
+        for name, g in graph.global_stores.items()}
+    return GlobalStateTask(config, builders, feeds, directory)

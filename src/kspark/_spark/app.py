@@ -53,6 +53,11 @@ class SparkApplication:
 
     def start(self) -> None:
         c = self.config
+        if self.graph.global_stores:
+            raise TopologyError(
+                f"global stores ({', '.join(map(repr, self.graph.global_stores))}) do not run on "
+                "Spark yet: the TopologyTestDriver runs them; on Spark, join with a KTable of "
+                "a co-partitioned topic instead for now")
         check_client_configs(c)  # first: a bad admin.* key would fail the next line unnamed
         admin = Admin(c["bootstrap.servers"], c["request.timeout.ms"], c.with_prefix("admin."))
         user_sources = [t for t in self.graph.user_source_topics() if t not in self.graph.sink_topics()]

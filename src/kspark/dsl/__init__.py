@@ -7,6 +7,7 @@ Example:
 
 from kspark.dsl.builder import StreamsBuilder
 from kspark.dsl.grouped import KGroupedStream
+from kspark.dsl.global_table import GlobalKTable
 from kspark.dsl.kstream import KStream
 from kspark.dsl.ktable import KGroupedTable, KTable
 from kspark.dsl.cogrouped import CogroupedKStream
@@ -27,4 +28,4 @@ from kspark._engine.windows import (
 
 __all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "KGroupedTable", "Materialized", "TimeWindows",
            "TimeWindowedSerde", "Window", "Windowed", "SessionWindows", "SlidingWindows", "SessionWindowedSerde", "Suppressed", "BufferConfig", "JoinWindows",
-           "CogroupedKStream", "EmitStrategy", "Joined", "StreamJoined"]
+           "CogroupedKStream", "EmitStrategy", "Joined", "StreamJoined", "GlobalKTable"]

@@ -74,6 +74,55 @@ class StreamsBuilder:
         return KTable(self._graph, name, ks, vs, store, queryable=m.store_name is not None,
                       source=source)
 
+    def global_table(self, topic: str, *, key_serde: Any = None, value_serde: Any = None,
+                     materialized: Any = None, timestamp_extractor: Callable | None = None,
+                     offset_reset: str | None = None) -> Any:
+        """A GlobalKTable of every partition of ``topic``: every task reads its store in full.
+
+        The store is a timestamped key-value store without a changelog (``topic`` is its
+        changelog); it cannot be versioned. ``offset_reset`` ("earliest", the default, or
+        "latest") is where the store is (re)built from when it has no valid offset; unset,
+        ``global.consumer.auto.offset.reset`` decides.
+        """
+        import functools
+
+        from kspark._engine.global_task import GlobalTableSourceProcessor
+        from kspark._graph.graph import GlobalStoreSpec, ProcessorSpec
+        from kspark.dsl.global_table import GlobalKTable
+        from kspark.dsl.materialized import Materialized
+
+        _check_reset(offset_reset)
+        m = materialized or Materialized()
+        if m.history_retention_ms is not None:
+            raise TopologyError(f"global table of topic {topic!r}: GlobalTables cannot be versioned")
+        store = m.store_name or f"{topic}-STATE-STORE-{self._graph.next_name('')[1:]}"
+        src = SourceSpec(self._graph.next_name("KSTREAM-SOURCE"), (topic,), key_serde,
+                         value_serde, timestamp_extractor, offset_reset)
+        name = self._graph.next_name("KTABLE-SOURCE")
+        ks = m.key_serde if m.key_serde is not None else key_serde
+        vs = m.value_serde if m.value_serde is not None else value_serde
+        builder = m.with_logging_disabled().builder(store, ks, vs)
+        self._graph.add_global_store(builder, src, ProcessorSpec(
+            name, functools.partial(GlobalTableSourceProcessor, store), (src.name,)))
+        return GlobalKTable(store, ks, vs, queryable=m.store_name is not None)
+
+    def add_global_store(self, store_builder: Any, topic: str, state_update_supplier: Any, *,
+                         key_serde: Any = None, value_serde: Any = None,
+                         timestamp_extractor: Callable | None = None,
+                         offset_reset: str | None = None) -> "StreamsBuilder":
+        """Add a global store kept from ``topic`` by the processors ``state_update_supplier()``
+        makes (they update the store and forward nothing). Logging is turned off: the topic
+        is the store's changelog. Every processor may read the store (read-only)."""
+        from kspark._graph.graph import ProcessorSpec
+
+        _check_reset(offset_reset)
+        src = SourceSpec(self._graph.next_name("KSTREAM-SOURCE"), (topic,), key_serde,
+                         value_serde, timestamp_extractor, offset_reset)
+        proc = ProcessorSpec(self._graph.next_name("KTABLE-SOURCE"), state_update_supplier,
+                             (src.name,))
+        self._graph.add_global_store(store_builder.with_logging_disabled(), src, proc)
+        return self
+
     def add_state_store(self, builder: Any) -> "StreamsBuilder":
         """Add a state store that ``KStream.process(supplier, "name")`` can connect to."""
         self._graph.add_store(builder)
@@ -82,3 +131,8 @@ class StreamsBuilder:
     def build(self) -> Topology:
         """The topology built so far."""
         return Topology(self._graph)
+
+
+def _check_reset(offset_reset: str | None) -> None:
+    if offset_reset not in (None, "earliest", "latest"):
+        raise TopologyError(f"offset_reset must be 'earliest' or 'latest', got {offset_reset!r}")

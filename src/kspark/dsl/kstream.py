@@ -269,8 +269,15 @@ class KStream:
         The stream is repartitioned first if an earlier step changed its key (with
         ``joined``'s serdes, a :class:`~kspark.dsl.Joined`); stream and table topics must be
         co-partitioned (checked at start). With another KStream and ``JoinWindows``, a
-        windowed stream-stream join (``joined``: a :class:`~kspark.dsl.StreamJoined`).
+        windowed stream-stream join (``joined``: a :class:`~kspark.dsl.StreamJoined`). With a
+        :class:`~kspark.dsl.GlobalKTable`, as in Java ``join(global_table, key_selector,
+        joiner)``: each record joins the row ``key_selector(key, value)`` names, with no
+        repartition and no co-partitioning.
         """
+        from kspark.dsl.global_table import GlobalKTable
+
+        if isinstance(table, GlobalKTable):
+            return self._global_join(table, joiner, windows, left, name)
         if isinstance(table, KStream):
             return self._stream_join(table, joiner, windows, "inner", joined)
         getter = table._reader()
@@ -313,10 +320,27 @@ class KStream:
         _copartition(self._graph, stream, table)
         return out
 
+    def _global_join(self, table: Any, key_selector: Any, joiner: Any, left: bool,
+                     name: str | None) -> "KStream":
+        if not callable(key_selector) or not callable(joiner):
+            raise TopologyError("a join with a GlobalKTable takes (global_table, key_selector, "
+                                "joiner): key_selector(key, value) -> the table's key, "
+                                "joiner(value, table_value) -> the result")
+        if left:
+            self._relax_null_keys()
+        name = name or self._graph.next_name("KSTREAM-LEFTJOIN")  # Java's name for both kinds
+        return self._then("KSTREAM-LEFTJOIN", functools.partial(
+            ops_joins.GlobalTableJoinProcessor, table.store_name, key_selector, joiner, left),
+            name, self._key_serde, None, keep_serdes=False)
+
     def left_join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
                   joined: Any = None, *, name: str | None = None) -> "KStream":
         """Like :meth:`join`, but records without a partner are joined with None (for a
         stream, once their join window has closed)."""
+        from kspark.dsl.global_table import GlobalKTable
+
+        if isinstance(other, GlobalKTable):
+            return self._global_join(other, joiner, windows, True, name)
         if isinstance(other, KStream):
             return self._stream_join(other, joiner, windows, "left", joined)
         return self.join(other, joiner, joined=joined, left=True, name=name)

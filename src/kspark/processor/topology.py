@@ -51,6 +51,21 @@ class Topology:
         self._graph.add(SinkSpec(name, topic, tuple(parent_names), key_serde, value_serde, partitioner))
         return self
 
+    def add_global_store(self, store_builder: Any, source_name: str, topic: str,
+                         processor_name: str, state_update_supplier: Callable[[], Any], *,
+                         key_serde: Any = None, value_serde: Any = None,
+                         timestamp_extractor: Callable | None = None,
+                         offset_reset: str | None = None) -> "Topology":
+        """Add a global store kept from every partition of ``topic`` by the processor
+        ``state_update_supplier()`` makes (it updates the store and forwards nothing). The
+        store builder must have logging disabled (the topic is its changelog). Every
+        processor may read the store (read-only) without being connected to it."""
+        self._graph.add_global_store(
+            store_builder, SourceSpec(source_name, (topic,), key_serde, value_serde,
+                                      timestamp_extractor, offset_reset),
+            ProcessorSpec(processor_name, state_update_supplier, (source_name,)))
+        return self
+
     def add_state_store(self, builder: Any, *processor_names: str) -> "Topology":
         """Add a state store, optionally connected to processors already in the topology."""
         self._graph.add_store(builder, tuple(processor_names))
@@ -64,10 +79,17 @@ class Topology:
     def describe(self) -> str:
         """Sub-topologies, sources, processors and sinks, as Kafka Streams prints them."""
         lines = ["Topologies:"]
-        for i, group in enumerate(self._sub_topologies()):
+        groups = self._sub_topologies()
+        for i, group in enumerate(groups):
             lines.append(f"   Sub-topology: {i}")
             for spec in group:
                 lines.extend(self._describe_node(spec))
+        for i, (store, g) in enumerate(self._graph.global_stores.items(), len(groups)):
+            lines.append(f"   Sub-topology: {i} for global store (will not generate tasks)")
+            lines += [f"    Source: {g.source.name} (topics: [{g.source.topics[0]}])",
+                      f"      --> {g.processor.name}",
+                      f"    Processor: {g.processor.name} (stores: [{store}])",
+                      f"      <-- {g.source.name}"]
         return "\n".join(lines) + "\n"
 
     def _describe_node(self, spec: Any) -> list[str]:

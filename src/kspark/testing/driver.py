@@ -13,7 +13,7 @@ from typing import Any
 from kspark._engine.api import Headers, normalize_headers
 from kspark._engine.collector import MemoryCollector
 from kspark._engine.nodes import RawRecord
-from kspark._graph.instantiate import build_task
+from kspark._graph.instantiate import build_global_task, build_task
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
 from kspark.processor.topology import Topology
@@ -65,15 +65,19 @@ class TopologyTestDriver:
         self._graph = topology._graph
         self._wall_clock_ms = initial_wall_clock_time_ms
         self._collector = MemoryCollector()
+        # Global stores are updated at once when their topic is piped into, as in Java.
+        self._global = build_global_task(self._graph, self.config)
         self._task = build_task(self._graph, "0_0", self.config, self._collector,
-                                clock=lambda: self._wall_clock_ms)
+                                clock=lambda: self._wall_clock_ms,
+                                global_stores=self._global.read_only())
         self._offsets: dict[str, int] = {}
         self._looped = 0  # records written to topics the topology also reads, fed back so far
 
     def create_input_topic(self, name: str, key_serde: Any, value_serde: Any,
                            start_timestamp_ms: int = 0, auto_advance_ms: int = 0) -> "TestInputTopic":
         """An input topic to pipe records into; ``name`` must be a source topic."""
-        if name not in self._graph.source_topics(self.config["application.id"]):
+        if name not in self._graph.source_topics(self.config["application.id"]) + \
+                self._graph.global_topics():
             raise TopologyError(f"topic {name!r} is not a source topic of the topology; "
                                 f"its source topics are {self._graph.user_source_topics()}")
         return TestInputTopic(self, name, key_serde, value_serde, start_timestamp_ms, auto_advance_ms)
@@ -86,7 +90,8 @@ class TopologyTestDriver:
         """Move the mocked wall clock forward by ``ms`` and fire wall-clock punctuations due."""
         self._wall_clock_ms += ms
         self._task.maybe_punctuate_wall_clock()
-        self._feed_back(set(self._graph.source_topics(self.config["application.id"])))
+        self._feed_back(set(self._graph.source_topics(self.config["application.id"]))
+                        | set(self._global.topics))
         self._task.flush()
 
     def producer_records(self) -> list:
@@ -97,10 +102,15 @@ class TopologyTestDriver:
               headers: Headers) -> None:
         pending = [(topic, key, value, timestamp, headers)]
         sources = set(self._graph.source_topics(self.config["application.id"]))
+        globals_ = set(self._global.topics)
+        sources |= globals_  # records written to a global topic update its store too
         while pending:
             topic, key, value, timestamp, headers = pending.pop(0)
             offset = self._offsets.get(topic, 0)
             self._offsets[topic] = offset + 1
+            if topic in globals_:
+                self._global.update(RawRecord(topic, 0, offset, timestamp, key, value, headers))
+                continue
             self._task.process(RawRecord(topic, 0, offset, timestamp, key, value, headers))
             # A commit after every record, also one read back from a repartition topic, as
             # Java's driver does: cached tables emit, maybe into looped-back topics.
@@ -124,7 +134,9 @@ class TopologyTestDriver:
         return [r for r in self._collector.records if r.topic == topic]
 
     def get_state_store(self, name: str) -> Any:
-        """The task's state store ``name`` (to read or seed it in a test)."""
+        """The task's state store ``name``, or a global store (to read or seed it in a test)."""
+        if name in self._global.stores:
+            return self._global.stores[name]
         if name not in self._task.stores:
             raise TopologyError(f"the topology has no state store named {name!r}; it has "
                                 f"{sorted(self._task.stores)}")
@@ -168,6 +180,7 @@ class TopologyTestDriver:
     def close(self) -> None:
         """Close the task's processors and stores (and remove the driver's own state dir)."""
         self._task.close()
+        self._global.close()
         if self._tmp_state:
             shutil.rmtree(self._tmp_state, ignore_errors=True)
 
