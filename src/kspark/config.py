@@ -136,6 +136,9 @@ _KEYS = [
               "a metadata or admin request before failing with an error naming them.", _positive),
     ConfigKey("max.offsets.per.trigger", int, 200_000, "kspark: upper bound on the records one "
               "micro-batch reads, over all partitions (bounds memory).", _positive),
+    ConfigKey("global.consumer.auto.offset.reset", str, "earliest", "Where a global store is "
+              "rebuilt from when its offsets are invalid (KIP-406): 'earliest' or 'latest'; a "
+              "global table's own offset_reset overrides it.", _one_of("earliest", "latest")),
     ConfigKey("autostop.at", str, "none", "KIP-95: 'eol' is an incremental batch run: it processes "
               "the input up to its stop offsets (the ends at the run's first start, kept in the "
               "metadata topic across restarts) and stops; 'none' runs until closed (and deletes "

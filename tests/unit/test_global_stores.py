@@ -181,13 +181,3 @@ def test_names_follow_kafka_streams():
     assert (t.store_name, t2.store_name) == ("stream-topic-STATE-STORE-0000000000",
                                              "stream-topic-two-STATE-STORE-0000000003")
 
-
-def test_spark_refuses_a_topology_with_global_stores_until_it_runs_them():
-    from kspark import KafkaStreams
-
-    b = StreamsBuilder()
-    b.global_table("g", key_serde=S, value_serde=S)
-    b.stream("s", key_serde=S, value_serde=S).to("o")
-    streams = KafkaStreams(b.build(), {"application.id": "g", "bootstrap.servers": "x:1"})
-    with pytest.raises(TopologyError, match="do not run on Spark yet"):
-        streams.start()

@@ -161,9 +161,11 @@ class GlobalStateTask:
                  feeds: Mapping[str, GlobalFeed], directory: Path | None = None):
         self.config = config
         self.offsets: dict[tuple[str, int], int] = {}
+        self.topic_ids: dict[str, str] = {}  # of the topics the offsets are in (a host's)
         self.current: RawRecord | None = None
         self.stores = {name: build_store(b, directory) for name, b in builders.items()}
         self._by_topic: dict[str, tuple[Any, Any, Any, Any, str]] = {}
+        self._stores_by_topic = {topic: f.store for topic, f in feeds.items()}
         for topic, f in feeds.items():
             processor = f.supplier()
             processor.init(_GlobalContext(self, f.processor_name, f.store))
@@ -173,6 +175,21 @@ class GlobalStateTask:
     @property
     def topics(self) -> list[str]:
         return list(self._by_topic)
+
+    def store_of(self, topic: str) -> str:
+        """The global store ``topic`` feeds."""
+        return self._stores_by_topic[topic]
+
+    def wipe(self, topic: str) -> None:
+        """Empty the store ``topic`` feeds and forget its offsets (it is rebuilt from the topic)."""
+        from kspark._engine.state.build import bottom
+
+        bottom(self.stores[self._stores_by_topic[topic]]).wipe()
+        self.offsets = {tp: o for tp, o in self.offsets.items() if tp[0] != topic}
+
+    def flush(self) -> None:
+        for store in self.stores.values():
+            store.flush()
 
     def update(self, raw: RawRecord) -> None:
         """Apply one record of a global topic to its store."""

@@ -168,6 +168,18 @@ class Admin:
                 continue  # missing: callers compare offsets and find that out themselves
         return out
 
+    def topic_config(self, topic: str, key: str) -> str | None:
+        """One config value of ``topic`` (None if it cannot be read)."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        res = ConfigResource(ResourceType.TOPIC, topic)
+        try:
+            (fut,) = self._admin.describe_configs([res], request_timeout=self.timeout_s).values()
+            entry = fut.result(timeout=self.timeout_s).get(key)
+        except KafkaException:
+            return None
+        return None if entry is None else entry.value
+
     def max_message_bytes(self, topics: Iterable[str]) -> int | None:
         """The largest ``max.message.bytes`` among ``topics`` (None: none could be read; a
         topic whose config cannot be read is logged and left out)."""

@@ -22,7 +22,7 @@ from kspark._spark.resume import resume_offsets
 from kspark._kafka.instance import InstanceGuard, instance_group
 from kspark._kafka.transactions import progress_topic
 from kspark.config import EXACTLY_ONCE_V2, StreamsConfig
-from kspark.errors import ChangelogLostError, StreamsError, TopologyError
+from kspark.errors import ChangelogLostError, MissingSourceTopicError, StreamsError, TopologyError
 
 __all__ = ["SparkApplication"]
 
@@ -53,17 +53,13 @@ class SparkApplication:
 
     def start(self) -> None:
         c = self.config
-        if self.graph.global_stores:
-            raise TopologyError(
-                f"global stores ({', '.join(map(repr, self.graph.global_stores))}) do not run on "
-                "Spark yet: the TopologyTestDriver runs them; on Spark, join with a KTable of "
-                "a co-partitioned topic instead for now")
         check_client_configs(c)  # first: a bad admin.* key would fail the next line unnamed
         admin = Admin(c["bootstrap.servers"], c["request.timeout.ms"], c.with_prefix("admin."))
         user_sources = [t for t in self.graph.user_source_topics() if t not in self.graph.sink_topics()]
         dead_letters = [c["errors.dead.letter.queue.topic.name"]] if c[
             "errors.dead.letter.queue.topic.name"] else []
         admin.check_topics(user_sources, self.graph.sink_topics() + dead_letters)
+        self._check_global_topics(admin)
         if "producer.message.max.bytes" not in c:  # records as large as the sink topics take
             largest = admin.max_message_bytes(self.graph.sink_topics() + dead_letters)
             if largest is not None and largest > 1_000_000:
@@ -84,6 +80,21 @@ class SparkApplication:
         except BaseException:
             self._guard.release()
             raise
+
+    def _check_global_topics(self, admin: Admin) -> None:
+        """Global topics must exist; they should be compacted (a warning if not)."""
+        counts = admin.partition_counts()
+        for store, g in self.graph.global_stores.items():
+            topic = g.source.topics[0]
+            if topic not in counts:
+                raise MissingSourceTopicError(
+                    f"global topic {topic!r} of global store {store!r} not found at "
+                    f"{admin.bootstrap}; create it (compacted) before starting the application")
+            policy = admin.topic_config(topic, "cleanup.policy")
+            if policy is not None and "compact" not in policy:
+                log.warning("global topic %r of global store %r has cleanup.policy=%s: records "
+                            "deleted by retention are missing from the store when it is rebuilt; "
+                            "make it compacted (cleanup.policy=compact)", topic, store, policy)
 
     def _start_query(self, admin: Admin, counts: dict[str, int]) -> None:
         c = self.config
@@ -202,10 +213,12 @@ class SparkApplication:
         if not last:
             return {"batches": 0, "position": 0, **counted}
         pos = 0
+        global_topics = set(self.graph.global_topics())
         for source in last["sources"]:
             end = source.get("endOffset") or "{}"
             offsets = json.loads(end) if isinstance(end, str) else end
-            pos += sum(int(o) for parts in offsets.values() for o in parts.values())
+            pos += sum(int(o) for t, parts in offsets.items() if t not in global_topics
+                       for o in parts.values())
         return {"batches": int(last["batchId"]) + 1, "position": pos, **counted}
 
 

@@ -38,8 +38,10 @@ def _shuffle_keys(spark: SparkSession, n: int) -> list[int]:
 
 
 def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
-              resets: dict[str, str], start: Offsets, stop: Offsets | None) -> DataFrame:
+              resets: dict[str, str], start: Offsets, stop: Offsets | None,
+              global_topics: list[str]) -> DataFrame:
     return (spark.readStream.format("kspark_kafka")
+            .option("globals", json.dumps(global_topics))
             .option("stop", "" if stop is None else json.dumps({t: stop[t] for t in topics}))
             .option("resets", json.dumps({t: resets[t] for t in topics if t in resets}))
             .option("start", json.dumps({t: start[t] for t in topics if t in start}))
@@ -151,10 +153,19 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
     app_id = c["application.id"]
     internal = set(graph.internal_topics())
     _, resets = kafka_sources(graph)
-    begin = (resets, start or {}, stop)
     subs = sub_topologies(graph)
     tasks, fed_count = _task_counts(graph, subs, partition_counts, internal)
     groups = _groups(subs, tasks)
+    global_topics = graph.global_topics()
+    begin = (resets, start or {}, stop, global_topics)
+    kafka_stages = sum(1 for g in groups for st in g.members if st.user_topics)
+    if global_topics and kafka_stages > 1:
+        raise TopologyError(
+            f"this topology reads Kafka in {kafka_stages} sub-topologies and has global stores "
+            f"({', '.join(map(repr, graph.global_stores))}): on Spark, global stores need every "
+            "task of a micro-batch to see them at the same offsets, which kspark pins in one "
+            "source; for now merge the input streams into one sub-topology (one StreamsBuilder "
+            "stream of several topics, or merge()) or use one application per input")
     group_of = {m.id: g for g in groups for m in g.members}
     readers = {t: st for st in subs for t in st.fed_topics}
     keys = {n: _shuffle_keys(spark, n) for n in {g.size for g in groups if g.fed}}
@@ -232,7 +243,7 @@ def _upstream(g: _Group, groups: list[_Group]) -> list[_Group]:
 
 
 def _group_input(spark: SparkSession, c: StreamsConfig, g: _Group, groups: list[_Group],
-                 begin: tuple[dict[str, str], Offsets, Offsets | None],
+                 begin: tuple[dict[str, str], Offsets, Offsets | None, list[str]],
                  outputs: dict[int, DataFrame], keys: dict[int, list[int]], name) -> DataFrame:
     if not g.fed:
         (st,) = g.members

@@ -39,10 +39,13 @@ Offsets = dict[str, dict[str, int]]
 MARKER_TOPIC = ""
 
 
-def task_marker(task: int, ranges: list[tuple[str, int, int, int]] | None = None
-                ) -> pa.RecordBatch:
-    """The one-row batch that starts task ``task``'s input (see ``MARKER_TOPIC``)."""
-    value = None if ranges is None else json.dumps(ranges).encode()
+def task_marker(task: int, ranges: list[tuple[str, int, int, int]] | None = None,
+                globals_: Offsets | None = None) -> pa.RecordBatch:
+    """The one-row batch that starts task ``task``'s input (see ``MARKER_TOPIC``): its
+    ranges, and the global topics' offsets the micro-batch pinned (``{"ranges": ...,
+    "globals": ...}`` when the topology has global stores)."""
+    value = None if ranges is None else json.dumps(
+        ranges if globals_ is None else {"ranges": ranges, "globals": globals_}).encode()
     return pa.RecordBatch.from_pydict(
         {"topic": [MARKER_TOPIC], "partition": [task], "offset": [-1], "timestamp": [-1],
          "key": [None], "value": [value], "headers": [[]]}, schema=ARROW_SCHEMA)
@@ -54,6 +57,7 @@ class TaskInput(InputPartition):
 
     task: int
     ranges: list[tuple[str, int, int, int]]
+    globals_: Offsets | None = None  # the global topics' pinned end offsets
 
 
 class KafkaDataSource(DataSource):
@@ -82,6 +86,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.consumer_conf: dict[str, Any] = json.loads(options.get("consumer_conf", "{}"))
         self.admin_conf: dict[str, Any] = json.loads(options.get("admin_conf", "{}"))
         self.resets: dict[str, str] = json.loads(options.get("resets", "{}"))
+        # global stores' topics: their ends are pinned with every batch (see _spark/globals.py)
+        self.global_topics: list[str] = json.loads(options.get("globals", "[]"))
+        self._last_globals: Offsets = {}
         self.start: Offsets = json.loads(options.get("start", "{}"))
         # an incremental batch run's stop offsets (KIP-95; see kspark._kafka.stopoffsets)
         self.stop: Offsets | None = json.loads(options["stop"]) if options.get("stop") else None
@@ -108,22 +115,42 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             out[t][str(p)] = off
         return out
 
+    def _global_ends(self) -> Offsets:
+        """The global topics' ends now; a global topic missing for a moment (deleted and
+        being created again) keeps its last ends, so the query goes on (KIP-406)."""
+        if not self.global_topics:
+            return {}
+        admin = self._admin()
+        counts = admin.partition_counts()
+        present = [t for t in self.global_topics if t in counts]
+        ends = admin.end_offsets([(t, p) for t in present for p in range(counts[t])])
+        out: Offsets = {t: self._last_globals.get(t, {}) for t in self.global_topics}
+        for t in present:
+            out[t] = {str(p): ends[(t, p)] for p in range(counts[t])}
+        self._last_globals = out
+        return out
+
     def initialOffset(self) -> Offsets:
         """Where a new query starts: the pinned start offsets (the group's, see
         ``_spark/resume.py``), else each topic's earliest offset, or its end for 'latest'
-        sources. Spark calls this again when it replays batch 0, hence the pin."""
+        sources. Spark calls this again when it replays batch 0, hence the pin. Global
+        topics start at their current ends (only the ends of later batches are used)."""
         admin = self._admin()
         earliest, latest = self._ends(admin, earliest=True), self._ends(admin)
-        return {t: {**(latest if self.resets.get(t) == "latest" else earliest)[t],
-                    **self.start.get(t, {})} for t in self.topics}
+        return {**{t: {**(latest if self.resets.get(t) == "latest" else earliest)[t],
+                       **self.start.get(t, {})} for t in self.topics}, **self._global_ends()}
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
-        ends = self._stop_at if self._stop_at is not None else self._ends(self._admin())
+        if self._stop_at is not None:  # AvailableNow: global ends frozen with the stop
+            ends = {t: v for t, v in self._stop_at.items() if t not in self.global_topics}
+            pinned = {t: self._stop_at[t] for t in self.global_topics}
+        else:
+            ends, pinned = self._ends(self._admin()), self._global_ends()
         ends = {t: {p: max(e, start.get(t, {}).get(p, 0)) for p, e in parts.items()}
                 for t, parts in ends.items()}
         if isinstance(limit, ReadMaxRows) and not isinstance(limit, ReadAllAvailable):
-            return _cap(start, ends, limit.max_rows)
-        return ends
+            ends = _cap(start, ends, limit.max_rows)
+        return {**ends, **pinned}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_offsets)
@@ -131,11 +158,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         """AvailableNow: stop at the run's stop offsets, which the driver took from (or wrote
         to) the metadata topic, so a restarted run stops where its first start would have."""
-        self._stop_at = self.stop if self.stop is not None else self._ends(self._admin())
+        self._stop_at = {**(self.stop if self.stop is not None else self._ends(self._admin())),
+                         **self._global_ends()}
 
     def partitions(self, start: Offsets, end: Offsets) -> list[TaskInput]:
+        pinned = {t: end[t] for t in self.global_topics if t in end} if self.global_topics else None
+        end = {t: parts for t, parts in end.items() if t not in self.global_topics}
         n_tasks = max((len(parts) for parts in end.values()), default=0)
-        tasks = [TaskInput(n, []) for n in range(n_tasks)]
+        tasks = [TaskInput(n, [], pinned) for n in range(n_tasks)]
         for topic, parts in end.items():
             for p, e in parts.items():
                 s = start.get(topic, {}).get(p, 0)
@@ -147,7 +177,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from kspark._kafka.clients import read_range
 
         if self.emit == "ranges":
-            yield task_marker(partition.task, partition.ranges)
+            yield task_marker(partition.task, partition.ranges, partition.globals_)
             return
         for topic, p, s, e in partition.ranges:
             for msgs in read_range(self.bootstrap, topic, p, s, e, self.read_timeout_ms,

@@ -28,6 +28,7 @@ from kspark._graph.instantiate import build_task
 from kspark._engine.state.build import bottom, discard_buffered
 from kspark._kafka.clients import commit_offsets, read_range, task_producer
 from kspark._kafka.transactions import Marker, progress_topic, task_transactions
+from kspark._spark.globals import global_state
 from kspark._spark.source import ARROW_SCHEMA, MARKER_TOPIC
 from kspark.config import EXACTLY_ONCE_V2
 from kspark.errors import KSparkError, StreamsError, TaskFencedError
@@ -89,10 +90,14 @@ class StagePlan:
 class _RoutingCollector(RecordCollector):
     """Sends user-topic records to Kafka; keeps fed-topic records as rows for the shuffle."""
 
-    def __init__(self, producer: RecordCollector, plan: StagePlan, task_partition: int):
+    def __init__(self, producer: RecordCollector, plan: StagePlan, task_partition: int,
+                 pins: dict | None = None):
         self.producer = producer
         self.plan = plan
         self.task_partition = task_partition
+        # the global topics' pinned offsets, passed on in the markers of downstream tasks
+        self.marker_value = None if pins is None else json.dumps(
+            {"ranges": [], "globals": pins}).encode()
         self.rows: list[tuple] = []
         self.sent = 0  # records sent to user topics
 
@@ -122,7 +127,8 @@ class _RoutingCollector(RecordCollector):
         readers = {(size, first + j) for topic, (n, _) in self.plan.fed.items()
                    for size, first in [self.plan.routes[topic]] for j in range(n)}
         for size, pos in sorted(readers):
-            for name, v in zip(FED_ARROW_SCHEMA.names, (MARKER_TOPIC, pos, -1, -1, None, None, [],
+            for name, v in zip(FED_ARROW_SCHEMA.names, (MARKER_TOPIC, pos, -1, -1, None,
+                                                        self.marker_value, [],
                                                         self.task_partition, keys[size][pos])):
                 cols[name].append(v)
         for topic, target, seq, ts, key, value, headers in rows:
@@ -136,10 +142,29 @@ class _RoutingCollector(RecordCollector):
         return pa.RecordBatch.from_pydict(cols, schema=FED_ARROW_SCHEMA)
 
 
+def _markers(batch: pa.RecordBatch) -> list[Any]:
+    """The decoded values of the task markers in ``batch`` (a list of ranges, or a dict
+    ``{"ranges": ..., "globals": ...}``; see ``source.task_marker``)."""
+    found = batch.filter(pa.compute.equal(batch.column(0), MARKER_TOPIC)).column(5).to_pylist()
+    return [json.loads(v) for v in found if v is not None]
+
+
 def _ranges_of(batch: pa.RecordBatch) -> list[tuple[str, int, int, int]]:
     """The Kafka offset ranges that the task markers in ``batch`` hand the task."""
-    found = batch.filter(pa.compute.equal(batch.column(0), MARKER_TOPIC)).column(5).to_pylist()
-    return [tuple(r) for v in found if v is not None for r in json.loads(v)]
+    return [tuple(r) for m in _markers(batch) for r in (m["ranges"] if isinstance(m, dict) else m)]
+
+
+def _with_pins(batches: Iterator[pa.RecordBatch], streaming: bool
+               ) -> tuple[Iterator[pa.RecordBatch], dict | None]:
+    """The global topics' offsets the micro-batch pinned, from the task's markers (the first
+    batch holds the source's marker of a streaming task; others read all their rows anyway)."""
+    held = [next(batches, None)] if streaming else list(batches)
+    held = [b for b in held if b is not None]
+    for b in held:
+        for m in _markers(b):
+            if isinstance(m, dict):
+                return itertools.chain(held, batches), m["globals"]
+    return itertools.chain(held, batches), None
 
 
 def _raw_records(batch: pa.RecordBatch) -> list[tuple[tuple, RawRecord]]:
@@ -285,6 +310,13 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
         """Run task ``partition`` over one micro-batch ``batch`` (query id, batch id)."""
         task_id = f"{plan.stage}_{partition}"
         key = (app_id, task_id)
+        pins, global_stores = None, None
+        if graph.global_stores:
+            batches, pins = _with_pins(batches, plan.streaming)
+            if pins is None:
+                raise StreamsError(f"task {task_id} got no global store offsets with micro-batch "
+                                   f"{batch}: its markers carry none (a kspark bug)")
+            global_stores = global_state(graph, config, pins).read_only()
         tx, marker, replay, saved = None, None, False, LOCAL_PROGRESS
         if eos:
             tx, marker = task_transactions(bootstrap, app_id, task_id,
@@ -305,13 +337,14 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
             if cached is not None:
                 cached.close()
             if not plan.fed:
-                yield _RoutingCollector(producer, plan, partition).take_batch()
+                yield _RoutingCollector(producer, plan, partition, pins).take_batch()
                 return
-        collector = _RoutingCollector(producer, plan, partition)
+        collector = _RoutingCollector(producer, plan, partition, pins)
         task = None if replay else _reusable(_take_task(key), builders, marker)
         if task is None:
             task = build_task(graph, task_id, config, collector, only=plan.nodes, batch_buffer=True,
-                              restore=lambda t: restore_task(t, builders, batch, saved, replay))
+                              restore=lambda t: restore_task(t, builders, batch, saved, replay),
+                              global_stores=global_stores)
             task.changelog_offsets = task.restored
         task.collector = collector
         task.partition_counts = plan.partition_counts

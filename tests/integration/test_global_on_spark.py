@@ -1,0 +1,140 @@
+"""Global stores on Spark local-cluster (two executor processes) and a real broker.
+
+One application runs throughout: every task joins against the full table; updates reach
+every task in the next micro-batch; records deleted below the stores' offsets (KIP-406) and
+the topic deleted and created again with new content make the stores rebuild while the query
+goes on; no order is lost or duplicated (read_committed). A restart then resumes the
+workers' copies from their checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.conftest import consume_all
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+COUNTRIES = 50
+
+
+def _countries(broker: str, topic: str, version: str) -> None:
+    p = Producer({"bootstrap.servers": broker})
+    for k in range(COUNTRIES):
+        p.produce(topic, key=f"c{k}".encode(), value=f"{version}-c{k}".encode())
+    assert p.flush(30) == 0
+
+
+def _orders(broker: str, topic: str, first: int, n: int) -> None:
+    p = Producer({"bootstrap.servers": broker, "enable.idempotence": True})
+    for i in range(first, first + n):
+        p.produce(topic, key=f"o{i}".encode(),
+                  value=json.dumps({"id": i, "country": f"c{i % COUNTRIES}"}).encode())
+    assert p.flush(30) == 0
+
+
+def _joined(broker: str, out: str, expected: int) -> dict[int, list[str]]:
+    got: dict[int, list[str]] = {}
+    for m in consume_all(broker, out, expected, timeout_s=180):
+        i, country = m.value().decode().split(":", 1)
+        got.setdefault(int(i), []).append(country)
+    return got
+
+
+def _assert_phase(broker: str, out: str, upto: int, first: int, version: str) -> None:
+    """Orders 0..upto-1 each joined exactly once; those from ``first`` with ``version``."""
+    got = _joined(broker, out, upto)
+    assert sorted(got) == list(range(upto)), "lost or unexpected orders"
+    assert all(len(v) == 1 for v in got.values()), "duplicated orders"
+    wrong = {i: v for i, v in got.items() if i >= first and v != [f"{version}-c{i % COUNTRIES}"]}
+    assert not wrong, dict(list(wrong.items())[:5])
+
+
+def _start(broker: str, names: tuple[str, ...], state: Path) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.global_app", broker, *names, str(state)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    for line in proc.stdout:
+        if line.startswith("started"):
+            return proc
+    raise AssertionError(f"the app did not start (exit {proc.wait(60)})")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(60)
+
+
+def test_global_table_on_two_executors_updates_kip406_rebuilds_and_restart(
+        broker, admin, topic_name, tmp_path):
+    orders, countries, out = topic_name("g-orders"), topic_name("g-countries"), topic_name("g-out")
+    admin.create_topics({orders: 4, out: 4})
+    # compacted, and deletable: Kafka refuses delete_records on a compact-only topic
+    admin.create_topics({countries: 1}, {"cleanup.policy": "compact,delete"})
+    app_id = f"g-{orders}"
+    names = (orders, countries, out, app_id)
+    state = tmp_path / "state"
+    n = 400
+    _countries(broker, countries, "v1")
+    _orders(broker, orders, 0, n)
+    proc = _start(broker, names, state)
+    try:
+        # Every task, on either executor, joins against the full table.
+        _assert_phase(broker, out, n, 0, "v1")
+        # An update reaches every task in the next micro-batch.
+        _countries(broker, countries, "v2")
+        _orders(broker, orders, n, n)
+        _assert_phase(broker, out, 2 * n, n, "v2")
+        # KIP-406: records deleted past the stores' offsets. An open transaction holds the
+        # pinned (read_committed) end back while the records are deleted, so the copies'
+        # offsets are below the new earliest offset when the next batch pins it.
+        tx = Producer({"bootstrap.servers": broker, "transactional.id": f"{app_id}-truncate"})
+        tx.init_transactions(30)
+        tx.begin_transaction()
+        tx.produce(countries, key=b"c0", value=b"never-seen")
+        tx.flush(30)
+        stable = admin.end_offsets([(countries, 0)])[(countries, 0)]
+        c = Consumer({"bootstrap.servers": broker, "group.id": f"hw-{app_id}",
+                      "isolation.level": "read_uncommitted"})
+        _, high = c.get_watermark_offsets(TopicPartition(countries, 0), timeout=30)
+        c.close()
+        assert high > stable
+        raw = AdminClient({"bootstrap.servers": broker})
+        (fut,) = raw.delete_records([TopicPartition(countries, 0, high)]).values()
+        fut.result(30)
+        tx.abort_transaction(30)
+        _countries(broker, countries, "v3")
+        _orders(broker, orders, 2 * n, n)
+        _assert_phase(broker, out, 3 * n, 2 * n, "v3")
+        assert proc.poll() is None, "the query stopped"
+        # KIP-406: the topic deleted and created again, with other content.
+        admin.delete_topics([countries])
+        admin.create_topics({countries: 1}, {"cleanup.policy": "compact,delete"})
+        _countries(broker, countries, "v4")
+        _orders(broker, orders, 3 * n, n)
+        _assert_phase(broker, out, 4 * n, 3 * n, "v4")
+        assert proc.poll() is None, "the query stopped"
+    finally:
+        _stop(proc)
+    copies = sorted((state / app_id / "global").iterdir())
+    assert copies and all((d / ".checkpoint").exists() for d in copies)
+    # A restart (the workers adopt the copies and their checkpoints: test_global_state.py)
+    # goes on exactly.
+    proc = _start(broker, names, state)
+    try:
+        _orders(broker, orders, 4 * n, n)
+        _assert_phase(broker, out, 5 * n, 4 * n, "v4")
+    finally:
+        _stop(proc)
