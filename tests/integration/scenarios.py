@@ -135,6 +135,21 @@ def _through(b, i, o):
       .map_values(lambda v: f"after-{v}").to(o[1], key_serde=S, value_serde=S))
 
 
+def _global_join(b, i, o):
+    """A stream joins a GlobalKTable by a key mapped from its value, inner and left; the
+    global topic (written before the stream: on Spark the first micro-batch pins all of it)
+    holds updates and tombstones; a null mapped key drops the record."""
+    table = b.global_table(i[1], key_serde=S, value_serde=I)
+    s = b.stream(i[0], key_serde=S, value_serde=I)
+    select = lambda k, v: None if v % 11 == 0 else f"c{v % 7}"  # noqa: E731
+    s.join(table, select, lambda v, c: f"{v}*{c}").to(o[0], key_serde=S, value_serde=S)
+    s.left_join(table, select, lambda v, c: f"{v}*{c}").to(o[1], key_serde=S, value_serde=S)
+
+
+# the global topic: countries c0..c5 (c6 never), each updated, c3 and c4 deleted
+_COUNTRIES = ([(f"c{j}", j, 10 + j) for j in range(6)] + [(f"c{j}", 100 + j, 20 + j) for j in range(6)]
+              + [("c3", None, 30), ("c4", None, 31)])
+
 SCENARIOS = [
     Scenario("filter", lambda b, i, o: _str_out(
         b.stream(i[0], key_serde=S, value_serde=I).filter(lambda k, v: v % 4 == 1), o[0]),
@@ -180,4 +195,6 @@ SCENARIOS = [
              ["out"], partitions=1, per_batch=25),
     Scenario("through-topic", _through, {"in": _records(100)}, ["mid", "out"],
              out_serdes=(S, None)),
+    Scenario("global-table-join-and-left-join", _global_join,
+             {"in": _records(150, keys=5), "countries": _COUNTRIES}, ["inner", "left"]),
 ]
