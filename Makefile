@@ -28,6 +28,7 @@ bench: setup
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) benchmarks/stateless.py
 	$(PY) benchmarks/stateful_count.py
+	$(PY) benchmarks/global_join.py
 	$(PY) benchmarks/eos_overhead.py
 	$(PY) benchmarks/latency.py
 
