@@ -1,7 +1,8 @@
 """``kspark run``: run an application from the command line, for a scheduler (cron, Airflow,
 a Spark job scheduler) to drive.
 
-The application is ``module:attr`` or ``path/to/file.py:attr``, where ``attr`` is a
+The application is ``module:attr`` (importable from the current directory or the Python
+path) or ``path/to/file.py:attr``, where ``attr`` is a
 ``Topology``, a ``StreamsBuilder``, or a function of no arguments returning either. Its
 config comes from a properties file (``key=value`` lines; ``#`` and ``!`` start comments)
 and ``--set key=value`` overrides, checked as every StreamsConfig is.
@@ -62,6 +63,8 @@ def load_topology(spec: str) -> Topology:
         sys.modules[path.stem] = module
         mod_spec.loader.exec_module(module)
     else:
+        if "" not in sys.path and str(Path.cwd()) not in sys.path:
+            sys.path.insert(0, str(Path.cwd()))  # as `python -m`: modules of the current directory
         module = importlib.import_module(where)
     if not hasattr(module, attr):
         raise ConfigError(f"{where!r} has no attribute {attr!r}")
