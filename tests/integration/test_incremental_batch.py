@@ -110,14 +110,16 @@ def test_a_run_stops_at_its_first_start_ends_while_a_producer_keeps_writing(
     assert admin.partition_counts()[metadata_topic(app_id)] == 1
 
 
-def _run_command(app_file: Path, broker: str, app_id: str, state: Path) -> list[str]:
+def _run_args(app_file: Path, broker: str, app_id: str, state: Path, spark: bool) -> list[str]:
+    """``kspark run``'s arguments (``spark``: with the session's keys, for a process of its own)."""
     sets = {"application.id": app_id, "bootstrap.servers": broker, "state.dir": str(state),
             "autostop.at": "eol", "processing.guarantee": "exactly_once_v2",
             "statestore.cache.max.bytes": 0, "max.offsets.per.trigger": 1000,
-            "request.timeout.ms": 20000, "spark.master": "local[2]",
-            "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": 2}
-    return [sys.executable, "-m", "kspark.cli", "run", f"{app_file}:TOPOLOGY",
-            *[a for k, v in sets.items() for a in ("--set", f"{k}={v}")]]
+            "request.timeout.ms": 20000}
+    if spark:
+        sets.update({"spark.master": "local[2]", "spark.ui.enabled": "false",
+                     "spark.sql.shuffle.partitions": 2})
+    return ["run", f"{app_file}:TOPOLOGY", *[a for k, v in sets.items() for a in ("--set", f"{k}={v}")]]
 
 
 def _start(cmd: list[str]) -> subprocess.Popen:
@@ -148,38 +150,44 @@ def _kill_after_a_batch(cmd: list[str]) -> str:
     return started
 
 
-def _finish(cmd: list[str]) -> tuple[str, list[str]]:
-    code, lines = soak.finish(_start(cmd))
-    out = "".join(lines)
-    assert code == 0, out[-4000:]
+def _finish_in_process(argv: list[str], capsys) -> tuple[str, list[str]]:
+    """``kspark run`` to the end in this process (its session is the tests' shared one):
+    exit code 0, and the stop offsets it started with."""
+    from kspark.cli import main
+
+    assert main(argv) == 0, capsys.readouterr().err[-4000:]
+    lines = capsys.readouterr().out.splitlines()
     started = next(l for l in lines if "started (batch run); stop offsets" in l)
     return started.split("stop offsets ", 1)[1].strip(), lines
 
 
 def test_a_run_killed_twice_stops_at_its_original_offsets_and_the_next_run_takes_the_rest(
-        broker, admin, topic_name, tmp_path):
+        broker, admin, spark, topic_name, tmp_path, capsys):
     """SIGKILLed twice with new records arriving each time (a run that keeps failing), the
     run still finishes, at the stop offsets of its first start; the next run processes
-    exactly the records that arrived since. ``kspark run`` drives every run."""
+    exactly the records that arrived since. ``kspark run`` drives every run: the killed
+    ones as processes of their own, the last two in this process."""
     src = _topics(admin, topic_name, "kip95-kill")
     app_id = f"kip95-kill-{src}"
     app_file = tmp_path / "kip95_app.py"
     app_file.write_text("from tests.integration.eos_app import topology\n"
                         f"TOPOLOGY = topology({src!r}, slow_ms=1.0)\n")
-    cmd = _run_command(app_file, broker, app_id, tmp_path / "state")
-    n1, n2, n3 = 6000, 1500, 1500
+    cmd = [sys.executable, "-m", "kspark.cli",
+           *_run_args(app_file, broker, app_id, tmp_path / "state", spark=True)]
+    in_process = _run_args(app_file, broker, app_id, tmp_path / "state", spark=False)
+    n1, n2, n3 = 5000, 1000, 1000
     soak.produce(broker, src, 0, n1, KEYS)
     first = _kill_after_a_batch(cmd)
     soak.produce(broker, src, n1, n2, KEYS)  # arrive while the run is down
     assert _kill_after_a_batch(cmd) == first
     soak.produce(broker, src, n1 + n2, n3, KEYS)
-    resumed, lines = _finish(cmd)
+    resumed, lines = _finish_in_process(in_process, capsys)
     assert resumed == first
     summary = lines[-1]
     assert "finished its batch run" in summary and f"stop offsets reached: {first}" in summary
     _assert_exact(broker, src, app_id, n1)  # nothing that arrived after the first start
     # The next run begins anew: new stop offsets, exactly the records that arrived since.
-    following, lines = _finish(cmd)
+    following, lines = _finish_in_process(in_process, capsys)
     assert following != first
     _assert_exact(broker, src, app_id, n1 + n2 + n3)
     assert f" {n2 + n3} records in" in lines[-1], lines[-1]
