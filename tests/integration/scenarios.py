@@ -146,6 +146,17 @@ def _global_join(b, i, o):
     s.left_join(table, select, lambda v, c: f"{v}*{c}").to(o[1], key_serde=S, value_serde=S)
 
 
+def _global_join_two_sources(b, i, o):
+    """Two sub-topologies read Kafka and both join one GlobalKTable: one source pins the
+    global offsets, the other's tasks read them from Spark's offset log."""
+    table = b.global_table(i[2], key_serde=S, value_serde=I)
+    select = lambda k, v: f"c{v % 7}"  # noqa: E731
+    b.stream(i[0], key_serde=S, value_serde=I).join(table, select, lambda v, c: f"a{v}*{c}").to(
+        o[0], key_serde=S, value_serde=S)
+    b.stream(i[1], key_serde=S, value_serde=I).left_join(
+        table, select, lambda v, c: f"b{v}*{c}").to(o[1], key_serde=S, value_serde=S)
+
+
 # the global topic: countries c0..c5 (c6 never), each updated, c3 and c4 deleted
 _COUNTRIES = ([(f"c{j}", j, 10 + j) for j in range(6)] + [(f"c{j}", 100 + j, 20 + j) for j in range(6)]
               + [("c3", None, 30), ("c4", None, 31)])
@@ -197,4 +208,7 @@ SCENARIOS = [
              out_serdes=(S, None)),
     Scenario("global-table-join-and-left-join", _global_join,
              {"in": _records(150, keys=5), "countries": _COUNTRIES}, ["inner", "left"]),
+    Scenario("global-table-joined-by-two-sub-topologies", _global_join_two_sources,
+             {"a": _records(80), "b": _records(80, start=1001), "countries": _COUNTRIES},
+             ["fromA", "fromB"]),
 ]

@@ -42,7 +42,7 @@ from kspark._graph.instantiate import build_global_task
 from kspark._kafka.clients import read_range
 from kspark.errors import StateStoreError
 
-__all__ = ["global_state", "GlobalPins"]
+__all__ = ["global_state", "GlobalPins", "pins_from_offset_log", "local_checkpoint"]
 
 log = logging.getLogger("kspark")
 GlobalPins = dict[str, dict[str, int]]  # {topic: {partition: pinned end}}
@@ -63,6 +63,31 @@ def global_state(graph: TopologyGraph, config: Mapping[str, Any], pins: GlobalPi
         state.flush()
         _write_checkpoint(directory, state)
     return state
+
+
+def local_checkpoint(location: str) -> Path | None:
+    """The local directory of a checkpoint location (None: not on this machine's disk)."""
+    from urllib.parse import urlparse
+
+    url = urlparse(location)
+    return Path(url.path) if url.scheme == "file" else Path(location) if not url.scheme else None
+
+
+def pins_from_offset_log(location: str, batch: int, topics: list[str]) -> GlobalPins | None:
+    """The global topics' offsets micro-batch ``batch`` pinned, read from Spark's offset log
+    (written before the batch runs): for tasks of a source that does not pin them (a
+    topology reading Kafka in several sub-topologies). None if the log has no such batch."""
+    directory = local_checkpoint(location)
+    path = None if directory is None else directory / "offsets" / str(batch)
+    if path is None or not path.exists():
+        return None
+    pins: GlobalPins = {}
+    for line in path.read_text().splitlines()[2:]:  # version, metadata, one line per source
+        if line.strip() and line.strip() != "-":
+            offsets = json.loads(line)
+            pins.update({t: {str(p): int(o) for p, o in offsets[t].items()}
+                         for t in topics if t in offsets})
+    return pins if set(pins) == set(topics) else None
 
 
 def _open(graph: TopologyGraph, config: Mapping[str, Any]) -> tuple[GlobalStateTask, Path | None]:

@@ -9,6 +9,7 @@ output is then consumed exactly once, so its tasks (their stores and writes) run
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from pyspark.sql import functions as F
 
 from kspark._graph.graph import TopologyGraph, topic_name
 from kspark._graph.subtopology import SubTopology, sub_topologies
+from kspark._spark.globals import local_checkpoint
 from kspark._spark.source import MARKER_TOPIC
 from kspark._spark.stage import FED_SCHEMA, StagePlan, make_stage
 from kspark.config import StreamsConfig
@@ -39,7 +41,9 @@ def _shuffle_keys(spark: SparkSession, n: int) -> list[int]:
 
 def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
               resets: dict[str, str], start: Offsets, stop: Offsets | None,
-              global_topics: list[str]) -> DataFrame:
+              pin_globals: list[list[str]]) -> DataFrame:
+    # the first source created pins the global topics' offsets (see _spark/globals.py)
+    global_topics = pin_globals.pop() if pin_globals else []
     return (spark.readStream.format("kspark_kafka")
             .option("globals", json.dumps(global_topics))
             .option("stop", "" if stop is None else json.dumps({t: stop[t] for t in topics}))
@@ -151,21 +155,23 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
     never (streaming).
     """
     app_id = c["application.id"]
+    checkpoint = c["checkpoint.location"] or os.path.join(c["state.dir"], app_id, "checkpoint")
     internal = set(graph.internal_topics())
     _, resets = kafka_sources(graph)
     subs = sub_topologies(graph)
     tasks, fed_count = _task_counts(graph, subs, partition_counts, internal)
     groups = _groups(subs, tasks)
     global_topics = graph.global_topics()
-    begin = (resets, start or {}, stop, global_topics)
+    begin = (resets, start or {}, stop, [global_topics] if global_topics else [])
     kafka_stages = sum(1 for g in groups for st in g.members if st.user_topics)
-    if global_topics and kafka_stages > 1:
+    if global_topics and kafka_stages > 1 and local_checkpoint(checkpoint) is None:
         raise TopologyError(
             f"this topology reads Kafka in {kafka_stages} sub-topologies and has global stores "
-            f"({', '.join(map(repr, graph.global_stores))}): on Spark, global stores need every "
-            "task of a micro-batch to see them at the same offsets, which kspark pins in one "
-            "source; for now merge the input streams into one sub-topology (one StreamsBuilder "
-            "stream of several topics, or merge()) or use one application per input")
+            f"({', '.join(map(repr, graph.global_stores))}): one source pins the global "
+            "offsets of each micro-batch, and the tasks of the others read them from Spark's "
+            f"offset log, which must then be on local disk, but checkpoint.location is "
+            f"{checkpoint!r}. Use a local checkpoint.location, or merge the input streams into "
+            "one sub-topology (one stream of several topics, or merge())")
     group_of = {m.id: g for g in groups for m in g.members}
     readers = {t: st for st in subs for t in st.fed_topics}
     keys = {n: _shuffle_keys(spark, n) for n in {g.size for g in groups if g.fed}}
@@ -243,7 +249,7 @@ def _upstream(g: _Group, groups: list[_Group]) -> list[_Group]:
 
 
 def _group_input(spark: SparkSession, c: StreamsConfig, g: _Group, groups: list[_Group],
-                 begin: tuple[dict[str, str], Offsets, Offsets | None, list[str]],
+                 begin: tuple[dict[str, str], Offsets, Offsets | None, list[list[str]]],
                  outputs: dict[int, DataFrame], keys: dict[int, list[int]], name) -> DataFrame:
     if not g.fed:
         (st,) = g.members

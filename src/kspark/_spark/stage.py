@@ -12,6 +12,7 @@ import heapq
 import itertools
 import json
 import logging
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,7 @@ from kspark._graph.instantiate import build_task
 from kspark._engine.state.build import bottom, discard_buffered
 from kspark._kafka.clients import commit_offsets, read_range, task_producer
 from kspark._kafka.transactions import Marker, progress_topic, task_transactions
-from kspark._spark.globals import global_state
+from kspark._spark.globals import global_state, pins_from_offset_log
 from kspark._spark.source import ARROW_SCHEMA, MARKER_TOPIC
 from kspark.config import EXACTLY_ONCE_V2
 from kspark.errors import KSparkError, StreamsError, TaskFencedError
@@ -293,6 +294,8 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
     skip_failed = config.get("production.exception.handler") == "log_and_continue"
 
     read_timeout_ms = int(config["source.read.timeout.ms"])
+    checkpoint = config["checkpoint.location"] or os.path.join(
+        config["state.dir"], app_id, "checkpoint")
 
     def read(ranges: list[tuple[str, int, int, int]], ends: dict[tuple[str, int], int]
              ) -> Iterator[list[RawRecord]]:
@@ -313,6 +316,8 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
         pins, global_stores = None, None
         if graph.global_stores:
             batches, pins = _with_pins(batches, plan.streaming)
+            if pins is None and batch is not None:  # a source that does not pin them
+                pins = pins_from_offset_log(checkpoint, batch[1], graph.global_topics())
             if pins is None:
                 raise StreamsError(f"task {task_id} got no global store offsets with micro-batch "
                                    f"{batch}: its markers carry none (a kspark bug)")
