@@ -136,6 +136,8 @@ _KEYS = [
               "a metadata or admin request before failing with an error naming them.", _positive),
     ConfigKey("max.offsets.per.trigger", int, 200_000, "kspark: upper bound on the records one "
               "micro-batch reads, over all partitions (bounds memory).", _positive),
+    ConfigKey("async.max.in.flight", int, 64, "KIP-311: the default number of records an async "
+              "step (map_values_async, ...) of one task has in flight at once.", _positive),
     ConfigKey("global.consumer.auto.offset.reset", str, "earliest", "Where a global store is "
               "rebuilt from when its offsets are invalid (KIP-406): 'earliest' or 'latest'; a "
               "global table's own offset_reset overrides it.", _one_of("earliest", "latest")),

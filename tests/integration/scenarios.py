@@ -157,6 +157,22 @@ def _global_join_two_sources(b, i, o):
         table, select, lambda v, c: f"b{v}*{c}").to(o[1], key_serde=S, value_serde=S)
 
 
+def _slow_show(v):
+    """A call whose latency varies, so async calls complete out of order."""
+    import random
+    import time
+
+    time.sleep(random.random() / 500)
+    return f"v{v}"
+
+
+def _async_steps(b, i, o):
+    s = b.stream(i[0], key_serde=S, value_serde=I)
+    s.map_values_async(_slow_show, max_in_flight=16).to(o[0], key_serde=S, value_serde=S)
+    s.filter_async(lambda v: v % 3 == 0, ordering="key").map_values(str).to(
+        o[1], key_serde=S, value_serde=S)
+
+
 # the global topic: countries c0..c5 (c6 never), each updated, c3 and c4 deleted
 _COUNTRIES = ([(f"c{j}", j, 10 + j) for j in range(6)] + [(f"c{j}", 100 + j, 20 + j) for j in range(6)]
               + [("c3", None, 30), ("c4", None, 31)])
@@ -211,4 +227,5 @@ SCENARIOS = [
     Scenario("global-table-joined-by-two-sub-topologies", _global_join_two_sources,
              {"a": _records(80), "b": _records(80, start=1001), "countries": _COUNTRIES},
              ["fromA", "fromB"]),
+    Scenario("async-steps-in-order", _async_steps, {"in": _records(150)}, ["mapped", "kept"]),
 ]

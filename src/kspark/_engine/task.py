@@ -44,8 +44,9 @@ class StreamTask:
                  collector: RecordCollector, clock: Callable[[], int] = _wall_clock_ms,
                  store_builders: Mapping[str, Any] | None = None, batch_buffer: bool = False,
                  restore: Callable[["StreamTask"], Any] | None = None,
-                 global_stores: Mapping[str, Any] | None = None):
+                 global_stores: Mapping[str, Any] | None = None, async_runtime: Any = None):
         self.task_id = task_id
+        self.async_runtime = async_runtime  # None: async steps use the shared thread runtime
         self.global_stores = dict(global_stores or {})  # read-only views (global_task.py)
         self.sources = dict(sources)
         self.nodes = list(nodes)
@@ -207,7 +208,8 @@ class StreamTask:
         log.warning("task %s, sink %r: skips a record it cannot write (%s)", self.task_id, sink,
                     error)
 
-    def _dead_letter(self, raw: RawRecord | None, error: Exception) -> None:
+    def _dead_letter(self, raw: RawRecord | None, error: BaseException,
+                     extra_headers: tuple = ()) -> None:
         """KIP-1034: the input record, unchanged, with headers naming the error and its origin
         (no input record, as in a punctuation: only the headers)."""
         if not self._dead_letter_topic:
@@ -217,7 +219,7 @@ class StreamTask:
             ("__streams.errors.message", str(error).encode()),
         ) + ((("__streams.errors.topic", raw.topic.encode()),
               ("__streams.errors.partition", str(raw.partition).encode()),
-              ("__streams.errors.offset", str(raw.offset).encode())) if raw else ())
+              ("__streams.errors.offset", str(raw.offset).encode())) if raw else ()) + extra_headers
         self.collector.send(self._dead_letter_topic, raw.key if raw else None,
                             raw.value if raw else None, raw.timestamp if raw else max(self.stream_time, 0),
                             headers, None)
@@ -292,9 +294,14 @@ class StreamTask:
             s.callback(now)
         return len(schedules)
 
-    def flush(self) -> None:
-        """End of a batch (a commit): write stores down, then flush the collector (raises if any
-        write failed)."""
+    def flush(self, complete_async: bool = True) -> None:
+        """End of a batch (a commit): finish async calls in flight (their results go
+        downstream first), write stores down, then flush the collector (raises if any write
+        failed)."""
+        for node in self.nodes if complete_async else ():  # upstream first: what one
+            complete = getattr(node.processor, "complete_in_flight", None)  # forwards, the
+            if complete is not None:  # next one finishes too
+                complete()
         for store in self.stores.values():
             store.flush()
         self.collector.flush()

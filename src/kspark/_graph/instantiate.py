@@ -59,7 +59,8 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
                collector: RecordCollector, clock: Callable[[], int] | None = None,
                only: Iterable[str] | None = None, batch_buffer: bool = False,
                restore: Callable[[StreamTask], Any] | None = None,
-               global_stores: Mapping[str, Any] | None = None) -> StreamTask:
+               global_stores: Mapping[str, Any] | None = None,
+               async_runtime: Any = None) -> StreamTask:
     """A fresh StreamTask running ``graph``, or only the nodes named in ``only`` (a sub-topology).
 
     Processors come from their suppliers, so each task has its own. ``global_stores``: the
@@ -102,7 +103,7 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
         node.store_names = set(graph.stores_of(name))
     return StreamTask(task_id, sources, nodes.values(), config, collector, store_builders=stores,
                       batch_buffer=batch_buffer, restore=restore, global_stores=global_stores,
-                      **kwargs)
+                      async_runtime=async_runtime, **kwargs)
 
 
 def build_global_task(graph: TopologyGraph, config: Mapping[str, Any],

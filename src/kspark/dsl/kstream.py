@@ -88,6 +88,47 @@ class KStream:
         return self._then("KSTREAM-FLATMAPVALUES", sup, name, self._key_serde, None,
                           keep_serdes=False)
 
+    def map_values_async(self, fn: Callable[[Any], Any], name: str | None = None, *,
+                         max_in_flight: int | None = None, ordering: str = "partition",
+                         retry: Any = None, timeout_ms: int | None = None,
+                         on_failure: str = "fail") -> "KStream":
+        """Like :meth:`map_values`, but ``fn(value)`` (an ``async def`` or a blocking function,
+        run on a thread pool) runs for up to ``max_in_flight`` records at once (default:
+        ``async.max.in.flight``); results go downstream in input order, per task
+        (``ordering="partition"``) or per key (``"key"``). A failing call is retried per
+        ``retry`` (a :class:`~kspark.processor.RetryPolicy`; default: no retry), each attempt
+        limited to ``timeout_ms``; then the record is dead-lettered (``on_failure=
+        "dead_letter"``) or fails the task (``"fail"``). KIP-311; see docs/async.md.
+        """
+        return self._async("KSTREAM-MAPVALUES-ASYNC", "map_values", fn, name, max_in_flight,
+                           ordering, retry, timeout_ms, on_failure, value_serde=None)
+
+    def flat_map_values_async(self, fn: Callable[[Any], Any], name: str | None = None, *,
+                              max_in_flight: int | None = None, ordering: str = "partition",
+                              retry: Any = None, timeout_ms: int | None = None,
+                              on_failure: str = "fail") -> "KStream":
+        """As :meth:`map_values_async`; one record per item of ``fn(value)``'s result."""
+        return self._async("KSTREAM-FLATMAPVALUES-ASYNC", "flat_map_values", fn, name,
+                           max_in_flight, ordering, retry, timeout_ms, on_failure, value_serde=None)
+
+    def filter_async(self, predicate: Callable[[Any], Any], name: str | None = None, *,
+                     max_in_flight: int | None = None, ordering: str = "partition",
+                     retry: Any = None, timeout_ms: int | None = None,
+                     on_failure: str = "fail") -> "KStream":
+        """As :meth:`map_values_async`; keeps the records for which ``predicate(value)`` is true."""
+        return self._async("KSTREAM-FILTER-ASYNC", "filter", predicate, name, max_in_flight,
+                           ordering, retry, timeout_ms, on_failure, value_serde=self._value_serde)
+
+    def _async(self, prefix: str, kind: str, fn: Callable, name: str | None,
+               max_in_flight: int | None, ordering: str, retry: Any, timeout_ms: int | None,
+               on_failure: str, value_serde: Any) -> "KStream":
+        from kspark._engine.async_ops import AsyncStepProcessor
+
+        AsyncStepProcessor(fn, kind, max_in_flight, ordering, retry, timeout_ms, on_failure)  # checks
+        sup = functools.partial(AsyncStepProcessor, fn, kind, max_in_flight, ordering, retry,
+                                timeout_ms, on_failure)
+        return self._then(prefix, sup, name, self._key_serde, value_serde, keep_serdes=False)
+
     def select_key(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> "KStream":
         """Set each record's key to ``fn(key, value)`` (a later key-based step repartitions)."""
         return self._then("KSTREAM-KEY-SELECT", functools.partial(ops.SelectKeyProcessor, fn),

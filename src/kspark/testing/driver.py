@@ -13,6 +13,7 @@ from typing import Any
 from kspark._engine.api import Headers, normalize_headers
 from kspark._engine.collector import MemoryCollector
 from kspark._engine.nodes import RawRecord
+from kspark._engine.async_ops import InlineRuntime
 from kspark._graph.instantiate import build_global_task, build_task
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
@@ -67,9 +68,13 @@ class TopologyTestDriver:
         self._collector = MemoryCollector()
         # Global stores are updated at once when their topic is piped into, as in Java.
         self._global = build_global_task(self._graph, self.config)
+        # Async steps run their calls only when completed: at each commit, in issue order, or
+        # in any order through complete_async() (deterministic tests of KIP-311 steps).
+        self._async = InlineRuntime()
+        self.auto_complete_async = True
         self._task = build_task(self._graph, "0_0", self.config, self._collector,
                                 clock=lambda: self._wall_clock_ms,
-                                global_stores=self._global.read_only())
+                                global_stores=self._global.read_only(), async_runtime=self._async)
         self._offsets: dict[str, int] = {}
         self._looped = 0  # records written to topics the topology also reads, fed back so far
 
@@ -92,7 +97,27 @@ class TopologyTestDriver:
         self._task.maybe_punctuate_wall_clock()
         self._feed_back(set(self._graph.source_topics(self.config["application.id"]))
                         | set(self._global.topics))
-        self._task.flush()
+        self._task.flush(complete_async=self.auto_complete_async)
+
+    def pending_async(self) -> int:
+        """How many async calls (KIP-311 steps) are issued and not yet completed."""
+        return len(self._async.pending)
+
+    def complete_async(self, order: list[int] | None = None) -> None:
+        """Complete pending async calls now, ``order`` giving their positions among the
+        pending ones (oldest first; default: all, oldest first); results then go downstream
+        in input order. With ``auto_complete_async = False`` calls complete only here, so a
+        test decides the completion order (each commit completes them all otherwise)."""
+        pending = list(self._async.pending)
+        for i in (range(len(pending)) if order is None else order):
+            self._async.complete(pending[i])
+        for node in self._task.nodes:
+            retire = getattr(node.processor, "_retire", None)
+            if retire is not None:
+                retire()
+        self._task.flush(complete_async=self.auto_complete_async)
+        self._feed_back(set(self._graph.source_topics(self.config["application.id"]))
+                        | set(self._global.topics))
 
     def producer_records(self) -> list:
         """Every serialized record the topology has written, in order, for any topic."""
@@ -114,7 +139,7 @@ class TopologyTestDriver:
             self._task.process(RawRecord(topic, 0, offset, timestamp, key, value, headers))
             # A commit after every record, also one read back from a repartition topic, as
             # Java's driver does: cached tables emit, maybe into looped-back topics.
-            self._task.flush()
+            self._task.flush(complete_async=self.auto_complete_async)
             pending.extend(self._looped_back(sources))
 
     def _looped_back(self, sources: set[str]) -> list[tuple]:

@@ -1,0 +1,280 @@
+"""Async processing (KIP-311): out-of-order execution, in-order retirement.
+
+An async step issues a call per record into a *reservation station* (at most
+``max_in_flight`` per task; issuing waits while all are taken), the calls run concurrently
+(an ``async def`` on an event loop, a blocking function on a thread pool), and results are
+forwarded downstream in input order: per task (``ordering="partition"``, the default) or per
+key (``ordering="key"``: a key's records stay in order, other keys may pass them). A station
+is freed when its result is forwarded. At a commit (the end of a micro-batch on Spark, every
+record in the TopologyTestDriver) the task first completes every call in flight, so nothing
+is committed past a record whose call has not finished.
+
+A failing call is retried per its :class:`RetryPolicy` (exponential backoff with jitter);
+after the last attempt the record goes to the dead-letter topic
+(``errors.dead.letter.queue.topic.name``, with headers naming the error and the attempts) or
+fails the task, as ``on_failure`` says.
+
+Example:
+    >>> p = RetryPolicy(max_attempts=4, initial_backoff_ms=100, max_backoff_ms=250, jitter=0)
+    >>> [p.backoff_ms(n) for n in (1, 2, 3)]
+    [100, 200, 250]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import random
+import threading
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark.errors import ProcessorError, TopologyError
+
+__all__ = ["RetryPolicy", "AsyncStepProcessor", "Outcome", "ThreadRuntime", "InlineRuntime"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a failing async call is retried: ``max_attempts`` in all (1: no retry); the wait
+    before attempt n+1 is ``initial_backoff_ms * multiplier**(n-1)``, at most
+    ``max_backoff_ms``, spread by ±``jitter`` (a fraction); only exceptions of the
+    ``retry_on`` types are retried."""
+
+    max_attempts: int = 3
+    initial_backoff_ms: int = 100
+    max_backoff_ms: int = 10_000
+    multiplier: float = 2.0
+    jitter: float = 0.2
+    retry_on: tuple[type[BaseException], ...] = (Exception,)
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1 or self.initial_backoff_ms < 0 or self.max_backoff_ms < 0:
+            raise TopologyError(f"invalid {self!r}: max_attempts must be >= 1 and backoffs >= 0")
+
+    def backoff_ms(self, attempt: int, rng: random.Random | None = None) -> int:
+        """The wait after failed attempt ``attempt`` (1-based)."""
+        base = min(self.max_backoff_ms, self.initial_backoff_ms * self.multiplier ** (attempt - 1))
+        if self.jitter and rng is not None:
+            base *= 1 + rng.uniform(-self.jitter, self.jitter)
+        return int(base)
+
+
+@dataclass
+class Outcome:
+    """How a call ended: its result, or the last error; attempts made; seconds taken."""
+
+    ok: bool
+    value: Any
+    error: BaseException | None
+    attempts: int
+    seconds: float
+    waits_ms: tuple[int, ...] = ()  # the backoffs waited before each retry
+
+
+def _attempts(fn: Callable[[Any], Any], arg: Any, policy: RetryPolicy, timeout_s: float | None,
+              rng: random.Random, run_one: Callable, sleep: Callable) -> Any:
+    """A coroutine running ``fn(arg)`` per ``policy`` (``run_one`` makes one attempt awaitable)."""
+    async def go() -> Outcome:
+        began, waits = time.monotonic(), []
+        for attempt in range(1, policy.max_attempts + 1):
+            try:
+                call = run_one(fn, arg)
+                value = await (asyncio.wait_for(call, timeout_s) if timeout_s else call)
+                return Outcome(True, value, None, attempt, time.monotonic() - began, tuple(waits))
+            except BaseException as e:  # noqa: BLE001 - every failure is reported or retried
+                if isinstance(e, asyncio.TimeoutError):
+                    e = TimeoutError(f"the call took longer than {timeout_s:g} s")
+                if attempt == policy.max_attempts or not isinstance(e, policy.retry_on):
+                    return Outcome(False, None, e, attempt, time.monotonic() - began, tuple(waits))
+                wait = policy.backoff_ms(attempt, rng)
+                waits.append(wait)
+                await sleep(wait / 1000)
+        raise AssertionError("unreachable")
+    return go()
+
+
+class ThreadRuntime:
+    """Runs calls concurrently: one event loop thread per process, and a thread pool for
+    blocking functions."""
+
+    _lock = threading.Lock()
+    _instance: "ThreadRuntime | None" = None
+
+    def __init__(self, threads: int = 64):
+        self.loop = asyncio.new_event_loop()
+        self.pool = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="kspark-async")
+        threading.Thread(target=self.loop.run_forever, daemon=True, name="kspark-async-loop").start()
+
+    @classmethod
+    def shared(cls) -> "ThreadRuntime":
+        with cls._lock:
+            if cls._instance is None:
+                cls._instance = cls()
+            return cls._instance
+
+    def _run_one(self, fn: Callable, arg: Any) -> Any:
+        if inspect.iscoroutinefunction(fn):
+            return fn(arg)
+        return self.loop.run_in_executor(self.pool, fn, arg)
+
+    def submit(self, fn: Callable, arg: Any, policy: RetryPolicy, timeout_s: float | None,
+               rng: random.Random) -> concurrent.futures.Future:
+        coro = _attempts(fn, arg, policy, timeout_s, rng, self._run_one, asyncio.sleep)
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+
+class InlineRuntime:
+    """The TopologyTestDriver's: a call runs only when completed (by default at the commit,
+    in issue order; a test may complete them in any order). Backoffs are not slept: the
+    waits are recorded in each :class:`Outcome`, so tests check them without a real clock."""
+
+    def __init__(self) -> None:
+        self.pending: list[concurrent.futures.Future] = []
+
+    def submit(self, fn: Callable, arg: Any, policy: RetryPolicy, timeout_s: float | None,
+               rng: random.Random) -> concurrent.futures.Future:
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+        fut.run = lambda: fut.set_result(asyncio.run(_attempts(  # type: ignore[attr-defined]
+            fn, arg, policy, None, rng, _inline_one, _no_sleep)))
+        self.pending.append(fut)
+        return fut
+
+    def complete(self, fut: concurrent.futures.Future) -> None:
+        if not fut.done():
+            self.pending.remove(fut)
+            fut.run()  # type: ignore[attr-defined]
+
+
+async def _inline_one(fn: Callable, arg: Any) -> Any:
+    return await fn(arg) if inspect.iscoroutinefunction(fn) else fn(arg)
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+class _Station:
+    __slots__ = ("record", "future", "raw", "key")
+
+    def __init__(self, record: Record, future: concurrent.futures.Future, raw: Any, key: Any):
+        self.record, self.future, self.raw, self.key = record, future, raw, key
+
+
+class AsyncStepProcessor(Processor):
+    """``kind``: "map_values" (forward the result as the value), "flat_map_values" (one
+    record per result item) or "filter" (forward the record if the result is true)."""
+
+    def __init__(self, fn: Callable[[Any], Any], kind: str, max_in_flight: int | None,
+                 ordering: str, retry: RetryPolicy | None, timeout_ms: int | None,
+                 on_failure: str):
+        if ordering not in ("partition", "key"):
+            raise TopologyError(f"ordering must be 'partition' or 'key', got {ordering!r}")
+        if on_failure not in ("fail", "dead_letter"):
+            raise TopologyError(f"on_failure must be 'fail' or 'dead_letter', got {on_failure!r}")
+        if max_in_flight is not None and max_in_flight < 1:
+            raise TopologyError(f"max_in_flight must be >= 1, got {max_in_flight}")
+        self.fn, self.kind, self.ordering, self.on_failure = fn, kind, ordering, on_failure
+        self.max_in_flight = max_in_flight
+        self.retry = retry or RetryPolicy(max_attempts=1)
+        self.timeout_s = None if timeout_ms is None else timeout_ms / 1000
+        self.stations: deque[_Station] = deque()
+        self.metrics = {"in_flight": 0, "completed": 0, "retried": 0, "dead_lettered": 0,
+                        "total_latency_s": 0.0}
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        task = context._task  # the engine's own context (see NodeContext)
+        self.task = task
+        self.runtime = getattr(task, "async_runtime", None) or ThreadRuntime.shared()
+        if self.max_in_flight is None:
+            self.max_in_flight = int(task.config.get("async.max.in.flight", 64))
+        self.rng = random.Random(zlib.crc32(f"{task.task_id}/{context._node.name}".encode()))
+
+    def process(self, record: Record) -> None:
+        while len(self.stations) >= self.max_in_flight:  # all stations taken: wait
+            self._wait_and_retire()
+        fut = self.runtime.submit(self.fn, record.value, self.retry, self.timeout_s, self.rng)
+        self.stations.append(_Station(record, fut, self.task._current, record.key))
+        self.metrics["in_flight"] = len(self.stations)
+        self._retire()
+
+    def _wait_and_retire(self) -> None:
+        waiting = [self.stations[0].future] if self.ordering == "partition" else [
+            s.future for s in self.stations]
+        if isinstance(self.runtime, InlineRuntime):
+            self.runtime.complete(waiting[0])
+        else:
+            concurrent.futures.wait(waiting, return_when=concurrent.futures.FIRST_COMPLETED)
+        self._retire()
+
+    def _retire(self) -> None:
+        """Forward every result that is done and has no unfinished record before it (in the
+        task, or of the same key)."""
+        if self.ordering == "partition":
+            while self.stations and self.stations[0].future.done():
+                self._emit(self.stations.popleft())
+        else:
+            blocked, keep = set(), deque()
+            for s in self.stations:
+                if s.future.done() and s.key not in blocked:
+                    self._emit(s)
+                else:
+                    blocked.add(s.key)
+                    keep.append(s)
+            self.stations = keep
+        self.metrics["in_flight"] = len(self.stations)
+
+    def complete_in_flight(self) -> None:
+        """Finish every call in flight and forward the results (before a commit)."""
+        while self.stations:
+            self._wait_and_retire()
+
+    def _emit(self, s: _Station) -> None:
+        """Forward one finished record's result, as if its input record were being processed."""
+        task, current = self.task, self.task._current
+        task._current = s.raw
+        try:
+            self._forward(s)
+        finally:
+            task._current = current
+
+    def _forward(self, s: _Station) -> None:
+        out: Outcome = s.future.result()
+        self.metrics["retried"] += out.attempts - 1
+        self.metrics["total_latency_s"] += out.seconds
+        if not out.ok:
+            self._failed(s, out)
+            return
+        self.metrics["completed"] += 1
+        if self.kind == "map_values":
+            self.context.forward(s.record.with_value(out.value))
+        elif self.kind == "filter":
+            if out.value:
+                self.context.forward(s.record)
+        else:
+            for item in out.value or ():
+                self.context.forward(s.record.with_value(item))
+
+    def _failed(self, s: _Station, out: Outcome) -> None:
+        node, task = self.context._node.name, self.task
+        where = ("" if s.raw is None else
+                 f" (input record topic {s.raw.topic!r}, partition {s.raw.partition}, offset "
+                 f"{s.raw.offset})")
+        if self.on_failure == "dead_letter" and task._dead_letter_topic:
+            self.metrics["dead_lettered"] += 1
+            task._dead_letter(s.raw, out.error, (("__streams.errors.attempts",
+                                                  str(out.attempts).encode()),
+                                                 ("__streams.errors.processor", node.encode())))
+            return
+        raise ProcessorError(
+            f"task {task.task_id}, async processor {node!r}: the call failed after "
+            f"{out.attempts} attempt(s){where}: {type(out.error).__name__}: {out.error}"
+            + ("" if self.on_failure == "fail" else "; set errors.dead.letter.queue.topic.name "
+               "to dead-letter such records")) from out.error

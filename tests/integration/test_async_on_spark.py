@@ -1,0 +1,105 @@
+"""Async steps (KIP-311) on Spark and a real broker, calling a real HTTP service on loopback
+(started by the test, with latency and injected failures): every record enriched exactly
+once (exactly_once_v2, read_committed), in input order per key, failed calls retried."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from confluent_kafka import Producer
+
+from kspark import KafkaStreams, Serdes, StreamsBuilder
+from kspark.processor import RetryPolicy
+from tests.conftest import consume_all
+
+pytestmark = pytest.mark.integration
+S, I = Serdes.String(), Serdes.Integer()
+
+
+class _Service(ThreadingHTTPServer):
+    """GET /enrich?v=N answers ``e<N>`` after ``latency_s``; every ``fail_every``-th request
+    gets a 500 instead."""
+
+    daemon_threads = True
+
+    def __init__(self, latency_s: float, fail_every: int):
+        self.latency_s, self.fail_every = latency_s, fail_every
+        self.requests = self.failed = 0
+        self.in_flight = self.max_in_flight = 0
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802
+        srv: _Service = self.server
+        with srv.lock:
+            srv.requests += 1
+            fail = srv.requests % srv.fail_every == 0
+            srv.in_flight += 1
+            srv.max_in_flight = max(srv.max_in_flight, srv.in_flight)
+        time.sleep(srv.latency_s)
+        with srv.lock:
+            srv.in_flight -= 1
+        if fail:
+            with srv.lock:
+                srv.failed += 1
+            self.send_response(500)
+            self.end_headers()
+            return
+        body = f"e{self.path.split('v=')[1]}".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):  # quiet
+        pass
+
+
+def _enricher(port: int):
+    def enrich(v: int) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/enrich?v={v}", timeout=10) as r:
+            return r.read().decode()
+    return enrich
+
+
+def test_enrichment_through_a_slow_failing_http_service_is_exact_and_in_order(
+        broker, admin, spark, topic_name, app_config):
+    src, out = topic_name("async-in"), topic_name("async-out")
+    admin.create_topics({src: 2, out: 2})
+    n, keys = 600, 10
+    p = Producer({"bootstrap.servers": broker, "enable.idempotence": True})
+    for v in range(n):
+        p.produce(src, key=f"k{v % keys}".encode(), value=I.serialize(src, v))
+    p.flush(30)
+    service = _Service(latency_s=0.02, fail_every=7)
+    threading.Thread(target=service.serve_forever, daemon=True).start()
+    try:
+        b = StreamsBuilder()
+        (b.stream(src, key_serde=S, value_serde=I)
+          .map_values_async(_enricher(service.server_address[1]), max_in_flight=32,
+                            retry=RetryPolicy(max_attempts=5, initial_backoff_ms=5,
+                                              retry_on=(urllib.error.URLError,)),
+                            timeout_ms=5000)
+          .to(out, key_serde=S, value_serde=S))
+        streams = KafkaStreams(b.build(), app_config(processing_guarantee="exactly_once_v2",
+                                                     max_offsets_per_trigger=200), spark=spark)
+        streams.start()
+        assert streams.await_termination(300)
+        streams.close()
+    finally:
+        service.shutdown()
+    records = consume_all(broker, out, n)
+    got = [(m.key().decode(), m.value().decode()) for m in records]
+    assert sorted(got) == sorted((f"k{v % keys}", f"e{v}") for v in range(n)), "lost or duplicated"
+    for k in {k for k, _ in got}:
+        values = [int(v[1:]) for kk, v in got if kk == k]
+        assert values == sorted(values), f"key {k}: out of input order"
+    assert service.failed > 0 and service.requests >= n + service.failed  # failures retried
+    assert service.max_in_flight > 2, "the calls did not overlap"
