@@ -25,7 +25,8 @@ N, KEYS = 1200, 13
 def test_executor_killed_mid_run_final_state_is_exact(broker, admin, topic_name, tmp_path):
     src, dst = topic_name("cluster-in"), topic_name("cluster-out")
     admin.create_topics({src: 2, dst: 2})
-    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
+                  "enable.idempotence": True})
     for i in range(N):
         p.produce(src, key=f"k{i % KEYS}".encode(), value=b"x", timestamp=1000 + i)
     p.flush(10)

@@ -51,7 +51,9 @@ def _on_driver(sc: Scenario, ins: list[str], outs: list[str]) -> dict:
 
 def _on_spark(sc: Scenario, ins, outs, broker, spark, admin, config) -> dict:
     admin.create_topics({t: sc.partitions for t in ins + outs})
-    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    # idempotent: a retried request on a busy machine must not reorder the input
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
+                  "enable.idempotence": True})
     for n, t in enumerate(ins):
         for rec in sc.inputs[list(sc.inputs)[n]]:
             p.produce(t, key=S.serialize(t, rec[0]), value=I.serialize(t, rec[1]),

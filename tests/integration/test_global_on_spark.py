@@ -29,7 +29,7 @@ COUNTRIES = 50
 
 
 def _countries(broker: str, topic: str, version: str) -> None:
-    p = Producer({"bootstrap.servers": broker})
+    p = Producer({"bootstrap.servers": broker, "enable.idempotence": True})  # keeps the order
     for k in range(COUNTRIES):
         p.produce(topic, key=f"c{k}".encode(), value=f"{version}-c{k}".encode())
     assert p.flush(30) == 0

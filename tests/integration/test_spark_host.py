@@ -16,7 +16,8 @@ S, I = Serdes.String(), Serdes.Integer()
 
 
 def _produce(broker, topic, records):
-    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
+                  "enable.idempotence": True})
     for k, v, ts in records:
         p.produce(topic, key=k, value=v, timestamp=ts)
     p.flush(10)

@@ -38,7 +38,8 @@ def _topology(src, dst, kind):
 
 
 def _produce(broker, topic, n, offset=0):
-    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
+                  "enable.idempotence": True})
     for i in range(offset, offset + n):
         p.produce(topic, key=f"k{i % 13}".encode(), value=b"x", timestamp=1000 + i)
     p.flush(10)
@@ -116,7 +117,8 @@ def _driver_and_spark(build, src, recs, outs, per_batch, broker, spark, app_conf
         expected = {n: d.create_output_topic(o, S, L).read_key_values_to_list()
                     for n, o in outs.items()}
         task = d._task
-    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
+                  "enable.idempotence": True})
     for k, v, ts in recs:
         p.produce(src, key=k.encode(), value=v.encode(), timestamp=ts)
     p.flush(10)
@@ -256,7 +258,8 @@ def test_dsl_aggregations_agree_with_the_driver(name, caching, broker, spark, ad
     expected_table = {}
     for k, v in expected_updates:
         expected_table[k] = v
-    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
+                  "enable.idempotence": True})
     for k, v, ts in _agg_input(name):
         p.produce(src, key=k.encode(), value=None if v is None else v.encode(), timestamp=ts)
     p.flush(10)
@@ -338,7 +341,8 @@ def test_joins_agree_with_the_driver(build, variants, c_partitions, broker, spar
         for variant, o in outs.items():
             expected[variant] = d.create_output_topic(o, S, S).read_key_values_to_list()
             assert expected[variant], f"{variant} must produce output"
-    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
+                  "enable.idempotence": True})
     for topic, recs in ((a, recs_a), (c, recs_c)):
         for k, v, ts in recs:
             p.produce(topic, key=k.encode(), value=None if v is None else v.encode(), timestamp=ts)
@@ -384,7 +388,8 @@ def test_stages_joined_by_a_union_keep_their_task_numbers(broker, spark, admin, 
                                       for r in rs):
             pipes[topic].pipe_input(k, v, ts)
         expected = d.create_output_topic(dst, S, S).read_key_values_to_list()
-    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
+                  "enable.idempotence": True})
     for topic in (t, x, y):
         for k, v, ts in recs[topic]:
             p.produce(topic, key=k.encode(), value=v.encode(), timestamp=ts)
