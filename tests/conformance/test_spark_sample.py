@@ -15,8 +15,8 @@ from tests.conformance.spark_host import PER_TRIGGER, disagreements, report, run
 pytestmark = pytest.mark.integration
 
 # One application runs them all: about 90 CPU-seconds for it plus about 5 per scenario, so
-# 20 keep the test near two minutes on two cores (the suite's time budget)
-SEED, COUNT = 0, 20
+# 12 keep the test near a minute and a quarter on two cores (the suite's time budget)
+SEED, COUNT = 0, 12
 
 
 @pytest.mark.timeout(900)

@@ -86,7 +86,7 @@ def test_global_table_on_two_executors_updates_and_kip406_rebuilds(
     app_id = f"g-{orders}"
     names = (orders, countries, out, app_id)
     state = tmp_path / "state"
-    n = 400
+    n = 200
     _countries(broker, countries, "v1")
     _orders(broker, orders, 0, n)
     proc = _start(broker, names, state)

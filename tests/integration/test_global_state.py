@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from kspark import Serdes, StreamsBuilder, StreamsConfig
+from kspark import Materialized, Serdes, StreamsBuilder, StreamsConfig
 from kspark._spark import globals as worker_globals
 
 pytestmark = pytest.mark.integration
@@ -107,3 +107,23 @@ def test_kip406_records_deleted_below_the_copy_rebuild_per_policy(broker, admin,
     rows = {kv.key: kv.value.value for kv in state.stores[store].all()}
     assert rows == ({"c": "2", "d": "2"} if policy == "earliest" else {})
     assert state.offsets[(topic, 0)] == 5
+
+
+def test_an_in_memory_global_store_next_to_a_persistent_one_is_read_again(broker, admin, setup,
+                                                                        topic_name):
+    topic, config = setup
+    other = topic_name("gs-mem")
+    admin.create_topics({other: 1}, {"cleanup.policy": "compact"})
+    b = StreamsBuilder()
+    b.global_table(topic, key_serde=S, value_serde=S)
+    mem = b.global_table(other, key_serde=S, value_serde=S,
+                         materialized=Materialized.as_("mem-store").in_memory())
+    b.stream(f"{topic}-s", key_serde=S, value_serde=S).to(f"{topic}-o")
+    graph, c = b.build()._graph, config()
+    _produce(broker, topic, [("a", "1")])
+    _produce(broker, other, [("x", "1")])
+    pins = {**_pins(admin, topic), **_pins(admin, other)}
+    worker_globals.global_state(graph, c, pins)
+    _restart_worker(c["application.id"])
+    state = worker_globals.global_state(graph, c, pins)  # adopts the persistent copy
+    assert state.stores[mem.store_name].get("x").value == "1"

@@ -175,7 +175,7 @@ def test_a_run_killed_twice_stops_at_its_original_offsets_and_the_next_run_takes
     cmd = [sys.executable, "-m", "kspark.cli",
            *_run_args(app_file, broker, app_id, tmp_path / "state", spark=True)]
     in_process = _run_args(app_file, broker, app_id, tmp_path / "state", spark=False)
-    n1, n2, n3 = 5000, 1000, 1000
+    n1, n2, n3 = 4000, 500, 500
     soak.produce(broker, src, 0, n1, KEYS)
     first = _kill_after_a_batch(cmd)
     soak.produce(broker, src, n1, n2, KEYS)  # arrive while the run is down
@@ -203,7 +203,7 @@ def test_batch_stopped_by_the_user_resumes_then_streaming_then_batch_again(
     record is lost or duplicated across the switches."""
     src = _topics(admin, topic_name, "kip95-switch")
     app_id = f"kip95-switch-{src}"
-    n1, n2, n3 = 4000, 1000, 1000
+    n1, n2, n3 = 2500, 800, 800
     soak.produce(broker, src, 0, n1, KEYS)
 
     def streams_with(autostop: str, slow_ms: float = 0.0) -> KafkaStreams:

@@ -104,8 +104,11 @@ def _open(graph: TopologyGraph, config: Mapping[str, Any]) -> tuple[GlobalStateT
         except StateStoreError:
             continue  # another live worker holds this copy
         saved = _read_checkpoint(directory)
-        state.offsets = saved.get("offsets", {})
-        state.topic_ids = saved.get("topic_ids", {})
+        # only persistent stores kept their contents: an in-memory one is read again
+        kept = {g.source.topics[0] for g in graph.global_stores.values()
+                if g.builder.supplier.persistent}
+        state.offsets = {tp: o for tp, o in saved.get("offsets", {}).items() if tp[0] in kept}
+        state.topic_ids = {t: i for t, i in saved.get("topic_ids", {}).items() if t in kept}
         if state.offsets:
             log.info("global stores of %r: worker %d resumes the copy in %s at %s",
                      config["application.id"], os.getpid(), directory, state.offsets)
