@@ -138,6 +138,9 @@ _KEYS = [
               "micro-batch reads, over all partitions (bounds memory).", _positive),
     ConfigKey("async.max.in.flight", int, 64, "KIP-311: the default number of records an async "
               "step (map_values_async, ...) of one task has in flight at once.", _positive),
+    ConfigKey("delayed.records.check.interval.ms", int, 1000, "KIP-311: on Spark, how often a "
+              "topology with delayed records (KStream.delay, context.schedule_record) runs a "
+              "micro-batch to fire those that are due, also when no input arrives.", _positive),
     ConfigKey("global.consumer.auto.offset.reset", str, "earliest", "Where a global store is "
               "rebuilt from when its offsets are invalid (KIP-406): 'earliest' or 'latest'; a "
               "global table's own offset_reset overrides it.", _one_of("earliest", "latest")),

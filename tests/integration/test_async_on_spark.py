@@ -103,3 +103,35 @@ def test_enrichment_through_a_slow_failing_http_service_is_exact_and_in_order(
         assert values == sorted(values), f"key {k}: out of input order"
     assert service.failed > 0 and service.requests >= n + service.failed  # failures retried
     assert service.max_in_flight > 2, "the calls did not overlap"
+
+
+def test_delayed_records_fire_on_spark_after_their_delay_without_new_input(
+        broker, admin, spark, topic_name, app_config):
+    """KStream.delay on Spark: the input is read in the first micro-batch; the records go on
+    in a later one, which the pinned clock starts although no input arrived, unchanged
+    (key, value, timestamp, headers), exactly once."""
+    src, out = topic_name("delay-in"), topic_name("delay-out")
+    admin.create_topics({src: 2, out: 2})
+    n, delay_ms = 40, 2_000
+    p = Producer({"bootstrap.servers": broker, "enable.idempotence": True})
+    for v in range(n):
+        p.produce(src, key=f"k{v % 4}".encode(), value=I.serialize(src, v), timestamp=1_000 + v,
+                  headers=[("n", str(v).encode())])
+    p.flush(30)
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=I).delay(delay_ms).to(out, key_serde=S, value_serde=I)
+    streams = KafkaStreams(b.build(), app_config(processing_guarantee="exactly_once_v2",
+                                                 autostop_at="none",
+                                                 delayed_records_check_interval_ms=500),
+                           spark=spark)
+    began = time.monotonic()
+    streams.start()
+    try:
+        records = consume_all(broker, out, n, timeout_s=180)
+        waited = time.monotonic() - began
+    finally:
+        streams.close()
+    got = sorted((m.key().decode(), I.deserialize(out, m.value()), m.timestamp()[1],
+                  dict(m.headers() or [])) for m in records)
+    assert got == sorted((f"k{v % 4}", v, 1_000 + v, {"n": str(v).encode()}) for v in range(n))
+    assert waited >= delay_ms / 1000, "records went on before their delay"

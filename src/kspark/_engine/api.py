@@ -116,6 +116,19 @@ class ProcessorContext(ABC):
         checked at the end of each micro-batch). Returns a Cancellable.
         """
 
+    def schedule_record(self, record: Record, delay_ms: int) -> None:
+        """Process ``record`` again with this processor ``delay_ms`` of wall-clock time from
+        now (KIP-311's delayed processing). The record waits in a delayed-records store
+        connected to the processor (``Stores.delayed_records_store_builder``), so it survives
+        restarts; on Spark it is processed at the first micro-batch after it is due. While it
+        is, :meth:`is_delayed_delivery` is true."""
+        raise NotImplementedError(f"{type(self).__name__} cannot schedule records")
+
+    def is_delayed_delivery(self) -> bool:
+        """True while the processor processes a record it scheduled with
+        :meth:`schedule_record`."""
+        return False
+
 
 class Processor(ABC):
     """A node of the topology that user code can write. All methods are no-ops by default.

@@ -37,7 +37,8 @@ from typing import Any
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark.errors import ProcessorError, TopologyError
 
-__all__ = ["RetryPolicy", "AsyncStepProcessor", "Outcome", "ThreadRuntime", "InlineRuntime"]
+__all__ = ["RetryPolicy", "AsyncProcessor", "AsyncStepProcessor", "Outcome", "ThreadRuntime",
+           "InlineRuntime", "check_async_options"]
 
 
 @dataclass(frozen=True)
@@ -130,34 +131,72 @@ class ThreadRuntime:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
 
-class InlineRuntime:
-    """The TopologyTestDriver's: a call runs only when completed (by default at the commit,
-    in issue order; a test may complete them in any order). Backoffs are not slept: the
-    waits are recorded in each :class:`Outcome`, so tests check them without a real clock."""
+class _InlineCall(concurrent.futures.Future):
+    """A call of the TopologyTestDriver's runtime: its attempts run when the test says."""
 
-    def __init__(self) -> None:
-        self.pending: list[concurrent.futures.Future] = []
+    def __init__(self, fn: Callable, arg: Any, policy: RetryPolicy, rng: random.Random):
+        super().__init__()
+        self.fn, self.arg, self.policy, self.rng = fn, arg, policy, rng
+        self.attempt = 0
+        self.due_ms: int | None = None  # a retry's due time on the fake clock (None: no retry due)
+        self.waits: list[int] = []
+
+
+class InlineRuntime:
+    """The TopologyTestDriver's runtime: a call runs only when the test completes it, on the
+    task's thread, and backoffs wait on the driver's mocked wall clock (``clock``), never on
+    a real one.
+
+    :meth:`complete` with ``wait=False`` runs a call's first attempt; a failed attempt with
+    retries left is then due ``RetryPolicy.backoff_ms`` later on the fake clock, and
+    :meth:`run_due` (the driver's ``advance_wall_clock_time``) runs the attempts due. With
+    ``wait=True`` (a commit) every attempt runs at once and the waits are only recorded in
+    the call's :class:`Outcome`."""
+
+    def __init__(self, clock: Callable[[], int] | None = None) -> None:
+        self.clock = clock or (lambda: 0)
+        self.pending: list[_InlineCall] = []
 
     def submit(self, fn: Callable, arg: Any, policy: RetryPolicy, timeout_s: float | None,
                rng: random.Random) -> concurrent.futures.Future:
-        fut: concurrent.futures.Future = concurrent.futures.Future()
-        fut.run = lambda: fut.set_result(asyncio.run(_attempts(  # type: ignore[attr-defined]
-            fn, arg, policy, None, rng, _inline_one, _no_sleep)))
-        self.pending.append(fut)
-        return fut
+        call = _InlineCall(fn, arg, policy, rng)
+        self.pending.append(call)
+        return call
 
-    def complete(self, fut: concurrent.futures.Future) -> None:
-        if not fut.done():
-            self.pending.remove(fut)
-            fut.run()  # type: ignore[attr-defined]
+    def complete(self, fut: concurrent.futures.Future, wait: bool = True) -> None:
+        """Run ``fut``'s attempts now: all of them (``wait``), or those due on the clock."""
+        call: _InlineCall = fut  # type: ignore[assignment]
+        while not call.done() and (wait or call.due_ms is None or call.due_ms <= self.clock()):
+            self._attempt(call, wait)
+            if not wait and call.due_ms is not None and call.due_ms > self.clock():
+                return  # a retry waits for the fake clock
 
+    def run_due(self) -> int:
+        """Run the retries due on the clock (of calls already started); how many ran."""
+        due = [c for c in self.pending if c.due_ms is not None and c.due_ms <= self.clock()]
+        for call in due:
+            self.complete(call, wait=False)
+        return len(due)
 
-async def _inline_one(fn: Callable, arg: Any) -> Any:
-    return await fn(arg) if inspect.iscoroutinefunction(fn) else fn(arg)
+    def _attempt(self, call: _InlineCall, wait: bool) -> None:
+        call.attempt += 1
+        try:
+            value = asyncio.run(call.fn(call.arg)) if inspect.iscoroutinefunction(call.fn) \
+                else call.fn(call.arg)
+        except BaseException as e:  # noqa: BLE001 - every failure is reported or retried
+            if call.attempt == call.policy.max_attempts or not isinstance(e, call.policy.retry_on):
+                self._finish(call, Outcome(False, None, e, call.attempt, 0.0, tuple(call.waits)))
+                return
+            backoff = call.policy.backoff_ms(call.attempt, call.rng)
+            call.waits.append(backoff)
+            call.due_ms = self.clock() + backoff
+            return
+        self._finish(call, Outcome(True, value, None, call.attempt, 0.0, tuple(call.waits)))
 
-
-async def _no_sleep(seconds: float) -> None:
-    return None
+    def _finish(self, call: _InlineCall, outcome: Outcome) -> None:
+        self.pending.remove(call)
+        call.due_ms = None
+        call.set_result(outcome)
 
 
 class _Station:
@@ -167,26 +206,54 @@ class _Station:
         self.record, self.future, self.raw, self.key = record, future, raw, key
 
 
-class AsyncStepProcessor(Processor):
-    """``kind``: "map_values" (forward the result as the value), "flat_map_values" (one
-    record per result item) or "filter" (forward the record if the result is true)."""
+class AsyncProcessor(Processor):
+    """A Processor API processor whose per-record work runs concurrently (KIP-311).
 
-    def __init__(self, fn: Callable[[Any], Any], kind: str, max_in_flight: int | None,
-                 ordering: str, retry: RetryPolicy | None, timeout_ms: int | None,
-                 on_failure: str):
-        if ordering not in ("partition", "key"):
-            raise TopologyError(f"ordering must be 'partition' or 'key', got {ordering!r}")
-        if on_failure not in ("fail", "dead_letter"):
-            raise TopologyError(f"on_failure must be 'fail' or 'dead_letter', got {on_failure!r}")
-        if max_in_flight is not None and max_in_flight < 1:
-            raise TopologyError(f"max_in_flight must be >= 1, got {max_in_flight}")
-        self.fn, self.kind, self.ordering, self.on_failure = fn, kind, ordering, on_failure
+    Subclass it and implement :meth:`call`: an ``async def`` (run on one event loop per
+    worker) or a blocking method (run on a thread pool). It runs off the task, out of order,
+    so it must not use the context or stores. :meth:`complete` then gets each record with
+    its call's result on the task, in input order (per task, or per key with
+    ``ordering="key"``): it may forward, use stores and schedule records. By default it
+    forwards the record with the result as its value.
+
+    At most ``max_in_flight`` calls per task run at once (config ``async.max.in.flight``
+    by default): issuing waits while all are taken. Before a commit the task completes every
+    call in flight. ``retry``, ``timeout_ms`` and ``on_failure`` are as for
+    ``KStream.map_values_async``. A subclass that overrides :meth:`init` must call
+    ``super().init(context)``.
+
+    Example:
+        >>> class Lookup(AsyncProcessor):
+        ...     async def call(self, record):
+        ...         return record.value * 2            # e.g. await an HTTP client
+        ...     def complete(self, record, result):
+        ...         self.context.forward(record.with_value(result))
+        >>> p = Lookup(max_in_flight=16, retry=RetryPolicy(max_attempts=3))
+    """
+
+    def __init__(self, max_in_flight: int | None = None, ordering: str = "partition",
+                 retry: RetryPolicy | None = None, timeout_ms: int | None = None,
+                 on_failure: str = "fail"):
+        check_async_options(max_in_flight, ordering, on_failure)
+        self.ordering, self.on_failure = ordering, on_failure
         self.max_in_flight = max_in_flight
         self.retry = retry or RetryPolicy(max_attempts=1)
         self.timeout_s = None if timeout_ms is None else timeout_ms / 1000
         self.stations: deque[_Station] = deque()
         self.metrics = {"in_flight": 0, "completed": 0, "retried": 0, "dead_lettered": 0,
                         "total_latency_s": 0.0}
+
+    def call(self, record: Record) -> Any:
+        """The concurrent work for ``record`` (may be ``async def``); its result goes to
+        :meth:`complete`. Must not use the context or stores."""
+        raise NotImplementedError(f"{type(self).__name__} must implement call(record)")
+
+    def complete(self, record: Record, result: Any) -> None:
+        """``record``'s call has finished with ``result``; called in input order, on the task."""
+        self.context.forward(record.with_value(result))
+
+    def _fn_and_arg(self, record: Record) -> tuple[Callable[[Any], Any], Any]:
+        return self.call, record
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
@@ -195,13 +262,15 @@ class AsyncStepProcessor(Processor):
         self.runtime = getattr(task, "async_runtime", None) or ThreadRuntime.shared()
         if self.max_in_flight is None:
             self.max_in_flight = int(task.config.get("async.max.in.flight", 64))
-        self.rng = random.Random(zlib.crc32(f"{task.task_id}/{context._node.name}".encode()))
+        self.node_name = context._node.name
+        self.rng = random.Random(zlib.crc32(f"{task.task_id}/{self.node_name}".encode()))
 
     def process(self, record: Record) -> None:
         while len(self.stations) >= self.max_in_flight:  # all stations taken: wait
             self._wait_and_retire()
-        fut = self.runtime.submit(self.fn, record.value, self.retry, self.timeout_s, self.rng)
-        self.stations.append(_Station(record, fut, self.task._current, record.key))
+        fn, arg = self._fn_and_arg(record)
+        fut = self.runtime.submit(fn, arg, self.retry, self.timeout_s, self.rng)
+        self.stations.append(_Station(record, fut, self.task.current_raw(), record.key))
         self.metrics["in_flight"] = len(self.stations)
         self._retire()
 
@@ -237,44 +306,67 @@ class AsyncStepProcessor(Processor):
             self._wait_and_retire()
 
     def _emit(self, s: _Station) -> None:
-        """Forward one finished record's result, as if its input record were being processed."""
-        task, current = self.task, self.task._current
-        task._current = s.raw
-        try:
-            self._forward(s)
-        finally:
-            task._current = current
-
-    def _forward(self, s: _Station) -> None:
+        """Hand one finished record to :meth:`complete`, as if its input record were being
+        processed (dead letters and errors name it)."""
         out: Outcome = s.future.result()
         self.metrics["retried"] += out.attempts - 1
         self.metrics["total_latency_s"] += out.seconds
-        if not out.ok:
-            self._failed(s, out)
-            return
-        self.metrics["completed"] += 1
-        if self.kind == "map_values":
-            self.context.forward(s.record.with_value(out.value))
-        elif self.kind == "filter":
-            if out.value:
-                self.context.forward(s.record)
-        else:
-            for item in out.value or ():
-                self.context.forward(s.record.with_value(item))
+        with self.task.processing(s.raw):
+            if not out.ok:
+                self._failed(s, out)
+                return
+            self.metrics["completed"] += 1
+            self.complete(s.record, out.value)
 
     def _failed(self, s: _Station, out: Outcome) -> None:
-        node, task = self.context._node.name, self.task
+        task = self.task
         where = ("" if s.raw is None else
                  f" (input record topic {s.raw.topic!r}, partition {s.raw.partition}, offset "
                  f"{s.raw.offset})")
-        if self.on_failure == "dead_letter" and task._dead_letter_topic:
+        if self.on_failure == "dead_letter" and task.dead_letter_topic:
             self.metrics["dead_lettered"] += 1
-            task._dead_letter(s.raw, out.error, (("__streams.errors.attempts",
-                                                  str(out.attempts).encode()),
-                                                 ("__streams.errors.processor", node.encode())))
+            task.dead_letter(s.raw, out.error, (("__streams.errors.attempts",
+                                                 str(out.attempts).encode()),
+                                                ("__streams.errors.processor",
+                                                 self.node_name.encode())))
             return
         raise ProcessorError(
-            f"task {task.task_id}, async processor {node!r}: the call failed after "
+            f"task {task.task_id}, async processor {self.node_name!r}: the call failed after "
             f"{out.attempts} attempt(s){where}: {type(out.error).__name__}: {out.error}"
             + ("" if self.on_failure == "fail" else "; set errors.dead.letter.queue.topic.name "
                "to dead-letter such records")) from out.error
+
+
+def check_async_options(max_in_flight: int | None, ordering: str, on_failure: str) -> None:
+    """Raise a TopologyError naming a bad async-step option."""
+    if ordering not in ("partition", "key"):
+        raise TopologyError(f"ordering must be 'partition' or 'key', got {ordering!r}")
+    if on_failure not in ("fail", "dead_letter"):
+        raise TopologyError(f"on_failure must be 'fail' or 'dead_letter', got {on_failure!r}")
+    if max_in_flight is not None and max_in_flight < 1:
+        raise TopologyError(f"max_in_flight must be >= 1, got {max_in_flight}")
+
+
+class AsyncStepProcessor(AsyncProcessor):
+    """The DSL's async steps: ``kind`` "map_values" (forward the result as the value),
+    "flat_map_values" (one record per result item) or "filter" (forward the record if the
+    result is true); ``fn`` gets the record's value."""
+
+    def __init__(self, fn: Callable[[Any], Any], kind: str, max_in_flight: int | None,
+                 ordering: str, retry: RetryPolicy | None, timeout_ms: int | None,
+                 on_failure: str):
+        super().__init__(max_in_flight, ordering, retry, timeout_ms, on_failure)
+        self.fn, self.kind = fn, kind
+
+    def _fn_and_arg(self, record: Record) -> tuple[Callable[[Any], Any], Any]:
+        return self.fn, record.value
+
+    def complete(self, record: Record, result: Any) -> None:
+        if self.kind == "map_values":
+            self.context.forward(record.with_value(result))
+        elif self.kind == "filter":
+            if result:
+                self.context.forward(record)
+        else:
+            for item in result or ():
+                self.context.forward(record.with_value(item))

@@ -57,3 +57,9 @@ class NodeContext(ProcessorContext):
 
     def schedule(self, interval_ms: int, punctuation_type: Any, callback: Any) -> Any:
         return self._task.schedule(self._node, interval_ms, punctuation_type, callback)
+
+    def schedule_record(self, record: Record, delay_ms: int) -> None:
+        self._task.schedule_record(self._node, record, delay_ms)
+
+    def is_delayed_delivery(self) -> bool:
+        return self._task.delayed_delivery

@@ -7,7 +7,7 @@ from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
 
-__all__ = ["NullKeyFilter", "FilterProcessor", "MapValuesProcessor", "MapProcessor", "PeekProcessor", "FlatMapProcessor",
+__all__ = ["NullKeyFilter", "DelayProcessor", "FilterProcessor", "MapValuesProcessor", "MapProcessor", "PeekProcessor", "FlatMapProcessor",
            "SelectKeyProcessor", "PassThroughProcessor", "BranchProcessor"]
 
 
@@ -126,3 +126,20 @@ class BranchProcessor(_Operator):
             if predicate is None or predicate(record.key, record.value):
                 self.context.forward(record, child)
                 return
+
+
+class DelayProcessor(Processor):
+    """``KStream.delay``: schedules each record ``delay_ms`` ahead and forwards it when it
+    comes back (KIP-311's delayed processing)."""
+
+    def __init__(self, delay_ms: int):
+        self.delay_ms = delay_ms
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record) -> None:
+        if self.context.is_delayed_delivery():
+            self.context.forward(record)
+        else:
+            self.context.schedule_record(record, self.delay_ms)

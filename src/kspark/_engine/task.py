@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -18,6 +19,7 @@ from kspark._engine.punctuation import (
     PunctuationType,
 )
 from kspark._engine.state.build import build_store, changelog_topic, task_store_dir
+from kspark._engine.state.delayed import DelayedRecordsStore
 from kspark._engine.timestamps import ConsumerRecord, FailOnInvalidTimestamp, TimestampExtractor
 from kspark.errors import KSparkError, SerializationError, TopologyError
 
@@ -63,7 +65,7 @@ class StreamTask:
         self._default_extractor = config.get("default.timestamp.extractor") or FailOnInvalidTimestamp()
         self._on_bad_record = config.get("deserialization.exception.handler", "log_and_fail")
         self._on_write_error = config.get("production.exception.handler", "log_and_fail")
-        self._dead_letter_topic = config.get("errors.dead.letter.queue.topic.name")
+        self.dead_letter_topic = config.get("errors.dead.letter.queue.topic.name")
         self._group = PartitionGroup()
         self._stream_punctuations = PunctuationQueue()
         self._wall_punctuations = PunctuationQueue()
@@ -80,12 +82,19 @@ class StreamTask:
         # restores before it initializes processors).
         self._resume_processors: dict[str, dict[str, Any]] = {}
         self.restored = restore(self) if restore is not None else None
+        # Delayed processing (KIP-311): "now" for due times is the micro-batch's pinned clock
+        # on Spark (a replayed batch fires the same records), the wall clock elsewhere.
+        self.batch_clock_ms: int | None = None
+        self.delayed_delivery = False  # true while a scheduled record is re-processed
+        self._delayed_stores = [s for s in self.stores.values() if isinstance(s, DelayedRecordsStore)]
         for node in self.nodes:
             node.init(self)
             saved = self._resume_processors.get(node.name)
             if saved:  # a processor's own stream-time bookkeeping (see progress())
                 for field, value in saved.items():
                     setattr(node.processor, field, value)
+        self._async_nodes = [n for n in self.nodes
+                             if hasattr(getattr(n, "processor", None), "complete_in_flight")]
 
     def _build_store(self, builder: Any) -> Any:
         app_id = self.config["application.id"]
@@ -116,6 +125,68 @@ class StreamTask:
                 "Topology.connect_processor_and_state_stores)")
         return self.stores[name]
 
+    def current_raw(self) -> RawRecord | None:
+        """The input record being processed (None in a punctuation)."""
+        return self._current
+
+    @contextlib.contextmanager
+    def processing(self, raw: RawRecord | None) -> Any:
+        """Act as if ``raw`` were the input record being processed (an async step's result,
+        a delayed record), so dead letters and errors name it."""
+        current, self._current = self._current, raw
+        try:
+            yield
+        finally:
+            self._current = current
+
+    def now_ms(self) -> int:
+        """The time delayed records are due against: the micro-batch's pinned clock on
+        Spark, else the (mockable) wall clock."""
+        return self.batch_clock_ms if self.batch_clock_ms is not None else self.clock()
+
+    def schedule_record(self, node: ProcessorNode, record: Record, delay_ms: int) -> None:
+        """Process ``record`` again with ``node``'s processor ``delay_ms`` from now (wall
+        clock), kept in a delayed-records store connected to ``node`` (KIP-311)."""
+        stores = [self.stores[n] for n in sorted(node.store_names)
+                  if isinstance(self.stores.get(n), DelayedRecordsStore)]
+        if not stores:
+            raise TopologyError(
+                f"processor {node.name!r} in task {self.task_id} called schedule_record() but "
+                "has no delayed-records store: add one with Stores.delayed_records_store_builder("
+                "...) and connect it to the processor (or use KStream.delay())")
+        if delay_ms < 0:
+            raise TopologyError(f"processor {node.name!r} in task {self.task_id} scheduled a "
+                                f"record {delay_ms} ms ahead; the delay must be >= 0")
+        raw = self._current
+        origin = None if raw is None else (raw.topic, raw.partition, raw.offset)
+        stores[0].schedule(record, self.now_ms() + delay_ms, node.name, origin)
+
+    def fire_delayed(self) -> int:
+        """Re-process the scheduled records that are due, in due order; how many fired."""
+        fired = 0
+        now = self.now_ms()
+        for store in self._delayed_stores:
+            for due in store.take_due(now):
+                node = self._node_named(due.node)
+                raw = RawRecord(*(due.origin or ("", -1, -1)), due.record.timestamp,
+                                due.key_bytes, due.value_bytes, due.record.headers)
+                self.current_timestamp = due.record.timestamp
+                with self.processing(raw if due.origin else None):
+                    self.delayed_delivery = True
+                    try:
+                        node.process(due.record)
+                    finally:
+                        self.delayed_delivery = False
+                fired += 1
+        return fired
+
+    def _node_named(self, name: str) -> ProcessorNode:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise TopologyError(f"task {self.task_id}: a delayed record is due for processor "
+                            f"{name!r}, which the topology no longer has")
+
     @property
     def record_metadata(self) -> RecordMetadata | None:
         """Topic, partition and offset of the input record being processed (None in punctuation)."""
@@ -136,7 +207,7 @@ class StreamTask:
         for raw in self._group.drain():
             self.process(raw)
             n += 1
-            if n % 1000 == 0 and self._wall_punctuations.schedules:
+            if n % 1000 == 0 and (self._wall_punctuations.schedules or self._delayed_stores):
                 self.maybe_punctuate_wall_clock()
         return n
 
@@ -191,7 +262,7 @@ class StreamTask:
 
     def _bad_record(self, raw: RawRecord, error: SerializationError) -> None:
         """A record that cannot be deserialized: dead-letter it if configured, then continue or fail."""
-        self._dead_letter(raw, error)
+        self.dead_letter(raw, error)
         self._current = None
         if self._on_bad_record != "log_and_continue":
             raise error
@@ -201,18 +272,18 @@ class StreamTask:
     def write_failed(self, sink: str, error: KSparkError) -> None:
         """Sink ``sink`` could not serialize or hand over a record (production.exception.handler):
         dead-letter the input record being processed if configured, then continue or fail."""
-        self._dead_letter(self._current, error)
+        self.dead_letter(self._current, error)
         if self._on_write_error != "log_and_continue":
             raise error
         self.dropped += 1
         log.warning("task %s, sink %r: skips a record it cannot write (%s)", self.task_id, sink,
                     error)
 
-    def _dead_letter(self, raw: RawRecord | None, error: BaseException,
+    def dead_letter(self, raw: RawRecord | None, error: BaseException,
                      extra_headers: tuple = ()) -> None:
         """KIP-1034: the input record, unchanged, with headers naming the error and its origin
         (no input record, as in a punctuation: only the headers)."""
-        if not self._dead_letter_topic:
+        if not self.dead_letter_topic:
             return
         headers = (tuple(raw.headers) if raw else ()) + (
             ("__streams.errors.exception", type(error).__name__.encode()),
@@ -220,7 +291,7 @@ class StreamTask:
         ) + ((("__streams.errors.topic", raw.topic.encode()),
               ("__streams.errors.partition", str(raw.partition).encode()),
               ("__streams.errors.offset", str(raw.offset).encode())) if raw else ()) + extra_headers
-        self.collector.send(self._dead_letter_topic, raw.key if raw else None,
+        self.collector.send(self.dead_letter_topic, raw.key if raw else None,
                             raw.value if raw else None, raw.timestamp if raw else max(self.stream_time, 0),
                             headers, None)
 
@@ -284,9 +355,13 @@ class StreamTask:
         return self._fire(self._stream_punctuations.due(self.stream_time), self.stream_time)
 
     def maybe_punctuate_wall_clock(self) -> int:
-        """Fire the wall-clock punctuations that are due; returns how many fired."""
+        """Fire the wall-clock punctuations that are due, then the delayed records that are
+        due; returns how many punctuations fired."""
         now = self.clock()
-        return self._fire(self._wall_punctuations.due(now), now)
+        fired = self._fire(self._wall_punctuations.due(now), now)
+        if self._delayed_stores:
+            self.fire_delayed()
+        return fired
 
     def _fire(self, schedules: list[PunctuationSchedule], now: int) -> int:
         for s in schedules:
@@ -298,10 +373,8 @@ class StreamTask:
         """End of a batch (a commit): finish async calls in flight (their results go
         downstream first), write stores down, then flush the collector (raises if any write
         failed)."""
-        for node in self.nodes if complete_async else ():  # upstream first: what one
-            complete = getattr(node.processor, "complete_in_flight", None)  # forwards, the
-            if complete is not None:  # next one finishes too
-                complete()
+        for node in self._async_nodes if complete_async else ():  # upstream first: what
+            node.processor.complete_in_flight()  # one forwards, the next one finishes too
         for store in self.stores.values():
             store.flush()
         self.collector.flush()

@@ -156,6 +156,10 @@ class TopologyGraph:
             raise TopologyError(f"topic {topic!r} is already read by another source")
         self.global_stores[builder.name] = GlobalStoreSpec(builder, source, processor)
 
+    def delayed_stores(self) -> list[str]:
+        """The delayed-records stores (KIP-311's delayed processing), by name."""
+        return sorted(n for n, (b, _) in self.stores.items() if getattr(b, "delayed_records", False))
+
     def global_topics(self) -> list[str]:
         """The topics global stores are read from."""
         return [g.source.topics[0] for g in self.global_stores.values()]

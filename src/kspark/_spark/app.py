@@ -15,6 +15,7 @@ from kspark._graph.graph import TopologyGraph
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import check_client_configs
 from kspark._spark.session import build_session, ensure_registered
+from kspark._spark.source import CLOCK
 from kspark._spark.planner import kafka_sources, plan_query
 from kspark._spark.batch_run import BatchRun
 from kspark._spark.checkpoint import SparkCheckpoint
@@ -217,7 +218,8 @@ class SparkApplication:
         for source in last["sources"]:
             end = source.get("endOffset") or "{}"
             offsets = json.loads(end) if isinstance(end, str) else end
-            pos += sum(int(o) for t, parts in offsets.items() if t not in global_topics
+            pos += sum(int(o) for t, parts in offsets.items()
+                       if t not in global_topics and t != CLOCK
                        for o in parts.values())
         return {"batches": int(last["batchId"]) + 1, "position": pos, **counted}
 

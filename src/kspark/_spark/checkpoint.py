@@ -19,6 +19,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from kspark._spark.source import CLOCK
+
 __all__ = ["SparkCheckpoint", "Offsets"]
 
 Offsets = dict[str, dict[str, int]]  # {topic: {partition: offset}}, as the source writes them
@@ -69,6 +71,8 @@ class SparkCheckpoint:
         for line in text.splitlines()[2:]:
             if line.strip() and line.strip() != "-":
                 for topic, parts in json.loads(line).items():
+                    if topic == CLOCK:  # a pinned clock, not a topic (see source.CLOCK)
+                        continue
                     out.setdefault(topic, {}).update({str(p): int(o) for p, o in parts.items()})
         return out
 

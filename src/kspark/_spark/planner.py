@@ -41,7 +41,7 @@ def _shuffle_keys(spark: SparkSession, n: int) -> list[int]:
 
 def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
               resets: dict[str, str], start: Offsets, stop: Offsets | None,
-              pin_globals: list[list[str]]) -> DataFrame:
+              pin_globals: list[list[str]], delays: bool) -> DataFrame:
     # the first source created pins the global topics' offsets (see _spark/globals.py)
     global_topics = pin_globals.pop() if pin_globals else []
     return (spark.readStream.format("kspark_kafka")
@@ -51,6 +51,7 @@ def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
             .option("start", json.dumps({t: start[t] for t in topics if t in start}))
             .option("bootstrap", c["bootstrap.servers"])
             .option("topics", json.dumps(topics))
+            .option("clock_ms", str(c["delayed.records.check.interval.ms"] if delays else 0))
             .option("emit", "ranges")  # the stage reads its records (see source.MARKER_TOPIC)
             .option("max_offsets", str(c["max.offsets.per.trigger"]))
             .option("timeout_ms", str(c["request.timeout.ms"]))
@@ -162,7 +163,8 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
     tasks, fed_count = _task_counts(graph, subs, partition_counts, internal)
     groups = _groups(subs, tasks)
     global_topics = graph.global_topics()
-    begin = (resets, start or {}, stop, [global_topics] if global_topics else [])
+    begin = (resets, start or {}, stop, [global_topics] if global_topics else [],
+             bool(graph.delayed_stores()))
     kafka_stages = sum(1 for g in groups for st in g.members if st.user_topics)
     if global_topics and kafka_stages > 1 and local_checkpoint(checkpoint) is None:
         raise TopologyError(
@@ -249,7 +251,7 @@ def _upstream(g: _Group, groups: list[_Group]) -> list[_Group]:
 
 
 def _group_input(spark: SparkSession, c: StreamsConfig, g: _Group, groups: list[_Group],
-                 begin: tuple[dict[str, str], Offsets, Offsets | None, list[list[str]]],
+                 begin: tuple[dict[str, str], Offsets, Offsets | None, list[list[str]], bool],
                  outputs: dict[int, DataFrame], keys: dict[int, list[int]], name) -> DataFrame:
     if not g.fed:
         (st,) = g.members

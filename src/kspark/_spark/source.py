@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -38,14 +39,23 @@ Offsets = dict[str, dict[str, int]]
 # records itself, so they never cross the JVM.
 MARKER_TOPIC = ""
 
+# A topology with delayed records (KIP-311) pins a clock in each micro-batch's offsets: this
+# entry (a colon: no Kafka topic has this name) holds the wall-clock time, rounded down to
+# the source's ``clock_ms``. A micro-batch fires the delayed records due by its pinned time,
+# so a replayed batch fires the same ones; and a tick of the clock starts a micro-batch
+# even when no input arrived, so due records do not wait for input.
+CLOCK = "kspark:clock"
+
 
 def task_marker(task: int, ranges: list[tuple[str, int, int, int]] | None = None,
-                globals_: Offsets | None = None) -> pa.RecordBatch:
+                globals_: Offsets | None = None, clock: int | None = None) -> pa.RecordBatch:
     """The one-row batch that starts task ``task``'s input (see ``MARKER_TOPIC``): its
-    ranges, and the global topics' offsets the micro-batch pinned (``{"ranges": ...,
-    "globals": ...}`` when the topology has global stores)."""
+    ranges, the global topics' offsets the micro-batch pinned and its pinned clock
+    (``{"ranges": ..., "globals": ..., "clock": ...}`` when the topology has global stores
+    or delayed records)."""
+    extras = {k: v for k, v in (("globals", globals_), ("clock", clock)) if v is not None}
     value = None if ranges is None else json.dumps(
-        ranges if globals_ is None else {"ranges": ranges, "globals": globals_}).encode()
+        {"ranges": ranges, **extras} if extras else ranges).encode()
     return pa.RecordBatch.from_pydict(
         {"topic": [MARKER_TOPIC], "partition": [task], "offset": [-1], "timestamp": [-1],
          "key": [None], "value": [value], "headers": [[]]}, schema=ARROW_SCHEMA)
@@ -58,6 +68,7 @@ class TaskInput(InputPartition):
     task: int
     ranges: list[tuple[str, int, int, int]]
     globals_: Offsets | None = None  # the global topics' pinned end offsets
+    clock: int | None = None  # the micro-batch's pinned clock (see CLOCK)
 
 
 class KafkaDataSource(DataSource):
@@ -94,6 +105,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.stop: Offsets | None = json.loads(options["stop"]) if options.get("stop") else None
         # "records": the records; "ranges": only a task marker with the task's ranges
         self.emit = options.get("emit", "records")
+        self.clock_ms = int(options.get("clock_ms", "0"))  # 0: no clock pinned (see CLOCK)
         self._stop_at: Offsets | None = None
         self._admin_client: Any = None
 
@@ -130,6 +142,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_globals = out
         return out
 
+    def _clock(self) -> Offsets:
+        if not self.clock_ms:
+            return {}
+        now = int(time.time() * 1000)
+        return {CLOCK: {"0": now - now % self.clock_ms}}
+
     def initialOffset(self) -> Offsets:
         """Where a new query starts: the pinned start offsets (the group's, see
         ``_spark/resume.py``), else each topic's earliest offset, or its end for 'latest'
@@ -138,14 +156,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         admin = self._admin()
         earliest, latest = self._ends(admin, earliest=True), self._ends(admin)
         return {**{t: {**(latest if self.resets.get(t) == "latest" else earliest)[t],
-                       **self.start.get(t, {})} for t in self.topics}, **self._global_ends()}
+                       **self.start.get(t, {})} for t in self.topics}, **self._global_ends(),
+                **self._clock()}
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
-        if self._stop_at is not None:  # AvailableNow: global ends frozen with the stop
-            ends = {t: v for t, v in self._stop_at.items() if t not in self.global_topics}
-            pinned = {t: self._stop_at[t] for t in self.global_topics}
+        if self._stop_at is not None:  # AvailableNow: global ends and clock frozen with the stop
+            ends = {t: v for t, v in self._stop_at.items()
+                    if t not in self.global_topics and t != CLOCK}
+            pinned = {t: v for t, v in self._stop_at.items() if t in self.global_topics or t == CLOCK}
         else:
-            ends, pinned = self._ends(self._admin()), self._global_ends()
+            ends, pinned = self._ends(self._admin()), {**self._global_ends(), **self._clock()}
         ends = {t: {p: max(e, start.get(t, {}).get(p, 0)) for p, e in parts.items()}
                 for t, parts in ends.items()}
         if isinstance(limit, ReadMaxRows) and not isinstance(limit, ReadAllAvailable):
@@ -159,13 +179,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """AvailableNow: stop at the run's stop offsets, which the driver took from (or wrote
         to) the metadata topic, so a restarted run stops where its first start would have."""
         self._stop_at = {**(self.stop if self.stop is not None else self._ends(self._admin())),
-                         **self._global_ends()}
+                         **self._global_ends(), **self._clock()}
 
     def partitions(self, start: Offsets, end: Offsets) -> list[TaskInput]:
         pinned = {t: end[t] for t in self.global_topics if t in end} if self.global_topics else None
-        end = {t: parts for t, parts in end.items() if t not in self.global_topics}
+        clock = int(end[CLOCK]["0"]) if CLOCK in end else None
+        end = {t: parts for t, parts in end.items() if t not in self.global_topics and t != CLOCK}
         n_tasks = max((len(parts) for parts in end.values()), default=0)
-        tasks = [TaskInput(n, [], pinned) for n in range(n_tasks)]
+        tasks = [TaskInput(n, [], pinned, clock) for n in range(n_tasks)]
         for topic, parts in end.items():
             for p, e in parts.items():
                 s = start.get(topic, {}).get(p, 0)
@@ -177,7 +198,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from kspark._kafka.clients import read_range
 
         if self.emit == "ranges":
-            yield task_marker(partition.task, partition.ranges, partition.globals_)
+            yield task_marker(partition.task, partition.ranges, partition.globals_, partition.clock)
             return
         for topic, p, s, e in partition.ranges:
             for msgs in read_range(self.bootstrap, topic, p, s, e, self.read_timeout_ms,

@@ -92,13 +92,14 @@ class _RoutingCollector(RecordCollector):
     """Sends user-topic records to Kafka; keeps fed-topic records as rows for the shuffle."""
 
     def __init__(self, producer: RecordCollector, plan: StagePlan, task_partition: int,
-                 pins: dict | None = None):
+                 pins: dict | None = None, clock: int | None = None):
         self.producer = producer
         self.plan = plan
         self.task_partition = task_partition
-        # the global topics' pinned offsets, passed on in the markers of downstream tasks
-        self.marker_value = None if pins is None else json.dumps(
-            {"ranges": [], "globals": pins}).encode()
+        # the global topics' pinned offsets and the pinned clock, passed on in the markers
+        # of downstream tasks
+        extras = {k: v for k, v in (("globals", pins), ("clock", clock)) if v is not None}
+        self.marker_value = json.dumps({"ranges": [], **extras}).encode() if extras else None
         self.rows: list[tuple] = []
         self.sent = 0  # records sent to user topics
 
@@ -156,16 +157,22 @@ def _ranges_of(batch: pa.RecordBatch) -> list[tuple[str, int, int, int]]:
 
 
 def _with_pins(batches: Iterator[pa.RecordBatch], streaming: bool
-               ) -> tuple[Iterator[pa.RecordBatch], dict | None]:
-    """The global topics' offsets the micro-batch pinned, from the task's markers (the first
-    batch holds the source's marker of a streaming task; others read all their rows anyway)."""
+               ) -> tuple[Iterator[pa.RecordBatch], dict | None, int | None]:
+    """The global topics' offsets and the clock the micro-batch pinned, from the task's
+    markers (the first batch holds the source's marker of a streaming task; others read all
+    their rows anyway). Markers of several upstream tasks may carry several clocks (one per
+    source): the latest counts, which a replay finds again."""
     held = [next(batches, None)] if streaming else list(batches)
     held = [b for b in held if b is not None]
+    pins, clock = None, None
     for b in held:
         for m in _markers(b):
             if isinstance(m, dict):
-                return itertools.chain(held, batches), m["globals"]
-    return itertools.chain(held, batches), None
+                if pins is None and m.get("globals") is not None:
+                    pins = m["globals"]
+                if m.get("clock") is not None:
+                    clock = max(clock or 0, int(m["clock"]))
+    return itertools.chain(held, batches), pins, clock
 
 
 def _raw_records(batch: pa.RecordBatch) -> list[tuple[tuple, RawRecord]]:
@@ -294,6 +301,7 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
     skip_failed = config.get("production.exception.handler") == "log_and_continue"
 
     read_timeout_ms = int(config["source.read.timeout.ms"])
+    delays = bool(graph.delayed_stores())
     checkpoint = config["checkpoint.location"] or os.path.join(
         config["state.dir"], app_id, "checkpoint")
 
@@ -313,9 +321,13 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
         """Run task ``partition`` over one micro-batch ``batch`` (query id, batch id)."""
         task_id = f"{plan.stage}_{partition}"
         key = (app_id, task_id)
-        pins, global_stores = None, None
+        pins, global_stores, clock = None, None, None
+        if graph.global_stores or delays:
+            batches, pins, clock = _with_pins(batches, plan.streaming)
+            if delays and clock is None:
+                raise StreamsError(f"task {task_id} got no pinned clock with micro-batch {batch}: "
+                                   "its markers carry none (a kspark bug)")
         if graph.global_stores:
-            batches, pins = _with_pins(batches, plan.streaming)
             if pins is None and batch is not None:  # a source that does not pin them
                 pins = pins_from_offset_log(checkpoint, batch[1], graph.global_topics())
             if pins is None:
@@ -342,9 +354,9 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
             if cached is not None:
                 cached.close()
             if not plan.fed:
-                yield _RoutingCollector(producer, plan, partition, pins).take_batch()
+                yield _RoutingCollector(producer, plan, partition, pins, clock).take_batch()
                 return
-        collector = _RoutingCollector(producer, plan, partition, pins)
+        collector = _RoutingCollector(producer, plan, partition, pins, clock)
         task = None if replay else _reusable(_take_task(key), builders, marker)
         if task is None:
             task = build_task(graph, task_id, config, collector, only=plan.nodes, batch_buffer=True,
@@ -354,6 +366,7 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
         task.collector = collector
         task.partition_counts = plan.partition_counts
         task.batch = batch
+        task.batch_clock_ms = clock
         inputs: dict[tuple[str, int], int] = {}  # the offsets to commit, per input partition
         read_count = 0
         try:

@@ -122,12 +122,38 @@ class KStream:
     def _async(self, prefix: str, kind: str, fn: Callable, name: str | None,
                max_in_flight: int | None, ordering: str, retry: Any, timeout_ms: int | None,
                on_failure: str, value_serde: Any) -> "KStream":
-        from kspark._engine.async_ops import AsyncStepProcessor
+        from kspark._engine.async_ops import AsyncStepProcessor, check_async_options
 
-        AsyncStepProcessor(fn, kind, max_in_flight, ordering, retry, timeout_ms, on_failure)  # checks
+        check_async_options(max_in_flight, ordering, on_failure)
         sup = functools.partial(AsyncStepProcessor, fn, kind, max_in_flight, ordering, retry,
                                 timeout_ms, on_failure)
         return self._then(prefix, sup, name, self._key_serde, value_serde, keep_serdes=False)
+
+    def delay(self, delay_ms: int, name: str | None = None, *, key_serde: Any = None,
+              value_serde: Any = None) -> "KStream":
+        """Forward each record ``delay_ms`` of wall-clock time after it arrives, unchanged
+        (KIP-311's delayed processing). Pending records wait in a changelog-backed store,
+        ``<name>-store``, written with the stream's serdes (or ``key_serde``/``value_serde``),
+        so they survive restarts; on Spark they go on at the first micro-batch after they
+        are due (see docs/async.md). In the TopologyTestDriver they go on when
+        ``advance_wall_clock_time`` passes their due time.
+
+        Example:
+            >>> from kspark import StreamsBuilder, Serdes
+            >>> s = StreamsBuilder().stream("in", key_serde=Serdes.String(),
+            ...                             value_serde=Serdes.String())
+            >>> later = s.delay(5 * 60_000)  # "re-process in 5 minutes"
+        """
+        from kspark.state.stores import Stores
+
+        if delay_ms < 0:
+            raise TopologyError(f"delay() needs delay_ms >= 0, got {delay_ms}")
+        name = name or self._graph.next_name("KSTREAM-DELAY")
+        out = self._then("KSTREAM-DELAY", functools.partial(ops.DelayProcessor, delay_ms), name)
+        self._graph.add_store(Stores.delayed_records_store_builder(
+            Stores.persistent_key_value_store(f"{name}-store"), key_serde or self._key_serde,
+            value_serde or self._value_serde), (name,))
+        return out
 
     def select_key(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> "KStream":
         """Set each record's key to ``fn(key, value)`` (a later key-based step repartitions)."""

@@ -10,9 +10,9 @@ Example:
 """
 
 from kspark._engine.api import Processor, ProcessorContext, Record, RecordMetadata
-from kspark._engine.async_ops import RetryPolicy
+from kspark._engine.async_ops import AsyncProcessor, RetryPolicy
 from kspark._engine.punctuation import Cancellable, PunctuationType
 from kspark.processor.topology import Topology
 
-__all__ = ["Cancellable", "Processor", "ProcessorContext", "PunctuationType", "Record",
+__all__ = ["AsyncProcessor", "Cancellable", "Processor", "ProcessorContext", "PunctuationType", "Record",
            "RecordMetadata", "RetryPolicy", "Topology"]

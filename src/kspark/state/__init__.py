@@ -9,12 +9,14 @@ Example:
     ('counts', True, False)
 """
 
+from kspark._engine.state.delayed import DelayedRecordsStore
 from kspark._engine.state.kv import KeyValue, KeyValueIterator, KeyValueStore
 from kspark._engine.state.session import SessionStore
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.state.versioned import VersionedKeyValueStore, VersionedRecord
 from kspark._engine.state.window import WindowStore
 from kspark.state.stores import (
+    DelayedRecordsStoreBuilder,
     KeyValueBytesStoreSupplier,
     KeyValueStoreBuilder,
     SessionBytesStoreSupplier,
@@ -26,7 +28,7 @@ from kspark.state.stores import (
     WindowStoreBuilder,
 )
 
-__all__ = ["KeyValue", "KeyValueIterator", "KeyValueStore", "KeyValueBytesStoreSupplier",
+__all__ = ["DelayedRecordsStore", "DelayedRecordsStoreBuilder", "KeyValue", "KeyValueIterator", "KeyValueStore", "KeyValueBytesStoreSupplier",
            "KeyValueStoreBuilder", "Stores", "WindowBytesStoreSupplier", "WindowStore",
            "WindowStoreBuilder", "SessionStore", "SessionBytesStoreSupplier", "SessionStoreBuilder",
            "ValueAndTimestamp", "VersionedBytesStoreSupplier", "VersionedKeyValueStore",

@@ -8,7 +8,7 @@ from typing import Any
 from kspark._engine.state.build import build_store
 from kspark._engine.state.kv import KeyValueStore
 
-__all__ = ["Stores", "KeyValueBytesStoreSupplier", "KeyValueStoreBuilder",
+__all__ = ["Stores", "KeyValueBytesStoreSupplier", "KeyValueStoreBuilder", "DelayedRecordsStoreBuilder",
            "VersionedBytesStoreSupplier", "VersionedKeyValueStoreBuilder",
            "WindowBytesStoreSupplier", "WindowStoreBuilder", "SessionBytesStoreSupplier",
            "SessionStoreBuilder"]
@@ -54,6 +54,15 @@ class KeyValueStoreBuilder:
     def build(self) -> KeyValueStore:
         """A standalone store (no changelog): for use outside a topology, e.g. in tests."""
         return build_store(self)
+
+
+@dataclass(frozen=True)
+class DelayedRecordsStoreBuilder(KeyValueStoreBuilder):
+    """A store of records scheduled for later processing (``context.schedule_record``):
+    connect it to the processor that schedules them. Changelog-backed unless logging is
+    disabled, so pending records survive restarts."""
+
+    delayed_records: bool = True
 
 
 @dataclass(frozen=True)
@@ -203,6 +212,22 @@ class Stores:
     def versioned_key_value_store_builder(supplier: VersionedBytesStoreSupplier, key_serde: Any,
                                           value_serde: Any) -> VersionedKeyValueStoreBuilder:
         return VersionedKeyValueStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def delayed_records_store_builder(supplier: KeyValueBytesStoreSupplier, key_serde: Any,
+                                      value_serde: Any) -> DelayedRecordsStoreBuilder:
+        """A delayed-records store (KIP-311) for a processor that calls
+        ``context.schedule_record(record, delay_ms)``; the serdes are the records' (None: the
+        default serdes).
+
+        Example:
+            >>> from kspark import Serdes
+            >>> b = Stores.delayed_records_store_builder(
+            ...     Stores.persistent_key_value_store("retries"), Serdes.String(), Serdes.Json())
+            >>> b.name
+            'retries'
+        """
+        return DelayedRecordsStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def key_value_store_builder(supplier: KeyValueBytesStoreSupplier, key_serde: Any,

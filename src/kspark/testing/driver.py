@@ -70,7 +70,7 @@ class TopologyTestDriver:
         self._global = build_global_task(self._graph, self.config)
         # Async steps run their calls only when completed: at each commit, in issue order, or
         # in any order through complete_async() (deterministic tests of KIP-311 steps).
-        self._async = InlineRuntime()
+        self._async = InlineRuntime(clock=lambda: self._wall_clock_ms)
         self.auto_complete_async = True
         self._task = build_task(self._graph, "0_0", self.config, self._collector,
                                 clock=lambda: self._wall_clock_ms,
@@ -92,8 +92,11 @@ class TopologyTestDriver:
         return TestOutputTopic(self, name, key_serde, value_serde)
 
     def advance_wall_clock_time(self, ms: int) -> None:
-        """Move the mocked wall clock forward by ``ms`` and fire wall-clock punctuations due."""
+        """Move the mocked wall clock forward by ``ms``: async retries whose backoff has
+        passed run, then wall-clock punctuations and delayed records that are due fire."""
         self._wall_clock_ms += ms
+        if self._async.run_due():
+            self._retire_async()
         self._task.maybe_punctuate_wall_clock()
         self._feed_back(set(self._graph.source_topics(self.config["application.id"]))
                         | set(self._global.topics))
@@ -104,20 +107,28 @@ class TopologyTestDriver:
         return len(self._async.pending)
 
     def complete_async(self, order: list[int] | None = None) -> None:
-        """Complete pending async calls now, ``order`` giving their positions among the
-        pending ones (oldest first; default: all, oldest first); results then go downstream
-        in input order. With ``auto_complete_async = False`` calls complete only here, so a
-        test decides the completion order (each commit completes them all otherwise)."""
+        """Run pending async calls now, ``order`` giving their positions among the pending
+        ones (oldest first; default: all, oldest first); results then go downstream in input
+        order. With ``auto_complete_async = False`` calls complete only here, so a test
+        decides the completion order (each commit completes them all otherwise). A call
+        that fails with retries left stays pending until ``advance_wall_clock_time`` passes
+        its backoff (a fake clock: nothing sleeps)."""
         pending = list(self._async.pending)
         for i in (range(len(pending)) if order is None else order):
-            self._async.complete(pending[i])
-        for node in self._task.nodes:
-            retire = getattr(node.processor, "_retire", None)
-            if retire is not None:
-                retire()
+            self._async.complete(pending[i], wait=False)
+        self._retire_async()
         self._task.flush(complete_async=self.auto_complete_async)
         self._feed_back(set(self._graph.source_topics(self.config["application.id"]))
                         | set(self._global.topics))
+
+    def _retire_async(self) -> None:
+        for node in self._task._async_nodes:
+            node.processor._retire()
+
+    def scheduled_records(self, store_name: str) -> list[tuple[int, Any]]:
+        """The records waiting in delayed-records store ``store_name`` (``KStream.delay``'s
+        is ``<name>-store``), as (due time on the wall clock, Record), in due order."""
+        return self.get_state_store(store_name).scheduled()
 
     def producer_records(self) -> list:
         """Every serialized record the topology has written, in order, for any topic."""

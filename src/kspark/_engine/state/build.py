@@ -38,10 +38,15 @@ def build_store(builder: Any, directory: Path | None = None,
         inner = ChangeLoggingLayer(inner, log)
     if builder.caching_enabled or batch_buffer:
         inner = CachingLayer(inner)
-    if hasattr(supplier, "history_retention_ms"):
+    if getattr(builder, "delayed_records", False):
+        from kspark._engine.state.delayed import DelayedRecordsStore
+
+        store: Any = DelayedRecordsStore(supplier.name, inner, builder.key_serde,
+                                         builder.value_serde)
+    elif hasattr(supplier, "history_retention_ms"):
         from kspark._engine.state.versioned import VersionedKeyValueStore
 
-        store: Any = VersionedKeyValueStore(supplier.name, inner, builder.key_serde,
+        store = VersionedKeyValueStore(supplier.name, inner, builder.key_serde,
                                             builder.value_serde, supplier.history_retention_ms)
     elif hasattr(supplier, "retention_ms") and not hasattr(supplier, "window_size_ms"):
         from kspark._engine.state.session import SessionStore
