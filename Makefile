@@ -29,6 +29,7 @@ bench: setup
 	$(PY) benchmarks/stateless.py
 	$(PY) benchmarks/stateful_count.py
 	$(PY) benchmarks/global_join.py
+	$(PY) benchmarks/async_enrich.py
 	$(PY) benchmarks/eos_overhead.py
 	$(PY) benchmarks/latency.py
 

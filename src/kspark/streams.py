@@ -76,6 +76,14 @@ class KafkaStreams:
         self._require_started()
         return self._app.progress()
 
+    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
+        """``{"async": {processor: {...}}}``: each async processor's (KIP-311) ``completed``,
+        ``retried``, ``dead_lettered``, ``latency_avg_ms`` and ``in_flight_peak`` (per task),
+        summed over this process's committed task batches; ``in_flight`` is 0 between
+        micro-batches (each completes its calls before it commits)."""
+        self._require_started()
+        return self._app.metrics()
+
     def stop_offsets(self) -> dict[tuple[str, int], int] | None:
         """An incremental batch run's stop offsets (``autostop.at=eol``), ``{(topic,
         partition): offset}``: read back from the application's metadata topic when the run

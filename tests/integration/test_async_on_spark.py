@@ -4,6 +4,7 @@ once (exactly_once_v2, read_committed), in input order per key, failed calls ret
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import urllib.error
@@ -74,16 +75,13 @@ def test_enrichment_through_a_slow_failing_http_service_is_exact_and_in_order(
     src, out = topic_name("async-in"), topic_name("async-out")
     admin.create_topics({src: 2, out: 2})
     n, keys = 600, 10
-    p = Producer({"bootstrap.servers": broker, "enable.idempotence": True})
-    for v in range(n):
-        p.produce(src, key=f"k{v % keys}".encode(), value=I.serialize(src, v))
-    p.flush(30)
+    _produce(broker, src, n, keys)
     service = _Service(latency_s=0.02, fail_every=7)
     threading.Thread(target=service.serve_forever, daemon=True).start()
     try:
         b = StreamsBuilder()
         (b.stream(src, key_serde=S, value_serde=I)
-          .map_values_async(_enricher(service.server_address[1]), max_in_flight=32,
+          .map_values_async(_enricher(service.server_address[1]), "enrich", max_in_flight=32,
                             retry=RetryPolicy(max_attempts=5, initial_backoff_ms=5,
                                               retry_on=(urllib.error.URLError,)),
                             timeout_ms=5000)
@@ -92,6 +90,7 @@ def test_enrichment_through_a_slow_failing_http_service_is_exact_and_in_order(
                                                      max_offsets_per_trigger=200), spark=spark)
         streams.start()
         assert streams.await_termination(300)
+        metrics = streams.metrics()["async"]["enrich"]
         streams.close()
     finally:
         service.shutdown()
@@ -103,6 +102,10 @@ def test_enrichment_through_a_slow_failing_http_service_is_exact_and_in_order(
         assert values == sorted(values), f"key {k}: out of input order"
     assert service.failed > 0 and service.requests >= n + service.failed  # failures retried
     assert service.max_in_flight > 2, "the calls did not overlap"
+    # committed batches' metrics: a batch replayed after a failure may have called again
+    assert metrics["completed"] == n and metrics["dead_lettered"] == 0, metrics
+    assert 1 <= metrics["retried"] <= service.failed, (metrics, service.failed)
+    assert metrics["in_flight_peak"] > 2 and metrics["latency_avg_ms"] >= 20, metrics
 
 
 def test_delayed_records_fire_on_spark_after_their_delay_without_new_input(
@@ -135,3 +138,81 @@ def test_delayed_records_fire_on_spark_after_their_delay_without_new_input(
                   dict(m.headers() or [])) for m in records)
     assert got == sorted((f"k{v % 4}", v, 1_000 + v, {"n": str(v).encode()}) for v in range(n))
     assert waited >= delay_ms / 1000, "records went on before their delay"
+
+
+def test_a_driver_killed_with_calls_in_flight_and_records_delayed_loses_and_duplicates_nothing(
+        broker, admin, topic_name, tmp_path):
+    """exactly_once_v2: the app (an async step calling a slow HTTP service, then a delay) is
+    SIGKILLed, driver and workers, while calls are in flight and records wait in the delay
+    store; started again, it writes every record exactly once, in input order per key."""
+    from tests.integration import soak
+
+    src, out = topic_name("async-kill-in"), topic_name("async-kill-out")
+    admin.create_topics({src: 2, out: 2})
+    n, keys = 300, 10
+    _produce(broker, src, n, keys)
+    service = _Service(latency_s=0.15, fail_every=10**9)
+    threading.Thread(target=service.serve_forever, daemon=True).start()
+    cmd = [sys.executable, "-m", "tests.integration.async_app", broker, src, out,
+           topic_name("async-kill-app"), str(tmp_path / "state"), str(service.server_address[1])]
+    try:
+        app = soak.start_app(cmd)
+        try:
+            # past the first micro-batch of 100 records, with calls in flight
+            _wait_for(lambda: service.requests >= 150 and service.in_flight > 0, 240,
+                      "calls in flight after the first micro-batch")
+            in_flight_at_kill = service.in_flight
+            _kill_tree(app.pid)
+        finally:
+            _kill_tree(app.pid)
+        written_before = len(_committed(broker, out))
+        assert written_before < n, "the first run finished before it was killed"
+        app = soak.start_app(cmd)
+        try:
+            records = consume_all(broker, out, n, timeout_s=300)
+        finally:
+            _kill_tree(app.pid)
+    finally:
+        service.shutdown()
+    got = [(m.key().decode(), m.value().decode()) for m in records]
+    assert sorted(got) == sorted((f"k{v % keys}", f"e{v}") for v in range(n)), "lost or duplicated"
+    for k in {k for k, _ in got}:
+        values = [int(v[1:]) for kk, v in got if kk == k]
+        assert values == sorted(values), f"key {k}: out of input order"
+    assert in_flight_at_kill > 0
+
+
+def _produce(bootstrap: str, topic: str, n: int, keys: int) -> None:
+    """Values 0..n-1 under keys ``k<v % keys>`` (idempotent: the checks compare order)."""
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for v in range(n):
+        p.produce(topic, key=f"k{v % keys}".encode(), value=I.serialize(topic, v))
+    assert p.flush(30) == 0
+
+
+def _committed(bootstrap: str, topic: str) -> list:
+    from tests.integration.soak import read_all
+
+    return read_all(bootstrap, topic)
+
+
+def _wait_for(condition, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and every process below it (the JVM and Python workers)."""
+    import os
+    import signal
+
+    from tests.integration.soak import descendants
+
+    for victim in [pid, *descendants(pid)]:
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except OSError:
+            pass

@@ -8,9 +8,9 @@ import pytest
 
 from kspark import Serdes, StreamsBuilder
 from kspark.errors import TopologyError
-from kspark.processor import AsyncProcessor, Processor, Record, RetryPolicy, Topology
+from kspark.processor import AsyncProcessor, Processor, RetryPolicy, Topology
 from kspark.state import Stores
-from kspark.testing import TopologyTestDriver
+from kspark.testing import TestRecord, TopologyTestDriver
 
 S, I = Serdes.String(), Serdes.Integer()
 
@@ -144,7 +144,7 @@ def test_delay_forwards_each_record_unchanged_once_it_is_due():
     with d:
         i.pipe_input("a", 1, 50)
         d.advance_wall_clock_time(400)
-        i.pipe_record_list([__import__("kspark.testing", fromlist=["TestRecord"]).TestRecord(
+        i.pipe_record_list([TestRecord(
             "b", 2, 60, {"h": b"x"})])
         assert o.is_empty()
         assert [(due, r.key) for due, r in d.scheduled_records("wait-store")] == [
@@ -237,3 +237,26 @@ def test_pending_delayed_records_survive_a_restart(tmp_path):
     with d:
         d.advance_wall_clock_time(1_000)
         assert o.read_values_to_list() == [1]
+
+
+def test_the_driver_reports_async_metrics():
+    calls = []
+
+    def call(v):
+        calls.append(v)
+        if v == 2 and calls.count(2) == 1:
+            raise ConnectionError("once")
+        if v == 3:
+            raise ValueError("never")
+        return str(v)
+
+    b = StreamsBuilder()
+    b.stream("in", key_serde=S, value_serde=I).map_values_async(
+        call, "enrich", retry=RetryPolicy(max_attempts=2, initial_backoff_ms=40, jitter=0,
+                                          retry_on=(ConnectionError,)),
+        on_failure="dead_letter").to("out", key_serde=S, value_serde=S)
+    with TopologyTestDriver(b.build(), {"errors.dead.letter.queue.topic.name": "dlq"}) as d:
+        d.create_input_topic("in", S, I).pipe_value_list([1, 2, 3])
+        m = d.metrics()["async"]["enrich"]
+    assert m == {"in_flight": 0, "in_flight_peak": 1, "completed": 2, "retried": 1,
+                 "dead_lettered": 1, "latency_avg_ms": round(40 / 3, 3)}

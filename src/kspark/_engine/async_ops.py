@@ -38,7 +38,8 @@ from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark.errors import ProcessorError, TopologyError
 
 __all__ = ["RetryPolicy", "AsyncProcessor", "AsyncStepProcessor", "Outcome", "ThreadRuntime",
-           "InlineRuntime", "check_async_options"]
+           "InlineRuntime", "check_async_options", "async_metrics", "summarize_metrics",
+           "merge_metrics"]
 
 
 @dataclass(frozen=True)
@@ -185,13 +186,15 @@ class InlineRuntime:
                 else call.fn(call.arg)
         except BaseException as e:  # noqa: BLE001 - every failure is reported or retried
             if call.attempt == call.policy.max_attempts or not isinstance(e, call.policy.retry_on):
-                self._finish(call, Outcome(False, None, e, call.attempt, 0.0, tuple(call.waits)))
+                self._finish(call, Outcome(False, None, e, call.attempt, sum(call.waits) / 1000,
+                                           tuple(call.waits)))
                 return
             backoff = call.policy.backoff_ms(call.attempt, call.rng)
             call.waits.append(backoff)
             call.due_ms = self.clock() + backoff
             return
-        self._finish(call, Outcome(True, value, None, call.attempt, 0.0, tuple(call.waits)))
+        self._finish(call, Outcome(True, value, None, call.attempt, sum(call.waits) / 1000,
+                                   tuple(call.waits)))
 
     def _finish(self, call: _InlineCall, outcome: Outcome) -> None:
         self.pending.remove(call)
@@ -240,8 +243,7 @@ class AsyncProcessor(Processor):
         self.retry = retry or RetryPolicy(max_attempts=1)
         self.timeout_s = None if timeout_ms is None else timeout_ms / 1000
         self.stations: deque[_Station] = deque()
-        self.metrics = {"in_flight": 0, "completed": 0, "retried": 0, "dead_lettered": 0,
-                        "total_latency_s": 0.0}
+        self.metrics = _new_metrics()
 
     def call(self, record: Record) -> Any:
         """The concurrent work for ``record`` (may be ``async def``); its result goes to
@@ -272,6 +274,7 @@ class AsyncProcessor(Processor):
         fut = self.runtime.submit(fn, arg, self.retry, self.timeout_s, self.rng)
         self.stations.append(_Station(record, fut, self.task.current_raw(), record.key))
         self.metrics["in_flight"] = len(self.stations)
+        self.metrics["in_flight_peak"] = max(self.metrics["in_flight_peak"], len(self.stations))
         self._retire()
 
     def _wait_and_retire(self) -> None:
@@ -310,6 +313,7 @@ class AsyncProcessor(Processor):
         processed (dead letters and errors name it)."""
         out: Outcome = s.future.result()
         self.metrics["retried"] += out.attempts - 1
+        self.metrics["finished"] += 1
         self.metrics["total_latency_s"] += out.seconds
         with self.task.processing(s.raw):
             if not out.ok:
@@ -335,6 +339,50 @@ class AsyncProcessor(Processor):
             f"{out.attempts} attempt(s){where}: {type(out.error).__name__}: {out.error}"
             + ("" if self.on_failure == "fail" else "; set errors.dead.letter.queue.topic.name "
                "to dead-letter such records")) from out.error
+
+
+def _new_metrics() -> dict[str, float]:
+    return {"in_flight": 0, "in_flight_peak": 0, "completed": 0, "retried": 0,
+            "dead_lettered": 0, "finished": 0, "total_latency_s": 0.0}
+
+
+def async_metrics(task: Any, take: bool = False) -> dict[str, dict[str, float]]:
+    """The counters of ``task``'s async processors, by processor name; ``take`` resets them
+    (a host adds each committed batch's share to its totals)."""
+    out = {}
+    for node in getattr(task, "_async_nodes", ()):
+        m = node.processor.metrics
+        out[node.name] = dict(m)
+        if take:
+            node.processor.metrics = {**_new_metrics(), "in_flight": m["in_flight"]}
+    return out
+
+
+def summarize_metrics(raw: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Per async processor: ``in_flight`` (now), ``in_flight_peak``, ``completed``,
+    ``retried`` (attempts after the first), ``dead_lettered`` and ``latency_avg_ms`` (per
+    call, retries and backoffs included).
+
+    Example:
+        >>> summarize_metrics({"p": {**_new_metrics(), "finished": 2, "total_latency_s": 0.1}})
+        {'p': {'in_flight': 0, 'in_flight_peak': 0, 'completed': 0, 'retried': 0, 'dead_lettered': 0, 'latency_avg_ms': 50.0}}
+    """
+    return {name: {"in_flight": m["in_flight"], "in_flight_peak": m["in_flight_peak"],
+                   "completed": m["completed"], "retried": m["retried"],
+                   "dead_lettered": m["dead_lettered"],
+                   "latency_avg_ms": round(1000 * m["total_latency_s"] / m["finished"], 3)
+                   if m["finished"] else 0.0}
+            for name, m in raw.items()}
+
+
+def merge_metrics(a: dict[str, dict[str, float]], b: dict[str, dict[str, float]]
+                  ) -> dict[str, dict[str, float]]:
+    """Counters of two hosts or batches added up (peaks: the larger; ``a`` is updated)."""
+    for name, m in b.items():
+        into = a.setdefault(name, _new_metrics())
+        for k, v in m.items():
+            into[k] = max(into[k], v) if k in ("in_flight_peak", "in_flight") else into[k] + v
+    return a
 
 
 def check_async_options(max_in_flight: int | None, ordering: str, on_failure: str) -> None:

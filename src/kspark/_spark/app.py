@@ -11,6 +11,7 @@ from typing import Any
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
+from kspark._engine.async_ops import summarize_metrics
 from kspark._graph.graph import TopologyGraph
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import check_client_configs
@@ -206,6 +207,10 @@ class SparkApplication:
         if (self._query is not None and self._query.exception() is not None
                 and not self._reported):  # a failure await_termination() raised is not raised again
             raise StreamsError(_explain(self.config["application.id"], self._query.exception()))
+
+    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
+        raw = self._counters[2].value if self._counters else {}
+        return {"async": summarize_metrics(raw)}
 
     def progress(self) -> dict[str, int]:
         counted = {"records_in": self._counters[0].value, "records_out": self._counters[1].value

@@ -13,8 +13,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+from kspark._engine.async_ops import merge_metrics
 
 from kspark._graph.graph import TopologyGraph, topic_name
 from kspark._graph.subtopology import SubTopology, sub_topologies
@@ -59,6 +62,16 @@ def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
             .option("consumer_conf", json.dumps(c.with_prefix("consumer.")))
             .option("admin_conf", json.dumps(c.with_prefix("admin.")))
             .load())
+
+
+class MetricsParam(AccumulatorParam):
+    """A Spark accumulator of async processors' metrics (see async_ops.merge_metrics)."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, a: dict, b: dict) -> dict:  # noqa: N802 - Spark's name
+        return merge_metrics(a, b)
 
 
 @dataclass
@@ -134,7 +147,7 @@ class QueryPlan:
     df: DataFrame
     store_tasks: dict[str, int]
     tasks: int
-    counters: tuple[Any, Any]
+    counters: tuple[Any, Any, Any]
 
 
 def kafka_sources(graph: TopologyGraph) -> tuple[list[str], dict[str, str]]:
@@ -184,7 +197,8 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
     for st in sorted(subs, key=lambda st: st.id):
         first_marker[st.id], total = total, total + tasks[st.id]
     outputs: dict[int, DataFrame] = {}  # by id(group)
-    counters = (spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0))
+    counters = (spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0),
+                spark.sparkContext.accumulator({}, MetricsParam()))
     for g in groups:
         members = []
         for st in g.members:

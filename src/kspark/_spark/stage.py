@@ -29,6 +29,7 @@ from kspark._graph.instantiate import build_task
 from kspark._engine.state.build import bottom, discard_buffered
 from kspark._kafka.clients import commit_offsets, read_range, task_producer
 from kspark._kafka.transactions import Marker, progress_topic, task_transactions
+from kspark._engine.async_ops import async_metrics
 from kspark._spark.globals import global_state, pins_from_offset_log
 from kspark._spark.source import ARROW_SCHEMA, MARKER_TOPIC
 from kspark.config import EXACTLY_ONCE_V2
@@ -252,8 +253,9 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any],
     ``source.MARKER_TOPIC``): read straight from Kafka, the marker's ``partition``; through
     an exchange, the position of the rows' ``shuffle_key`` in ``exchange`` (the exchange's
     shuffle keys). A partition without rows runs no task: its source had nothing new.
-    ``counters``: two Spark accumulators, to which every task batch that commits adds the
-    records it read from Kafka and the records it wrote to user topics.
+    ``counters``: Spark accumulators, to which every task batch that commits adds the
+    records it read from Kafka, the records it wrote to user topics and its async
+    processors' metrics.
     """
     runners = [(first, count, plan.stage, _task_runner(graph, config, plan, counters))
                for first, count, plan in members]
@@ -403,6 +405,8 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
             if counters is not None:  # Spark keeps a task's additions only if it succeeds
                 counters[0].add(read_count)
                 counters[1].add(collector.sent)
+                if task._async_nodes:
+                    counters[2].add(async_metrics(task, take=True))
             _inject_fault(context, task_id, batch)
         except BaseException as e:
             for store in task.stores.values():

@@ -13,7 +13,7 @@ from typing import Any
 from kspark._engine.api import Headers, normalize_headers
 from kspark._engine.collector import MemoryCollector
 from kspark._engine.nodes import RawRecord
-from kspark._engine.async_ops import InlineRuntime
+from kspark._engine.async_ops import InlineRuntime, async_metrics, summarize_metrics
 from kspark._graph.instantiate import build_global_task, build_task
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
@@ -120,6 +120,13 @@ class TopologyTestDriver:
         self._task.flush(complete_async=self.auto_complete_async)
         self._feed_back(set(self._graph.source_topics(self.config["application.id"]))
                         | set(self._global.topics))
+
+    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
+        """``{"async": {processor: {...}}}``: each async processor's ``in_flight``,
+        ``in_flight_peak``, ``completed``, ``retried``, ``dead_lettered`` and
+        ``latency_avg_ms`` (on the fake clock: the backoffs waited), as
+        ``KafkaStreams.metrics()`` reports them."""
+        return {"async": summarize_metrics(async_metrics(self._task))}
 
     def _retire_async(self) -> None:
         for node in self._task._async_nodes:

@@ -1,0 +1,63 @@
+"""The async test application, run as a script (a driver process a test can kill).
+
+From ``SRC`` (keys ``k<n>``, Integer values) every value ``v`` is enriched through the HTTP
+service at ``PORT`` (``GET /enrich?v=N`` answers ``e<N>``) by an async step with up to 16
+calls in flight per task, held back ``--delay-ms`` by ``KStream.delay``, and written to
+``OUT``; exactly_once_v2, streaming (it runs until killed).
+
+``python -m tests.integration.async_app BOOTSTRAP SRC OUT APP_ID STATE_DIR PORT``; prints
+``started`` and then ``batches N`` as micro-batches complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import urllib.error
+import urllib.request
+
+from kspark import KafkaStreams, Serdes, StreamsBuilder, spark_session
+from kspark.processor import RetryPolicy
+from tests.integration.eos_app import run_printing_batches
+
+S, I = Serdes.String(), Serdes.Integer()
+
+
+def topology(src: str, out: str, port: int, delay_ms: int):
+    def enrich(v: int) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/enrich?v={v}", timeout=10) as r:
+            return r.read().decode()
+
+    b = StreamsBuilder()
+    (b.stream(src, key_serde=S, value_serde=I)
+      .map_values_async(enrich, "enrich", max_in_flight=16,
+                        retry=RetryPolicy(max_attempts=5, initial_backoff_ms=20,
+                                          retry_on=(urllib.error.URLError, OSError)))
+      .delay(delay_ms, "hold", value_serde=S)
+      .to(out, key_serde=S, value_serde=S))
+    return b.build()
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser()
+    for name in ("bootstrap", "src", "out", "app_id", "state_dir"):
+        ap.add_argument(name)
+    ap.add_argument("port", type=int)
+    ap.add_argument("--delay-ms", type=int, default=800)
+    ap.add_argument("--max-offsets", type=int, default=100)
+    a = ap.parse_args(argv)
+    spark = spark_session({"spark.master": "local[2]", "spark.ui.enabled": "false",
+                           "spark.task.maxFailures": "8", "spark.sql.shuffle.partitions": "2"})
+    streams = KafkaStreams(topology(a.src, a.out, a.port, a.delay_ms), {
+        "application.id": a.app_id, "bootstrap.servers": a.bootstrap, "state.dir": a.state_dir,
+        "processing.guarantee": "exactly_once_v2", "max.offsets.per.trigger": a.max_offsets,
+        "delayed.records.check.interval.ms": 300, "request.timeout.ms": 20000}, spark=spark)
+    streams.start()
+    print("started", flush=True)
+    run_printing_batches(streams)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
