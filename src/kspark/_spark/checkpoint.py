@@ -19,7 +19,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kspark._spark.source import CLOCK
+from kspark._spark.source import parse_offset_log
 
 __all__ = ["SparkCheckpoint", "Offsets"]
 
@@ -66,15 +66,7 @@ class SparkCheckpoint:
 
     def offsets(self, batch: int) -> Offsets:
         """The end offsets of ``batch``, all sources merged."""
-        text = self._read(f"offsets/{batch}") or ""
-        out: Offsets = {}
-        for line in text.splitlines()[2:]:
-            if line.strip() and line.strip() != "-":
-                for topic, parts in json.loads(line).items():
-                    if topic == CLOCK:  # a pinned clock, not a topic (see source.CLOCK)
-                        continue
-                    out.setdefault(topic, {}).update({str(p): int(o) for p, o in parts.items()})
-        return out
+        return parse_offset_log(self._read(f"offsets/{batch}") or "")
 
     def pinned_start(self) -> Offsets | None:
         text = self._read(_PIN)

@@ -40,6 +40,7 @@ from kspark._engine.nodes import RawRecord
 from kspark._graph.graph import TopologyGraph
 from kspark._graph.instantiate import build_global_task
 from kspark._kafka.clients import read_range
+from kspark._spark.source import parse_offset_log
 from kspark.errors import StateStoreError
 
 __all__ = ["global_state", "GlobalPins", "pins_from_offset_log", "local_checkpoint"]
@@ -81,12 +82,8 @@ def pins_from_offset_log(location: str, batch: int, topics: list[str]) -> Global
     path = None if directory is None else directory / "offsets" / str(batch)
     if path is None or not path.exists():
         return None
-    pins: GlobalPins = {}
-    for line in path.read_text().splitlines()[2:]:  # version, metadata, one line per source
-        if line.strip() and line.strip() != "-":
-            offsets = json.loads(line)
-            pins.update({t: {str(p): int(o) for p, o in offsets[t].items()}
-                         for t in topics if t in offsets})
+    offsets = parse_offset_log(path.read_text())
+    pins: GlobalPins = {t: offsets[t] for t in topics if t in offsets}
     return pins if set(pins) == set(topics) else None
 
 

@@ -47,6 +47,24 @@ MARKER_TOPIC = ""
 CLOCK = "kspark:clock"
 
 
+def parse_offset_log(text: str) -> Offsets:
+    r"""The end offsets in one file of Spark's offset log (a version line, a metadata line,
+    then one line per source, ``-`` for a source without offsets), all sources merged; the
+    pinned clock left out (see ``CLOCK``).
+
+    Example:
+        >>> parse_offset_log('v1\n{}\n{"t": {"0": 5}, "kspark:clock": {"0": 1000}}\n-')
+        {'t': {'0': 5}}
+    """
+    out: Offsets = {}
+    for line in text.splitlines()[2:]:
+        if line.strip() and line.strip() != "-":
+            for topic, parts in json.loads(line).items():
+                if topic != CLOCK:
+                    out.setdefault(topic, {}).update({str(p): int(o) for p, o in parts.items()})
+    return out
+
+
 def task_marker(task: int, ranges: list[tuple[str, int, int, int]] | None = None,
                 globals_: Offsets | None = None, clock: int | None = None) -> pa.RecordBatch:
     """The one-row batch that starts task ``task``'s input (see ``MARKER_TOPIC``): its
