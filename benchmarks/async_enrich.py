@@ -6,8 +6,8 @@ synchronous ``map_values`` and with ``map_values_async`` at several ``max_in_fli
 The step's rate is measured at the service: requests over the time from the first to the
 last (Spark's start-up and the end of the run left out). The bound is ``tasks ×
 max_in_flight / latency``; the last column is the rate as a share of it. The whole run's
-time (from ``start()``, incl. query start) and how busy the machine's CPUs were during it
-are shown too. Every output is counted. Not a
+time (from ``start()``, incl. query start) is shown too, and how busy the machine's CPUs
+were while the calls ran (first to last request). Every output is counted. Not a
 test: run it on purpose:
 
     .venv/bin/python benchmarks/async_enrich.py [--latency-ms 50] [--partitions 2]
@@ -61,10 +61,32 @@ class Service:
         await writer.drain()
         writer.close()
 
-    def rate(self) -> float:
-        """Requests per second between the first and the last arrival; then forget them."""
+    def rate(self) -> tuple[float, float, float]:
+        """Requests per second between the first and the last arrival, and that window's
+        start and end; then forget them."""
         a, self.arrivals = self.arrivals, []
-        return (len(a) - 1) / (a[-1] - a[0]) if len(a) > 1 and a[-1] > a[0] else 0.0
+        if len(a) < 2 or a[-1] <= a[0]:
+            return 0.0, 0.0, 0.0
+        return (len(a) - 1) / (a[-1] - a[0]), a[0], a[-1]
+
+
+class CpuSampler:
+    """The machine's CPU use, sampled every 0.1 s with its time (psutil)."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []
+        psutil.cpu_percent(None)
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(0.1)
+            self.samples.append((time.monotonic(), psutil.cpu_percent(None)))
+
+    def busy(self, start: float, end: float) -> float:
+        """The mean CPU use (0..1) between ``start`` and ``end``."""
+        inside = [pct for t, pct in self.samples if start <= t <= end]
+        return sum(inside) / len(inside) / 100 if inside else 0.0
 
 
 def async_client(port: int):
@@ -115,6 +137,7 @@ def main() -> int:
     cases: list[int | None] = [None] + [int(x) for x in a.in_flight.split(",")]
     topics = [t for i in range(len(cases)) for t in (f"bench-in-{i}", f"bench-out-{i}")]
     service = Service(latency)
+    cpu_sampler = CpuSampler()
     ok = True
     with local_broker(topics, a.partitions) as (bootstrap, work):
         spark = spark_session({"spark.master": f"local[{a.partitions}]",
@@ -127,16 +150,15 @@ def main() -> int:
             n = int(min(40_000, max(400, bound * a.seconds)))
             produce(bootstrap, f"bench-in-{i}", ((b"k%d" % j, b"%d" % j) for j in range(n)))
             service.rate()
-            psutil.cpu_percent(None)
             whole = run(bootstrap, spark, work, f"bench-in-{i}", f"bench-out-{i}", service.port,
                         n, mif)
-            rate = service.rate()
-            cpu = psutil.cpu_percent(None)
+            rate, first, last = service.rate()
+            cpu = cpu_sampler.busy(first, last)
             got = count(bootstrap, f"bench-out-{i}", a.partitions)
             ok &= got == n
             name = "map_values (sync)" if mif is None else f"map_values_async({mif})"
             print(f"{name:<28}{n:>9,}{whole:>10.1f}s{rate:>10,.0f}{bound:>10,.0f}"
-                  f"{rate / bound:>10.0%}{cpu / 100:>10.0%}" + ("" if got == n else f"  OUTPUT {got:,} != {n:,}"),
+                  f"{rate / bound:>10.0%}{cpu:>10.0%}" + ("" if got == n else f"  OUTPUT {got:,} != {n:,}"),
                   flush=True)
         spark.stop()
     print("outputs verified: every record enriched once" if ok else "OUTPUT MISMATCH")
