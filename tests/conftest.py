@@ -80,3 +80,38 @@ def consume_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 60
 
 
 os.environ.setdefault("PYSPARK_PYTHON", __import__("sys").executable)
+
+
+class SecureBrokerHandle:
+    """The secured test broker: SASL_SSL (SCRAM-SHA-512) on ``bootstrap``, ACLs enforced."""
+
+    def __init__(self, broker: LocalBroker):
+        self.broker = broker
+        self.bootstrap = broker.bootstrap
+        self.ca_file = str(broker.ca_file)
+        self.other_ca_file = str(broker.other_ca_file)
+        self.admin_conf = broker.admin_config()
+
+    def user(self, name: str | None = None) -> dict:
+        """A new SCRAM-SHA-512 user (no ACLs) with a random password, usable on return; its
+        client settings in Kafka Streams' top-level style (no bootstrap.servers)."""
+        import secrets
+
+        from kspark._kafka.security_admin import create_scram_user
+
+        name = name or f"user-{next(_ids)}-{uuid.uuid4().hex[:6]}"
+        password = secrets.token_urlsafe(18)
+        create_scram_user(self.admin_conf, name, password)
+        return {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": name, "sasl.password": password, "ssl.ca.location": self.ca_file}
+
+
+@pytest.fixture(scope="session")
+def secure_broker(tmp_path_factory):
+    """A second real broker, secured: TLS from a private CA, SCRAM-SHA-512, ACLs enforced."""
+    b = LocalBroker(tmp_path_factory.mktemp("secure-broker"), port=free_port(), secure=True)
+    b.start()
+    try:
+        yield SecureBrokerHandle(b)
+    finally:
+        b.stop()

@@ -26,6 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--port", type=int, default=9092, help="listener port on 127.0.0.1")
     broker.add_argument("--dir", type=Path, default=None,
                         help="data directory (default: $KSPARK_HOME/broker)")
+    broker.add_argument("--secure", action="store_true",
+                        help="start: listen SASL_SSL (SCRAM-SHA-512, TLS from a private CA made "
+                        "in <dir>/tls) with ACLs enforced and 'admin' as the super user")
     demo = sub.add_parser("demo", help="run the demo topology on Spark against Kafka")
     demo.add_argument("--bootstrap-servers", default=None,
                       help="use this Kafka instead of starting a local broker")
@@ -113,10 +116,15 @@ def _broker(args: argparse.Namespace) -> int:
         print(kafka_libs())
         print(streams_test_libs())  # the conformance suite's reference: Java Kafka Streams
         return 0
-    b = LocalBroker(args.dir, port=args.port)
+    b = LocalBroker(args.dir, port=args.port, secure=args.secure)
     if args.action == "start":
         print(f"kspark broker: starting (log: {b.log_file}) ...", flush=True)
         print(f"kspark broker: running; bootstrap.servers={b.start()}")
+        if args.secure:
+            print(f"kspark broker: security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512, "
+                  f"ssl.ca.location={b.ca_file}")
+            print(f"kspark broker: super user sasl.username={b.admin_user}; its password is in "
+                  f"{b.admin_password_file}")
     elif args.action == "stop":
         print("kspark broker: stopped" if b.stop() else "kspark broker: was not running")
     else:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import base64
 import os
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -57,6 +60,17 @@ def _is_kafka(pid: int) -> bool:
         return False
 
 
+ADMIN_USER = "admin"
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+# The files of a secured broker's <dir>/tls/: made once, kept across restarts.
+_CA_KEY, _CA_CERT = "ca.key", "ca.pem"
+_SERVER_KEY, _SERVER_CERT, _KEYSTORE = "server.key", "server.pem", "keystore.pem"
+_OTHER_CA_KEY, _OTHER_CA_CERT = "other-ca.key", "other-ca.pem"
+_ADMIN_PASSWORD = "admin.password"
+_TLS_FILES = (_CA_KEY, _CA_CERT, _SERVER_KEY, _SERVER_CERT, _KEYSTORE, _OTHER_CA_KEY,
+              _OTHER_CA_CERT)
+
+
 class LocalBroker:
     """The broker whose storage, config, pid and log live in ``data_dir``.
 
@@ -65,14 +79,26 @@ class LocalBroker:
         broker = LocalBroker(port=9092)
         print(broker.start())   # 127.0.0.1:9092
         broker.stop()
+
+    With ``secure=True`` the client listener is SASL_SSL (SCRAM-SHA-512 over TLS from a
+    private CA made with ``openssl`` in ``<data_dir>/tls/``), ACLs are enforced
+    (StandardAuthorizer, nothing allowed without an ACL) and ``admin`` is the super user,
+    whose random password is kept in ``<data_dir>/tls/admin.password``::
+
+        broker = LocalBroker("/tmp/secure-broker", port=9093, secure=True)
+        broker.start()
+        conf = broker.admin_config()   # librdkafka settings of the super user
+        print(broker.ca_file)          # the CA clients must trust (ssl.ca.location)
     """
 
     def __init__(self, data_dir: Path | str | None = None, port: int = 9092,
-                 heap: str = "512m", overrides: dict[str, str] | None = None):
+                 heap: str = "512m", overrides: dict[str, str] | None = None,
+                 secure: bool = False):
         self.dir = Path(data_dir) if data_dir else kspark_home() / "broker"
         self.port = port
         self.heap = heap
         self.overrides = dict(overrides or {})  # broker settings over the defaults below
+        self.secure = secure
         self.log_file = self.dir / "broker.log"
         self._pid_file = self.dir / "broker.pid"
         self._port_file = self.dir / "broker.port"
@@ -80,6 +106,48 @@ class LocalBroker:
     @property
     def bootstrap(self) -> str:
         return f"{HOST}:{self.port}"
+
+    @property
+    def tls_dir(self) -> Path:
+        """Where a secured broker keeps its CA, key, certificates and the admin password."""
+        return self.dir / "tls"
+
+    @property
+    def ca_file(self) -> Path:
+        """The PEM certificate of the CA that signed the broker's certificate."""
+        return self.tls_dir / _CA_CERT
+
+    @property
+    def other_ca_file(self) -> Path:
+        """The PEM certificate of a second CA, unrelated to the broker (for negative tests)."""
+        return self.tls_dir / _OTHER_CA_CERT
+
+    @property
+    def admin_user(self) -> str:
+        return ADMIN_USER
+
+    @property
+    def admin_password_file(self) -> Path:
+        return self.tls_dir / _ADMIN_PASSWORD
+
+    @property
+    def admin_password(self) -> str:
+        """The super user's SCRAM password, made at random for this data directory."""
+        try:
+            return self.admin_password_file.read_text().strip()
+        except OSError as e:
+            raise BrokerError(f"no admin password in {self.admin_password_file}: start the "
+                              "broker with secure=True (kspark broker start --secure) "
+                              "first") from e
+
+    def admin_config(self) -> dict[str, str]:
+        """The librdkafka settings of the super user ``admin`` (a secured broker only)."""
+        if not self.secure:
+            raise BrokerError("admin_config() is for a secured broker (secure=True); this "
+                              f"one listens PLAINTEXT on {self.bootstrap}")
+        return {"bootstrap.servers": self.bootstrap, "security.protocol": "SASL_SSL",
+                "sasl.mechanism": SCRAM_MECHANISM, "sasl.username": ADMIN_USER,
+                "sasl.password": self.admin_password, "ssl.ca.location": str(self.ca_file)}
 
     def status(self) -> BrokerStatus:
         pid = self._pid()
@@ -101,6 +169,8 @@ class LocalBroker:
                 "there: stop what uses it, or choose another port (kspark broker start --port N)"
             )
         self.dir.mkdir(parents=True, exist_ok=True)
+        if self.secure:
+            self._ensure_tls()
         props = self._write_properties()
         cp = f"{libs}{os.sep}*"
         log4j = resources.files("kspark._kafka").joinpath("log4j2.yaml")
@@ -177,18 +247,73 @@ class LocalBroker:
             "log.retention.ms": "-1",
             # A transaction left open by a killed task is aborted within seconds, not minutes.
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
-            **self.overrides,
         }
+        if self.secure:
+            props.update(self._secure_properties(cport))
+        props.update(self.overrides)
         path = self.dir / "server.properties"
-        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        text = "".join(f"{k}={v}\n" for k, v in props.items())
+        if self.secure:  # it holds the admin's password (for the inter-broker connections)
+            _write_private(path, text)
+        else:
+            path.write_text(text)
         return path
+
+    def _secure_properties(self, cport: int) -> dict[str, str]:
+        """The settings that make the client listener SASL_SSL with SCRAM and enforce ACLs."""
+        jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                f'username="{ADMIN_USER}" password="{self.admin_password}";')
+        return {
+            "listeners": f"SASL_SSL://{HOST}:{self.port},CONTROLLER://{HOST}:{cport}",
+            "advertised.listeners": f"SASL_SSL://{HOST}:{self.port}",
+            "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "SASL_SSL",
+            "sasl.enabled.mechanisms": SCRAM_MECHANISM,
+            "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": jaas,
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(self.tls_dir / _KEYSTORE),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(self.ca_file),
+            "ssl.client.auth": "none",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found": "false",
+            # User:ANONYMOUS is the broker's own principal on the PLAINTEXT controller
+            # listener (registration, heartbeats, forwarded requests need CLUSTER_ACTION).
+            "super.users": f"User:{ADMIN_USER};User:ANONYMOUS",
+        }
+
+    def _ensure_tls(self) -> None:
+        """Make the CAs, the server's key and certificate and the admin password, once."""
+        formatted = (self.dir / "data" / "meta.properties").exists()
+        tls = self.tls_dir
+        if formatted and not self.admin_password_file.exists():
+            raise BrokerError(
+                f"the broker's storage in {self.dir / 'data'} was formatted without security "
+                f"(no {self.admin_password_file}), so it has no SCRAM users: start the secured "
+                "broker in another data directory (--dir)")
+        tls.mkdir(mode=0o700, exist_ok=True)
+        if not self.admin_password_file.exists():
+            _write_private(self.admin_password_file, secrets.token_urlsafe(24) + "\n")
+        if all((tls / name).exists() for name in _TLS_FILES):
+            return
+        tmp = Path(tempfile.mkdtemp(prefix=".tls-", dir=self.dir))
+        try:
+            _make_tls(tmp)
+            for name in _TLS_FILES:
+                os.replace(tmp / name, tls / name)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def _format(self, jvm: list[str], props: Path) -> None:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         # "--cluster-id=<id>" in one word: a generated id may start with '-'
-        proc = subprocess.run(jvm + ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
-                                     "--config", str(props)], capture_output=True, text=True,
-                              timeout=120)
+        cmd = jvm + ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
+                     "--config", str(props)]
+        if self.secure:  # SCRAM users live in the metadata log: the super user is made here
+            cmd += ["--add-scram",
+                    f"{SCRAM_MECHANISM}=[name={ADMIN_USER},password={self.admin_password}]"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
             raise BrokerError(f"formatting the broker's storage in {self.dir / 'data'} failed:\n{tail}")
@@ -196,8 +321,8 @@ class LocalBroker:
     def _wait_ready(self, proc: subprocess.Popen, timeout_s: float) -> None:
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0,
-                             "logger": QuietLogger()})
+        conf = self.admin_config() if self.secure else {"bootstrap.servers": self.bootstrap}
+        admin = AdminClient({**conf, "log_level": 0, "logger": QuietLogger()})
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -220,6 +345,72 @@ class LocalBroker:
         except OSError:
             return "(no log written)"
 
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only (mode 0600 from the start)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+_CA_EXTENSIONS = """\
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+[ca]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+[server]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth, clientAuth
+subjectAltName = IP:127.0.0.1, DNS:localhost
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+"""
+
+
+def _make_tls(out: Path) -> None:
+    """A private CA, a server key and certificate signed by it (for 127.0.0.1 and localhost),
+    the broker's PEM key store (unencrypted PKCS#8 key + chain) and a second, unrelated CA."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise BrokerError("a secured broker needs the openssl command to make its "
+                          "certificates: install openssl (for example apt-get install openssl)")
+    cnf = out / "openssl.cnf"
+    cnf.write_text(_CA_EXTENSIONS)
+
+    def run(*args: str) -> None:
+        proc = subprocess.run([openssl, *args], capture_output=True, text=True, timeout=60,
+                              cwd=out, env={**os.environ, "OPENSSL_CONF": str(cnf)})
+        if proc.returncode != 0:
+            raise BrokerError(f"openssl {args[0]} failed while making the broker's "
+                              f"certificates in {out}:\n{(proc.stdout + proc.stderr).strip()}")
+
+    def key(name: str) -> None:  # PKCS#8, unencrypted ("BEGIN PRIVATE KEY")
+        run("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", name)
+        os.chmod(out / name, 0o600)
+
+    def serial() -> str:
+        return "0x" + secrets.token_hex(16)
+
+    for ca_key, ca_cert, cn in ((_CA_KEY, _CA_CERT, "kspark local CA"),
+                                (_OTHER_CA_KEY, _OTHER_CA_CERT, "kspark unrelated CA")):
+        key(ca_key)
+        run("req", "-new", "-x509", "-config", str(cnf), "-key", ca_key, "-out", ca_cert,
+            "-days", "3650", "-sha256", "-subj", f"/CN={cn}", "-extensions", "ca",
+            "-set_serial", serial())
+    key(_SERVER_KEY)
+    run("req", "-new", "-config", str(cnf), "-key", _SERVER_KEY, "-out", "server.csr",
+        "-subj", "/CN=localhost")
+    run("x509", "-req", "-in", "server.csr", "-CA", _CA_CERT, "-CAkey", _CA_KEY,
+        "-set_serial", serial(), "-days", "825", "-sha256", "-extfile", str(cnf),
+        "-extensions", "server", "-out", _SERVER_CERT)
+    _write_private(out / _KEYSTORE, "".join(
+        (out / name).read_text() for name in (_SERVER_KEY, _SERVER_CERT, _CA_CERT)))
 
 
 def _reap(pid: int) -> None:
