@@ -12,10 +12,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from kspark.errors import KSparkError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "client_config"]
+
+_CONFIG_HELP = ("a properties file with the application's Kafka client settings "
+                "(security.protocol, sasl.*, ssl.*, ...; the application's own file works); "
+                "values may be ${env:NAME} or ${file:PATH}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     reset = sub.add_parser("reset", help="reset an application so that it reprocesses its input "
                            "(as kafka-streams-application-reset), or delete its stop offsets")
     reset.add_argument("--application-id", required=True)
-    reset.add_argument("--bootstrap-servers", required=True)
+    reset.add_argument("--bootstrap-servers", default=None,
+                       help="the cluster (default: bootstrap.servers of --config)")
+    reset.add_argument("--config", type=Path, default=None, help=_CONFIG_HELP)
     reset.add_argument("--input-topics", default=None,
                        help="comma-separated input topics whose offsets to reset (default: every "
                        "non-internal topic the application's consumer group has offsets for)")
@@ -61,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     reset.add_argument("--dry-run", action="store_true", help="print what would be done, do nothing")
     changelog = sub.add_parser("changelog", help="rebuild a lost changelog topic from local state")
     changelog.add_argument("action", choices=["rebuild"])
-    changelog.add_argument("--bootstrap-servers", required=True)
+    changelog.add_argument("--bootstrap-servers", default=None,
+                           help="the cluster (default: bootstrap.servers of --config)")
+    changelog.add_argument("--config", type=Path, default=None, help=_CONFIG_HELP)
     changelog.add_argument("--application-id", required=True)
     changelog.add_argument("--state-dir", required=True, help="the application's state.dir")
     changelog.add_argument("--store", required=True, help="the store whose changelog was lost")
@@ -70,18 +79,44 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def client_config(args: argparse.Namespace) -> "Any":
+    """The application's config for a CLI tool: ``--config`` (the application's properties
+    file, or one with only client settings, as Kafka tools' ``--command-config``) with
+    ``--application-id`` and ``--bootstrap-servers``."""
+    from kspark._runner import parse_properties
+    from kspark.config import StreamsConfig
+    from kspark.errors import ConfigError
+
+    props: dict[str, Any] = {}
+    if args.config is not None:
+        try:
+            props = parse_properties(args.config.read_text())
+        except OSError as e:
+            raise ConfigError(f"--config {str(args.config)!r} cannot be read ({e.strerror})") from None
+    if props.get("application.id", args.application_id) != args.application_id:
+        raise ConfigError(f"--application-id {args.application_id!r} differs from "
+                          f"application.id={props['application.id']!r} in {args.config}")
+    props["application.id"] = args.application_id
+    if args.bootstrap_servers:
+        props["bootstrap.servers"] = args.bootstrap_servers
+    if not props.get("bootstrap.servers"):
+        raise ConfigError("give --bootstrap-servers, or bootstrap.servers in --config")
+    return StreamsConfig(props)
+
+
 def _reset(args: argparse.Namespace) -> int:
     from kspark._kafka.admin import Admin
     from kspark._kafka.reset import plan_reset, run_reset
-    from kspark.config import CONFIG_KEYS
+    from kspark._kafka.settings import ClientSettings
 
     targets = args.to_earliest or args.to_latest or args.to_offset is not None
     if args.delete_stopoffsets and (targets or args.input_topics or args.state_dir
                                     or args.checkpoint_location):
         raise KSparkError("--delete-stopoffsets deletes only the stop offsets: give it alone (a "
                           "full reset deletes the metadata topic that holds them anyway)")
-    state_dir = args.state_dir or CONFIG_KEYS["state.dir"].default
-    admin = Admin(args.bootstrap_servers, 30000)
+    config = client_config(args)
+    state_dir = args.state_dir or config["state.dir"]
+    admin = Admin(ClientSettings.from_config(config), config["request.timeout.ms"])
     plan = plan_reset(
         admin, args.application_id,
         input_topics=args.input_topics.split(",") if args.input_topics else None,
@@ -99,8 +134,10 @@ def _reset(args: argparse.Namespace) -> int:
 
 def _changelog(args: argparse.Namespace) -> int:
     from kspark._kafka.rebuild import rebuild_changelog
+    from kspark._kafka.settings import ClientSettings
 
-    written = rebuild_changelog(args.bootstrap_servers, args.state_dir, args.application_id,
+    settings = ClientSettings.from_config(client_config(args))
+    written = rebuild_changelog(settings, args.state_dir, args.application_id,
                                 args.store, args.partitions)
     for p, n in sorted(written.items()):
         print(f"kspark changelog: partition {p}: {n} records written from local state")
@@ -156,6 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # noqa: BLE001 - one line and exit 2 for any start failure
+        if args.command != "run":
+            raise
+        import logging
+
+        logging.getLogger("kspark").debug("kspark run failed", exc_info=True)
+        print(f"kspark: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

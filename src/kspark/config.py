@@ -1,8 +1,13 @@
 """StreamsConfig: every config key declared once, with type, default, validator and doc.
 
-Keys follow Kafka Streams' names. Spark settings ride alongside under ``spark.*``;
-librdkafka settings for kspark's clients under ``consumer.*``, ``producer.*`` and
-``admin.*``. An unknown key or a bad value is rejected when the config is built.
+Keys follow Kafka Streams' names. Spark settings ride alongside under ``spark.*``. Kafka
+client settings common to every client (``security.protocol``, ``sasl.*``, ``ssl.*``,
+``socket.*``, ``client.dns.lookup``, ``client.id`` as a prefix) sit at top level, and
+``consumer.*``, ``producer.*``, ``admin.*`` and ``restore.consumer.*`` override them per kind
+of client (see kspark._kafka.settings); keys kspark's guarantees rely on are refused. A value
+``${env:NAME}`` is read from an environment variable and ``${file:PATH}`` (or
+``${file:PATH:KEY}``, a key of a properties file) from a file, so secrets need not be written
+in the config. An unknown key or a bad value is rejected when the config is built.
 
 Example:
     >>> from kspark import StreamsConfig
@@ -31,7 +36,7 @@ __all__ = ["StreamsConfig", "ConfigKey", "CONFIG_KEYS"]
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
-PASS_THROUGH_PREFIXES = ("spark.", "consumer.", "producer.", "admin.")
+PASS_THROUGH_PREFIXES = ("spark.", "consumer.", "producer.", "admin.", "restore.consumer.")
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,16 @@ def _positive(v: Any) -> str | None:
 
 def _non_negative(v: Any) -> str | None:
     return None if v >= 0 else "must be >= 0"
+
+
+def _user() -> str:
+    """The current user's name (for the per-user default state.dir)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        return str(os.getuid()) if hasattr(os, "getuid") else "user"
 
 
 def _one_of(*choices: str) -> Callable[[Any], str | None]:
@@ -98,8 +113,10 @@ _KEYS = [
               "directory, Spark checkpoint and Kafka client ids.", _app_id, required=True),
     ConfigKey("bootstrap.servers", str, None, "Kafka brokers to connect to, host:port[,host:port].",
               lambda v: None if v.strip() else "must not be empty", required=True),
-    ConfigKey("state.dir", str, os.path.join(tempfile.gettempdir(), "kspark"),
-              "Directory for task state and the Spark checkpoint (under <state.dir>/<application.id>)."),
+    ConfigKey("state.dir", str, os.path.join(tempfile.gettempdir(), f"kspark-{_user()}"),
+              "Directory for task state and the Spark checkpoint (under "
+              "<state.dir>/<application.id>); default <tmp>/kspark-<user>, created 0700. A "
+              "directory owned by another user is refused."),
     ConfigKey("commit.interval.ms", int, 1000, "How often progress is committed; on Spark each "
               "micro-batch is one commit, so this is also the trigger interval.", _non_negative),
     ConfigKey("processing.guarantee", str, AT_LEAST_ONCE, "at_least_once, or exactly_once_v2 "
@@ -165,17 +182,19 @@ class StreamsConfig(Mapping[str, Any]):
     """Validated, read-only application config.
 
     Unknown keys, wrong types and invalid values raise :class:`~kspark.errors.ConfigError`
-    naming the key. Secrets (keys containing ``password``, ``secret`` or ``key`` under a client
-    prefix) are masked in ``repr``.
+    naming the key. Secrets (passwords, keys, tokens, JAAS configs) are masked in ``repr``.
     """
 
     def __init__(self, props: Mapping[str, Any] | None = None):
+        from kspark._kafka.settings import check_owned, is_common_key
+
         props = dict(props or {})
         values: dict[str, Any] = {}
         for name, value in props.items():
             if not isinstance(name, str):
                 raise ConfigError(f"config keys must be strings, got {name!r}")
-            if name.startswith(PASS_THROUGH_PREFIXES):
+            value = resolve_reference(name, value)
+            if name.startswith(PASS_THROUGH_PREFIXES) or is_common_key(name):
                 values[name] = value
                 continue
             key = CONFIG_KEYS.get(name)
@@ -189,6 +208,7 @@ class StreamsConfig(Mapping[str, Any]):
                 if key.required:
                     raise ConfigError(f"missing required config key {key.name!r}: {key.doc}")
                 values[key.name] = key.default
+        check_owned(values)
         self._values = values
 
     def __getitem__(self, name: str) -> Any:
@@ -209,11 +229,50 @@ class StreamsConfig(Mapping[str, Any]):
         return dict(self._values)
 
     def __repr__(self) -> str:
-        def shown(k: str, v: Any) -> Any:
-            secret = any(w in k for w in ("password", "secret", "sasl", "ssl.key"))
-            return "***" if secret else v
+        from kspark._kafka.settings import redacted
 
-        return "StreamsConfig(" + ", ".join(f"{k}={shown(k, v)!r}" for k, v in self._values.items()) + ")"
+        shown = redacted(self._values)
+        return "StreamsConfig(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
+
+
+_REFERENCE = re.compile(r"\$\{(env|file):([^}]*)\}")
+
+
+def resolve_reference(name: str, value: Any) -> Any:
+    """``${env:NAME}`` → the environment variable; ``${file:PATH}`` → the file's content
+    (stripped); ``${file:PATH:KEY}`` → KEY of a properties file, as Kafka's config providers.
+
+    >>> import os; os.environ["KSPARK_DOC_PW"] = "pw"
+    >>> resolve_reference("sasl.password", "${env:KSPARK_DOC_PW}")
+    'pw'
+    """
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def one(m: re.Match) -> str:
+        source, ref = m.group(1), m.group(2)
+        if source == "env":
+            if ref not in os.environ:
+                raise ConfigError(f"config key {name!r} refers to environment variable {ref!r}, "
+                                  "which is not set")
+            return os.environ[ref]
+        path, _, key = ref.partition(":") if not os.path.isfile(ref) else (ref, "", "")
+        try:
+            text = open(path, encoding="utf-8").read()
+        except OSError as e:
+            raise ConfigError(f"config key {name!r} refers to file {path!r}, which cannot be "
+                              f"read ({e.strerror})") from None
+        if not key:
+            return text.strip()
+        from kspark._runner import parse_properties
+
+        found = parse_properties(text)
+        if key not in found:
+            raise ConfigError(f"config key {name!r} refers to key {key!r} of file {path!r}, "
+                              "which has no such key")
+        return found[key]
+
+    return _REFERENCE.sub(one, value)
 
 
 def _check(key: ConfigKey, value: Any) -> Any:

@@ -247,7 +247,7 @@ def test_a_transaction_that_outlives_its_timeout_is_named(broker, admin, topic_n
     app_id = f"timeout-{dst}"
     admin.create_topics({dst: 1, progress_topic(app_id): 1})
     tx = TaskTransactions(broker, app_id, "0_0", (progress_topic(app_id), 0),
-                          {"transaction.timeout.ms": 1500}, {})
+                          {"transaction.timeout.ms": 1500})
     tx.init()
     tx.begin()
     tx.producer.send(dst, b"k", b"v", 1, (), 0)

@@ -9,7 +9,8 @@ BASE = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
 def test_defaults_follow_kafka_streams_names():
     c = StreamsConfig(BASE)
     assert c["processing.guarantee"] == "at_least_once"
-    assert c["state.dir"].endswith("kspark")
+    import getpass
+    assert c["state.dir"].endswith(f"kspark-{getpass.getuser()}")  # per user (issue 24)
     assert c["default.key.serde"] is None
 
 

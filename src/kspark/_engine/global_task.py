@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kspark._engine.api import Processor, ProcessorContext, Record, RecordMetadata
-from kspark._engine.nodes import RawRecord
+from kspark._engine.nodes import RawRecord, deserialize_record
 from kspark._engine.state.build import build_store
 from kspark._engine.state.timestamped import ValueAndTimestamp
-from kspark.errors import ProcessorError, SerializationError, StateStoreError, TopologyError
+from kspark.errors import ProcessorError, StateStoreError, TopologyError
 
 __all__ = ["GlobalStateTask", "GlobalFeed", "ReadOnlyStore", "GlobalTableSourceProcessor",
            "global_store_dir"]
@@ -41,6 +41,9 @@ _WRITES = ("put", "put_if_absent", "put_all", "delete", "flush", "close", "init"
 
 def global_store_dir(state_dir: str, app_id: str) -> Path:
     """``<state.dir>/<application.id>/global``, as Kafka Streams names it."""
+    from kspark._engine.state.build import private_state_dir
+
+    private_state_dir(state_dir)
     return Path(state_dir, app_id, "global")
 
 
@@ -195,13 +198,7 @@ class GlobalStateTask:
         """Apply one record of a global topic to its store."""
         ks, vs, extractor, processor, name = self._by_topic[raw.topic]
         self.current = raw
-        try:
-            key = ks.deserialize(raw.topic, raw.key)
-            value = vs.deserialize(raw.topic, raw.value)
-        except Exception as e:
-            raise SerializationError(
-                f"global topic {raw.topic!r} partition {raw.partition} offset {raw.offset}: "
-                f"the record cannot be deserialized ({e})") from e
+        key, value = deserialize_record(raw, ks, vs, f"global store {name!r}")
         ts = raw.timestamp
         if extractor is not None:
             from kspark._engine.timestamps import ConsumerRecord

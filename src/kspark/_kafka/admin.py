@@ -10,7 +10,9 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kspark._kafka import QuietLogger
+from kspark._kafka.factory import new_admin
+from kspark._kafka.security_errors import authorization_for, check_client
+from kspark._kafka.settings import ClientSettings, as_settings
 from kspark.errors import (
     BrokerUnreachableError,
     KSparkError,
@@ -27,20 +29,37 @@ _NO_LEADER_YET = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVA
 
 
 class Admin:
-    """A small wrapper over confluent-kafka's AdminClient whose errors name what failed."""
+    """A small wrapper over confluent-kafka's AdminClient whose errors name what failed:
+    an unreachable cluster, a refused login or certificate, or a missing ACL.
 
-    def __init__(self, bootstrap: str, timeout_ms: int = 30000, extra: Mapping[str, Any] | None = None):
-        self.bootstrap = bootstrap
+    ``where`` is a :class:`~kspark._kafka.settings.ClientSettings` (or a bare bootstrap
+    address for an unsecured cluster).
+    """
+
+    def __init__(self, where: ClientSettings | str, timeout_ms: int = 30000,
+                 extra: Mapping[str, Any] | None = None):
+        self.settings = as_settings(where)
+        self.bootstrap = self.settings.bootstrap
         self.timeout_s = timeout_ms / 1000
-        conf = {"bootstrap.servers": bootstrap, "logger": QuietLogger(), "socket.timeout.ms": timeout_ms}
+        conf = self.settings.conf("admin", "admin", {"socket.timeout.ms": timeout_ms})
         conf.update(extra or {})
-        self._admin = AdminClient(conf)
+        self._admin = new_admin(conf, "admin")
+
+    def _denied(self, code: int, detail: str, rtype: str, name: str, op: str) -> None:
+        """Raise an AuthorizationError if ``code`` is one, for ``op`` on ``name``."""
+        error = authorization_for(self.settings, code, detail, {rtype: (name, op, False)})
+        if error is not None:
+            raise error
 
     def partition_counts(self) -> dict[str, int]:
-        """Every topic's partition count; BrokerUnreachableError when no broker answers."""
+        """Every topic's partition count (of the topics this principal may DESCRIBE);
+        BrokerUnreachableError when no broker answers, or the security error that kept
+        kspark out (authentication, certificate)."""
+        started = time.monotonic()
         try:
             md = self._admin.list_topics(timeout=self.timeout_s)
         except KafkaException as e:
+            check_client(self.settings, self._admin, started)
             raise BrokerUnreachableError(
                 f"no Kafka broker answered at bootstrap.servers={self.bootstrap!r} within "
                 f"{self.timeout_s:g}s ({e.args[0] if e.args else e}). Is the broker running "
@@ -48,16 +67,30 @@ class Admin:
             ) from None
         return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
 
+    def _check_describe(self, topics: Iterable[str], op: str) -> None:
+        """A topic missing from the listing may only be hidden: ask for it by name, and
+        raise an AuthorizationError if DESCRIBE on it is denied."""
+        for topic in topics:
+            try:
+                md = self._admin.list_topics(topic=topic, timeout=self.timeout_s)
+            except KafkaException:
+                continue
+            t = md.topics.get(topic)
+            if t is not None and t.error is not None:
+                self._denied(t.error.code(), t.error.str(), "TOPIC", topic, op)
+
     def check_topics(self, sources: Iterable[str], sinks: Iterable[str]) -> dict[str, int]:
         """Partition counts of the sources; missing source or sink topics raise, naming them."""
         counts = self.partition_counts()
         missing = [t for t in sources if t not in counts]
+        self._check_describe(missing, "DESCRIBE")
         if missing:
             raise MissingSourceTopicError(
                 f"source topic(s) {', '.join(repr(t) for t in missing)} not found at "
                 f"{self.bootstrap}; create them before starting the application"
             )
         missing = [t for t in sinks if t not in counts]
+        self._check_describe(missing, "DESCRIBE")
         if missing:
             raise MissingSinkTopicError(
                 f"sink topic(s) {', '.join(repr(t) for t in missing)} not found at "
@@ -75,6 +108,7 @@ class Admin:
             except KafkaException as e:
                 if exist_ok and e.args[0].name() == "TOPIC_ALREADY_EXISTS":
                     continue
+                self._denied(e.args[0].code(), e.args[0].str(), "TOPIC", topic, "CREATE")
                 raise KSparkError(f"could not create topic {topic!r}: {e.args[0].str()}") from None
         self._wait_visible(topics)
 
@@ -85,7 +119,11 @@ class Admin:
         if not todo:
             return
         for topic, fut in self._admin.delete_topics(todo, operation_timeout=self.timeout_s).items():
-            fut.result(timeout=self.timeout_s)
+            try:
+                fut.result(timeout=self.timeout_s)
+            except KafkaException as e:
+                self._denied(e.args[0].code(), e.args[0].str(), "TOPIC", topic, "DELETE")
+                raise KSparkError(f"could not delete topic {topic!r}: {e.args[0].str()}") from None
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline and set(todo) & set(self.partition_counts()):
             time.sleep(0.2)
@@ -110,6 +148,7 @@ class Admin:
                     todo.discard((tp.topic, tp.partition))
                 except KafkaException as e:
                     err = e.args[0]  # a new topic's leader may not be known yet: ask again
+                    self._denied(err.code(), err.str(), "TOPIC", tp.topic, "DESCRIBE")
                     if not ((err.retriable() or err.code() in _NO_LEADER_YET)
                             and time.monotonic() < deadline):
                         raise KSparkError(
@@ -127,7 +166,8 @@ class Admin:
             (fut,) = self._admin.list_consumer_group_offsets(
                 [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout_s).values()
             res = fut.result(timeout=self.timeout_s)
-        except KafkaException:
+        except KafkaException as e:  # no such group yet: no offsets; refused: say so
+            self._denied(e.args[0].code(), e.args[0].str(), "GROUP", group, "DESCRIBE")
             return {}
         return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions if tp.offset >= 0}
 
@@ -137,6 +177,7 @@ class Admin:
         try:
             fut.result(timeout=self.timeout_s)
         except KafkaException as e:
+            self._denied(e.args[0].code(), e.args[0].str(), "GROUP", group, "DELETE")
             raise KSparkError(f"could not delete consumer group {group!r}: {e.args[0].str()}") from None
 
     def commit_group_offsets(self, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
@@ -149,6 +190,7 @@ class Admin:
             try:
                 fut.result(timeout=self.timeout_s)
             except KafkaException as e:
+                self._denied(e.args[0].code(), e.args[0].str(), "GROUP", group, "READ")
                 raise KSparkError(f"could not commit offsets for consumer group {group!r}: "
                                   f"{e.args[0].str()}") from None
 
@@ -212,6 +254,14 @@ class Admin:
                                                   request_timeout=self.timeout_s).values()
             configs = fut.result(timeout=self.timeout_s)
         except KafkaException as e:
+            if e.args[0].code() in (KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+                                    KafkaError.TOPIC_AUTHORIZATION_FAILED):
+                log.warning("cannot check the brokers' transaction settings (%s: %s may not "
+                            "describe the cluster or its configs, which an application does "
+                            "not need); exactly-once starts without the check",
+                            e.args[0].str(), self.settings.principal())
+                return
+            check_client(self.settings, self._admin, time.monotonic() - self.timeout_s)
             raise BrokerUnreachableError(f"cannot describe the cluster at {self.bootstrap}: "
                                          f"{e.args[0].str()}") from None
         for key in ("transaction.state.log.replication.factor", "transaction.state.log.min.isr"):

@@ -11,7 +11,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from kspark._engine.collector import RecordCollector
 from kspark._engine.partitioner import default_partition
-from kspark._kafka import QuietLogger
+from kspark._kafka.factory import errors_of, new_consumer, new_producer
+from kspark._kafka.security_errors import authorization_for, check_client, classify
+from kspark._kafka.settings import ClientSettings, as_settings
 from kspark.errors import SinkWriteError, SourceReadError
 
 __all__ = ["read_range", "TaskProducer", "task_producer", "group_reader", "commit_offsets",
@@ -31,8 +33,8 @@ def _range_reader(conf: Mapping[str, Any]) -> tuple[Consumer, list[str]]:
     found = _RANGE_READERS.get(key)
     if found is None:
         errors: list[str] = []
-        consumer = Consumer({**conf, "logger": QuietLogger(),
-                             "error_cb": lambda err: errors.append(err.str())})
+        consumer = new_consumer({**conf, "error_cb": lambda err: errors.append(err.str())},
+                                "range-reader")
         found = _RANGE_READERS[key] = (consumer, errors)
     return found
 
@@ -44,9 +46,10 @@ def _drop_range_reader(consumer: Consumer) -> None:
     consumer.close()
 
 
-def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
+def read_range(where: ClientSettings | str, topic: str, partition: int, start: int, end: int,
                timeout_ms: int, extra: Mapping[str, Any] | None = None,
-               batch_size: int = 5000, retry_after_s: float = 10.0) -> Iterator[list]:
+               batch_size: int = 5000, retry_after_s: float = 10.0,
+               kind: str = "consumer") -> Iterator[list]:
     """Yield lists of messages of ``topic``/``partition`` with ``start <= offset < end``, read_committed.
 
     Control records and aborted records occupy offsets but are never returned, so the read
@@ -54,14 +57,18 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
     for ``retry_after_s`` is replaced by a new one at the same position; no progress at all for
     ``timeout_ms`` raises SourceReadError naming the topic-partition and the last client error.
     The consumer stays with the worker process for the next range (unassigned in between).
+    ``where``: the client settings (``kind`` picks the per-kind overrides: ``consumer`` or
+    ``restore.consumer``); ``extra``: settings of this read over them. The consumer is in
+    the group ``<application.id>-kspark-reader`` but never joins it nor commits.
     """
     if start >= end:
         return
-    conf = {"bootstrap.servers": bootstrap, "group.id": "kspark-range-reader",
-            "enable.auto.commit": False, "enable.auto.offset.store": False,
-            "isolation.level": "read_committed", "enable.partition.eof": True,
-            "auto.offset.reset": "earliest", "fetch.max.bytes": 52428800}
-    conf.update(extra or {})
+    settings = as_settings(where)
+    conf = settings.conf(kind, None, dict(extra or {}), {"fetch.max.bytes": 52428800,
+                                                          "auto.offset.reset": "earliest"})
+    conf.update({"group.id": f"{settings.app_id}-kspark-reader",
+                 "enable.auto.commit": False, "enable.auto.offset.store": False,
+                 "isolation.level": "read_committed", "enable.partition.eof": True})
     position, last_progress = start, time.monotonic()
     while position < end:
         consumer, errors = _range_reader(conf)
@@ -72,7 +79,7 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
             attempt_start = time.monotonic()
             while position < end and time.monotonic() - max(attempt_start, last_progress) < retry_after_s:
                 batch, position, progressed = _consume_some(consumer, topic, partition, position,
-                                                            end, batch_size)
+                                                            end, batch_size, settings)
                 if progressed:
                     last_progress = time.monotonic()
                 if batch:
@@ -88,6 +95,7 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
             else:  # stuck, failed or abandoned: the next attempt starts from a new consumer
                 _drop_range_reader(consumer)
         if position < end and time.monotonic() - last_progress > timeout_ms / 1000:
+            check_client(settings, consumer, last_progress)  # a refused login, a bad CA
             last_error = f"; last client error: {errors[-1]}" if errors else ""
             raise SourceReadError(
                 f"no progress reading topic {topic!r} partition {partition} for "
@@ -97,7 +105,7 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
 
 
 def _consume_some(consumer: Consumer, topic: str, partition: int, position: int, end: int,
-                  batch_size: int) -> tuple[list, int, bool]:
+                  batch_size: int, settings: ClientSettings) -> tuple[list, int, bool]:
     """One poll: the messages below ``end``, the new position, and whether anything arrived."""
     # librdkafka returns when it has num_messages or the timeout passed: ask for no more
     # than the range holds, so a short range returns as soon as its records are in
@@ -116,6 +124,10 @@ def _consume_some(consumer: Consumer, topic: str, partition: int, position: int,
             if err.code() == KafkaError._PARTITION_EOF:
                 position = max(position, _position(consumer, topic, partition, position))
                 continue
+            denied = authorization_for(settings, err.code(), err.str(),
+                                       {"TOPIC": (topic, "READ", False)})
+            if denied is not None:
+                raise denied
             raise SourceReadError(f"reading topic {topic!r} partition {partition} at "
                                   f"offset {position} failed: {err.str()}")
     return batch, position, bool(msgs)
@@ -129,16 +141,18 @@ def _position(consumer: Consumer, topic: str, partition: int, default: int) -> i
 class TaskProducer(RecordCollector):
     """A task's own producer; every delivery failure fails the task at :meth:`flush`."""
 
-    def __init__(self, bootstrap: str, client_id: str, extra: Mapping[str, Any] | None = None,
+    def __init__(self, where: ClientSettings | str, client_id: str,
+                 extra: Mapping[str, Any] | None = None,
                  flush_timeout_s: float = 120.0, skip_failed: bool = False):
-        conf = {"bootstrap.servers": bootstrap, "client.id": client_id,
-                "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-                "partitioner": "murmur2_random", "logger": QuietLogger(),
-                # Only failed deliveries call back: no Python call per record written.
-                "delivery.report.only.error": True, "on_delivery": self._on_delivery}
-        conf.update(extra or {})
+        self.settings = as_settings(where)
+        conf = self.settings.conf("producer", None, {
+            "client.id": client_id, "enable.idempotence": True, "acks": "all",
+            "partitioner": "murmur2_random",
+            # Only failed deliveries call back: no Python call per record written.
+            "delivery.report.only.error": True, "on_delivery": self._on_delivery,
+            **(extra or {})}, {"linger.ms": 5})
         self.client_id = client_id
-        self._producer = Producer(conf)
+        self._producer = new_producer(conf, client_id)
         self._errors: list[str] = []
         self._failed: list[tuple[Any, Any]] = []
         self.fatal_error: Any = None  # a fatal client error (a fenced transactional producer)
@@ -165,6 +179,9 @@ class TaskProducer(RecordCollector):
                 self._producer.poll(0.1)
             except KafkaException as e:  # refused (too large), or a fatal state (fenced)
                 err = e.args[0]
+                denied = self.denied(err, topic)
+                if denied is not None:
+                    raise denied from None
                 if err.fatal():
                     self.fatal_error = err
                 size = len(key or b"") + len(value or b"")
@@ -193,9 +210,30 @@ class TaskProducer(RecordCollector):
         except Exception:  # noqa: BLE001 - the message is still useful without it
             return "(unknown)"
 
+    def denied(self, err: Any, topic: str | None = None) -> Exception | None:
+        """The AuthorizationError a failure means (WRITE on the topic, IDEMPOTENT_WRITE on
+        the cluster, WRITE on the transactional id), or a refused login or certificate."""
+        code, detail = err.code(), err.str()
+        if code == KafkaError._FATAL:  # the cause is the client's error behind the fatal one
+            record = errors_of(self._producer)
+            if record is not None and record.errors:
+                code, detail = record.errors[-1][1], record.errors[-1][2]
+        txn = getattr(self, "transactional_id", None) or "(none)"
+        error = authorization_for(self.settings, code, detail, {
+            "TOPIC": (topic or "?", "WRITE", False), "TRANSACTIONAL_ID": (txn, "WRITE", False),
+            "CLUSTER": ("kafka-cluster", "IDEMPOTENT_WRITE", False)})
+        return error or classify(self.settings, code, detail)
+
     def flush(self) -> None:
+        started = time.monotonic()
         remaining = self._producer.flush(self._flush_timeout_s)
+        if remaining:  # nothing delivered: a refused login or certificate explains it
+            check_client(self.settings, self._producer, started - 1)
         for err, msg in self._failed:
+            denied = self.denied(err, msg.topic())
+            if denied is not None:
+                self._failed = []
+                raise denied
             if err.fatal() and self.fatal_error is None:
                 self.fatal_error = err
             where = f"topic {msg.topic()!r} partition {msg.partition()}: {err.str()}"
@@ -220,81 +258,111 @@ class TaskProducer(RecordCollector):
 _PRODUCERS: dict[tuple, TaskProducer] = {}
 
 
-def task_producer(bootstrap: str, client_id: str, extra: Mapping[str, Any] | None = None,
+def task_producer(where: ClientSettings | str, client_id: str,
+                  extra: Mapping[str, Any] | None = None,
                   skip_failed: bool = False) -> TaskProducer:
     """The producer of one task, created once per Python worker process and reused."""
-    key = (bootstrap, client_id, tuple(sorted((extra or {}).items())), skip_failed)
+    settings = as_settings(where)
+    key = (settings, client_id, tuple(sorted((extra or {}).items())), skip_failed)
     p = _PRODUCERS.get(key)
     if p is None:
-        p = _PRODUCERS[key] = TaskProducer(bootstrap, client_id, extra, skip_failed=skip_failed)
+        p = _PRODUCERS[key] = TaskProducer(settings, client_id, extra, skip_failed=skip_failed)
     return p
 
 
 _GROUPS: dict[tuple, Consumer] = {}
 
 
-def group_reader(bootstrap: str, app_id: str, consumer_conf: Mapping[str, Any]) -> Consumer:
+def group_reader(where: ClientSettings | str, app_id: str) -> Consumer:
     """A consumer of the group ``app_id`` (never subscribed), one per worker process: reads
     committed markers (read_committed, so a pending transaction's offsets are waited for)
     and gives the group metadata that transactions commit offsets with."""
-    key = (bootstrap, app_id, tuple(sorted(consumer_conf.items())))
+    settings = as_settings(where)
+    key = (settings, app_id)
     if key not in _GROUPS:
-        _GROUPS[key] = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": app_id, "enable.auto.commit": False,
-            "isolation.level": "read_committed", "logger": QuietLogger(), **consumer_conf})
+        _GROUPS[key] = new_consumer(settings.conf("consumer", "group", {
+            "group.id": app_id, "enable.auto.commit": False,
+            "isolation.level": "read_committed"}), f"group {app_id}")
     return _GROUPS[key]
 
 
-def commit_offsets(bootstrap: str, app_id: str, consumer_conf: Mapping[str, Any],
+def commit_offsets(where: ClientSettings | str, app_id: str,
                    offsets: Mapping[tuple[str, int], int]) -> None:
     """Commit a task's input offsets to the group ``app_id`` (at-least-once: after the
     batch's output is written; exactly-once commits them in the task's transaction)."""
     if not offsets:
         return
     tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+    settings = as_settings(where)
     try:
-        group_reader(bootstrap, app_id, consumer_conf).commit(offsets=tps, asynchronous=False)
+        group_reader(settings, app_id).commit(offsets=tps, asynchronous=False)
     except KafkaException as e:
+        err = e.args[0]
+        denied = authorization_for(settings, err.code(), err.str(),
+                                   {"GROUP": (app_id, "READ", False),
+                                    "TOPIC": (tps[0].topic, "READ", False)})
+        if denied is not None:
+            raise denied from None
         raise SinkWriteError(f"committing input offsets {dict(offsets)} to consumer group "
                              f"{app_id!r} failed: {e.args[0].str()}") from None
 
 
-def committed_offsets(bootstrap: str, app_id: str, partitions: list[tuple[str, int]],
-                      consumer_conf: Mapping[str, Any] | None = None,
+def committed_offsets(where: ClientSettings | str, app_id: str,
+                      partitions: list[tuple[str, int]],
                       timeout_s: float = 30.0, stable: bool = True) -> dict[tuple[str, int], int]:
     """The offsets the group ``app_id`` has committed for ``partitions`` (those it has).
 
     ``stable``: wait for an open transaction that commits offsets of the group to end (else
     the offsets before it are returned at once)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": app_id, "enable.auto.commit": False,
-                  "logger": QuietLogger(), **(consumer_conf or {}),
-                  "isolation.level": "read_committed" if stable else "read_uncommitted"})
+    settings = as_settings(where)
+    c = new_consumer(settings.conf("consumer", "offsets", {
+        "group.id": app_id, "enable.auto.commit": False,
+        "isolation.level": "read_committed" if stable else "read_uncommitted"}),
+        f"group {app_id}")
+    started = time.monotonic()
     try:
         found = c.committed([TopicPartition(t, p) for t, p in partitions], timeout=timeout_s)
+    except KafkaException as e:
+        err = e.args[0]
+        denied = authorization_for(settings, err.code(), err.str(),
+                                   {"GROUP": (app_id, "DESCRIBE", False)})
+        if denied is not None:
+            raise denied from None
+        check_client(settings, c, started)
+        raise
     finally:
         c.close()
     return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
 
 
 def check_client_configs(config: Mapping[str, Any]) -> None:
-    """Build each kind of client once with the ``producer.*``, ``consumer.*`` and ``admin.*``
-    keys, so a bad librdkafka setting fails at start, naming the key, not in the first task."""
+    """Build each kind of client once from the application's settings, so a bad librdkafka
+    setting fails at start, naming the keys, not in the first task."""
     from confluent_kafka.admin import AdminClient
 
     from kspark.errors import ConfigError
 
-    base = {"bootstrap.servers": config["bootstrap.servers"], "logger": QuietLogger()}
-    for prefix, make, extra in (("producer.", Producer, {}),
-                                ("consumer.", Consumer, {"group.id": "kspark-config-check"}),
-                                ("admin.", AdminClient, {})):
-        keys = {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
-        if not keys:
-            continue
+    settings = as_settings(config)
+    for kind, make, owned in (("producer", Producer, {}),
+                              ("consumer", Consumer, {"group.id": f"{settings.app_id}-check"}),
+                              ("restore.consumer", Consumer,
+                               {"group.id": f"{settings.app_id}-check"}),
+                              ("admin", AdminClient, {})):
+        conf = settings.conf(kind, "config-check", owned)
         try:
-            client = make({**base, **extra, **keys})
+            client = make({**conf, "logger": _Silent()})
         except (KafkaException, ValueError, TypeError) as e:
             detail = e.args[0].str() if isinstance(e, KafkaException) else str(e)
-            raise ConfigError(f"invalid {prefix}* setting among {sorted(prefix + k for k in keys)}: "
-                              f"{detail}") from None
+            keys = sorted(k for k in config if k.startswith(f"{kind}.") or
+                          k in dict(settings.common))
+            raise ConfigError(f"invalid Kafka client setting for kspark's {kind} clients "
+                              f"among {keys}: {detail}") from None
         if isinstance(client, Consumer):
             client.close()
+
+
+class _Silent:
+    """A logger for throw-away clients built only to validate settings."""
+
+    def log(self, *args: object, **kwargs: object) -> None:
+        pass

@@ -15,11 +15,12 @@ import threading
 import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaException
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, KafkaError, KafkaException
 
-from kspark._kafka import QuietLogger
-from kspark.errors import InstanceAlreadyRunningError
+from kspark._kafka.factory import new_admin, new_consumer
+from kspark._kafka.security_errors import authorization_for, check_client
+from kspark._kafka.settings import ClientSettings, as_settings
+from kspark.errors import InstanceAlreadyRunningError, KSparkError
 
 __all__ = ["InstanceGuard", "instance_group"]
 
@@ -41,12 +42,14 @@ class InstanceGuard:
         guard.release()
     """
 
-    def __init__(self, bootstrap: str, app_id: str, topic: str, timeout_s: float = 30.0):
-        self.bootstrap, self.app_id, self.topic = bootstrap, app_id, topic
+    def __init__(self, where: ClientSettings | str, app_id: str, topic: str,
+                 timeout_s: float = 30.0):
+        self.settings = as_settings(where)
+        self.bootstrap, self.app_id, self.topic = self.settings.bootstrap, app_id, topic
         self.group = instance_group(app_id)
         self.name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._timeout_s = timeout_s
-        self._admin = AdminClient({"bootstrap.servers": bootstrap, "logger": QuietLogger()})
+        self._admin = new_admin(self.settings.conf("admin", "instance-check"), "instance-check")
         self._consumer: Consumer | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -57,7 +60,14 @@ class InstanceGuard:
             (fut,) = self._admin.describe_consumer_groups(
                 [self.group], request_timeout=self._timeout_s).values()
             desc = fut.result(timeout=self._timeout_s)
-        except KafkaException:
+        except KafkaException as e:
+            err = e.args[0]
+            denied = authorization_for(self.settings, err.code(), err.str(),
+                                       {"GROUP": (self.group, "DESCRIBE", False)})
+            if denied is not None:
+                raise denied from None
+            if err.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):
+                check_client(self.settings, self._admin, time.monotonic() - self._timeout_s)
             return []  # no such group yet
         return [f"{m.client_id} (host {m.host})" for m in desc.members]
 
@@ -70,16 +80,25 @@ class InstanceGuard:
             others = self.members()
         if others:
             raise self._refusal(others)
-        self._consumer = Consumer({
-            "bootstrap.servers": self.bootstrap, "group.id": self.group,
-            "client.id": f"kspark-instance@{self.name}", "enable.auto.commit": False,
-            "session.timeout.ms": SESSION_TIMEOUT_MS, "heartbeat.interval.ms": 1000,
-            "logger": QuietLogger()})
+        self._consumer = new_consumer(self.settings.conf("consumer", None, {
+            "group.id": self.group, "client.id": f"kspark-instance@{self.name}",
+            "enable.auto.commit": False, "session.timeout.ms": SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": 1000}), "instance")
         assigned = threading.Event()
         self._consumer.subscribe([self.topic], on_assign=lambda c, parts: assigned.set())
-        deadline = time.monotonic() + self._timeout_s
+        started = time.monotonic()
+        deadline = started + max(self._timeout_s, 30.0)
         while not assigned.is_set() and time.monotonic() < deadline:
-            self._consumer.poll(0.2)
+            msg = self._consumer.poll(0.2)
+            if msg is not None and msg.error() is not None:
+                self._refused(msg.error())
+        if not assigned.is_set():
+            self.release()
+            check_client(self.settings, self._admin, started)
+            raise KSparkError(
+                f"application {self.app_id!r} could not join its instance group "
+                f"{self.group!r} within {max(self._timeout_s, 30.0):g} s: the group coordinator at "
+                f"{self.bootstrap} did not answer. Is the cluster healthy?")
         members = self.members()
         if len(members) > 1:  # two instances started at once: neither keeps running
             self.release()
@@ -87,6 +106,13 @@ class InstanceGuard:
         self._thread = threading.Thread(target=self._keep_alive, daemon=True,
                                         name=f"kspark-instance-{self.app_id}")
         self._thread.start()
+
+    def _refused(self, err: KafkaError) -> None:
+        denied = authorization_for(self.settings, err.code(), err.str(), {
+            "GROUP": (self.group, "READ", False), "TOPIC": (self.topic, "READ", False)})
+        if denied is not None:
+            self.release()
+            raise denied
 
     def _keep_alive(self) -> None:
         while not self._stop.is_set():

@@ -27,6 +27,7 @@ from kspark._engine.state.checkpoint import (
 )
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import TaskProducer
+from kspark._kafka.settings import ClientSettings, as_settings
 from kspark.errors import ChangelogLostError
 
 __all__ = ["rebuild_changelog"]
@@ -34,7 +35,7 @@ __all__ = ["rebuild_changelog"]
 log = logging.getLogger("kspark")
 
 
-def rebuild_changelog(bootstrap: str, state_dir: str, app_id: str, store: str,
+def rebuild_changelog(where: ClientSettings | str, state_dir: str, app_id: str, store: str,
                       partitions: int | None = None) -> dict[int, int]:
     """Write ``store``'s local entries of every task under ``<state_dir>/<app_id>`` to its
     changelog topic (created with ``partitions`` if missing; it must be empty), and point
@@ -50,7 +51,8 @@ def rebuild_changelog(bootstrap: str, state_dir: str, app_id: str, store: str,
             f"no local state of store {store!r} under {Path(state_dir, app_id)} has a checkpoint "
             f"of changelog {topic!r}: nothing to rebuild it from (in-memory stores keep no "
             "local state); reset the application instead")
-    admin = Admin(bootstrap)
+    settings = as_settings(where)
+    admin = Admin(settings)
     counts = admin.partition_counts()
     if topic not in counts:
         if partitions is None:
@@ -68,7 +70,7 @@ def rebuild_changelog(bootstrap: str, state_dir: str, app_id: str, store: str,
         if p >= counts[topic]:
             raise ChangelogLostError(f"local state of task partition {p} does not fit changelog "
                                      f"topic {topic!r} with {counts[topic]} partitions")
-    written = _write(bootstrap, topic, store, tasks)
+    written = _write(settings, topic, store, tasks)
     ends = admin.end_offsets(tps)
     topic_id = admin.topic_ids([topic]).get(topic)
     for task_dir, p in tasks:
@@ -93,8 +95,9 @@ def _local_tasks(app_dir: Path, store: str, topic: str) -> list[tuple[Path, int]
     return out
 
 
-def _write(bootstrap: str, topic: str, store: str, tasks: list[tuple[Path, int]]) -> dict[int, int]:
-    producer = TaskProducer(bootstrap, f"kspark-rebuild-{topic}")
+def _write(settings: ClientSettings, topic: str, store: str,
+           tasks: list[tuple[Path, int]]) -> dict[int, int]:
+    producer = TaskProducer(settings, f"kspark-rebuild-{topic}")
     written: dict[int, int] = {}
     for task_dir, p in tasks:
         written[p] = 0

@@ -79,12 +79,12 @@ class ResetPlan:
 
 def plan_reset(admin: Admin, app_id: str, *, input_topics: list[str] | None = None,
                to: str = "earliest", offset: int | None = None, delete_stopoffsets: bool = False,
-               state_dir: str | None = None, checkpoint_location: str | None = None,
-               consumer_conf: Mapping[str, Any] | None = None) -> ResetPlan:
+               state_dir: str | None = None, checkpoint_location: str | None = None
+               ) -> ResetPlan:
     """Work out a reset (changes nothing)."""
     plan = ResetPlan(app_id)
     if delete_stopoffsets:
-        plan.stop_offsets = len(_stop_offsets(admin, app_id, consumer_conf).read().live_keys)
+        plan.stop_offsets = len(_stop_offsets(admin, app_id).read().live_keys)
         return plan
     counts = admin.partition_counts()
     committed = admin.group_offsets(app_id)
@@ -112,12 +112,11 @@ def plan_reset(admin: Admin, app_id: str, *, input_topics: list[str] | None = No
     return plan
 
 
-def run_reset(admin: Admin, plan: ResetPlan, consumer_conf: Mapping[str, Any] | None = None,
-              out: Callable[[str], None] = print) -> None:
+def run_reset(admin: Admin, plan: ResetPlan, out: Callable[[str], None] = print) -> None:
     """Carry out ``plan``, printing each step; refuses while the application runs."""
     _refuse_if_running(admin, plan.app_id)
     if plan.stop_offsets:
-        meta = _stop_offsets(admin, plan.app_id, consumer_conf)
+        meta = _stop_offsets(admin, plan.app_id)
         meta.delete(meta.read())
     if plan.delete_group:
         admin.delete_group(plan.app_id)
@@ -131,7 +130,7 @@ def run_reset(admin: Admin, plan: ResetPlan, consumer_conf: Mapping[str, Any] | 
 
 
 def _refuse_if_running(admin: Admin, app_id: str) -> None:
-    members = InstanceGuard(admin.bootstrap, app_id, "", admin.timeout_s).members()
+    members = InstanceGuard(admin.settings, app_id, "", admin.timeout_s).members()
     if members:
         raise InstanceAlreadyRunningError(
             f"application {app_id!r} is running: {', '.join(members)} is a member of consumer "
@@ -139,9 +138,8 @@ def _refuse_if_running(admin: Admin, app_id: str) -> None:
             "first (a killed instance is forgotten after its session timeout, 6 s), then reset")
 
 
-def _stop_offsets(admin: Admin, app_id: str, consumer_conf: Mapping[str, Any] | None) -> StopOffsets:
-    return StopOffsets(admin.bootstrap, app_id, int(admin.timeout_s * 1000),
-                       consumer_conf=consumer_conf)
+def _stop_offsets(admin: Admin, app_id: str) -> StopOffsets:
+    return StopOffsets(admin.settings, app_id, int(admin.timeout_s * 1000))
 
 
 def _local_path(location: str) -> Path:

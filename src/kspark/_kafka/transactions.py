@@ -26,9 +26,13 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from kspark._kafka import QuietLogger
+from kspark._engine.documents import Invalid, check_progress, need_dict, need_int, need_str
 from kspark._kafka.clients import TaskProducer, group_reader
+from kspark._kafka.security_errors import authorization_for
+from kspark._kafka.settings import ClientSettings, as_settings
 from kspark.errors import (
+    CorruptStateError,
+    AuthorizationError,
     TaskFencedError,
     TransactionTimeoutError,
     TransactionsUnavailableError,
@@ -72,11 +76,38 @@ def encode_marker(m: Marker) -> str:
     return _PREFIX + base64.b64encode(zlib.compress(raw, 6)).decode()
 
 
-def decode_marker(metadata: str | None) -> Marker | None:
-    if not metadata or not metadata.startswith(_PREFIX):
+def decode_marker(metadata: str | None, where: str = "a task's marker") -> Marker | None:
+    """The marker in offset-commit ``metadata`` (None: no marker); one that does not parse
+    is a CorruptStateError naming ``where`` it was read.
+
+    >>> decode_marker(encode_marker(Marker("q", 3, {"stream_time": 5}, None))).batch
+    3
+    >>> decode_marker("kspark1:eJyrrgUAAXUA+Q==")
+    Traceback (most recent call last):
+    ...
+    kspark.errors.CorruptStateError: a task's marker is malformed: the marker lacks 'b', ...
+    """
+    if not metadata:
         return None
-    d = json.loads(zlib.decompress(base64.b64decode(metadata[len(_PREFIX):])))
-    return Marker(d["q"], int(d["b"]), d["p"], d["v"], d.get("i", ""))
+    try:
+        if not metadata.startswith(_PREFIX):
+            raise Invalid(f"it does not start with {_PREFIX!r}")
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(base64.b64decode(metadata[len(_PREFIX):], validate=True),
+                                 1 << 20)
+        if inflate.unconsumed_tail:
+            raise Invalid("it inflates to more than 1 MiB")
+        d = need_dict(json.loads(raw), "the marker")
+        missing = sorted({"q", "b", "p", "v"} - set(d))
+        if missing:
+            raise Invalid(f"the marker lacks {', '.join(map(repr, missing))}")
+        progress, previous = (None if d[k] is None else check_progress(d[k]) for k in "pv")
+        return Marker(need_str(d["q"], "'q' (query)"), need_int(d["b"], "'b' (batch)"),
+                      progress, previous, need_str(d.get("i", ""), "'i' (producer)"))
+    except (Invalid, ValueError, RecursionError, zlib.error) as e:
+        raise CorruptStateError(
+            f"{where} is malformed: {e}. It was damaged or not written by kspark; reset the "
+            "application (kspark reset), which deletes the consumer group holding it") from None
 
 
 class TaskTransactions:
@@ -91,16 +122,19 @@ class TaskTransactions:
             tx.commit(Marker("query", 7, progress, previous, tx.instance), {("in", 0): 1234})
     """
 
-    def __init__(self, bootstrap: str, app_id: str, task_id: str, marker_tp: tuple[str, int],
-                 producer_conf: Mapping[str, Any], consumer_conf: Mapping[str, Any],
+    def __init__(self, where: ClientSettings | str, app_id: str, task_id: str,
+                 marker_tp: tuple[str, int], extra: Mapping[str, Any] | None = None,
                  timeout_s: float = 60.0):
+        self.settings = as_settings(where)
         self.app_id, self.task_id, self.marker_tp = app_id, task_id, marker_tp
         self.transactional_id = f"{app_id}-{task_id}"
-        conf = dict(producer_conf)
+        conf = dict(extra or {})
         conf["transactional.id"] = self.transactional_id
-        self.timeout_ms = int(conf.setdefault("transaction.timeout.ms", 60000))
-        self.producer = TaskProducer(bootstrap, f"{app_id}-{task_id}-producer", conf)
-        self._group = group_reader(bootstrap, app_id, consumer_conf)
+        configured = self.settings.conf("producer").get("transaction.timeout.ms", 60000)
+        self.timeout_ms = int(conf.setdefault("transaction.timeout.ms", configured))
+        self.producer = TaskProducer(self.settings, f"{app_id}-{task_id}-producer", conf)
+        self.producer.transactional_id = self.transactional_id
+        self._group = group_reader(self.settings, app_id)
         self._timeout_s = timeout_s
         self.instance = uuid.uuid4().hex
         self.initialized = False
@@ -119,9 +153,15 @@ class TaskTransactions:
         while True:  # the group coordinator may be loading or moving: retry until the deadline
             try:
                 (committed,) = self._group.committed([tp], timeout=self._timeout_s)
-                return decode_marker(committed.metadata)
+                return decode_marker(committed.metadata, (
+                    f"task {self.task_id}'s marker (the offset metadata of consumer group "
+                    f"{self.app_id!r} for topic {tp.topic!r} partition {tp.partition})"))
             except KafkaException as e:
                 err = e.args[0]
+                denied = authorization_for(self.settings, err.code(), err.str(),
+                                           {"GROUP": (self.app_id, "READ", False)})
+                if denied is not None:
+                    raise denied from None
                 if not err.retriable() and err.code() not in _COORDINATOR_MOVING or \
                         time.monotonic() > deadline:
                     raise TransactionsUnavailableError(
@@ -169,6 +209,12 @@ class TaskTransactions:
             raise self._explain(name, e.args[0]) from None
 
     def _explain(self, step: str, err: KafkaError) -> Exception:
+        denied = self.producer.denied(err, None)  # a missing ACL is not a fence
+        if denied is not None:
+            if isinstance(denied, AuthorizationError) and denied.resource_type == "GROUP":
+                denied = authorization_for(self.settings, err.code(), err.str(),
+                                           {"GROUP": (self.app_id, "READ", False)})
+            return denied
         open_ms = (time.monotonic() - self._began) * 1000 if self._began else 0
         if err.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
                           KafkaError.INVALID_PRODUCER_EPOCH) or err.fatal():
@@ -200,9 +246,8 @@ class TaskTransactions:
 _TXNS: dict[tuple, TaskTransactions] = {}
 
 
-def task_transactions(bootstrap: str, app_id: str, task_id: str, marker_tp: tuple[str, int],
-                      producer_conf: Mapping[str, Any], consumer_conf: Mapping[str, Any],
-                      batch: tuple[str, int] | None
+def task_transactions(where: ClientSettings | str, app_id: str, task_id: str,
+                      marker_tp: tuple[str, int], batch: tuple[str, int] | None
                       ) -> tuple[TaskTransactions | None, Marker | None]:
     """The task's last marker and, unless that marker already covers ``batch`` (a replay,
     which writes nothing and so fences nobody), its producer with the batch's transaction
@@ -213,17 +258,18 @@ def task_transactions(bootstrap: str, app_id: str, task_id: str, marker_tp: tupl
     ``init_transactions`` fences every other attempt of the task. The marker is read again
     after that, since a fenced attempt may have committed just before.
     """
-    key = (bootstrap, app_id, task_id, marker_tp, tuple(sorted(producer_conf.items())))
+    settings = as_settings(where)
+    key = (settings, app_id, task_id, marker_tp)
     tx = _TXNS.get(key)
     if tx is None:
-        tx = TaskTransactions(bootstrap, app_id, task_id, marker_tp, producer_conf, consumer_conf)
+        tx = TaskTransactions(settings, app_id, task_id, marker_tp)
     marker = tx.marker()
     if marker is not None and marker.covers(batch):
         _TXNS[key] = tx
         return None, marker
     if tx.fenced or (tx.initialized and (marker is None or marker.producer != tx.instance)):
         tx.close()
-        tx = TaskTransactions(bootstrap, app_id, task_id, marker_tp, producer_conf, consumer_conf)
+        tx = TaskTransactions(settings, app_id, task_id, marker_tp)
     _TXNS[key] = tx
     if not tx.initialized:
         tx.init()

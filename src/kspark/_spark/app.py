@@ -15,6 +15,8 @@ from kspark._engine.async_ops import summarize_metrics
 from kspark._graph.graph import TopologyGraph
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import check_client_configs
+from kspark._kafka.settings import ClientSettings
+from kspark._engine.state.build import private_state_dir
 from kspark._spark.session import build_session, ensure_registered
 from kspark._spark.source import CLOCK
 from kspark._spark.planner import kafka_sources, plan_query
@@ -56,7 +58,9 @@ class SparkApplication:
     def start(self) -> None:
         c = self.config
         check_client_configs(c)  # first: a bad admin.* key would fail the next line unnamed
-        admin = Admin(c["bootstrap.servers"], c["request.timeout.ms"], c.with_prefix("admin."))
+        private_state_dir(c["state.dir"])
+        settings = ClientSettings.from_config(c)
+        admin = Admin(settings, c["request.timeout.ms"])
         user_sources = [t for t in self.graph.user_source_topics() if t not in self.graph.sink_topics()]
         dead_letters = [c["errors.dead.letter.queue.topic.name"]] if c[
             "errors.dead.letter.queue.topic.name"] else []
@@ -74,7 +78,7 @@ class SparkApplication:
             admin.check_transactions()
         lock = instance_group(c["application.id"])
         self._create_topic(admin, counts, lock, 1, "instance locks")
-        self._guard = InstanceGuard(c["bootstrap.servers"], c["application.id"], lock,
+        self._guard = InstanceGuard(settings, c["application.id"], lock,
                                     c["request.timeout.ms"] / 1000)
         self._guard.acquire()
         try:

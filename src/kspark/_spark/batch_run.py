@@ -45,9 +45,7 @@ class BatchRun:
     def at_start(cls, c: StreamsConfig, admin: Admin, topics: list[str],
                  counts: Mapping[str, int]) -> "BatchRun | None":
         """Resume or begin the batch run (None when streaming, after deleting stop offsets)."""
-        meta = StopOffsets(c["bootstrap.servers"], c["application.id"], c["request.timeout.ms"],
-                           c.with_prefix("admin."), c.with_prefix("consumer."),
-                           c.with_prefix("producer."))
+        meta = StopOffsets(admin.settings, c["application.id"], c["request.timeout.ms"])
         meta.create()
         state = meta.read()
         app = c["application.id"]

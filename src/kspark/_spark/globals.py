@@ -40,7 +40,8 @@ from kspark._engine.nodes import RawRecord
 from kspark._graph.graph import TopologyGraph
 from kspark._graph.instantiate import build_global_task
 from kspark._kafka.clients import read_range
-from kspark._spark.source import parse_offset_log
+from kspark._kafka.settings import as_settings
+from kspark._spark.documents import check_global_checkpoint, read_offset_log
 from kspark.errors import StateStoreError
 
 __all__ = ["global_state", "GlobalPins", "pins_from_offset_log", "local_checkpoint"]
@@ -82,7 +83,7 @@ def pins_from_offset_log(location: str, batch: int, topics: list[str]) -> Global
     path = None if directory is None else directory / "offsets" / str(batch)
     if path is None or not path.exists():
         return None
-    offsets = parse_offset_log(path.read_text())
+    offsets = read_offset_log(path.read_text(errors="replace"), str(path))
     pins: GlobalPins = {t: offsets[t] for t in topics if t in offsets}
     return pins if set(pins) == set(topics) else None
 
@@ -187,10 +188,8 @@ def _apply(state: GlobalStateTask, config: Mapping[str, Any], topic: str, partit
     store = state.store_of(topic)
     began = last = time.monotonic()
     done = 0
-    for msgs in read_range(config["bootstrap.servers"], topic, partition, start, end,
-                           int(config["source.read.timeout.ms"]),
-                           {k[len("consumer."):]: v for k, v in config.items()
-                            if k.startswith("consumer.")}):
+    for msgs in read_range(as_settings(config), topic, partition, start, end,
+                           int(config["source.read.timeout.ms"]), kind="restore.consumer"):
         for m in msgs:
             state.update(RawRecord(m.topic(), m.partition(), m.offset(), m.timestamp()[1],
                                    m.key(), m.value(), tuple(m.headers() or ())))
@@ -209,7 +208,7 @@ def _read_checkpoint(directory: Path) -> dict[str, Any]:
     path = directory / _CHECKPOINT
     if not path.exists():
         return {}
-    saved = json.loads(path.read_text())
+    saved = check_global_checkpoint(path.read_text(errors="replace"), str(path))
     return {"offsets": {(t, int(p)): o for t, parts in saved["offsets"].items()
                         for p, o in parts.items()},
             "topic_ids": saved.get("topic_ids", {})}

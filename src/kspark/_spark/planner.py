@@ -22,7 +22,8 @@ from kspark._engine.async_ops import merge_metrics
 from kspark._graph.graph import TopologyGraph, topic_name
 from kspark._graph.subtopology import SubTopology, sub_topologies
 from kspark._spark.globals import local_checkpoint
-from kspark._spark.source import MARKER_TOPIC
+from kspark._kafka.settings import as_settings
+from kspark._spark.source import MARKER_TOPIC, source_for
 from kspark._spark.stage import FED_SCHEMA, StagePlan, make_stage
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
@@ -47,7 +48,8 @@ def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
               pin_globals: list[list[str]], delays: bool) -> DataFrame:
     # the first source created pins the global topics' offsets (see _spark/globals.py)
     global_topics = pin_globals.pop() if pin_globals else []
-    return (spark.readStream.format("kspark_kafka")
+    # the client settings ride in a per-query source class, never in options (see source_for)
+    return (spark.readStream.format(source_for(spark, as_settings(c)))
             .option("globals", json.dumps(global_topics))
             .option("stop", "" if stop is None else json.dumps({t: stop[t] for t in topics}))
             .option("resets", json.dumps({t: resets[t] for t in topics if t in resets}))
@@ -59,8 +61,6 @@ def _kafka_df(spark: SparkSession, c: StreamsConfig, topics: list[str],
             .option("max_offsets", str(c["max.offsets.per.trigger"]))
             .option("timeout_ms", str(c["request.timeout.ms"]))
             .option("read_timeout_ms", str(c["source.read.timeout.ms"]))
-            .option("consumer_conf", json.dumps(c.with_prefix("consumer.")))
-            .option("admin_conf", json.dumps(c.with_prefix("admin.")))
             .load())
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from kspark._kafka.admin import Admin
+from kspark._kafka.settings import as_settings
 from kspark._kafka.clients import committed_offsets, read_range
 from kspark._spark.checkpoint import Offsets, SparkCheckpoint
 from kspark.errors import ProgressMismatchError
@@ -36,13 +37,12 @@ def resume_offsets(spark: SparkSession, config: Mapping[str, Any], topics: list[
     """
     if not topics:
         return None
-    app_id, bootstrap = config["application.id"], config["bootstrap.servers"]
-    admin = Admin(bootstrap, config["request.timeout.ms"], config.with_prefix("admin."))
+    app_id, settings = config["application.id"], as_settings(config)
+    admin = Admin(settings, config["request.timeout.ms"])
     counts = admin.check_topics(topics, [])
     tps = [(t, p) for t in topics for p in range(counts[t])]
     # The last completed commit: a pending transaction's offsets are not waited for.
-    group = committed_offsets(bootstrap, app_id, tps, config.with_prefix("consumer."),
-                              stable=False)
+    group = committed_offsets(settings, app_id, tps, stable=False)
     checkpoint = SparkCheckpoint(spark, location)
     if checkpoint.latest_batch() is None:
         start = _fresh_start(admin, tps, group, resets)
@@ -100,8 +100,8 @@ def _check_agreement(checkpoint: SparkCheckpoint, pinned: Offsets | None,
 def _has_records(config: Mapping[str, Any], topic: str, partition: int, start: int, end: int) -> bool:
     """Whether read_committed sees a record in [start, end) (transaction markers and aborted
     records take offsets a task never sees, so its committed offset can stop short of them)."""
-    reader = read_range(config["bootstrap.servers"], topic, partition, start, end,
-                        config["source.read.timeout.ms"], config.with_prefix("consumer."))
+    reader = read_range(as_settings(config), topic, partition, start, end,
+                        config["source.read.timeout.ms"])
     try:
         return next(reader, None) is not None
     finally:

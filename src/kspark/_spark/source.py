@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,7 +19,9 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-__all__ = ["KafkaDataSource", "SOURCE_SCHEMA", "ARROW_SCHEMA", "TaskInput", "MARKER_TOPIC",
+from kspark._kafka.settings import ClientSettings
+
+__all__ = ["KafkaDataSource", "source_for", "SOURCE_SCHEMA", "ARROW_SCHEMA", "TaskInput", "MARKER_TOPIC",
            "task_marker"]
 
 SOURCE_SCHEMA = ("topic string, partition int, offset long, timestamp long, key binary, "
@@ -90,7 +93,14 @@ class TaskInput(InputPartition):
 
 
 class KafkaDataSource(DataSource):
-    """``spark.readStream.format("kspark_kafka")``; options are set by kspark's runner."""
+    """``spark.readStream.format("kspark_kafka")``; options are set by kspark's runner.
+
+    The Kafka client settings never travel as options (they would show in ``explain()`` and
+    Spark's UI): :func:`source_for` registers a subclass per query whose class attribute
+    ``settings`` holds them; it reaches the Python workers pickled with the class.
+    """
+
+    settings: ClientSettings | None = None
 
     @classmethod
     def name(cls) -> str:
@@ -100,20 +110,30 @@ class KafkaDataSource(DataSource):
         return SOURCE_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaStreamReader(dict(self.options))
+        settings = self.settings or ClientSettings(self.options["bootstrap"])
+        return KafkaStreamReader(dict(self.options), settings)
+
+
+def source_for(spark: Any, settings: ClientSettings) -> str:
+    """Register a data source carrying ``settings`` with ``spark``; its format name."""
+    name = f"kspark_kafka_{uuid.uuid4().hex[:12]}"
+    cls = type(f"KafkaDataSource_{name[-12:]}", (KafkaDataSource,),
+               {"settings": settings, "name": classmethod(lambda c: name),
+                "__module__": __name__})
+    spark.dataSource.register(cls)
+    return name
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets are ``{topic: {partition: next offset}}`` and land in Spark's offset log."""
 
-    def __init__(self, options: dict[str, str]):
-        self.bootstrap = options["bootstrap"]
+    def __init__(self, options: dict[str, str], settings: ClientSettings):
+        self.settings = settings
+        self.bootstrap = settings.bootstrap
         self.topics: list[str] = json.loads(options["topics"])
         self.max_offsets = int(options["max_offsets"])
         self.timeout_ms = int(options["timeout_ms"])
         self.read_timeout_ms = int(options["read_timeout_ms"])
-        self.consumer_conf: dict[str, Any] = json.loads(options.get("consumer_conf", "{}"))
-        self.admin_conf: dict[str, Any] = json.loads(options.get("admin_conf", "{}"))
         self.resets: dict[str, str] = json.loads(options.get("resets", "{}"))
         # global stores' topics: their ends are pinned with every batch (see _spark/globals.py)
         self.global_topics: list[str] = json.loads(options.get("globals", "[]"))
@@ -133,7 +153,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._admin_client is None:
             from kspark._kafka.admin import Admin
 
-            self._admin_client = Admin(self.bootstrap, self.timeout_ms, self.admin_conf)
+            self._admin_client = Admin(self.settings, self.timeout_ms)
         return self._admin_client
 
     def _ends(self, admin: Any, earliest: bool = False) -> Offsets:
@@ -219,8 +239,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             yield task_marker(partition.task, partition.ranges, partition.globals_, partition.clock)
             return
         for topic, p, s, e in partition.ranges:
-            for msgs in read_range(self.bootstrap, topic, p, s, e, self.read_timeout_ms,
-                                   self.consumer_conf):
+            for msgs in read_range(self.settings, topic, p, s, e, self.read_timeout_ms):
                 yield _to_arrow(msgs)
 
     def commit(self, end: Offsets) -> None:

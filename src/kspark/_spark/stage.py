@@ -28,7 +28,9 @@ from kspark._graph.graph import TopologyGraph
 from kspark._graph.instantiate import build_task
 from kspark._engine.state.build import bottom, discard_buffered
 from kspark._kafka.clients import commit_offsets, read_range, task_producer
+from kspark._kafka.settings import as_settings
 from kspark._kafka.transactions import Marker, progress_topic, task_transactions
+from kspark._spark.documents import check_task_marker
 from kspark._engine.async_ops import async_metrics
 from kspark._spark.globals import global_state, pins_from_offset_log
 from kspark._spark.source import ARROW_SCHEMA, MARKER_TOPIC
@@ -149,7 +151,7 @@ def _markers(batch: pa.RecordBatch) -> list[Any]:
     """The decoded values of the task markers in ``batch`` (a list of ranges, or a dict
     ``{"ranges": ..., "globals": ...}``; see ``source.task_marker``)."""
     found = batch.filter(pa.compute.equal(batch.column(0), MARKER_TOPIC)).column(5).to_pylist()
-    return [json.loads(v) for v in found if v is not None]
+    return [check_task_marker(v) for v in found if v is not None]
 
 
 def _ranges_of(batch: pa.RecordBatch) -> list[tuple[str, int, int, int]]:
@@ -293,11 +295,9 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any],
 
 def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
                  counters: tuple[Any, Any] | None = None) -> Callable[[int, Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    bootstrap = config["bootstrap.servers"]
+    settings = as_settings(config)  # every client's settings (security included)
     app_id = config["application.id"]
     eos = config["processing.guarantee"] == EXACTLY_ONCE_V2
-    producer_conf = {k[len("producer."):]: v for k, v in config.items() if k.startswith("producer.")}
-    consumer_conf = {k[len("consumer."):]: v for k, v in config.items() if k.startswith("consumer.")}
     builders = {name: b for name, (b, _) in graph.stores.items()}
     # Under exactly-once a refused delivery aborts the transaction: it always fails the task.
     skip_failed = config.get("production.exception.handler") == "log_and_continue"
@@ -312,8 +312,7 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
         """The records of ``ranges`` from Kafka (read_committed), a few thousand at a time;
         notes where each range ends in ``ends``."""
         for topic, p, start, end in ranges:
-            for msgs in read_range(bootstrap, topic, p, start, end, read_timeout_ms,
-                                   consumer_conf):
+            for msgs in read_range(settings, topic, p, start, end, read_timeout_ms):
                 yield [RawRecord(m.topic(), m.partition(), m.offset(), m.timestamp()[1], m.key(),
                                  m.value(), tuple(m.headers() or ())) for m in msgs]
             ends[(topic, p)] = max(ends.get((topic, p), 0), end)
@@ -338,14 +337,14 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
             global_stores = global_state(graph, config, pins).read_only()
         tx, marker, replay, saved = None, None, False, LOCAL_PROGRESS
         if eos:
-            tx, marker = task_transactions(bootstrap, app_id, task_id,
+            tx, marker = task_transactions(settings, app_id, task_id,
                                            (progress_topic(app_id), plan.first_marker + partition),
-                                           producer_conf, consumer_conf, batch)
+                                           batch)
             replay = tx is None
             saved = None if marker is None else marker.previous if replay else marker.progress
             producer: RecordCollector = _DISCARD if replay else tx.producer
         else:
-            producer = task_producer(bootstrap, f"{app_id}-{task_id}-producer", producer_conf,
+            producer = task_producer(settings, f"{app_id}-{task_id}-producer",
                                      skip_failed=skip_failed)
         if replay:
             # Committed already: write nothing, but feed downstream tasks exactly what the
@@ -401,7 +400,7 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
                 tx.commit(task.marker, inputs)
             task.changelog_offsets = checkpoint_task(task, builders)
             if tx is None:  # at-least-once: the group learns the input offsets after the output
-                commit_offsets(bootstrap, app_id, consumer_conf, inputs)
+                commit_offsets(settings, app_id, inputs)
             if counters is not None:  # Spark keeps a task's additions only if it succeeds
                 counters[0].add(read_count)
                 counters[1].add(collector.sent)

@@ -11,8 +11,10 @@ from typing import Any
 from kspark._engine.state.bytes_stores import InMemoryBytesStore, RocksDBBytesStore
 from kspark._engine.state.kv import KeyValueStore
 from kspark._engine.state.layers import CachingLayer, ChangeLoggingLayer
+from kspark.errors import StateStoreError
 
-__all__ = ["build_store", "changelog_topic", "task_store_dir", "bottom", "discard_buffered"]
+__all__ = ["build_store", "changelog_topic", "task_store_dir", "bottom", "discard_buffered",
+           "private_state_dir"]
 
 
 def changelog_topic(application_id: str, store: str) -> str:
@@ -84,4 +86,35 @@ def discard_buffered(store: KeyValueStore) -> None:
 
 def task_store_dir(state_dir: str, application_id: str, task_id: str) -> Path:
     """``<state.dir>/<application.id>/<task>``: where a task's persistent stores live."""
+    private_state_dir(state_dir)
     return Path(os.path.join(state_dir, application_id, task_id))
+
+
+_CHECKED: set[str] = set()
+
+
+def private_state_dir(state_dir: str) -> Path:
+    """Create ``state_dir`` readable by its owner only (0700) if it is missing; refuse one
+    that another user owns (its stores could be read or planted by that user).
+
+    >>> import tempfile, os, stat
+    >>> d = os.path.join(tempfile.mkdtemp(), "state")
+    >>> oct(stat.S_IMODE(private_state_dir(d).stat().st_mode))
+    '0o700'
+    """
+    path = Path(state_dir)
+    if state_dir in _CHECKED:
+        return path
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        owner = path.stat().st_uid
+    except OSError as e:
+        raise StateStoreError(f"state.dir {state_dir!r} cannot be created or read "
+                              f"({e.strerror}); set state.dir to a directory you own") from None
+    if hasattr(os, "getuid") and owner != os.getuid():
+        raise StateStoreError(
+            f"state.dir {state_dir!r} belongs to another user (uid {owner}); kspark refuses "
+            "it, since that user could read or plant state. Set state.dir to a directory you "
+            "own (the default is per user)")
+    _CHECKED.add(state_dir)
+    return path
