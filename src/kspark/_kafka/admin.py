@@ -56,14 +56,21 @@ class Admin:
         BrokerUnreachableError when no broker answers, or the security error that kept
         kspark out (authentication, certificate)."""
         started = time.monotonic()
-        try:
-            md = self._admin.list_topics(timeout=self.timeout_s)
-        except KafkaException as e:
-            check_client(self.settings, self._admin, started)
+        while True:  # in short steps: a refused login or certificate is named at once
+            step = min(2.0, max(0.1, started + self.timeout_s - time.monotonic()))
+            try:
+                md = self._admin.list_topics(timeout=step)
+                break
+            except KafkaException as e:
+                check_client(self.settings, self._admin, started)
+                if time.monotonic() - started < self.timeout_s:
+                    continue
+                cause = e.args[0] if e.args else e
             raise BrokerUnreachableError(
                 f"no Kafka broker answered at bootstrap.servers={self.bootstrap!r} within "
-                f"{self.timeout_s:g}s ({e.args[0] if e.args else e}). Is the broker running "
-                "(kspark broker status) and is the address right?"
+                f"{self.timeout_s:g}s ({cause}). Is the broker running "
+                "(kspark broker status) and is the address right? If the cluster is secured, "
+                "set security.protocol (and sasl.*/ssl.*) as docs/security.md shows"
             ) from None
         return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
 

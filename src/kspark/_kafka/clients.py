@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -82,6 +83,8 @@ def read_range(where: ClientSettings | str, topic: str, partition: int, start: i
                                                             end, batch_size, settings)
                 if progressed:
                     last_progress = time.monotonic()
+                else:  # nothing came: a refused login or certificate fails the read at once
+                    check_client(settings, consumer, attempt_start)
                 if batch:
                     try:
                         yield batch
@@ -136,6 +139,10 @@ def _consume_some(consumer: Consumer, topic: str, partition: int, position: int,
 def _position(consumer: Consumer, topic: str, partition: int, default: int) -> int:
     pos = consumer.position([TopicPartition(topic, partition)])[0].offset
     return pos if pos >= 0 else default
+
+
+_ADD_PARTITION_DENIED = re.compile(
+    r'Failed to add partition "([^"]+)" \[\d+\] to transaction: (.*[Aa]uthorization failed)')
 
 
 class TaskProducer(RecordCollector):
@@ -224,10 +231,28 @@ class TaskProducer(RecordCollector):
             "CLUSTER": ("kafka-cluster", "IDEMPOTENT_WRITE", False)})
         return error or classify(self.settings, code, detail)
 
+    def logged_denial(self) -> Exception | None:
+        """An authorization failure librdkafka only logged (a transaction that could not add
+        a partition it writes to), as an AuthorizationError naming the topic."""
+        record = errors_of(self._producer)
+        for line in reversed(record.log_lines if record is not None else ()):
+            m = _ADD_PARTITION_DENIED.search(line)
+            if m:
+                return authorization_for(self.settings, KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                                         m.group(2), {"TOPIC": (m.group(1), "WRITE", False)})
+        return None
+
     def flush(self) -> None:
         started = time.monotonic()
-        remaining = self._producer.flush(self._flush_timeout_s)
-        if remaining:  # nothing delivered: a refused login or certificate explains it
+        remaining = self._producer.flush(min(1.0, self._flush_timeout_s))
+        while remaining and time.monotonic() - started < self._flush_timeout_s:
+            # in steps: a refused login or certificate is named at once, not after the timeout
+            check_client(self.settings, self._producer, started - 1)
+            if self._failed and any(self.denied(e, m.topic()) for e, m in self._failed):
+                break
+            remaining = self._producer.flush(min(1.0, started + self._flush_timeout_s
+                                                 - time.monotonic()))
+        if remaining:
             check_client(self.settings, self._producer, started - 1)
         for err, msg in self._failed:
             denied = self.denied(err, msg.topic())

@@ -49,6 +49,7 @@ __all__ = [
     "revoke",
     "acl_bindings",
     "wait_acls_visible",
+    "application_acls",
 ]
 
 CLUSTER_NAME = "kafka-cluster"  # the one name of the CLUSTER resource
@@ -273,3 +274,26 @@ def _describe(bindings: list[AclBinding]) -> str:
     rtype = "CLUSTER" if b.restype == ResourceType.BROKER else b.restype.name
     return (f"{ops} on {rtype} {b.name!r} ({b.resource_pattern_type.name}) to {b.principal} "
             f"from host {b.host!r}")
+
+
+def application_acls(app_id: str, inputs: Iterable[str], outputs: Iterable[str]
+                     ) -> list[tuple[str, str, str, str]]:
+    """Kafka Streams' ACL set for one application, as ``(resource type, name, operation,
+    pattern)``: all an application needs, under either processing guarantee.
+
+    >>> for acl in application_acls("app", ["in"], ["out"])[:3]: print(acl)
+    ('TOPIC', 'in', 'READ', 'LITERAL')
+    ('TOPIC', 'in', 'DESCRIBE', 'LITERAL')
+    ('TOPIC', 'out', 'WRITE', 'LITERAL')
+    """
+    acls = []
+    for topic in inputs:
+        acls += [("TOPIC", topic, op, "LITERAL") for op in ("READ", "DESCRIBE")]
+    for topic in outputs:
+        acls += [("TOPIC", topic, op, "LITERAL") for op in ("WRITE", "DESCRIBE")]
+    acls += [("TOPIC", app_id, op, "PREFIXED")
+             for op in ("CREATE", "READ", "WRITE", "DESCRIBE", "DELETE")]
+    acls += [("GROUP", app_id, op, "PREFIXED") for op in ("READ", "DESCRIBE")]
+    acls += [("TRANSACTIONAL_ID", app_id, op, "PREFIXED") for op in ("WRITE", "DESCRIBE")]
+    acls.append(("CLUSTER", CLUSTER_NAME, "IDEMPOTENT_WRITE", "LITERAL"))
+    return acls

@@ -125,6 +125,8 @@ def check_client(settings: ClientSettings, client: Any, since: float) -> None:
     ``since``, if any: called when an operation timed out or failed unexplained."""
     from kspark._kafka.factory import errors_of, last_security_error
 
+    if hasattr(client, "poll") and not hasattr(client, "subscribe"):
+        client.poll(0)  # an admin client or producer serves its error callbacks in poll
     errors = errors_of(client)
     seen = errors.security_since(since) if errors is not None else None
     seen = seen or last_security_error(since)

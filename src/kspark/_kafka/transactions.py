@@ -33,6 +33,7 @@ from kspark._kafka.settings import ClientSettings, as_settings
 from kspark.errors import (
     CorruptStateError,
     AuthorizationError,
+    KafkaSecurityError,
     TaskFencedError,
     TransactionTimeoutError,
     TransactionsUnavailableError,
@@ -189,10 +190,16 @@ class TaskTransactions:
         else ``error`` itself."""
         if isinstance(error, (TaskFencedError, TransactionTimeoutError)) or not self.initialized:
             return error
+        error = self.producer.logged_denial() or error  # the cause behind a failed write
         try:
             self.producer._producer.abort_transaction(self._timeout_s)
         except KafkaException as e:
             err = e.args[0]
+            if isinstance(error, KafkaSecurityError):  # the cause; the abort only follows it
+                self.fenced = err.fatal() or self.fenced
+                if err.fatal():
+                    _forget(self)
+                return error
             if err.fatal():
                 return self._explain("produce", err)
             log.warning("task %s: aborting its transaction failed (%s); the broker aborts it "
@@ -210,6 +217,11 @@ class TaskTransactions:
 
     def _explain(self, step: str, err: KafkaError) -> Exception:
         denied = self.producer.denied(err, None)  # a missing ACL is not a fence
+        if denied is not None and step == "send_offsets_to_transaction" and \
+                isinstance(denied, AuthorizationError) and denied.resource_type == "TOPIC":
+            # committing offsets needs READ on the topics whose offsets are committed
+            denied = authorization_for(self.settings, err.code(), err.str(),
+                                       {"TOPIC": (self.marker_tp[0], "READ", False)})
         if denied is not None:
             if isinstance(denied, AuthorizationError) and denied.resource_type == "GROUP":
                 denied = authorization_for(self.settings, err.code(), err.str(),
