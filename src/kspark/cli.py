@@ -101,7 +101,11 @@ def client_config(args: argparse.Namespace) -> "Any":
         props["bootstrap.servers"] = args.bootstrap_servers
     if not props.get("bootstrap.servers"):
         raise ConfigError("give --bootstrap-servers, or bootstrap.servers in --config")
-    return StreamsConfig(props)
+    from kspark._kafka.clients import check_client_configs
+
+    config = StreamsConfig(props)
+    check_client_configs(config)  # a setting librdkafka refuses is named, not a traceback
+    return config
 
 
 def _reset(args: argparse.Namespace) -> int:

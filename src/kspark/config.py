@@ -256,7 +256,7 @@ def resolve_reference(name: str, value: Any) -> Any:
                 raise ConfigError(f"config key {name!r} refers to environment variable {ref!r}, "
                                   "which is not set")
             return os.environ[ref]
-        path, _, key = ref.partition(":") if not os.path.isfile(ref) else (ref, "", "")
+        path, _, key = ref.rpartition(":") if not os.path.isfile(ref) else (ref, "", "")
         try:
             text = open(path, encoding="utf-8").read()
         except OSError as e:

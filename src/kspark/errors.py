@@ -32,6 +32,11 @@ __all__ = [
     "ChangelogLostError",
     "ProgressMismatchError",
     "StateStoreError",
+    "KafkaSecurityError",
+    "AuthenticationError",
+    "CertificateError",
+    "AuthorizationError",
+    "CorruptStateError",
 ]
 
 
@@ -133,3 +138,49 @@ class ProgressMismatchError(KSparkError):
 class StateStoreError(KSparkError):
     """A state store could not be opened or used (say, RocksDB's lock is held by another
     process); the message names the store, its directory and the cause."""
+
+
+class KafkaSecurityError(KSparkError):
+    """Kafka refused kspark's client for a security reason: authentication, the TLS
+    certificate, or a missing ACL. The message names the cause and what to change."""
+
+
+class AuthenticationError(KafkaSecurityError):
+    """The brokers refused the client's credentials (SASL): the message names the mechanism,
+    the user and the listener's security protocol."""
+
+
+class CertificateError(KafkaSecurityError):
+    """The TLS handshake failed: the broker's certificate is not trusted by the CA kspark was
+    given (``ssl.ca.location``/``ssl.ca.pem``), its name does not match, or the broker refused
+    kspark's own certificate."""
+
+
+class AuthorizationError(KafkaSecurityError):
+    """A missing ACL: the message names the principal, the resource type and name, the
+    operation, and the ``kafka-acls`` command that grants it.
+
+    Example:
+        >>> e = AuthorizationError("denied", resource_type="TOPIC", resource_name="in",
+        ...                        operation="READ")
+        >>> (e.resource_type, e.resource_name, e.operation)
+        ('TOPIC', 'in', 'READ')
+    """
+
+    def __init__(self, message: str, resource_type: str = "", resource_name: str = "",
+                 operation: str = ""):
+        super().__init__(message)
+        self.resource_type, self.resource_name, self.operation = (
+            resource_type, resource_name, operation)
+
+    def __reduce__(self):  # keeps its fields through pickling (Spark ships errors back)
+        return (type(self), (self.args[0], self.resource_type, self.resource_name,
+                             self.operation))
+
+
+class CorruptStateError(StateStoreError):
+    """Data kspark keeps for itself and reads back from Kafka or local disk (a store's
+    internal values, a changelog record, a task's progress or marker, the metadata topic)
+    does not parse: it was damaged, or written by something other than kspark. kspark never
+    executes such data. The message names the store or document, where it was read (topic,
+    partition and offset, or file) and what to do (usually: reset the application)."""

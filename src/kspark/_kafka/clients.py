@@ -65,7 +65,7 @@ def read_range(where: ClientSettings | str, topic: str, partition: int, start: i
     if start >= end:
         return
     settings = as_settings(where)
-    conf = settings.conf(kind, None, dict(extra or {}), {"fetch.max.bytes": 52428800,
+    conf = settings.conf(kind, "reader", dict(extra or {}), {"fetch.max.bytes": 52428800,
                                                           "auto.offset.reset": "earliest"})
     conf.update({"group.id": f"{settings.app_id}-kspark-reader",
                  "enable.auto.commit": False, "enable.auto.offset.store": False,
@@ -128,7 +128,9 @@ def _consume_some(consumer: Consumer, topic: str, partition: int, position: int,
                 position = max(position, _position(consumer, topic, partition, position))
                 continue
             denied = authorization_for(settings, err.code(), err.str(),
-                                       {"TOPIC": (topic, "READ", False)})
+                                       {"TOPIC": (topic, "READ", False),
+                                        "GROUP": (f"{settings.app_id}-kspark-reader",
+                                                  "DESCRIBE", False)})
             if denied is not None:
                 raise denied
             raise SourceReadError(f"reading topic {topic!r} partition {partition} at "

@@ -32,12 +32,17 @@ def authentication(settings: ClientSettings, detail: str) -> AuthenticationError
     mech = c.get("sasl.mechanism", "(sasl.mechanism not set: GSSAPI)")
     user = c.get("sasl.username", "(none)")
     proto = c.get("security.protocol", "PLAINTEXT")
+    if str(mech).startswith("SCRAM"):
+        todo = (f"Check sasl.username and sasl.password (or sasl.jaas.config) and that the "
+                f"user has {mech} credentials on the cluster (kafka-configs --alter "
+                f"--entity-type users --entity-name {user} --add-config '{mech}=[password=...]')")
+    else:
+        todo = ("Check the credentials for this mechanism (sasl.username/sasl.password for "
+                "PLAIN, sasl.oauthbearer.* for OAUTHBEARER, sasl.kerberos.* for GSSAPI) and "
+                "that the brokers' listener enables it (sasl.enabled.mechanisms)")
     return AuthenticationError(
         f"authentication failed at {settings.bootstrap}: the brokers refused user {user!r} "
-        f"(SASL mechanism {mech}, listener security.protocol={proto}): {detail}. Check "
-        f"sasl.username and sasl.password (or sasl.jaas.config) and that the user has "
-        f"{mech} credentials on the cluster (kafka-configs --alter --entity-type users "
-        f"--entity-name {user} --add-config '{mech}=[password=...]')")
+        f"(SASL mechanism {mech}, listener security.protocol={proto}): {detail}. {todo}")
 
 
 def certificate(settings: ClientSettings, detail: str) -> CertificateError:

@@ -43,8 +43,7 @@ _KINDS = {"consumer": ("consumer.",), "producer": ("producer.",), "admin": ("adm
           "restore.consumer": ("consumer.", "restore.consumer.")}
 
 _SECRET_WORDS = ("password", "secret", "jaas", "token", "credential")
-_SECRET_KEYS = {"ssl.key.pem", "ssl_key", "sasl.oauthbearer.config",
-                "ssl.keystore.location"}
+_SECRET_KEYS = {"ssl.key.pem", "ssl_key", "sasl.oauthbearer.config"}
 
 
 def is_common_key(key: str) -> bool:
