@@ -18,7 +18,7 @@ from kspark.errors import (
 if TYPE_CHECKING:
     from kspark._engine.task import StreamTask
 
-__all__ = ["RawRecord", "ProcessorNode", "SourceNode", "SinkNode"]
+__all__ = ["RawRecord", "ProcessorNode", "SourceNode", "SinkNode", "deserialize_record"]
 
 
 class RawRecord(NamedTuple):
@@ -31,6 +31,33 @@ class RawRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: tuple = ()
+
+
+def deserialize_record(raw: RawRecord, key_serde: Any, value_serde: Any,
+                       source: str = "the source") -> tuple[Any, Any]:
+    """``raw``'s key and value; a SerializationError names the topic, partition, offset and
+    which of KEY or VALUE failed (whatever the serde raised is chained to it).
+
+    Example:
+        >>> from kspark import Serdes
+        >>> raw = RawRecord("t", 0, 7, 0, b"k", b"\\xff")
+        >>> deserialize_record(raw, Serdes.String(), Serdes.String())
+        Traceback (most recent call last):
+        ...
+        kspark.errors.SerializationError: cannot deserialize the VALUE of the record at topic 't', partition 0, offset 7 ...
+    """
+    part, serde, data = "KEY", key_serde, raw.key
+    try:
+        key = key_serde.deserialize(raw.topic, raw.key)
+        part, serde, data = "VALUE", value_serde, raw.value
+        return key, value_serde.deserialize(raw.topic, raw.value)
+    except Exception as e:
+        raise SerializationError(
+            f"cannot deserialize the {part} of the record at topic {raw.topic!r}, partition "
+            f"{raw.partition}, offset {raw.offset} ({len(data or b'')} bytes) with {source}'s "
+            f"{part.lower()} serde {serde!r}: {e}. Check {source}'s {part.lower()} serde, or "
+            f"set deserialization.exception.handler=log_and_continue to skip such records"
+        ) from e
 
 
 class ProcessorNode:
@@ -85,15 +112,7 @@ class SourceNode(ProcessorNode):
 
     def deserialize(self, raw: RawRecord) -> Record:
         """The record with key and value deserialized (timestamp as stored); raises SerializationError."""
-        try:
-            key = self.key_serde.deserialize(raw.topic, raw.key)
-            value = self.value_serde.deserialize(raw.topic, raw.value)
-        except Exception as e:
-            raise SerializationError(
-                f"cannot deserialize the record at topic {raw.topic!r}, partition "
-                f"{raw.partition}, offset {raw.offset} with key serde {self.key_serde!r} and "
-                f"value serde {self.value_serde!r}: {e}. Check the source's serdes."
-            ) from e
+        key, value = deserialize_record(raw, self.key_serde, self.value_serde)
         return Record(key, value, raw.timestamp, raw.headers)
 
     def process(self, record: Record) -> None:

@@ -1,17 +1,17 @@
 """suppress(): hold a table's changes per key and emit them later (final window results,
-or rate limiting), with a buffer kept in a logged store so it survives restarts."""
+or rate limiting), with a buffer kept in a logged store so it survives restarts (its
+entries in kspark's own encoding: ``state.internal_serdes.SuppressBufferSerde``)."""
 
 from __future__ import annotations
 
 import heapq
-import pickle
 from dataclasses import dataclass
 from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark.errors import StreamsError
 
-__all__ = ["BufferConfig", "Suppressed", "SuppressProcessor", "PickleSerde"]
+__all__ = ["BufferConfig", "Suppressed", "SuppressProcessor"]
 
 
 @dataclass(frozen=True)
@@ -57,16 +57,6 @@ class Suppressed:
     @staticmethod
     def until_time_limit(time_to_wait_ms: int, buffer: BufferConfig | None = None) -> "Suppressed":
         return Suppressed(False, time_to_wait_ms, buffer or BufferConfig.unbounded())
-
-
-class PickleSerde:
-    """kspark-internal serde for suppress buffers (never read outside kspark)."""
-
-    def serialize(self, topic: str, data: Any) -> bytes | None:
-        return None if data is None else pickle.dumps(data, protocol=5)
-
-    def deserialize(self, topic: str, data: bytes | None) -> Any:
-        return None if data is None else pickle.loads(data)
 
 
 class SuppressProcessor(Processor):

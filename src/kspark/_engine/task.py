@@ -10,6 +10,7 @@ from typing import Any
 
 from kspark._engine.api import Record, RecordMetadata
 from kspark._engine.collector import RecordCollector
+from kspark._engine.documents import Invalid, check_progress
 from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode
 from kspark._engine.partition_group import PartitionGroup
 from kspark._engine.punctuation import (
@@ -21,7 +22,7 @@ from kspark._engine.punctuation import (
 from kspark._engine.state.build import build_store, changelog_topic, task_store_dir
 from kspark._engine.state.delayed import DelayedRecordsStore
 from kspark._engine.timestamps import ConsumerRecord, FailOnInvalidTimestamp, TimestampExtractor
-from kspark.errors import KSparkError, SerializationError, TopologyError
+from kspark.errors import CorruptStateError, KSparkError, SerializationError, TopologyError
 
 __all__ = ["StreamTask", "BATCH_HEADER"]
 
@@ -81,7 +82,13 @@ class StreamTask:
         # Stores are brought up to date before any processor sees them (as Kafka Streams
         # restores before it initializes processors).
         self._resume_processors: dict[str, dict[str, Any]] = {}
-        self.restored = restore(self) if restore is not None else None
+        try:
+            self.restored = restore(self) if restore is not None else None
+        except BaseException:  # a failed restore must not keep its stores (and locks) open
+            for store in self.stores.values():
+                with contextlib.suppress(Exception):
+                    store.close()
+            raise
         # Delayed processing (KIP-311): "now" for due times is the micro-batch's pinned clock
         # on Spark (a replayed batch fires the same records), the wall clock elsewhere.
         self.batch_clock_ms: int | None = None
@@ -91,8 +98,10 @@ class StreamTask:
             node.init(self)
             saved = self._resume_processors.get(node.name)
             if saved:  # a processor's own stream-time bookkeeping (see progress())
+                declared = getattr(node.processor, "_progress_fields", ())
                 for field, value in saved.items():
-                    setattr(node.processor, field, value)
+                    if field in declared:  # checked in resume(); never any other attribute
+                        setattr(node.processor, field, value)
         self._async_nodes = [n for n in self.nodes
                              if hasattr(getattr(n, "processor", None), "complete_in_flight")]
 
@@ -333,17 +342,29 @@ class StreamTask:
                                  for s in self._stream_punctuations.schedules if not s.cancelled},
                 "processors": processors}
 
-    def resume(self, progress: Mapping[str, Any]) -> None:
+    def resume(self, progress: Mapping[str, Any], source: str = "the saved progress") -> None:
         """Take over a predecessor's :meth:`progress`; call before processors are initialized.
 
         A stream-time punctuation that a processor schedules again (same node, same order,
-        same interval) keeps its due time instead of firing at the next record.
+        same interval) keeps its due time instead of firing at the next record. The progress
+        is read back from Kafka or disk (``source`` says where): a malformed one, or one
+        naming a processor field the processor does not declare, is a CorruptStateError.
         """
-        self.stream_time = int(progress.get("stream_time", -1))
-        self.partition_time = {(t, int(p)): int(ts) for t, p, ts in progress.get("partition_time", [])}
-        self._resume_schedules = {k: (int(i), int(n))
+        fields = {n.name: tuple(getattr(getattr(n, "processor", None), "_progress_fields", ()))
+                  for n in self.nodes}
+        try:
+            progress = check_progress(progress, fields)
+        except Invalid as e:
+            raise CorruptStateError(
+                f"task {self.task_id}: {source} is malformed: {e}. It was damaged, or written "
+                f"by another topology or by something other than kspark: reset the "
+                f"application (kspark reset) so that it starts afresh") from None
+        self.stream_time = progress.get("stream_time", -1)
+        self.partition_time = {(t, p): ts for t, p, ts in progress.get("partition_time", [])}
+        self._resume_schedules = {k: (i, n)
                                   for k, (i, n) in progress.get("punctuations", {}).items()}
-        self._resume_processors = dict(progress.get("processors", {}))
+        self._resume_processors = {name: saved for name, saved
+                                   in progress.get("processors", {}).items() if fields.get(name)}
         for name, observed in progress.get("stores", {}).items():
             if name in self.stores:  # a window or session store's stream time, for retention
                 self.stores[name].resume_observed(int(observed))

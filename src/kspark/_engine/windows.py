@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kspark.errors import SerializationError
+from kspark.serde._base import cannot_deserialize
+
 __all__ = ["Window", "Windowed", "TimeWindows", "TimeWindowedSerde", "SessionWindows",
            "SessionWindowedSerde", "SlidingWindows"]
 
@@ -99,6 +102,23 @@ class SlidingWindows:
         return SlidingWindows(time_difference_ms, grace_ms)
 
 
+def _check_length(serde: Any, topic: str, data: bytes, n: int) -> None:
+    if len(data) < n:
+        raise SerializationError(f"{serde!r} cannot deserialize {len(data)} bytes of {topic!r}: "
+                                 f"a windowed key ends with {n} bytes of window; is it written "
+                                 f"with another serde?")
+
+
+def _inner(serde: Any, topic: str, data: bytes) -> Any:
+    """The key inside a windowed key, any failure a SerializationError."""
+    try:
+        return serde.inner.deserialize(topic, data)
+    except SerializationError:
+        raise
+    except Exception as e:
+        raise cannot_deserialize(serde, topic, data, e) from e
+
+
 class TimeWindowedSerde:
     """Windowed keys as the inner key's bytes plus the 8-byte window start (Java's layout)."""
 
@@ -114,9 +134,9 @@ class TimeWindowedSerde:
     def deserialize(self, topic: str, data: bytes | None) -> Windowed | None:
         if data is None:
             return None
+        _check_length(self, topic, data, 8)
         start = int.from_bytes(data[-8:], "big", signed=True)
-        return Windowed(self.inner.deserialize(topic, data[:-8]),
-                        Window(start, start + self.window_size_ms))
+        return Windowed(_inner(self, topic, data[:-8]), Window(start, start + self.window_size_ms))
 
     def __repr__(self) -> str:
         return f"TimeWindowedSerde({self.inner!r}, {self.window_size_ms})"
@@ -161,6 +181,10 @@ class SessionWindowedSerde:
     def deserialize(self, topic: str, data: bytes | None) -> Windowed | None:
         if data is None:
             return None
-        return Windowed(self.inner.deserialize(topic, data[:-16]),
+        _check_length(self, topic, data, 16)
+        return Windowed(_inner(self, topic, data[:-16]),
                         Window(int.from_bytes(data[-8:], "big", signed=True),
                                int.from_bytes(data[-16:-8], "big", signed=True)))
+
+    def __repr__(self) -> str:
+        return f"SessionWindowedSerde({self.inner!r})"

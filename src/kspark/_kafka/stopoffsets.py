@@ -36,7 +36,7 @@ from confluent_kafka import Producer
 from kspark._kafka import QuietLogger
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import read_range
-from kspark.errors import KSparkError
+from kspark.errors import CorruptStateError, KSparkError
 
 __all__ = ["StopOffsets", "RunState", "metadata_topic", "format_offsets", "COMPLETED", "FINISHED"]
 
@@ -64,8 +64,11 @@ class RunState:
         return self.completed and not self.finished
 
     @classmethod
-    def replay(cls, app_id: str, records: list[tuple[bytes, bytes | None]]) -> "RunState":
-        """The state after ``(key, value)`` records in log order.
+    def replay(cls, app_id: str, records: list[tuple[bytes, bytes | None]],
+               offsets: list[int] | None = None) -> "RunState":
+        """The state after ``(key, value)`` records in log order (at ``offsets`` of the
+        metadata topic, for errors). A record kspark could not have written is a
+        CorruptStateError naming it.
 
         >>> s = RunState.replay("app", [(b"a:0", b"55"), (b"app", b"0")])
         >>> s.resumable, s.offsets
@@ -75,10 +78,23 @@ class RunState:
         >>> RunState.replay("app", [(b"a:0", b"55"), (b"app", b"0"), (b"a:0", None),
         ...                         (b"app", None), (b"a:0", b"90")]).completed
         False
+        >>> RunState.replay("app", [(b"a:0", b"x")], [7])
+        Traceback (most recent call last):
+        ...
+        kspark.errors.CorruptStateError: the metadata topic 'app-kspark-metadata' ...
         """
         s = cls()
         marker = app_id.encode()
-        for key, value in records:
+        for i, (key, value) in enumerate(records):
+            problem = _problem(key, value, marker)
+            if problem:
+                where = f" offset {offsets[i]}" if offsets is not None else f" record {i}"
+                raise CorruptStateError(
+                    f"the metadata topic {metadata_topic(app_id)!r} partition 0{where} holds a "
+                    f"record kspark did not write ({problem}): the stop offsets of application "
+                    f"{app_id!r} cannot be trusted. Delete that topic (kafka-topics --delete "
+                    f"--topic {metadata_topic(app_id)}, or a full kspark reset) so that the next "
+                    "batch run begins anew")
             if value is None:
                 s.live_keys.discard(key)
             else:
@@ -109,6 +125,23 @@ def _tp(key: bytes) -> TP:
     return topic, int(partition)
 
 
+def _problem(key: bytes | None, value: bytes | None, marker: bytes) -> str:
+    """Why ``(key, value)`` is not a record of the metadata topic ('' if it is one)."""
+    if key is None:
+        return "a null key"
+    if key == marker:
+        return "" if value in (None, COMPLETED, FINISHED) else f"marker value {value[:20]!r}"
+    try:
+        topic, sep, partition = key.decode().rpartition(":")
+    except UnicodeDecodeError:
+        return f"key {key[:40]!r} is not UTF-8"
+    if not sep or not topic or not partition.isdigit() or len(partition) > 10:
+        return f"key {key[:40]!r} is not <topic>:<partition>"
+    if value is not None and (not value.isdigit() or len(value) > 19):
+        return f"the offset {value[:20]!r} of key {key[:40]!r} is not a decimal number"
+    return ""
+
+
 class StopOffsets:
     """Reads and writes one application's metadata topic."""
 
@@ -137,10 +170,12 @@ class StopOffsets:
         start = self._admin.end_offsets([tp], earliest=True)[tp]
         end = self._admin.end_offsets([tp])[tp]
         records: list[tuple[bytes, bytes | None]] = []
+        offsets: list[int] = []
         for msgs in read_range(self.bootstrap, self.topic, 0, start, end, self.timeout_ms,
                                self._consumer_conf):
             records.extend((m.key(), m.value()) for m in msgs)
-        return RunState.replay(self.app_id, records)
+            offsets.extend(m.offset() for m in msgs)
+        return RunState.replay(self.app_id, records, offsets)
 
     def begin_run(self, previous: RunState, ends: Mapping[TP, int]) -> dict[TP, int]:
         """Tombstone the previous run's records, then write ``ends`` and the completed marker."""

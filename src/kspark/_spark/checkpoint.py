@@ -19,7 +19,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kspark._spark.source import parse_offset_log
+from kspark._spark.documents import check_pinned_start, read_offset_log
 
 __all__ = ["SparkCheckpoint", "Offsets"]
 
@@ -66,11 +66,12 @@ class SparkCheckpoint:
 
     def offsets(self, batch: int) -> Offsets:
         """The end offsets of ``batch``, all sources merged."""
-        return parse_offset_log(self._read(f"offsets/{batch}") or "")
+        return read_offset_log(self._read(f"offsets/{batch}") or "",
+                               f"{self.location}/offsets/{batch}")
 
     def pinned_start(self) -> Offsets | None:
         text = self._read(_PIN)
-        return None if text is None else json.loads(text)
+        return None if text is None else check_pinned_start(text, f"{self.location}/{_PIN}")
 
     def pin_start(self, start: Offsets) -> None:
         self._fs.mkdirs(self._root)

@@ -15,6 +15,7 @@ import logging
 import time
 from typing import Any
 
+from kspark._engine.documents import Invalid, check_progress
 from kspark._engine.state.build import bottom, changelog_topic, task_store_dir
 from kspark._engine.state.checkpoint import (
     read_checkpoint,
@@ -22,10 +23,11 @@ from kspark._engine.state.checkpoint import (
     write_checkpoint,
     write_progress,
 )
+from kspark._engine.state.restore_check import restore_checker
 from kspark._engine.task import BATCH_HEADER, StreamTask
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import read_range
-from kspark.errors import ChangelogLostError
+from kspark.errors import ChangelogLostError, CorruptStateError
 
 __all__ = ["LOCAL_PROGRESS", "restore_task", "checkpoint_task", "invalidate_checkpoint", "logged_partitions",
            "admin_for"]
@@ -76,15 +78,19 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
     """
     if replay:
         invalidate_checkpoint(task)  # the state of before the batch is not written down
-    progress = read_progress(_checkpoint_path(task, ".progress"))
+    path = _checkpoint_path(task, ".progress")
+    source = f"the progress saved in {str(path)!r}"
+    progress = _checked(read_progress(path), task, source)
     ahead = (progress is not None and batch is not None and progress.get("query") == batch[0]
              and progress.get("batch", -1) >= batch[1])
     if ahead:
         progress = progress.get("previous")
     if not (isinstance(saved, str) and saved == LOCAL_PROGRESS):
         progress = saved
+        source = (f"the progress in its exactly-once marker (consumer group "
+                  f"{task.config['application.id']!r})")
     if progress is not None:
-        task.resume(progress)
+        task.resume(progress, source)
     task.resumed_progress = progress
     parts = logged_partitions(task, builders)
     if not parts:
@@ -116,15 +122,33 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
                             batch, *tp)
             raw.wipe()
             start = 0
-        _restore(task.task_id, name, raw, tp, start, end, config, consumer_conf, batch)
+        _restore(task.task_id, name, raw, tp, start, end, config, consumer_conf, batch,
+                 restore_checker(task.stores[name], task.task_id))
     return ends
+
+
+def _checked(progress: dict | None, task: StreamTask, source: str) -> dict | None:
+    """``progress`` read from disk, its shape checked before anything reads its fields."""
+    if progress is None:
+        return None
+    try:
+        return check_progress(progress)
+    except Invalid as e:
+        raise CorruptStateError(
+            f"task {task.task_id}: {source} is malformed: {e}. It was damaged or not written "
+            "by kspark; delete it (the task then starts with unknown stream time) or reset "
+            "the application") from None
 
 
 def _check_same_topics(task: StreamTask, parts: dict[str, tuple[str, int]],
                        checkpoint: dict[tuple[str, int], int]) -> None:
     """A changelog deleted and created again (a new topic id) while the local state has a
     checkpoint of the old one: restoring from the new topic's offsets would be wrong."""
-    recorded = read_progress(_checkpoint_path(task, ".changelog-ids")) or {}
+    path = _checkpoint_path(task, ".changelog-ids")
+    recorded = read_progress(path) or {}
+    if not all(type(v) is str for v in recorded.values()):
+        raise CorruptStateError(f"task {task.task_id}: {str(path)!r} maps topics to something "
+                                "other than topic ids: it was damaged; delete it")
     for name, tp in parts.items():
         was, now = recorded.get(tp[0]), task.changelog_ids.get(tp[0])
         if tp in checkpoint and was is not None and now is not None and was != now:
@@ -138,7 +162,9 @@ def _check_same_topics(task: StreamTask, parts: dict[str, tuple[str, int]],
 
 def _restore(task_id: str, name: str, raw: Any, tp: tuple[str, int], start: int, end: int,
              config: dict[str, Any], consumer_conf: dict[str, Any],
-             batch: tuple[str, int] | None) -> None:
+             batch: tuple[str, int] | None, check: Any = None) -> None:
+    """Copy changelog records ``start..end`` into the byte store ``raw``; ``check`` (stores
+    in kspark's internal encoding) rejects a record that does not parse, naming it."""
     if start >= end:
         return
     began, done, total, skipped = time.monotonic(), 0, end - start, 0
@@ -147,9 +173,11 @@ def _restore(task_id: str, name: str, raw: Any, tp: tuple[str, int], start: int,
     for msgs in read_range(config["bootstrap.servers"], tp[0], tp[1], start, end,
                            config["source.read.timeout.ms"], consumer_conf):
         for m in msgs:
-            if batch is not None and _of_this_batch_or_later(m, batch):
+            if batch is not None and _of_this_batch_or_later(m, batch, tp):
                 skipped += 1  # written by an earlier attempt of this batch (or a later one)
                 continue
+            if check is not None:
+                check(m.key(), m.value(), tp[0], tp[1], m.offset())
             raw.put(m.key(), m.value())
         done += len(msgs)
         if done % 50_000 < len(msgs):
@@ -159,10 +187,16 @@ def _restore(task_id: str, name: str, raw: Any, tp: tuple[str, int], start: int,
              task_id, name, done - skipped, skipped, time.monotonic() - began)
 
 
-def _of_this_batch_or_later(message: Any, batch: tuple[str, int]) -> bool:
+def _of_this_batch_or_later(message: Any, batch: tuple[str, int], tp: tuple[str, int]) -> bool:
     for key, value in message.headers() or ():
         if key == BATCH_HEADER:
-            query, _, number = value.decode().rpartition(":")
+            query, _, number = (value or b"").decode("utf-8", "replace").rpartition(":")
+            if not number.isdigit():
+                raise CorruptStateError(
+                    f"the record at offset {message.offset()} of changelog topic {tp[0]!r} "
+                    f"partition {tp[1]} has a {BATCH_HEADER} header {value!r:.60} that is not "
+                    "'<query id>:<batch id>': the changelog was damaged or written by something "
+                    "other than kspark; reset the application")
             return query == batch[0] and int(number) >= batch[1]
     return False
 

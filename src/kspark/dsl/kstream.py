@@ -377,13 +377,13 @@ class KStream:
             stream._key_serde, None, keep_serdes=False)
         self._graph.connect((out._node,), getter.stores)
         if buffer is not None:
-            from kspark._engine.suppress import PickleSerde
+            from kspark._engine.state.internal_serdes import GraceBufferSerde
             from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 
             self._graph.add_store(KeyValueStoreBuilder(
                 KeyValueBytesStoreSupplier(buffer, False),
-                ops_joins.TimeFirstKeySerde(ks or stream._key_serde), PickleSerde()),
-                (out._node,))
+                ops_joins.TimeFirstKeySerde(ks or stream._key_serde),
+                GraceBufferSerde(vs if vs is not None else stream._value_serde)), (out._node,))
         _copartition(self._graph, stream, table)
         return out
 

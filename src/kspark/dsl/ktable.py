@@ -319,12 +319,12 @@ class KTable:
         g.add(ProcessorSpec(resolve, functools.partial(
             fk.ResolveProcessor, result, seen, joiner, left, self._key_serde, self._value_serde,
             other._value_serde, output), (source,)))
-        # an unnamed result store holds whatever the joiner returns: kspark-internal bytes
-        from kspark._engine.suppress import PickleSerde
+        # an unnamed result store holds whatever the joiner returns: kspark's plain encoding
+        from kspark._engine.state.internal_serdes import PlainValueSerde
 
         internal_values = m.store_name is None and m.value_serde is None
         g.add_store(m.builder(result, self._key_serde,
-                              PickleSerde() if internal_values else m.value_serde), (resolve,))
+                              PlainValueSerde() if internal_values else m.value_serde), (resolve,))
         g.add_store(kv_store(seen, raw, Serdes.Long()), (resolve,))
         g.partitions_like[registrations] = g.upstream_topic(other._node)
         g.partitions_like[responses] = g.upstream_topic(self._node)
@@ -345,7 +345,8 @@ class KTable:
     def suppress(self, suppressed: Any) -> "KTable":
         """Hold updates back: final window results (``Suppressed.until_window_closes``) or at
         most one per key per time limit (``Suppressed.until_time_limit``)."""
-        from kspark._engine.suppress import PickleSerde, SuppressProcessor
+        from kspark._engine.state.internal_serdes import SuppressBufferSerde
+        from kspark._engine.suppress import SuppressProcessor
         from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 
         if self._versioned:
@@ -356,9 +357,11 @@ class KTable:
         store = f"{name}-STATE-STORE"
         self._graph.add(ProcessorSpec(name, functools.partial(
             SuppressProcessor, store, suppressed, self._window_grace), (self._node,)))
-        # keyed by the table's serialized keys: ties on buffer time go in key-bytes order
+        # keyed by the table's serialized keys: ties on buffer time go in key-bytes order;
+        # values in the table's value serde if known, else kspark's plain encoding
         self._graph.add_store(KeyValueStoreBuilder(
-            KeyValueBytesStoreSupplier(store, False), self._key_serde, PickleSerde()), (name,))
+            KeyValueBytesStoreSupplier(store, False), self._key_serde,
+            SuppressBufferSerde(self._value_serde)), (name,))
         out = KTable(self._graph, name, self._key_serde, self._value_serde)
         out._old_policy = self._enable_old
         return out

@@ -5,7 +5,21 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-__all__ = ["Serde"]
+from kspark.errors import SerializationError
+
+__all__ = ["Serde", "cannot_deserialize"]
+
+
+def cannot_deserialize(serde: Any, topic: str, data: bytes,
+                       cause: BaseException) -> SerializationError:
+    """The error for bytes of ``topic`` that ``serde`` cannot read.
+
+    >>> cannot_deserialize("Serdes.Long()", "t", b"ab", ValueError("2 bytes"))
+    SerializationError("Serdes.Long() cannot deserialize 2 bytes of 't' (ValueError: 2 bytes); is it written with another serde?")
+    """
+    return SerializationError(f"{serde!s} cannot deserialize {len(data)} bytes of {topic!r} "
+                              f"({type(cause).__name__}: {cause}); is it written with another "
+                              f"serde?")
 
 
 class Serde(ABC):
@@ -30,8 +44,16 @@ class Serde(ABC):
         return None if data is None else self._to_bytes(data)
 
     def deserialize(self, topic: str, data: bytes | None) -> Any:
-        """Turn bytes read from ``topic`` back into a value; ``None`` stays ``None``."""
-        return None if data is None else self._from_bytes(data)
+        """Turn bytes read from ``topic`` back into a value; ``None`` stays ``None``. Bytes
+        that do not parse raise a SerializationError (whatever failed is chained to it)."""
+        if data is None:
+            return None
+        try:
+            return self._from_bytes(data)
+        except SerializationError:
+            raise
+        except Exception as e:
+            raise cannot_deserialize(self, topic, data, e) from e
 
     @abstractmethod
     def _to_bytes(self, data: Any) -> bytes:

@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 from kspark.errors import SerializationError
-from kspark.serde._base import Serde
+from kspark.serde._base import Serde, cannot_deserialize
 
 __all__ = [
     "StringSerde", "IntegerSerde", "LongSerde", "ShortSerde", "FloatSerde", "DoubleSerde",
@@ -33,7 +33,10 @@ class StringSerde(Serde):
         return None if data is None else str(data).encode("utf-8")
 
     def deserialize(self, topic: str, data: bytes | None) -> str | None:
-        return None if data is None else data.decode("utf-8")
+        try:
+            return None if data is None else data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise cannot_deserialize(self, topic, data, e) from e
 
 
 class _StructSerde(Serde):

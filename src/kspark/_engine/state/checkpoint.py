@@ -2,8 +2,9 @@
 and the task's progress (stream time, partition times, punctuation due times).
 
 ``.checkpoint`` has Kafka Streams' format: a version line (0), a count line, then one
-``<topic> <partition> <offset>`` line per store changelog. ``.progress`` is JSON; Kafka
-Streams keeps the same facts in its committed offsets' metadata.
+``<topic> <partition> <offset>`` line per store changelog (an invalid one counts as missing:
+the stores are wiped and restored). ``.progress`` is JSON; Kafka Streams keeps the same
+facts in its committed offsets' metadata.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+
+from kspark.errors import CorruptStateError
 
 __all__ = ["read_checkpoint", "write_checkpoint", "read_progress", "write_progress"]
 
@@ -40,17 +43,29 @@ def write_checkpoint(path: Path, offsets: dict[tuple[str, int], int]) -> None:
 
 
 def read_progress(path: Path) -> dict | None:
-    """A task's saved progress, or None if missing or unreadable (the task then starts afresh).
+    """A JSON object kspark saved in ``path`` (a task's progress, its changelogs' topic
+    ids), or None if the file is missing. A file that is not a JSON object is a
+    CorruptStateError naming it: kspark writes these files atomically, so it was damaged.
 
     >>> import tempfile; p = Path(tempfile.mkdtemp()) / ".progress"
     >>> write_progress(p, {"stream_time": 42}); read_progress(p)
     {'stream_time': 42}
     """
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        text = Path(path).read_bytes()
+    except FileNotFoundError:
         return None
-    return data if isinstance(data, dict) else None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        data = e
+    if not isinstance(data, dict):
+        why = f"not JSON ({data})" if isinstance(data, Exception) else "not a JSON object"
+        raise CorruptStateError(
+            f"the file {str(path)!r} is {why}: it was damaged or not written by kspark. Delete "
+            f"it, or the task's whole directory {str(Path(path).parent)!r} (its stores are then "
+            f"restored from their changelogs and its stream time starts afresh)")
+    return data
 
 
 def write_progress(path: Path, progress: dict) -> None:
