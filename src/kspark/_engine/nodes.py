@@ -55,7 +55,7 @@ def deserialize_record(raw: RawRecord, key_serde: Any, value_serde: Any,
         raise SerializationError(
             f"cannot deserialize the {part} of the record at topic {raw.topic!r}, partition "
             f"{raw.partition}, offset {raw.offset} ({len(data or b'')} bytes) with {source}'s "
-            f"{part.lower()} serde {serde!r}: {e}. Check {source}'s {part.lower()} serde, or "
+            f"{part.lower()} serde {serde!r}: {e}; check {source}'s {part.lower()} serde, or "
             f"set deserialization.exception.handler=log_and_continue to skip such records"
         ) from e
 
