@@ -27,13 +27,15 @@ Example (needs a broker, so not run)::
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Producer
 
-from kspark._kafka import QuietLogger
+from kspark._kafka.factory import new_producer
+from kspark._kafka.security_errors import authorization_for, check_client
+from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import read_range
 from kspark.errors import CorruptStateError, KSparkError
@@ -145,15 +147,11 @@ def _problem(key: bytes | None, value: bytes | None, marker: bytes) -> str:
 class StopOffsets:
     """Reads and writes one application's metadata topic."""
 
-    def __init__(self, bootstrap: str, app_id: str, timeout_ms: int = 30000,
-                 admin_conf: Mapping[str, Any] | None = None,
-                 consumer_conf: Mapping[str, Any] | None = None,
-                 producer_conf: Mapping[str, Any] | None = None):
-        self.bootstrap, self.app_id, self.timeout_ms = bootstrap, app_id, timeout_ms
+    def __init__(self, where: ClientSettings | str, app_id: str, timeout_ms: int = 30000):
+        self.settings = as_settings(where)
+        self.bootstrap, self.app_id, self.timeout_ms = self.settings.bootstrap, app_id, timeout_ms
         self.topic = metadata_topic(app_id)
-        self._admin = Admin(bootstrap, timeout_ms, admin_conf)
-        self._consumer_conf = dict(consumer_conf or {})
-        self._producer_conf = dict(producer_conf or {})
+        self._admin = Admin(self.settings, timeout_ms)
 
     def exists(self) -> bool:
         return self.topic in self._admin.partition_counts()
@@ -171,8 +169,7 @@ class StopOffsets:
         end = self._admin.end_offsets([tp])[tp]
         records: list[tuple[bytes, bytes | None]] = []
         offsets: list[int] = []
-        for msgs in read_range(self.bootstrap, self.topic, 0, start, end, self.timeout_ms,
-                               self._consumer_conf):
+        for msgs in read_range(self.settings, self.topic, 0, start, end, self.timeout_ms):
             records.extend((m.key(), m.value()) for m in msgs)
             offsets.extend(m.offset() for m in msgs)
         return RunState.replay(self.app_id, records, offsets)
@@ -199,24 +196,31 @@ class StopOffsets:
         return len(state.live_keys)
 
     def _write(self, records: list[tuple[bytes, bytes | None]]) -> None:
-        errors: list[str] = []
+        errors: list[Any] = []
 
         def delivered(err: Any, msg: Any) -> None:
             if err is not None:
-                errors.append(err.str())
+                errors.append(err)
 
         # In order, one request at a time: a retry cannot reorder a tombstone and a new
         # value of one key, and may only repeat records, which replaying the compacted topic
         # takes as they come. (An idempotent producer costs 0.5 s more per start.)
-        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all",
-                             "max.in.flight.requests.per.connection": 1, "logger": QuietLogger(),
-                             **self._producer_conf})
+        producer = new_producer(self.settings.conf("producer", "metadata", {
+            "acks": "all", "max.in.flight.requests.per.connection": 1}), "metadata")
         for key, value in records:
             producer.produce(self.topic, value=value, key=key, partition=0, on_delivery=delivered)
+        started = time.monotonic()
         left = producer.flush(self.timeout_ms / 1000)
+        for err in errors:
+            denied = authorization_for(self.settings, err.code(), err.str(),
+                                       {"TOPIC": (self.topic, "WRITE", False)})
+            if denied is not None:
+                raise denied
+        if left:
+            check_client(self.settings, producer, started - 1)
         if left or errors:
             raise KSparkError(
                 f"could not write the stop offsets of application {self.app_id!r} to topic "
-                f"{self.topic!r}: {errors[0] if errors else f'{left} record(s) undelivered'}; "
+                f"{self.topic!r}: {errors[0].str() if errors else f'{left} record(s) undelivered'}; "
                 "check the broker and start again (the run's offsets are valid only once "
                 "complete)")

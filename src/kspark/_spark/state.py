@@ -27,6 +27,7 @@ from kspark._engine.state.restore_check import restore_checker
 from kspark._engine.task import BATCH_HEADER, StreamTask
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import read_range
+from kspark._kafka.settings import as_settings
 from kspark.errors import ChangelogLostError, CorruptStateError
 
 __all__ = ["LOCAL_PROGRESS", "restore_task", "checkpoint_task", "invalidate_checkpoint", "logged_partitions",
@@ -38,10 +39,10 @@ _ADMINS: dict[tuple, Admin] = {}
 
 def admin_for(config: dict[str, Any]) -> Admin:
     """One admin client per worker process and cluster."""
-    key = (config["bootstrap.servers"], config["request.timeout.ms"])
+    settings = as_settings(config)
+    key = (settings, config["request.timeout.ms"])
     if key not in _ADMINS:
-        extra = {k[len("admin."):]: v for k, v in config.items() if k.startswith("admin.")}
-        _ADMINS[key] = Admin(config["bootstrap.servers"], config["request.timeout.ms"], extra)
+        _ADMINS[key] = Admin(settings, config["request.timeout.ms"])
     return _ADMINS[key]
 
 
@@ -101,7 +102,6 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
     task.changelog_ids = admin_for(config).topic_ids(sorted({t for t, _ in parts.values()}))
     if checkpoint:
         _check_same_topics(task, parts, checkpoint)
-    consumer_conf = {k[len("consumer."):]: v for k, v in config.items() if k.startswith("consumer.")}
     for name, tp in parts.items():
         raw = bottom(task.stores[name])
         end = ends[tp]
@@ -122,7 +122,7 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
                             batch, *tp)
             raw.wipe()
             start = 0
-        _restore(task.task_id, name, raw, tp, start, end, config, consumer_conf, batch,
+        _restore(task.task_id, name, raw, tp, start, end, config, batch,
                  restore_checker(task.stores[name], task.task_id))
     return ends
 
@@ -161,7 +161,7 @@ def _check_same_topics(task: StreamTask, parts: dict[str, tuple[str, int]],
 
 
 def _restore(task_id: str, name: str, raw: Any, tp: tuple[str, int], start: int, end: int,
-             config: dict[str, Any], consumer_conf: dict[str, Any],
+             config: dict[str, Any],
              batch: tuple[str, int] | None, check: Any = None) -> None:
     """Copy changelog records ``start..end`` into the byte store ``raw``; ``check`` (stores
     in kspark's internal encoding) rejects a record that does not parse, naming it."""
@@ -170,8 +170,8 @@ def _restore(task_id: str, name: str, raw: Any, tp: tuple[str, int], start: int,
     began, done, total, skipped = time.monotonic(), 0, end - start, 0
     log.info("task %s: restoring store %r from %s partition %d, offsets %d..%d",
              task_id, name, tp[0], tp[1], start, end)
-    for msgs in read_range(config["bootstrap.servers"], tp[0], tp[1], start, end,
-                           config["source.read.timeout.ms"], consumer_conf):
+    for msgs in read_range(as_settings(config), tp[0], tp[1], start, end,
+                           config["source.read.timeout.ms"], kind="restore.consumer"):
         for m in msgs:
             if batch is not None and _of_this_batch_or_later(m, batch, tp):
                 skipped += 1  # written by an earlier attempt of this batch (or a later one)
