@@ -32,6 +32,7 @@ bench: setup
 	$(PY) benchmarks/async_enrich.py
 	$(PY) benchmarks/eos_overhead.py
 	$(PY) benchmarks/latency.py
+	$(PY) benchmarks/range_stall.py
 
 # Optional, not part of test: kspark side by side with a confluent-kafka loop, Quix Streams,
 # Bytewax and native PySpark (see benchmarks/README.md), e.g. PEERS_ARGS="--records 20000

@@ -65,8 +65,13 @@ def read_range(where: ClientSettings | str, topic: str, partition: int, start: i
     if start >= end:
         return
     settings = as_settings(where)
-    conf = settings.conf(kind, "reader", dict(extra or {}), {"fetch.max.bytes": 52428800,
-                                                          "auto.offset.reset": "earliest"})
+    # Restores read with a consumer of their own; a range that ends at a log end leaves a
+    # fetch parked there for fetch.wait.max.ms, which the next range's fetch on the same
+    # connection waits behind: a range reader knows what it reads and never needs to wait.
+    conf = settings.conf(kind, "restorer" if kind == "restore.consumer" else "reader",
+                         dict(extra or {}), {"fetch.max.bytes": 52428800,
+                                             "auto.offset.reset": "earliest",
+                                             "fetch.wait.max.ms": 10})
     conf.update({"group.id": f"{settings.app_id}-kspark-reader",
                  "enable.auto.commit": False, "enable.auto.offset.store": False,
                  "isolation.level": "read_committed", "enable.partition.eof": True})
@@ -314,12 +319,17 @@ def group_reader(where: ClientSettings | str, app_id: str) -> Consumer:
 
 
 def commit_offsets(where: ClientSettings | str, app_id: str,
-                   offsets: Mapping[tuple[str, int], int]) -> None:
+                   offsets: Mapping[tuple[str, int], int],
+                   marker: tuple[tuple[str, int], str] | None = None) -> None:
     """Commit a task's input offsets to the group ``app_id`` (at-least-once: after the
-    batch's output is written; exactly-once commits them in the task's transaction)."""
-    if not offsets:
-        return
+    batch's output is written; exactly-once commits them in the task's transaction), and
+    with them ``marker``: (its topic-partition, the encoded marker with the task's progress)
+    as offset metadata, in the same request."""
     tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+    if marker is not None:
+        tps.append(TopicPartition(*marker[0], 0, metadata=marker[1]))
+    if not tps:
+        return
     settings = as_settings(where)
     try:
         group_reader(settings, app_id).commit(offsets=tps, asynchronous=False)

@@ -39,7 +39,7 @@ from kspark.errors import (
     TransactionsUnavailableError,
 )
 
-__all__ = ["Marker", "TaskTransactions", "task_transactions", "progress_topic",
+__all__ = ["Marker", "TaskTransactions", "task_transactions", "progress_topic", "read_marker",
            "encode_marker", "decode_marker"]
 
 log = logging.getLogger("kspark")
@@ -149,26 +149,8 @@ class TaskTransactions:
 
     def marker(self) -> Marker | None:
         """The task's last committed marker (None: it never committed a batch)."""
-        tp = TopicPartition(*self.marker_tp)
-        deadline = time.monotonic() + self._timeout_s
-        while True:  # the group coordinator may be loading or moving: retry until the deadline
-            try:
-                (committed,) = self._group.committed([tp], timeout=self._timeout_s)
-                return decode_marker(committed.metadata, (
-                    f"task {self.task_id}'s marker (the offset metadata of consumer group "
-                    f"{self.app_id!r} for topic {tp.topic!r} partition {tp.partition})"))
-            except KafkaException as e:
-                err = e.args[0]
-                denied = authorization_for(self.settings, err.code(), err.str(),
-                                           {"GROUP": (self.app_id, "READ", False)})
-                if denied is not None:
-                    raise denied from None
-                if not err.retriable() and err.code() not in _COORDINATOR_MOVING or \
-                        time.monotonic() > deadline:
-                    raise TransactionsUnavailableError(
-                        f"task {self.task_id}: cannot read its committed marker from consumer "
-                        f"group {self.app_id!r} ({err.str()}); is the broker up?") from None
-                time.sleep(0.2)
+        return read_marker(self.settings, self.app_id, self.task_id, self.marker_tp,
+                           self._timeout_s)
 
     def begin(self) -> None:
         self._call("begin_transaction")
@@ -253,6 +235,34 @@ class TaskTransactions:
                 "transaction.state.log.replication.factor and transaction.state.log.min.isr "
                 "are at most the number of live brokers")
         return TransactionsUnavailableError(f"task {self.task_id}: {step} failed: {err.str()}")
+
+
+def read_marker(where: ClientSettings | str, app_id: str, task_id: str,
+                marker_tp: tuple[str, int], timeout_s: float = 60.0) -> Marker | None:
+    """Task ``task_id``'s last committed marker: the offset metadata of the consumer group
+    ``app_id`` for ``marker_tp`` (None: the task never committed a batch). Both guarantees
+    keep a task's progress there, so no task ever resumes a stale local copy."""
+    settings = as_settings(where)
+    tp = TopicPartition(*marker_tp)
+    deadline = time.monotonic() + timeout_s
+    while True:  # the group coordinator may be loading or moving: retry until the deadline
+        try:
+            (committed,) = group_reader(settings, app_id).committed([tp], timeout=timeout_s)
+            return decode_marker(committed.metadata, (
+                f"task {task_id}'s marker (the offset metadata of consumer group "
+                f"{app_id!r} for topic {tp.topic!r} partition {tp.partition})"))
+        except KafkaException as e:
+            err = e.args[0]
+            denied = authorization_for(settings, err.code(), err.str(),
+                                       {"GROUP": (app_id, "READ", False)})
+            if denied is not None:
+                raise denied from None
+            if not err.retriable() and err.code() not in _COORDINATOR_MOVING or \
+                    time.monotonic() > deadline:
+                raise TransactionsUnavailableError(
+                    f"task {task_id}: cannot read its committed marker from consumer "
+                    f"group {app_id!r} ({err.str()}); is the broker up?") from None
+            time.sleep(0.2)
 
 
 _TXNS: dict[tuple, TaskTransactions] = {}

@@ -117,9 +117,9 @@ class SparkApplication:
         plan = plan_query(spark, self.graph, c, counts, start, stop)
         self._counters = plan.counters
         self._create_changelogs(admin, counts, plan.store_tasks)
-        if c["processing.guarantee"] == EXACTLY_ONCE_V2:
-            self._create_topic(admin, counts, progress_topic(c["application.id"]), plan.tasks,
-                               "the application's tasks")
+        # every task's progress marker (both guarantees): offset metadata of this topic
+        self._create_topic(admin, counts, progress_topic(c["application.id"]), plan.tasks,
+                           "the application's tasks")
         writer = (plan.df.writeStream.format("noop").queryName(c["application.id"])
                   .option("checkpointLocation", self.checkpoint_dir))
         if c["autostop.at"] == "eol":

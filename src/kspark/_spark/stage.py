@@ -13,6 +13,7 @@ import itertools
 import json
 import logging
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,8 @@ from kspark._graph.instantiate import build_task
 from kspark._engine.state.build import bottom, discard_buffered
 from kspark._kafka.clients import commit_offsets, read_range, task_producer
 from kspark._kafka.settings import as_settings
-from kspark._kafka.transactions import Marker, progress_topic, task_transactions
+from kspark._kafka.transactions import (Marker, encode_marker, progress_topic, read_marker,
+                                        task_transactions)
 from kspark._spark.documents import check_task_marker
 from kspark._engine.async_ops import async_metrics
 from kspark._spark.globals import global_state, pins_from_offset_log
@@ -226,6 +228,14 @@ def _in_writer_order(records: list[tuple[tuple, RawRecord]]) -> list[RawRecord]:
     return out
 
 
+def _instance_of(task: Any) -> str:
+    """An id of this task object, kept in its at-least-once markers: a worker reuses its
+    cached task only if that task made the last commit (as a producer's under exactly-once)."""
+    if not hasattr(task, "instance_id"):
+        task.instance_id = uuid.uuid4().hex
+    return task.instance_id
+
+
 def _reusable(task: Any, builders: dict[str, Any], marker: Marker | None) -> Any:
     """A task cached in this worker, if its in-memory stores are still at their changelogs'
     end (and, under exactly-once, it made the task's last commit)."""
@@ -335,33 +345,35 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
                 raise StreamsError(f"task {task_id} got no global store offsets with micro-batch "
                                    f"{batch}: its markers carry none (a kspark bug)")
             global_stores = global_state(graph, config, pins).read_only()
-        tx, marker, replay, saved = None, None, False, LOCAL_PROGRESS
+        tx, replay = None, False
+        marker_tp = (progress_topic(app_id), plan.first_marker + partition)
         if eos:
-            tx, marker = task_transactions(settings, app_id, task_id,
-                                           (progress_topic(app_id), plan.first_marker + partition),
-                                           batch)
+            tx, marker = task_transactions(settings, app_id, task_id, marker_tp, batch)
             replay = tx is None
-            saved = None if marker is None else marker.previous if replay else marker.progress
             producer: RecordCollector = _DISCARD if replay else tx.producer
-        else:
+        else:  # the progress is in Kafka under both guarantees: never a stale local copy
+            marker = read_marker(settings, app_id, task_id, marker_tp)
             producer = task_producer(settings, f"{app_id}-{task_id}-producer",
                                      skip_failed=skip_failed)
+        again = marker is not None and marker.covers(batch)  # Spark runs a committed batch
+        saved = None if marker is None else marker.previous if again else marker.progress
+        if again:  # a cached task's stores hold the batch already: rebuild from changelogs
+            cached = _take_task(key)
+            if cached is not None:
+                cached.close()
         if replay:
             # Committed already: write nothing, but feed downstream tasks exactly what the
             # committed attempt fed them, recomputed from the state the batch started from.
             log.warning("task %s: batch %s is already committed; replaying it without writing",
                         task_id, batch)
-            cached = _take_task(key)
-            if cached is not None:
-                cached.close()
             if not plan.fed:
                 yield _RoutingCollector(producer, plan, partition, pins, clock).take_batch()
                 return
         collector = _RoutingCollector(producer, plan, partition, pins, clock)
-        task = None if replay else _reusable(_take_task(key), builders, marker)
+        task = None if again else _reusable(_take_task(key), builders, marker)
         if task is None:
             task = build_task(graph, task_id, config, collector, only=plan.nodes, batch_buffer=True,
-                              restore=lambda t: restore_task(t, builders, batch, saved, replay),
+                              restore=lambda t: restore_task(t, builders, batch, saved, again),
                               global_stores=global_stores)
             task.changelog_offsets = task.restored
         task.collector = collector
@@ -400,7 +412,10 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
                 tx.commit(task.marker, inputs)
             task.changelog_offsets = checkpoint_task(task, builders)
             if tx is None:  # at-least-once: the group learns the input offsets after the output
-                commit_offsets(settings, app_id, inputs)
+                q, n = batch if batch is not None else ("", -1)
+                task.marker = Marker(q, n, task.progress(), None if marker is None else
+                                     marker.progress, _instance_of(task))
+                commit_offsets(settings, app_id, inputs, (marker_tp, encode_marker(task.marker)))
             if counters is not None:  # Spark keeps a task's additions only if it succeeds
                 counters[0].add(read_count)
                 counters[1].add(collector.sent)

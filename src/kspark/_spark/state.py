@@ -69,8 +69,9 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
     """Bring every logged store of a new task to the state its ``batch`` (query id, batch
     id) starts from; returns the changelog end offsets.
 
-    The task also resumes its progress: ``saved`` (under exactly-once, from the task's
-    marker in Kafka), else the one saved locally. A batch that Spark runs again (its first
+    The task also resumes its progress: ``saved``, the progress in the task's marker in
+    Kafka (under both guarantees; the Spark host always passes it), else the one saved
+    locally (a cache: on a cluster it may be of an executor the task left batches ago). A batch that Spark runs again (its first
     attempt died, perhaps after writing its changelog and checkpoint) must not see its own
     first attempt: when the local progress is of this batch of the same query, the batch is
     a ``replay`` of a committed one, or the checkpoint is missing, the local state is wiped
@@ -88,7 +89,7 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
         progress = progress.get("previous")
     if not (isinstance(saved, str) and saved == LOCAL_PROGRESS):
         progress = saved
-        source = (f"the progress in its exactly-once marker (consumer group "
+        source = (f"the progress in its marker (consumer group "
                   f"{task.config['application.id']!r})")
     if progress is not None:
         task.resume(progress, source)
