@@ -73,6 +73,16 @@ class App:
                 "request.timeout.ms": 10000, "processing.guarantee": guarantee,
                 **self.user, **extra}
 
+    def properties(self, path: Path, password: str, extra: list[str]) -> Path:
+        """A properties file for ``kspark run``: the application as this principal."""
+        path.write_text("\n".join([
+            f"application.id={self.app_id}", f"bootstrap.servers={self.secure.bootstrap}",
+            f"state.dir={self.state}", "autostop.at=eol", "security.protocol=SASL_SSL",
+            "sasl.mechanism=SCRAM-SHA-512", f"sasl.username={self.user['sasl.username']}",
+            f"sasl.password={password}", f"ssl.ca.location={self.secure.ca_file}",
+            *extra]) + "\n")
+        return path
+
     def run(self, spark, guarantee: str, **extra) -> KafkaStreams:
         streams = KafkaStreams(topology(self.src, self.long, self.counts),
                                self.config(guarantee, **extra), spark=spark)
@@ -241,17 +251,12 @@ def test_every_client_has_the_security_settings_and_no_secret_is_written(
     key, cert, key_line = _client_key(tmp_path)
     events, audit = tmp_path / "events", tmp_path / "clients.jsonl"
     events.mkdir()
-    props = tmp_path / "app.properties"
-    props.write_text("\n".join([
-        f"application.id={app.app_id}", f"bootstrap.servers={secure_broker.bootstrap}",
-        f"state.dir={app.state}", "autostop.at=eol", "processing.guarantee=exactly_once_v2",
-        "security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-512",
-        f"sasl.username={app.user['sasl.username']}", "sasl.password=${env:APP_SASL_PASSWORD}",
-        f"ssl.ca.location={secure_broker.ca_file}",
+    props = app.properties(tmp_path / "app.properties", "${env:APP_SASL_PASSWORD}", [
+        "processing.guarantee=exactly_once_v2",
         f"ssl.key.pem=${{file:{key}}}", f"ssl.certificate.pem=${{file:{cert}}}",
         "spark.master=local[2]", "spark.ui.enabled=false", "spark.sql.shuffle.partitions=2",
         "spark.eventLog.enabled=true", f"spark.eventLog.dir=file://{events}",
-        "spark.eventLog.compress=false"]) + "\n")
+        "spark.eventLog.compress=false"])
     repo = Path(__file__).resolve().parents[2]
     env = {"APP_SASL_PASSWORD": app.user["sasl.password"], "KSPARK_CLIENT_AUDIT": str(audit),
            "SECURE_APP_TOPICS": f"{app.src},{app.long},{app.counts}"}
@@ -302,13 +307,8 @@ def test_every_client_has_the_security_settings_and_no_secret_is_written(
 
 def test_kspark_run_start_failure_is_one_line_and_exit_2(secure_broker, tmp_path):
     app = App(secure_broker, tmp_path)
-    props = tmp_path / "app.properties"
-    props.write_text("\n".join([
-        f"application.id={app.app_id}", f"bootstrap.servers={secure_broker.bootstrap}",
-        f"state.dir={app.state}", "autostop.at=eol", "request.timeout.ms=10000",
-        "security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-512",
-        f"sasl.username={app.user['sasl.username']}", "sasl.password=wrong-password",
-        f"ssl.ca.location={secure_broker.ca_file}"]) + "\n")
+    props = app.properties(tmp_path / "app.properties", "wrong-password",
+                           ["request.timeout.ms=10000"])
     repo = Path(__file__).resolve().parents[2]
     run = _kspark(["run", "tests.integration.secure_app:build", "--config", str(props)],
                   {"SECURE_APP_TOPICS": f"{app.src},{app.long},{app.counts}"}, repo, 120)
