@@ -70,9 +70,11 @@ class KafkaStreams:
 
     def progress(self) -> dict[str, int]:
         """The micro-batches done, the input position reached (the sum of the next offsets
-        of every input partition), and the records read from and written to Kafka by this
-        process's committed task batches: ``{"batches": m, "position": n, "records_in": i,
-        "records_out": o}``."""
+        of every input partition), the records read from and written to Kafka by this
+        process's committed task batches, and what restoring state cost them (changelog
+        records read, and how many task batches restored any — on a cluster, mostly tasks
+        that moved to another executor): ``{"batches": m, "position": n, "records_in": i,
+        "records_out": o, "restored_records": r, "task_restores": t}``."""
         self._require_started()
         return self._app.progress()
 

@@ -217,8 +217,9 @@ class SparkApplication:
         return {"async": summarize_metrics(raw)}
 
     def progress(self) -> dict[str, int]:
-        counted = {"records_in": self._counters[0].value, "records_out": self._counters[1].value
-                   } if self._counters else {"records_in": 0, "records_out": 0}
+        names = ("records_in", "records_out", None, "restored_records", "task_restores")
+        counted = {n: (self._counters[i].value if self._counters else 0)
+                   for i, n in enumerate(names) if n}
         last = self._query.lastProgress if self._query else None
         if not last:
             return {"batches": 0, "position": 0, **counted}

@@ -147,7 +147,7 @@ class QueryPlan:
     df: DataFrame
     store_tasks: dict[str, int]
     tasks: int
-    counters: tuple[Any, Any, Any]
+    counters: tuple[Any, ...]
 
 
 def kafka_sources(graph: TopologyGraph) -> tuple[list[str], dict[str, str]]:
@@ -197,8 +197,9 @@ def plan_query(spark: SparkSession, graph: TopologyGraph, c: StreamsConfig,
     for st in sorted(subs, key=lambda st: st.id):
         first_marker[st.id], total = total, total + tasks[st.id]
     outputs: dict[int, DataFrame] = {}  # by id(group)
-    counters = (spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0),
-                spark.sparkContext.accumulator({}, MetricsParam()))
+    sc = spark.sparkContext  # records in, records out, async metrics, restored, restores
+    counters = (sc.accumulator(0), sc.accumulator(0), sc.accumulator({}, MetricsParam()),
+                sc.accumulator(0), sc.accumulator(0))
     for g in groups:
         members = []
         for st in g.members:

@@ -421,6 +421,11 @@ def _task_runner(graph: TopologyGraph, config: dict[str, Any], plan: StagePlan,
                 counters[1].add(collector.sent)
                 if task._async_nodes:
                     counters[2].add(async_metrics(task, take=True))
+                restored = getattr(task, "restored_records", 0)
+                if restored:  # a task that restored records here (it moved, or was rebuilt)
+                    counters[3].add(restored)
+                    counters[4].add(1)
+                    task.restored_records = 0
             _inject_fault(context, task_id, batch)
         except BaseException as e:
             for store in task.stores.values():

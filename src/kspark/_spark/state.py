@@ -123,7 +123,8 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
                             batch, *tp)
             raw.wipe()
             start = 0
-        _restore(task.task_id, name, raw, tp, start, end, config, batch,
+        task.restored_records = getattr(task, "restored_records", 0) + _restore(
+            task.task_id, name, raw, tp, start, end, config, batch,
                  restore_checker(task.stores[name], task.task_id))
     return ends
 
@@ -163,11 +164,12 @@ def _check_same_topics(task: StreamTask, parts: dict[str, tuple[str, int]],
 
 def _restore(task_id: str, name: str, raw: Any, tp: tuple[str, int], start: int, end: int,
              config: dict[str, Any],
-             batch: tuple[str, int] | None, check: Any = None) -> None:
+             batch: tuple[str, int] | None, check: Any = None) -> int:
     """Copy changelog records ``start..end`` into the byte store ``raw``; ``check`` (stores
-    in kspark's internal encoding) rejects a record that does not parse, naming it."""
+    in kspark's internal encoding) rejects a record that does not parse, naming it. Returns
+    the number of records read."""
     if start >= end:
-        return
+        return 0
     began, done, total, skipped = time.monotonic(), 0, end - start, 0
     log.info("task %s: restoring store %r from %s partition %d, offsets %d..%d",
              task_id, name, tp[0], tp[1], start, end)
@@ -186,6 +188,7 @@ def _restore(task_id: str, name: str, raw: Any, tp: tuple[str, int], start: int,
     raw.flush()
     log.info("task %s: restored %r (%d records, %d of a retried batch skipped) in %.1fs",
              task_id, name, done - skipped, skipped, time.monotonic() - began)
+    return done
 
 
 def _of_this_batch_or_later(message: Any, batch: tuple[str, int], tp: tuple[str, int]) -> bool:
