@@ -115,3 +115,27 @@ def secure_broker(tmp_path_factory):
         yield SecureBrokerHandle(b)
     finally:
         b.stop()
+
+
+@pytest.fixture(scope="module")
+def standalone_cluster(tmp_path_factory):
+    """A real Spark standalone cluster for one test module (stopped after it, so its JVMs
+    do not idle through the rest of the suite): a master and two workers (1 core, 1g each,
+    each with its own work directory), started with the launcher classes inside pyspark,
+    on 127.0.0.1 (see tests/integration/standalone.py)."""
+    from tests.integration.standalone import StandaloneCluster
+
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("standalone"), workers=2)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def spark_standalone(standalone_cluster):
+    """The module's standalone cluster with every worker alive: a worker an earlier test
+    killed (``kill_worker``) is started again first."""
+    standalone_cluster.revive()
+    return standalone_cluster

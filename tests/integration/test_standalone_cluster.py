@@ -1,0 +1,295 @@
+"""kspark on a real Spark standalone cluster (a master and two workers, each with its own
+work directory, as separate machines), the application submitted with ``spark-submit``.
+
+One submission (tests/integration/standalone_app.py) runs the application twice at once,
+under exactly_once_v2 and under at_least_once: a windowed count fed with records of which
+some are late by two windows (Kafka Streams drops them), and a stream-table join, as
+incremental batch runs in small micro-batches. After the first micro-batches one worker
+is SIGKILLed together with its executor while that runs a task; Spark goes on with the
+other worker's executor and both runs must finish with the right output: exact under
+exactly_once_v2 (read_committed), right final values per key and window under
+at_least_once (duplicates allowed). In both, late records stay dropped.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from kspark import Serdes, StreamsBuilder
+from kspark.testing import TopologyTestDriver
+from tests.conftest import consume_all
+from tests.integration import standalone_app as app
+from tests.integration.standalone import stop_process_group
+
+pytestmark = pytest.mark.integration
+
+S, L = Serdes.String(), Serdes.Long()
+APP = Path(app.__file__).resolve()
+PARTITIONS = 4
+WIN_PER_PARTITION, WIN_KEYS = 500, 5          # windowed count input: 2,000 records
+USERS_PER_PARTITION = CLICKS_PER_PARTITION = 150  # join input: 600 users, 600 clicks
+MAX_OFFSETS = 300                               # per source and micro-batch: 7 batches
+BASE = 1_700_000_000_000                        # a multiple of the window size
+
+
+# -- the input --------------------------------------------------------------------------
+def windowed_input() -> dict[int, list[tuple[str, str, int]]]:
+    """Per partition, in offset order, ``(key, value, timestamp)``: 100 ms apart; every
+    25th record late by two windows (20 s: dropped, its window closed long ago), every
+    20th another 1.5 s late (within the 2 s grace: counted, sometimes in the window before).
+
+    A micro-batch takes 75 records of each partition (MAX_OFFSETS shared by equal lags), so
+    every micro-batch after the first starts with a late record: only the stream time the
+    task resumes (its progress after the previous batch, wherever that ran) says it is late."""
+    out = {}
+    for p in range(PARTITIONS):
+        recs = []
+        for i in range(WIN_PER_PARTITION):
+            ts = BASE + i * 100
+            if i % 25 == 0 and i:
+                ts -= 100 + 2 * app.WINDOW_MS
+            elif i % 20 == 9:
+                ts -= 1_500
+            recs.append((f"w{p}-{(i // 3) % WIN_KEYS}", f"v{i}", ts))
+        out[p] = recs
+    return out
+
+
+def join_input() -> tuple[dict[int, list], dict[int, list]]:
+    """Per partition: users (the table; one record per key, all older than every click)
+    and clicks. Click ``i`` names a user written at an offset <= i of the same partition
+    (users and clicks have equal lags, so a micro-batch takes equal offset ranges of both
+    and a click's user is always read by then); every 10th click names no user."""
+    rng = random.Random(11)
+    users, clicks = {}, {}
+    for p in range(PARTITIONS):
+        users[p] = [(f"u{p}-{j}", f"name{p}-{j}", BASE + j) for j in range(USERS_PER_PARTITION)]
+        clicks[p] = [(f"nobody{p}-{i}" if i % 10 == 9 else f"u{p}-{rng.randrange(i + 1)}",
+                      f"c{p}-{i}", BASE + 100_000 + 10 * i) for i in range(CLICKS_PER_PARTITION)]
+    return users, clicks
+
+
+def produce(broker: str, topic: str, per_partition: dict[int, list]) -> None:
+    p = Producer({"bootstrap.servers": broker, "enable.idempotence": True, "linger.ms": 5})
+    for part, recs in per_partition.items():
+        for k, v, ts in recs:
+            p.produce(topic, key=k.encode(), value=v.encode(), partition=part, timestamp=ts)
+    assert p.flush(30) == 0
+
+
+# -- the expected output, two ways ------------------------------------------------------
+def expected_windowed(inp: dict[int, list]) -> tuple[dict[str, list[int]], int]:
+    """Kafka Streams' rule, computed here: a task per partition; its stream time is the
+    highest timestamp seen; a record whose window ends at or before stream time - grace is
+    dropped. Returns every update per ``<key>@<start>`` (in order) and how many were dropped."""
+    updates: dict[str, list[int]] = defaultdict(list)
+    dropped = 0
+    for recs in inp.values():
+        stream_time, counts = -1, defaultdict(int)
+        for key, _, ts in recs:
+            stream_time = max(stream_time, ts)
+            start = ts - ts % app.WINDOW_MS
+            if start + app.WINDOW_MS <= stream_time - app.GRACE_MS:
+                dropped += 1
+                continue
+            counts[(key, start)] += 1
+            updates[f"{key}@{start}"].append(counts[(key, start)])
+    return dict(updates), dropped
+
+
+def expected_joined(users: dict[int, list], clicks: dict[int, list]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    for p in users:
+        table = {k: v for k, v, _ in users[p]}
+        for k, v, _ in clicks[p]:
+            if k in table:
+                out[k].append(f"{v}:{table[k]}")
+    return dict(out)
+
+
+def driver_output(add, inputs: list[tuple[str, list]], out_topic: str, value_serde) -> dict:
+    """The same sub-topology on the TopologyTestDriver, one driver per input partition (a
+    Kafka Streams task each), inputs piped in a task's order; every update per key."""
+    got: dict[str, list] = defaultdict(list)
+    for p in range(PARTITIONS):
+        b = StreamsBuilder()
+        add(b)
+        with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": 0}) as d:
+            pipes = {topic: d.create_input_topic(topic, S, S) for topic, _ in inputs}
+            for topic, (k, v, ts) in by_head_timestamp([(topic, per[p]) for topic, per in inputs]):
+                pipes[topic].pipe_input(k, v, ts)
+            for k, v in d.create_output_topic(out_topic, S, value_serde).read_key_values_to_list():
+                got[k].append(v)
+    return dict(got)
+
+
+def by_head_timestamp(partitions: list[tuple[str, list]]):
+    """A task's order: each partition in offset order, the partition whose next record has
+    the lowest timestamp first (ties: the earlier one), as Kafka Streams' PartitionGroup."""
+    pos = [0] * len(partitions)
+    while True:
+        heads = [(recs[pos[n]][2], n) for n, (_, recs) in enumerate(partitions)
+                 if pos[n] < len(recs)]
+        if not heads:
+            return
+        _, n = min(heads)
+        yield partitions[n][0], partitions[n][1][pos[n]]
+        pos[n] += 1
+
+
+def read(broker: str, topic: str, value_serde, at_least: int) -> dict[str, list]:
+    """Every record of ``topic`` read with read_committed: the values per key, in order."""
+    got: dict[str, list] = defaultdict(list)
+    for m in consume_all(broker, topic, at_least, timeout_s=60):
+        got[m.key().decode()].append(value_serde.deserialize(topic, m.value()))
+    return dict(got)
+
+
+def committed_batches(checkpoint: Path) -> int:
+    commits = checkpoint / "commits"
+    return len([f for f in commits.iterdir() if f.name.isdigit()]) if commits.is_dir() else 0
+
+
+# -- one run, both guarantees ----------------------------------------------------------
+GUARANTEES = ("exactly_once_v2", "at_least_once")
+NAMES = ("win-in", "win-out", "users", "clicks", "joined")
+CONF = {"spark.task.maxFailures": "8",
+        "spark.executor.memory": "512m", "spark.ui.enabled": "false",
+        # kspark's session defaults, given here: the app takes spark-submit's session
+        "spark.python.daemon.module": "kspark._spark.daemon",
+        "spark.python.worker.reuse": "true"}
+
+
+@pytest.fixture(scope="module")
+def run(broker, admin, standalone_cluster, tmp_path_factory):
+    """One ``spark-submit`` running the application once per guarantee (at once, on the
+    same two executors); worker 0 SIGKILLed, with its executor, while it runs a task after
+    both applications completed two micro-batches. Returns what the checks need."""
+    cluster = standalone_cluster
+    cluster.revive()  # every worker alive (another test may have killed one)
+    tmp = tmp_path_factory.mktemp("standalone-run")
+    tag = uuid.uuid4().hex[:6]
+    t = {n: f"standalone-{n}-{tag}" for n in NAMES}
+    outputs = {f"{t[n]}-{g}": PARTITIONS for n in ("win-out", "joined") for g in GUARANTEES}
+    admin.create_topics({**{t[n]: PARTITIONS for n in ("win-in", "users", "clicks")}, **outputs})
+    win, (users, clicks) = windowed_input(), join_input()
+    produce(broker, t["win-in"], win)
+    produce(broker, t["users"], users)
+    produce(broker, t["clicks"], clicks)
+
+    app_id = f"standalone-{tag}"
+    checkpoints = tmp / "shared" / "checkpoints"   # shared storage stand-in: absolute
+    driver_dir, log = tmp / "driver", tmp / "driver.log"
+    t0 = time.monotonic()
+    proc = cluster.submit(APP, [broker, ",".join(t[n] for n in NAMES), app_id,
+                                ",".join(GUARANTEES), "kspark-state", str(checkpoints),
+                                str(MAX_OFFSETS)], conf=CONF, cwd=driver_dir, log=log)
+
+    def tail() -> str:
+        return log.read_text(errors="replace")[-6000:] if log.exists() else ""
+
+    def batches() -> list[int]:
+        return [committed_batches(checkpoints / f"{app_id}-{g}") for g in GUARANTEES]
+
+    victim = 0
+    try:
+        deadline = time.monotonic() + 180
+        while min(batches()) < 2:   # the first micro-batches completed
+            assert proc.poll() is None, f"the driver ended early ({proc.returncode}):\n{tail()}"
+            assert time.monotonic() < deadline, f"no micro-batches in time:\n{tail()}"
+            time.sleep(0.2)
+        executors = [cluster.executors(i) for i in range(2)]
+        assert all(executors), f"expected an executor on each worker, saw {executors}"
+        while not (running := cluster.running_tasks(victim)):  # kill it mid-task
+            assert proc.poll() is None, f"the run ended before the kill:\n{tail()}"
+            assert time.monotonic() < deadline, f"worker {victim} ran no task:\n{tail()}"
+            time.sleep(0.05)
+        before = batches()
+        executor_dirs = [cluster.executor_dirs(i) for i in range(2)]
+        killed = cluster.kill_worker(victim)
+        t_kill = time.monotonic() - t0
+        assert set(executors[victim]) <= set(killed)
+        try:
+            rc = proc.wait(180)
+        except Exception:
+            raise AssertionError(f"the driver did not finish in time:\n{tail()}") from None
+        assert rc == 0, f"spark-submit exited {rc}:\n{tail()}"
+    finally:
+        stop_process_group(proc)
+    print(f"\nstandalone: killed worker {victim} (pids {killed}) running task(s) {running} "
+          f"after micro-batches {before}, {t_kill:.1f} s after spark-submit; finished after "
+          f"{time.monotonic() - t0:.1f} s with micro-batches {batches()}")
+    return {"cluster": cluster, "topics": t, "app_id": app_id, "log": log.read_text(
+        errors="replace"), "driver_dir": driver_dir, "executor_dirs": executor_dirs,
+        "before": before, "after": batches(), "inputs": (win, users, clicks)}
+
+
+def test_the_run_used_the_cluster_and_each_executors_own_state_dir(run):
+    """spark-submit's master held; micro-batches went on after the kill; state.dir is
+    relative, so each executor's stores are in its own working directory:
+    <work-dir>/<spark app id>/<executor id>/kspark-state/<application.id>/<task>."""
+    assert f"master {run['cluster'].url} at" in run["log"], run["log"][-3000:]
+    assert all(a > b for a, b in zip(run["after"], run["before"])), (run["before"], run["after"])
+    for g in GUARANTEES:
+        app_name = f"{run['app_id']}-{g}"
+        for i, dirs in enumerate(run["executor_dirs"]):
+            assert dirs, f"worker {i} ran no executor"
+            tasks = {d.name for e in dirs for d in (e / "kspark-state" / app_name).glob("*_*")}
+            assert tasks, f"{app_name}: no task state in worker {i}'s executor dirs {dirs}"
+        assert not list((run["driver_dir"] / "kspark-state" / app_name).glob("*_*")), \
+            "no task ran on the driver"
+
+
+def test_the_topologies_expected_output_is_kafka_streams():
+    """The expected output, computed here, is what the same sub-topologies give on the
+    TopologyTestDriver (one driver per partition, as one Kafka Streams task each)."""
+    t = {n: n for n in NAMES}
+    win, (users, clicks) = windowed_input(), join_input()
+    want_win, dropped = expected_windowed(win)
+    assert dropped == PARTITIONS * (WIN_PER_PARTITION // 25 - 1)  # the late-by-two-windows ones
+    assert driver_output(lambda b: app.add_windowed_count(b, t["win-in"], t["win-out"]),
+                         [(t["win-in"], win)], t["win-out"], L) == want_win
+    assert driver_output(lambda b: app.add_join(b, t["users"], t["clicks"], t["joined"]),
+                         [(t["users"], users), (t["clicks"], clicks)], t["joined"],
+                         S) == expected_joined(users, clicks)
+
+
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+def test_output_after_a_worker_was_killed(run, broker, guarantee):
+    """exactly_once_v2: read_committed output exact (every update once, in order; nothing
+    lost). at_least_once: duplicates allowed, final value per window and key right, late
+    records dropped. Both: no window that only late records would open."""
+    t = run["topics"]
+    win, users, clicks = run["inputs"]
+    want_win, _ = expected_windowed(win)
+    want_join = expected_joined(users, clicks)
+    got_win = read(broker, f"{t['win-out']}-{guarantee}", L, sum(map(len, want_win.values())))
+    got_join = read(broker, f"{t['joined']}-{guarantee}", S,
+                    sum(map(len, want_join.values())))
+    late_keys = set(got_win) - set(want_win)
+    assert not late_keys, f"windows only late records open: {sorted(late_keys)[:10]}"
+    if guarantee == "exactly_once_v2":
+        assert got_win == want_win, _diff(got_win, want_win)
+        assert got_join == want_join, _diff(got_join, want_join)
+    else:
+        final = {k: max(v) for k, v in got_win.items()}
+        want_final = {k: v[-1] for k, v in want_win.items()}
+        assert final == want_final, "final counts (late records counted?) " + _diff(
+            final, want_final)
+        assert {k: sorted(set(v)) for k, v in got_win.items()} == want_win, _diff(
+            {k: sorted(set(v)) for k, v in got_win.items()}, want_win)
+        assert {k: set(v) for k, v in got_join.items()} == {
+            k: set(v) for k, v in want_join.items()}, _diff(got_join, want_join)
+
+
+def _diff(got: dict, want: dict, n: int = 8) -> str:
+    keys = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+    return f"{len(keys)} keys differ, e.g.: " + "; ".join(
+        f"{k}: got {got.get(k)} want {want.get(k)}" for k in keys[:n])
