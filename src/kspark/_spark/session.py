@@ -26,12 +26,24 @@ _DEFAULTS = {
 def build_session(spark_conf: Mapping[str, Any] | None = None) -> SparkSession:
     """Get or create the SparkSession, with kspark's defaults under the given ``spark.*`` keys.
 
-    ``PYSPARK_PYTHON`` is set to the running interpreter (unless ``spark.pyspark.python`` is
-    given), so Spark's Python workers see the same packages.
+    What ``spark-submit`` (or ``spark-defaults.conf``) already set — ``--master``,
+    ``--conf`` — is kept: kspark's defaults fill only what nobody set, and the keys given
+    here override both. ``PYSPARK_PYTHON`` is set to the running interpreter unless
+    ``spark.pyspark.python`` or ``PYSPARK_PYTHON`` is already given, so Spark's Python
+    workers see the same packages.
     """
-    conf = dict(_DEFAULTS)
+    from pyspark import SparkConf, SparkContext
+
+    launched: Any = {}
+    if SparkContext._jvm is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        # under spark-submit the JVM runs already: its spark.* properties are what
+        # spark-submit was given (else the JVM is started below, with our settings)
+        SparkContext._ensure_initialized()
+        launched = dict(SparkConf().getAll())
+    conf = {k: v for k, v in _DEFAULTS.items() if k not in launched}
     conf.update({k: str(v) for k, v in (spark_conf or {}).items()})
-    python = conf.get("spark.pyspark.python", sys.executable)
+    python = (conf.get("spark.pyspark.python") or launched.get("spark.pyspark.python")
+              or os.environ.get("PYSPARK_PYTHON") or sys.executable)
     os.environ["PYSPARK_PYTHON"] = python
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     log4j = resources.files("kspark._spark").joinpath("log4j2.properties")
