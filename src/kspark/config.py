@@ -149,10 +149,15 @@ _KEYS = [
     ConfigKey("statestore.cache.max.bytes", int, 10 * 1024 * 1024, "Record cache for DSL "
               "stores: above 0, a table emits each key's latest change once per commit (on "
               "Spark: per micro-batch); 0 emits every update.", _non_negative),
+    ConfigKey("replication.factor", int, -1, "Replication factor of the internal topics kspark "
+              "creates (changelogs, the progress, metadata and instance topics); -1 takes the "
+              "brokers' default.replication.factor, as Kafka Streams does.",
+              lambda v: None if v == -1 or v > 0 else "must be -1 or > 0"),
     ConfigKey("request.timeout.ms", int, 30000, "How long kspark waits for the brokers to answer "
               "a metadata or admin request before failing with an error naming them.", _positive),
     ConfigKey("max.offsets.per.trigger", int, 200_000, "kspark: upper bound on the records one "
-              "micro-batch reads, over all partitions (bounds memory).", _positive),
+              "micro-batch reads, over all partitions of one source (each sub-topology that "
+              "reads Kafka is one; bounds memory).", _positive),
     ConfigKey("async.max.in.flight", int, 64, "KIP-311: the default number of records an async "
               "step (map_values_async, ...) of one task has in flight at once.", _positive),
     ConfigKey("delayed.records.check.interval.ms", int, 1000, "KIP-311: on Spark, how often a "

@@ -106,9 +106,11 @@ class Admin:
         return {t: counts[t] for t in sources}
 
     def create_topics(self, topics: Mapping[str, int], config: Mapping[str, str] | None = None,
-                      exist_ok: bool = True) -> None:
-        """Create ``{topic: partitions}`` with replication factor 1."""
-        new = [NewTopic(t, n, 1, config=dict(config or {})) for t, n in topics.items()]
+                      exist_ok: bool = True, replication_factor: int = -1) -> None:
+        """Create ``{topic: partitions}`` with ``replication_factor`` (-1: the brokers'
+        ``default.replication.factor``)."""
+        new = [NewTopic(t, n, replication_factor, config=dict(config or {}))
+               for t, n in topics.items()]
         for topic, fut in self._admin.create_topics(new, operation_timeout=self.timeout_s).items():
             try:
                 fut.result(timeout=self.timeout_s)

@@ -147,7 +147,9 @@ def _problem(key: bytes | None, value: bytes | None, marker: bytes) -> str:
 class StopOffsets:
     """Reads and writes one application's metadata topic."""
 
-    def __init__(self, where: ClientSettings | str, app_id: str, timeout_ms: int = 30000):
+    def __init__(self, where: ClientSettings | str, app_id: str, timeout_ms: int = 30000,
+                 replication_factor: int = -1):
+        self.replication_factor = replication_factor
         self.settings = as_settings(where)
         self.bootstrap, self.app_id, self.timeout_ms = self.settings.bootstrap, app_id, timeout_ms
         self.topic = metadata_topic(app_id)
@@ -158,7 +160,8 @@ class StopOffsets:
 
     def create(self) -> None:
         """Create the topic (one partition, compacted) if it does not exist."""
-        self._admin.create_topics({self.topic: 1}, {"cleanup.policy": "compact"})
+        self._admin.create_topics({self.topic: 1}, {"cleanup.policy": "compact"},
+                                  replication_factor=self.replication_factor)
 
     def read(self) -> RunState:
         """Read the whole topic, from its first offset to its end."""

@@ -161,8 +161,7 @@ class SparkApplication:
                     "docs/architecture.md), or reset the application (delete "
                     f"{app_dir} and the application's internal topics, then reprocess)")
 
-    @staticmethod
-    def _create_topic(admin: Admin, counts: dict[str, int], topic: str, n: int, what: str,
+    def _create_topic(self, admin: Admin, counts: dict[str, int], topic: str, n: int, what: str,
                       config: dict[str, str] | None = None) -> None:
         """Create an internal topic with one partition per task, or check the existing one."""
         if topic in counts and counts[topic] != n:
@@ -170,7 +169,8 @@ class SparkApplication:
                 f"internal topic {topic!r} has {counts[topic]} partitions but there are {n} of "
                 f"{what}; reset the application (delete its internal topics and the state "
                 "directory) or restore the input topics' partition counts")
-        admin.create_topics({topic: n}, config)
+        admin.create_topics({topic: n}, config,
+                            replication_factor=self.config["replication.factor"])
 
     def await_termination(self, timeout_s: float | None) -> bool:
         try:

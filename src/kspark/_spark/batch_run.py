@@ -45,7 +45,8 @@ class BatchRun:
     def at_start(cls, c: StreamsConfig, admin: Admin, topics: list[str],
                  counts: Mapping[str, int]) -> "BatchRun | None":
         """Resume or begin the batch run (None when streaming, after deleting stop offsets)."""
-        meta = StopOffsets(admin.settings, c["application.id"], c["request.timeout.ms"])
+        meta = StopOffsets(admin.settings, c["application.id"], c["request.timeout.ms"],
+                           c["replication.factor"])
         meta.create()
         state = meta.read()
         app = c["application.id"]
