@@ -1,7 +1,7 @@
 """A stateful kspark app on Spark local-cluster (separate executor processes), run as a script.
 
 Used by test_cluster_failover.py: ``python -m tests.integration.cluster_app BOOTSTRAP SRC DST
-APP_ID STATE_DIR``. Prints ``batches N`` as micro-batches complete; exits 0 when the input
+APP_ID STATE_DIR [CHECKPOINT]``. Prints ``batches N`` as micro-batches complete; exits 0 when the input
 is consumed.
 """
 
@@ -41,12 +41,14 @@ def topology(src: str, dst: str):
     return b.build()
 
 
-def main(bootstrap: str, src: str, dst: str, app_id: str, state_dir: str) -> int:
+def main(bootstrap: str, src: str, dst: str, app_id: str, state_dir: str,
+         checkpoint: str | None = None) -> int:
     spark = spark_session({"spark.master": "local-cluster[2,1,1024]", "spark.ui.enabled": "false",
                            "spark.task.maxFailures": "8"})
     streams = KafkaStreams(topology(src, dst), {
         "application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-        "autostop.at": "eol", "max.offsets.per.trigger": 200}, spark=spark)
+        "autostop.at": "eol", "max.offsets.per.trigger": 200,
+        **({"checkpoint.location": checkpoint} if checkpoint else {})}, spark=spark)
     streams.start()
     run_printing_batches(streams)
     spark.stop()
@@ -54,4 +56,4 @@ def main(bootstrap: str, src: str, dst: str, app_id: str, state_dir: str) -> int
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:6]))
+    sys.exit(main(*sys.argv[1:7]))

@@ -59,6 +59,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--guarantee", default="exactly_once_v2")
     ap.add_argument("--max-offsets", type=int, default=2000)
     ap.add_argument("--slow-ms", type=float, default=0.0)
+    ap.add_argument("--checkpoint", default=None, help="checkpoint.location (default: under "
+                    "state.dir)")
     ap.add_argument("--fail-after-commit", default=None,
                     help="'<task id>:<batch id>': that task's first attempt fails after its commit")
     a = ap.parse_args(argv)
@@ -68,9 +70,10 @@ def main(argv: list[str]) -> int:
         from kspark._spark.stage import FAULT_PROPERTY
 
         spark.sparkContext.setLocalProperty(FAULT_PROPERTY, a.fail_after_commit)
-    streams = KafkaStreams(topology(a.src, a.slow_ms),
-                           config(a.bootstrap, a.app_id, a.state_dir, a.guarantee, a.max_offsets),
-                           spark=spark)
+    cfg = config(a.bootstrap, a.app_id, a.state_dir, a.guarantee, a.max_offsets)
+    if a.checkpoint:
+        cfg["checkpoint.location"] = a.checkpoint
+    streams = KafkaStreams(topology(a.src, a.slow_ms), cfg, spark=spark)
     streams.start()
     print("started", flush=True)
     run_printing_batches(streams)

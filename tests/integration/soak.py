@@ -109,9 +109,11 @@ def app_command(bootstrap: str, src: str, app_id: str, state_dir: str, *options:
             state_dir, *options]
 
 
-def start_app(cmd: list[str]) -> subprocess.Popen:
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+def start_app(cmd: list[str], env: dict[str, str] | None = None,
+              cwd: Path | None = None) -> subprocess.Popen:
+    return subprocess.Popen(cmd, cwd=cwd or ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True,
+                            env={**(env or os.environ), "PYTHONPATH": str(ROOT)})
 
 
 def finish(proc: subprocess.Popen, timeout_s: float = 600) -> tuple[int, list[str]]:

@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kspark import Serdes
+from tests.integration.separate_disks import STATE_DIR, executor_state_dirs, separate_disks_env
 from tests.conftest import consume_all
 from tests.integration.soak import executors
 
@@ -31,10 +32,12 @@ def test_executor_killed_mid_run_final_state_is_exact(broker, admin, topic_name,
         p.produce(src, key=f"k{i % KEYS}".encode(), value=b"x", timestamp=1000 + i)
     p.flush(10)
     app_id = f"cluster-{src}"
+    # each executor keeps its state on a disk of its own (its own working directory)
+    env = {**separate_disks_env(tmp_path), "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.integration.cluster_app", broker, src, dst, app_id,
-         str(tmp_path / "state")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+         STATE_DIR, str(tmp_path / "checkpoint")], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, env=env)
     killed, lines = None, []
     try:
         deadline = time.monotonic() + 600
@@ -57,6 +60,7 @@ def test_executor_killed_mid_run_final_state_is_exact(broker, admin, topic_name,
     for m in consume_all(broker, f"{app_id}-counts-changelog", 1, timeout_s=30):
         changelog[m.key().decode()] = Serdes.Long().deserialize("", m.value())
     assert changelog == expected, "the store's final state (its changelog) is exact"
+    assert len(executor_state_dirs(tmp_path)) >= 2, "each executor kept its own state"
     last = {}
     for m in consume_all(broker, dst, N):
         k, v = m.key().decode(), Serdes.Long().deserialize("", m.value())

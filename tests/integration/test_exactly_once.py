@@ -20,6 +20,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kspark import KafkaStreams, Serdes
 from kspark._kafka.broker import LocalBroker, free_port
 from kspark._kafka.transactions import decode_marker, progress_topic
+from tests.integration.separate_disks import STATE_DIR, executor_state_dirs, separate_disks_env
 from kspark.errors import TaskFencedError, TransactionsUnavailableError
 from tests.integration import eos_app, soak
 
@@ -128,9 +129,11 @@ def test_executor_killed_mid_batch_on_local_cluster(broker, admin, topic_name, t
     n = 6000
     soak.produce(broker, src, 0, n, KEYS)
     app_id = f"eos-exec-{src}"
-    cmd = soak.app_command(broker, src, app_id, str(tmp_path / "state"), "--master",
-                           "local-cluster[2,1,1024]", "--max-offsets", "1500", "--slow-ms", "1")
-    proc = soak.start_app(cmd)
+    # each executor keeps its state on a disk of its own (its own working directory)
+    cmd = soak.app_command(broker, src, app_id, STATE_DIR, "--master",
+                           "local-cluster[2,1,1024]", "--max-offsets", "1500", "--slow-ms", "1",
+                           "--checkpoint", str(tmp_path / "checkpoint"))
+    proc = soak.start_app(cmd, separate_disks_env(tmp_path), tmp_path)
     killed, lines = None, []
     try:
         for line in proc.stdout:
@@ -146,6 +149,7 @@ def test_executor_killed_mid_batch_on_local_cluster(broker, admin, topic_name, t
             proc.kill()
     assert killed is not None and code == 0, "".join(lines[-60:])
     _assert_exact(broker, src, app_id, n)
+    assert len(executor_state_dirs(tmp_path)) >= 2, "each executor kept its own state"
 
 
 def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, admin, topic_name,
