@@ -26,13 +26,15 @@ def topology(orders: str, countries: str, out: str):
     return b.build()
 
 
-def main(bootstrap: str, orders: str, countries: str, out: str, app_id: str, state_dir: str) -> int:
+def main(bootstrap: str, orders: str, countries: str, out: str, app_id: str, state_dir: str,
+         checkpoint: str | None = None) -> int:
     spark = spark_session({"spark.master": "local-cluster[2,1,1024]", "spark.ui.enabled": "false",
                            "spark.task.maxFailures": "8"})
     streams = KafkaStreams(topology(orders, countries, out), {
         "application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
         "processing.guarantee": "exactly_once_v2", "commit.interval.ms": 300,
-        "request.timeout.ms": 20000}, spark=spark)
+        "request.timeout.ms": 20000,
+        **({"checkpoint.location": checkpoint} if checkpoint else {})}, spark=spark)
     streams.start()
     print("started", flush=True)
     run_printing_batches(streams)
@@ -41,4 +43,4 @@ def main(bootstrap: str, orders: str, countries: str, out: str, app_id: str, sta
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:7]))
+    sys.exit(main(*sys.argv[1:8]))

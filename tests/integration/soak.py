@@ -128,11 +128,12 @@ def finish(proc: subprocess.Popen, timeout_s: float = 600) -> tuple[int, list[st
     return proc.wait(60), lines
 
 
-def kill_and_finish(cmd: list[str], victim: str, delay_s: float, log=print) -> None:
+def kill_and_finish(cmd: list[str], victim: str, delay_s: float, log=print,
+                    env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
     """Run the app, SIGKILL ``victim`` ("driver" or "executor") ``delay_s`` after its first
     micro-batch completed (so that later batches are writing when it dies), then run it
     again (as often as needed) until it exits 0."""
-    proc = start_app(cmd)
+    proc = start_app(cmd, env, cwd)
     lines = []
     try:
         for line in proc.stdout:
@@ -158,7 +159,7 @@ def kill_and_finish(cmd: list[str], victim: str, delay_s: float, log=print) -> N
     for attempt in range(3):
         if code == 0:
             return
-        code, lines = finish(start_app(cmd))
+        code, lines = finish(start_app(cmd, env, cwd))
     raise AssertionError(f"the app did not recover (exit {code}):\n" + "".join(lines[-60:]))
 
 
@@ -242,10 +243,14 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
     src, app_id = f"soak-{tag}", f"soak-app-{tag}"
     Admin(bootstrap, 20000).create_topics({src: PARTITIONS, f"{src}-echo": PARTITIONS,
                                            f"{src}-agg": PARTITIONS})
-    state_dir = tempfile.mkdtemp(prefix="kspark-soak-", dir=work_dir)
-    cmd = app_command(bootstrap, src, app_id, state_dir, "--master", master, "--guarantee",
+    from tests.integration.separate_disks import STATE_DIR, separate_disks_env
+
+    # each executor keeps its state on a disk of its own (its working directory)
+    root = Path(tempfile.mkdtemp(prefix="kspark-soak-", dir=work_dir))
+    env = separate_disks_env(root)
+    cmd = app_command(bootstrap, src, app_id, STATE_DIR, "--master", master, "--guarantee",
                       guarantee, "--max-offsets", str(max(500, records // rounds // 8)),
-                      "--slow-ms", "0.2")
+                      "--slow-ms", "0.2", "--checkpoint", str(root / "checkpoint"))
     produced = 0
     for r in range(rounds):
         n = records // rounds + (records % rounds if r == rounds - 1 else 0)
@@ -254,7 +259,7 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
         victim = rng.choice(["driver", "executor"])
         delay = rng.uniform(0.0, 3.0)
         log(f"round {r + 1}/{rounds}: {n} records, kill the {victim} at ~{delay:.1f}s")
-        kill_and_finish(cmd, victim, delay, log)
+        kill_and_finish(cmd, victim, delay, log, env, root)
     figures = verify(bootstrap, src, app_id, produced, keys)
     log(f"order: {figures.disordered} records out of input order ({guarantee})")
     return figures

@@ -22,6 +22,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.conftest import consume_all
+from tests.integration.separate_disks import STATE_DIR, executor_state_dirs, separate_disks_env
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,11 +61,13 @@ def _assert_phase(broker: str, out: str, upto: int, first: int, version: str) ->
     assert not wrong, dict(list(wrong.items())[:5])
 
 
-def _start(broker: str, names: tuple[str, ...], state: Path) -> subprocess.Popen:
+def _start(broker: str, names: tuple[str, ...], root: Path) -> subprocess.Popen:
+    """The app on local-cluster; each executor keeps its state on a disk of its own."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.global_app", broker, *names, str(state)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        [sys.executable, "-m", "tests.integration.global_app", broker, *names, STATE_DIR,
+         str(root / "checkpoint")], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, start_new_session=True,
+        env={**separate_disks_env(root), "PYTHONPATH": str(ROOT)})
     for line in proc.stdout:
         if line.startswith("started"):
             return proc
@@ -85,11 +88,10 @@ def test_global_table_on_two_executors_updates_and_kip406_rebuilds(
     admin.create_topics({countries: 1}, {"cleanup.policy": "compact,delete"})
     app_id = f"g-{orders}"
     names = (orders, countries, out, app_id)
-    state = tmp_path / "state"
     n = 200
     _countries(broker, countries, "v1")
     _orders(broker, orders, 0, n)
-    proc = _start(broker, names, state)
+    proc = _start(broker, names, tmp_path)
     try:
         # Every task, on either executor, joins against the full table.
         _assert_phase(broker, out, n, 0, "v1")
@@ -129,5 +131,7 @@ def test_global_table_on_two_executors_updates_and_kip406_rebuilds(
     finally:
         _stop(proc)
     # Each worker's copy is checkpointed (a restarted worker adopts one: test_global_state.py)
-    copies = sorted((state / app_id / "global").iterdir())
+    copies = sorted(c for d in executor_state_dirs(tmp_path)
+                    for c in (d / app_id / "global").iterdir())
+    assert len(executor_state_dirs(tmp_path)) >= 2, "each executor kept its own state"
     assert copies and all((d / ".checkpoint").exists() for d in copies)
