@@ -29,6 +29,7 @@ from pathlib import Path
 import pyspark
 
 from kspark._kafka.broker import free_port
+from tests.integration.soak import descendants
 
 HOST = "127.0.0.1"
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
@@ -53,25 +54,6 @@ def _env() -> dict[str, str]:
     env.pop("PYSPARK_GATEWAY_PORT", None)
     env.pop("PYSPARK_GATEWAY_SECRET", None)
     return env
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (read from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
 
 
 def _cmdline(pid: int) -> str:

@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -51,7 +52,7 @@ RESET_ADVICE = ("reset the application (kspark reset --application-id ... --boot
           "...) so that it rebuilds its state from its input")
 
 
-class InternalSerde:
+class InternalSerde(ABC):
     """Header, then the fields of one kind of entry; subclasses write and read the fields."""
 
     kind = b""
@@ -90,11 +91,13 @@ class InternalSerde:
         r.end()
         return value
 
+    @abstractmethod
     def _write(self, out: bytearray, topic: str, data: Any) -> None:
-        raise NotImplementedError
+        """Append the body of ``data`` (after the header) to ``out``."""
 
+    @abstractmethod
     def _read(self, r: Reader, topic: str) -> Any:
-        raise NotImplementedError
+        """The body read from ``r`` (after the header); raises Malformed."""
 
 
 def _put_slot(out: bytearray, serde: Any, topic: str, value: Any) -> None:
