@@ -71,6 +71,9 @@ class _TableStoreProcessor(Processor):
     def _flushed(self, key: bytes, new: bytes | None, old: bytes | None) -> None:
         name, vs = self.store_name, self.store.value_serde
         k = self.store.decode_key(key)
+        expired = getattr(self.store, "below_retention", None)
+        if old is not None and expired is not None and expired(key):
+            old = None  # as Java's caching stores: the old value is the store's, expired
         n, o = vs.deserialize(name, new), vs.deserialize(name, old)
         deleted_at = self._deleted_at.pop(key, None)
         if n is None and o is None:

@@ -21,6 +21,7 @@ from kspark._engine.punctuation import (
 )
 from kspark._engine.state.build import build_store, changelog_topic, task_store_dir
 from kspark._engine.state.delayed import DelayedRecordsStore
+from kspark._engine.state.layers import RecordCache
 from kspark._engine.timestamps import ConsumerRecord, FailOnInvalidTimestamp, TimestampExtractor
 from kspark.errors import CorruptStateError, KSparkError, SerializationError, TopologyError
 
@@ -78,6 +79,8 @@ class StreamTask:
         self.batch: tuple[str, int] | None = None
         self._resume_schedules: dict[str, tuple[int, int]] = {}
         self._schedule_counts: dict[str, int] = {}
+        # the caching stores' shared byte budget (Kafka Streams' ThreadCache)
+        self.record_cache = RecordCache(config.get("statestore.cache.max.bytes", 10 << 20))
         self.stores = {name: self._build_store(b) for name, b in (store_builders or {}).items()}
         # Stores are brought up to date before any processor sees them (as Kafka Streams
         # restores before it initializes processors).
@@ -116,7 +119,7 @@ class StreamTask:
                                 self.partition)
 
         directory = task_store_dir(self.config["state.dir"], app_id, self.task_id)
-        return build_store(builder, directory, log, self._batch_buffer)
+        return build_store(builder, directory, log, self._batch_buffer, self.record_cache)
 
     def record_dropped(self, node: ProcessorNode, reason: str) -> None:
         self.dropped += 1

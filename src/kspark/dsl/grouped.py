@@ -70,8 +70,10 @@ def _retention(m: Materialized, minimum: int, what: str) -> int:
     return m.retention_ms
 
 
-def _timestamped_builder(builder_cls: Any, supplier: Callable[[str, Materialized], Any]) -> Callable:
-    """A ``make_builder`` for window and session stores holding ValueAndTimestamp values."""
+def _timestamped_builder(builder_cls: Any, supplier: Callable[[str, Materialized], Any],
+                         uncached: bool = False) -> Callable:
+    """A ``make_builder`` for window and session stores holding ValueAndTimestamp values;
+    ``uncached``: never cache the store, whatever ``Materialized`` says."""
     from kspark._engine.state.timestamped import ValueAndTimestampSerde
 
     def make(m: Materialized, store: str, key_serde: Any, value_serde: Any) -> Any:
@@ -82,7 +84,7 @@ def _timestamped_builder(builder_cls: Any, supplier: Callable[[str, Materialized
                                 f"versioned key-value store; use a window or session store")
         return builder_cls(supplier(store, m), key_serde, ValueAndTimestampSerde(value_serde),
                            logging_enabled=m.logging, log_config=m.log_config,
-                           caching_enabled=m.caching)
+                           caching_enabled=False if uncached else m.caching)
 
     return make
 
@@ -162,6 +164,9 @@ class TimeWindowedKStream:
     """A grouped stream cut into time windows: aggregations give a KTable of Windowed keys."""
 
     _minimum = "its window size plus grace"  # the shortest store retention
+    # Kafka Streams caches a final-results (emit on window close) store of time windows,
+    # but not of sliding windows (SlidingWindowStoreMaterializer)
+    _cache_final = True
 
     def __init__(self, grouped: KGroupedStream, windows: Any):
         self._grouped = grouped
@@ -196,7 +201,8 @@ class TimeWindowedKStream:
                                                             initializer, agg, self._final),
             _timestamped_builder(WindowStoreBuilder, lambda store, m: WindowBytesStoreSupplier(
                 store, m.persistent, _retention(m, retention, self._minimum),
-                size, time_first=self._final and m.persistent)),
+                size, time_first=self._final and m.persistent),
+                uncached=self._final and not self._cache_final),
             lambda ks: TimeWindowedSerde(ks, size), self._windows.grace_ms, more)
 
     def _layout(self) -> tuple[Any, int, int]:
@@ -236,6 +242,7 @@ class SlidingWindowedKStream(TimeWindowedKStream):
     """
 
     _minimum = "twice its time difference plus grace"
+    _cache_final = False
 
     def _layout(self) -> tuple[Any, int, int]:
         from kspark._engine.sliding import SlidingWindowAggregateProcessor, sliding_store_retention
@@ -273,7 +280,8 @@ class SessionWindowedKStream:
                                                             initializer, agg, merger, self._final),
             _timestamped_builder(SessionStoreBuilder, lambda store, m: SessionBytesStoreSupplier(
                 store, m.persistent, _retention(m, w.gap_ms + w.grace_ms,
-                                                "its inactivity gap plus grace"))),
+                                                "its inactivity gap plus grace")),
+                uncached=self._final),  # as Java's SessionStoreMaterializer for final results
             SessionWindowedSerde, w.gap_ms + w.grace_ms, more)  # suppress: gap + grace, as Java
 
     def count(self, materialized: Materialized | None = None) -> "KTable":

@@ -10,10 +10,10 @@ from typing import Any
 
 from kspark._engine.state.bytes_stores import InMemoryBytesStore, RocksDBBytesStore
 from kspark._engine.state.kv import KeyValueStore
-from kspark._engine.state.layers import CachingLayer, ChangeLoggingLayer
+from kspark._engine.state.layers import CachingLayer, ChangeLoggingLayer, RecordCache, WriteBuffer
 from kspark.errors import StateStoreError
 
-__all__ = ["build_store", "changelog_topic", "task_store_dir", "bottom", "discard_buffered",
+__all__ = ["build_store", "store_kind", "changelog_topic", "task_store_dir", "bottom", "discard_buffered",
            "private_state_dir"]
 
 
@@ -24,11 +24,12 @@ def changelog_topic(application_id: str, store: str) -> str:
 
 def build_store(builder: Any, directory: Path | None = None,
                 log: Callable[[bytes, bytes | None], None] | None = None,
-                batch_buffer: bool = False) -> Any:
+                batch_buffer: bool = False, cache: RecordCache | None = None) -> Any:
     """The store ``builder`` describes; ``log`` receives changes when logging is enabled.
 
-    ``batch_buffer`` holds every write until the batch commits (a caching layer even if the
-    builder has caching off), so a failed batch leaves the store as the batch found it.
+    ``batch_buffer`` holds every write until the batch commits (a write buffer under the
+    cache, if any), so a failed batch leaves the store as the batch found it. ``cache`` is
+    the task's record-cache budget that a caching store shares (unbounded if None).
     """
     supplier = builder.supplier
     if supplier.persistent:
@@ -38,24 +39,27 @@ def build_store(builder: Any, directory: Path | None = None,
         inner = InMemoryBytesStore(supplier.name)
     if builder.logging_enabled and log is not None:
         inner = ChangeLoggingLayer(inner, log)
-    if builder.caching_enabled or batch_buffer:
-        inner = CachingLayer(inner)
-    if getattr(builder, "delayed_records", False):
+    if batch_buffer:
+        inner = WriteBuffer(inner)
+    kind = store_kind(builder)
+    if builder.caching_enabled:
+        inner = CachingLayer(inner, cache=cache, fill_on_read=kind == "kv")
+    if kind == "delayed":
         from kspark._engine.state.delayed import DelayedRecordsStore
 
         store: Any = DelayedRecordsStore(supplier.name, inner, builder.key_serde,
                                          builder.value_serde)
-    elif hasattr(supplier, "history_retention_ms"):
+    elif kind == "versioned":
         from kspark._engine.state.versioned import VersionedKeyValueStore
 
         store = VersionedKeyValueStore(supplier.name, inner, builder.key_serde,
                                             builder.value_serde, supplier.history_retention_ms)
-    elif hasattr(supplier, "retention_ms") and not hasattr(supplier, "window_size_ms"):
+    elif kind == "session":
         from kspark._engine.state.session import SessionStore
 
         store = SessionStore(supplier.name, inner, builder.key_serde, builder.value_serde,
                                   supplier.retention_ms)
-    elif hasattr(supplier, "window_size_ms"):
+    elif kind == "window":
         from kspark._engine.state.window import WindowStore
 
         store = WindowStore(supplier.name, inner, builder.key_serde, builder.value_serde,
@@ -67,6 +71,20 @@ def build_store(builder: Any, directory: Path | None = None,
     return store
 
 
+def store_kind(builder: Any) -> str:
+    """``kv``, ``window``, ``session``, ``versioned`` or ``delayed``: what ``builder`` builds."""
+    supplier = builder.supplier
+    if getattr(builder, "delayed_records", False):
+        return "delayed"
+    if hasattr(supplier, "history_retention_ms"):
+        return "versioned"
+    if hasattr(supplier, "window_size_ms"):
+        return "window"
+    if hasattr(supplier, "retention_ms"):
+        return "session"
+    return "kv"
+
+
 def bottom(store: KeyValueStore) -> Any:
     """The byte store under all layers (restoration writes there, unlogged)."""
     inner = store.inner
@@ -76,10 +94,10 @@ def bottom(store: KeyValueStore) -> Any:
 
 
 def discard_buffered(store: KeyValueStore) -> None:
-    """Drop writes held by a caching layer (the batch failed)."""
+    """Drop writes held by a write buffer or a cache (the batch failed)."""
     inner = store.inner
     while inner is not None:
-        if isinstance(inner, CachingLayer):
+        if isinstance(inner, (CachingLayer, WriteBuffer)):
             inner.discard()
         inner = getattr(inner, "inner", None)
 

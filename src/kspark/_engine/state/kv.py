@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
-__all__ = ["KeyValue", "KeyValueIterator", "KeyValueStore", "StoreBase"]
+__all__ = ["KeyValue", "KeyValueIterator", "KeyValueStore", "StoreBase", "tagged_range"]
 
 
 class KeyValue(NamedTuple):
@@ -61,6 +61,23 @@ class KeyValueIterator:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def tagged_range(layer: Any, lo: bytes | None, hi: bytes | None,
+                 reverse: bool = False) -> Iterator[tuple[bytes, bytes, bool]]:
+    """``(key, value, from_cache)`` of ``layer``'s range: ``from_cache`` is True for entries
+    a record cache returns (a caching layer's ``range_tagged``), False for the store's own.
+
+    Example:
+        >>> from kspark._engine.state.bytes_stores import InMemoryBytesStore
+        >>> s = InMemoryBytesStore("s"); s.put(b"a", b"1")
+        >>> list(tagged_range(s, None, None))
+        [(b'a', b'1', False)]
+    """
+    tagged = getattr(layer, "range_tagged", None)
+    if tagged is not None:
+        return tagged(lo, hi, reverse)
+    return ((k, v, False) for k, v in layer.range(lo, hi, reverse))
 
 
 class StoreBase:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kspark._engine.state.kv import KeyValue, KeyValueIterator, StoreBase
+from kspark._engine.state.kv import KeyValue, KeyValueIterator, StoreBase, tagged_range
 from kspark._engine.windows import Window, Windowed
 
 __all__ = ["SessionStore"]
@@ -17,6 +17,11 @@ def _b(t: int) -> bytes:
 
 def _i(b: bytes) -> int:
     return int.from_bytes(b, "big", signed=True)
+
+
+def _segment(t: int, interval: int) -> int:
+    """Java's segment id ``t / interval`` (division truncating toward zero)."""
+    return t // interval if t >= 0 else -(-t // interval)
 
 
 class SessionStore(StoreBase):
@@ -40,6 +45,11 @@ class SessionStore(StoreBase):
         self.observed = -1
         self.caching_enabled = False
         self.is_open = True
+        if hasattr(inner, "on_write_down"):  # a record cache: stream time as written down
+            inner.on_write_down = self._written_down
+
+    def _written_down(self, raw: bytes) -> None:
+        self.observed = max(self.observed, _i(raw[-16:-8]))
 
     def decode_key(self, raw: bytes) -> Windowed:
         return Windowed(self.key_serde.deserialize(self._name, raw[:-16]),
@@ -54,13 +64,28 @@ class SessionStore(StoreBase):
         ``WindowStore.resume_observed``)."""
         self.observed = max(self.observed, observed)
 
+    def _expired_put(self, end: int) -> bool:
+        """Whether a put of a session ending at ``end`` is dropped. An in-memory store drops
+        it once its end is retention behind stream time; a RocksDB store only once its whole
+        segment is (Java's segmented stores: segments of max(retention / 2, 60 s))."""
+        if not self.persistent():
+            return end <= self.observed - self.retention_ms
+        interval = max(self.retention_ms // 2, 60_000)
+        return _segment(end, interval) < _segment(self.observed - self.retention_ms, interval)
+
+    def below_retention(self, raw: bytes) -> bool:
+        """Whether the store below its cache no longer returns the session with these
+        bytes (it has expired)."""
+        return _i(raw[-16:-8]) <= self.observed - self.retention_ms
+
     def put(self, session: Windowed, value: Any) -> None:
         """Store the aggregate of ``session`` (a Windowed key); None removes it."""
-        self.observed = max(self.observed, session.window.end)
-        # expired, as in Java; a caching store still takes it (Java's cache checks nothing),
-        # so a commit forwards it, and reads never return it
-        if session.window.end <= self.observed - self.retention_ms and not self.caching_enabled:
-            return
+        if not self.caching_enabled:  # with a cache: when written down (_written_down)
+            self.observed = max(self.observed, session.window.end)
+            # expired, as in Java; a caching store still takes it (Java's cache checks
+            # nothing), so a commit forwards it
+            if self._expired_put(session.window.end):
+                return
         self.inner.put(self._raw_key(session), self.value_serde.serialize(self._name, value))
 
     def remove(self, session: Windowed) -> None:
@@ -73,12 +98,14 @@ class SessionStore(StoreBase):
     def _scan(self, key: Any, earliest_end: int, latest_start: int) -> Iterator[KeyValue]:
         kb = self.key_serde.serialize(self._name, key)
         # timestamps are >= 0; a negative bound would sort after all of them as signed bytes
-        for raw, v in self.inner.range(kb + _b(max(earliest_end, 0)), kb + _b(1 << 62)):
+        for raw, v, cached in tagged_range(self.inner, kb + _b(max(earliest_end, 0)),
+                                           kb + _b(1 << 62)):
             if raw[:-16] != kb:
                 continue
             start, end = _i(raw[-8:]), _i(raw[-16:-8])
-            if end >= earliest_end and start <= latest_start and \
-                    end > self.observed - self.retention_ms:
+            # the record cache returns what it holds, also past the store's retention
+            if end >= earliest_end and start <= latest_start and (
+                    cached or end > self.observed - self.retention_ms):
                 yield KeyValue(Windowed(key, Window(start, end)),
                                self.value_serde.deserialize(self._name, v))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kspark._engine.state.kv import KeyValue, KeyValueIterator, StoreBase
+from kspark._engine.state.kv import KeyValue, KeyValueIterator, StoreBase, tagged_range
 from kspark._engine.windows import Window, Windowed
 
 __all__ = ["WindowStore"]
@@ -40,9 +40,9 @@ class WindowStore(StoreBase):
         self.inner = inner
         self.key_serde, self.value_serde = key_serde, value_serde
         self.retention_ms, self.window_size_ms = retention_ms, window_size_ms
-        # stream time as retention sees it: with a cache, as of the last flush (Kafka Streams'
-        # store below its cache sees writes only then); ``_seen``: as of the last put
-        self.observed = self._seen = -1
+        # stream time as retention sees it: with a cache, as of the last write down (Kafka
+        # Streams' store below its cache sees writes only then)
+        self.observed = -1
         self.caching_enabled = False
         self.is_open = True
         # with duplicates kept (stream-stream joins), each put gets a 4-byte sequence suffix
@@ -52,6 +52,14 @@ class WindowStore(StoreBase):
         # Kafka Streams' time-ordered store of final-result aggregations keeps a window one
         # millisecond longer: while start >= stream time - retention
         self._keep_edge = 1 if time_first else 0
+        if hasattr(inner, "on_write_down"):  # a record cache: stream time as written down
+            inner.on_write_down = self._written_down
+
+    def _written_down(self, raw: bytes) -> None:
+        self.observed = max(self.observed, self._start(raw))
+
+    def _start(self, raw: bytes) -> int:
+        return int.from_bytes(raw[-self._suffix:][:_TS], "big", signed=True)
 
     def decode_key(self, raw: bytes) -> Windowed:
         """The Windowed key of a stored entry's bytes."""
@@ -63,21 +71,21 @@ class WindowStore(StoreBase):
     def resume_observed(self, observed: int) -> None:
         """Take over the stream time a predecessor of this store had observed (a task
         restarted, e.g. for Spark's next micro-batch), so expired windows stay expired."""
-        self.observed = self._seen = max(self.observed, self._seen, observed)
-
-    def flush(self) -> None:
-        self.observed = max(self.observed, self._seen)
-        self.inner.flush()
+        self.observed = max(self.observed, observed)
 
     def _expired(self, start: int) -> bool:
         """As Kafka Streams' window stores: a window lives while start > stream time - retention."""
         return self.observed >= 0 and start + self._keep_edge <= self.observed - self.retention_ms
 
+    def below_retention(self, raw: bytes) -> bool:
+        """Whether the store below its cache no longer returns the entry with these bytes
+        (its window has expired)."""
+        return self._expired(self._start(raw))
+
     def put(self, key: Any, value: Any, window_start: int) -> None:
         """Store ``value`` for ``key`` in the window starting at ``window_start`` (None deletes)."""
-        self._seen = max(self._seen, window_start)
-        if not self.caching_enabled:
-            self.observed = self._seen
+        if not self.caching_enabled:  # with a cache: when written down (_written_down)
+            self.observed = max(self.observed, window_start)
         if self._expired(window_start) and not self.caching_enabled:
             return  # a caching store takes it (Java's cache checks nothing): a commit forwards it
         kb = self.key_serde.serialize(self._name, key) + _ts(window_start)
@@ -92,15 +100,16 @@ class WindowStore(StoreBase):
         if key_bytes is not None:
             # timestamps are >= 0; a negative bound would sort after them as signed bytes
             hi = key_bytes + _ts(t_to) + (b"\xff" * 4 if self.retain_duplicates else b"")
-            entries = self.inner.range(key_bytes + _ts(max(t_from, 0)), hi, reverse)
+            entries = tagged_range(self.inner, key_bytes + _ts(max(t_from, 0)), hi, reverse)
         else:
-            entries = self.inner.range(None, None, reverse)
+            entries = tagged_range(self.inner, None, None, reverse)
         n = self._suffix
-        for k, v in entries:
+        for k, v, cached in entries:
             kb, start = k[:-n], int.from_bytes(k[-n:][:_TS], "big", signed=True)
             if key_bytes is not None and kb != key_bytes:
                 continue
-            if t_from <= start <= t_to and not self._expired(start):
+            # the record cache returns what it holds, also past the store's retention
+            if t_from <= start <= t_to and (cached or not self._expired(start)):
                 yield kb, start, v
 
     def fetch(self, key: Any, time_from: int, time_to: int | None = None) -> Any:
