@@ -290,6 +290,38 @@ def test_versioned_store_history_retention():
     assert s.get("a") is None
 
 
+def test_versioned_store_reads_have_no_valid_to():
+    # as Java's MeteredVersionedKeyValueStore: get(key, as_of) and delete build the record
+    # from value and timestamp only
+    s = Stores.versioned_key_value_store_builder(
+        Stores.persistent_versioned_key_value_store("v", 100), S, L).with_logging_disabled().build()
+    s.put("a", 1, 10), s.put("a", 2, 20)
+    assert s.get("a", 15) == (1, 10, None) and s.get("a", 15).valid_to is None
+    assert s.get("a", 25) == (2, 20, None)
+    assert s.delete("a", 30) == (2, 20, None)
+    assert s.delete("a", 5) is None
+    assert s.put("a", 3, 200) == -1
+    assert s.delete("a", 50) is None  # older than the history retention: nothing stored
+    assert s.get("a") == (3, 200, None)
+
+
+def test_versioned_store_tombstone_as_old_as_the_latest_value():
+    # as RocksDBVersionedStore: it deletes the latest value and keeps no tombstone, so an
+    # older record put later becomes the latest; with a version before it, that one still
+    # ends at the tombstone
+    s = Stores.versioned_key_value_store_builder(
+        Stores.persistent_versioned_key_value_store("v", 100), S, L).with_logging_disabled().build()
+    assert s.put("a", 1, 10) == -1
+    assert s.put("a", None, 10) == -1
+    assert s.get("a") is None and s.get("a", 10) is None
+    assert s.put("a", 2, 5) == -1            # the latest: no tombstone at 10 to end it
+    assert s.get("a") == (2, 5, None) and s.get("a", 12) == (2, 5, None)
+    s.put("b", 1, 10), s.put("b", 3, 20)
+    assert s.put("b", None, 20) == -1
+    assert s.put("b", 2, 15) == 20           # not the latest: the tombstone at 20 ends it
+    assert s.get("b") is None and s.get("b", 17) == (2, 15, None) and s.get("b", 25) is None
+
+
 def test_versioned_tables_cannot_be_suppressed():
     from kspark import Suppressed
 

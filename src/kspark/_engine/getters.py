@@ -78,9 +78,9 @@ class MapGetter(ValueGetter):
 
         def get(key: Any, as_of: int | None = None) -> tuple[Any, int]:
             v, ts = get_parent(key, as_of)
-            if v is None:
-                return _MISSING
-            return (self.fn(key, v) if self.with_key else self.fn(v)), ts
+            out = None if v is None else self.fn(key, v) if self.with_key else self.fn(v)
+            # a row mapped to None has no timestamp either (Java's ValueAndTimestamp.make)
+            return _MISSING if out is None else (out, ts)
         return get
 
 

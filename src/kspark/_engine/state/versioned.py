@@ -14,7 +14,7 @@ Example:
     >>> s.put("a", 1, 10), s.put("a", 2, 20), s.put("a", 0, 5)
     (-1, -1, 10)
     >>> s.get("a"), s.get("a", 15), s.get("a", 4)
-    (VersionedRecord(value=2, timestamp=20, valid_to=None), VersionedRecord(value=1, timestamp=10, valid_to=20), None)
+    (VersionedRecord(value=2, timestamp=20, valid_to=None), VersionedRecord(value=1, timestamp=10, valid_to=None), None)
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ _Version = tuple[int, bytes | None]  # (valid_from, value bytes or None for a to
 
 
 class VersionedRecord(NamedTuple):
-    """A value, the timestamp it became valid, and until when (None: still valid)."""
+    """A value and the timestamp it became valid. ``valid_to`` (until when) is always None
+    from the store's API, as from Java's MeteredVersionedKeyValueStore."""
 
     value: Any
     timestamp: int
@@ -99,12 +100,12 @@ class VersionedKeyValueStore(StoreBase):
         ts, raw = history[i]
         if raw is None:
             return None
-        valid_to = history[i + 1][0] if i + 1 < len(history) else None
-        return VersionedRecord(self.value_serde.deserialize(self._name, raw), ts, valid_to)
+        return VersionedRecord(self.value_serde.deserialize(self._name, raw), ts)
 
     def get(self, key: Any, as_of: int | None = None) -> VersionedRecord | None:
         """The latest version, or with ``as_of`` the version valid at that time (None: none,
-        a tombstone, or older than the history retention)."""
+        a tombstone, or older than the history retention). As Java's
+        MeteredVersionedKeyValueStore, the record has no ``valid_to``."""
         history = _decode(self.inner.get(self._k(key)))
         if not history:
             return None
@@ -127,6 +128,16 @@ class VersionedKeyValueStore(StoreBase):
         k = self._k(key)
         history = _decode(self.inner.get(k))
         raw = None if value is None else self.value_serde.serialize(self._name, value)
+        if raw is None and history and history[-1][0] == timestamp and history[-1][1] is not None:
+            # As RocksDBVersionedStore (maybePutToLatestValueStore): a tombstone as old as the
+            # latest value deletes it and keeps no tombstone; the version before (if a value)
+            # still ends at ``timestamp``, else the key has nothing newer than its tombstone
+            if len(history) > 1 and history[-2][1] is not None:
+                history[-1] = (timestamp, None)
+            else:
+                history.pop()
+            self._write(k, self._expire(history))
+            return PUT_RETURN_CODE_VALID_TO_UNDEFINED
         stamps = [ts for ts, _ in history]
         i = bisect.bisect_left(stamps, timestamp)
         if i < len(history) and history[i][0] == timestamp:
@@ -138,7 +149,10 @@ class VersionedKeyValueStore(StoreBase):
         return valid_to
 
     def delete(self, key: Any, timestamp: int) -> VersionedRecord | None:
-        """A tombstone at ``timestamp``; returns the version that was valid then."""
+        """A tombstone at ``timestamp``; returns the version that was valid then (None, and
+        nothing stored, when ``timestamp`` is older than the history retention)."""
+        if timestamp < self.observed_stream_time() - self.history_retention_ms:
+            return None
         before = self.get(key, timestamp)
         self.put(key, None, timestamp)
         return before
