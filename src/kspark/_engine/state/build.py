@@ -13,8 +13,8 @@ from kspark._engine.state.kv import KeyValueStore
 from kspark._engine.state.layers import CachingLayer, ChangeLoggingLayer, RecordCache, WriteBuffer
 from kspark.errors import StateStoreError
 
-__all__ = ["build_store", "store_kind", "changelog_topic", "task_store_dir", "bottom", "discard_buffered",
-           "private_state_dir"]
+__all__ = ["build_store", "store_kind", "changelog_topic", "task_store_dir", "bottom",
+           "discard_buffered", "private_state_dir"]
 
 
 def changelog_topic(application_id: str, store: str) -> str:
