@@ -1,7 +1,7 @@
 """Issue 10's rules as fixed scenarios (the language of ``lang.py``), each run against Java.
 
-Rules 24 (cached window-store reads past retention) and 26 (timestamp 0 on Spark) are not
-here: 24 is not followed (see docs/conformance.md) and 26 concerns only the Spark host.
+Rule 26 (timestamp 0 on Spark) is not here: it concerns only the Spark host. Rule 24
+(cached window-store reads past retention) is issue 26's rule 2.
 """
 
 from __future__ import annotations
@@ -22,6 +22,30 @@ def _count(windows: str = "", cache: int = 0, tail: tuple[str, ...] = ()) -> lis
 _TABLE_JOIN = ["cache 0", "op l table in0 -", "op r table in1 -"]
 _LATE = [("a", 1), ("b", 3), ("a", 12), ("b", 11), ("a", 25), ("b", 2), ("a", 40), ("b", 60)]
 _STREAM_JOIN = ["cache 0", "op l stream in0", "op r stream in1"]
+
+
+def _rekeyed(i: str, src: str, flat: bool = False) -> list[str]:
+    """Stream ``src`` (flat-mapped: each value and ten times it) re-keyed, repartitioned and
+    grouped as ``g<i>``."""
+    head = [f"op f{i} flat_map_values {src}"] if flat else []
+    return [*head, f"op k{i} select_key {'f' + i if flat else src} flip",
+            f"op r{i} repartition k{i}", f"op g{i} group_by_key r{i}"]
+
+
+def _merged_repartitions(n: int) -> list[str]:
+    """``n`` flat-mapped, re-keyed and repartitioned copies of one stream (the second one a
+    millisecond later), merged and summed; the merged stream is written out too."""
+    lines = ["cache 0", "op s stream in", "op p process_values s"]
+    for i in range(n):
+        lines += [f"op f{i} flat_map_values {'p' if i == 1 else 's'}",
+                  f"op m{i} map_values f{i} {'inc' if i % 2 else 'dbl'}",
+                  f"op k{i} select_key m{i} flip", f"op r{i} repartition k{i}"]
+    lines += ["op u1 merge r0 r1", *(f"op u{i} merge u{i - 1} r{i}" for i in range(2, n))]
+    return lines + [f"op g group_by_key u{n - 1}", "op c aggregate g -", "op o to_stream c",
+                    "to o out", f"to u{n - 1} raw"]
+
+
+_COGROUP = ["op c cogroup g1 g2", "op t aggregate c -", "op o to_stream t", "to o out"]
 
 RULES: dict[str, list[str]] = {
     "1 aggregate timestamp is the max": _count(tail=(
@@ -122,4 +146,72 @@ RULES: dict[str, list[str]] = {
     "table-table joins": [*_TABLE_JOIN, "op j touter_join l r", "op o to_stream j", "to o out",
                           "input in0 a 1 1", "input in1 a 2 2", "input in0 a ~ 3",
                           "input in1 a ~ 4", "input in1 b 5 5"],
+    # issue 26 rule 1: emit-on-close sliding and session aggregations never cache their store
+    # (SlidingWindowStoreMaterializer, SessionStoreMaterializer), so their close-time reads
+    # apply the store's retention: d's window [0, 3] is past it when a@30 closes it
+    "issue 26 rule 1 sliding emit-on-close never caches": [
+        "cache 10485760", "op s stream in", "op g group_by_key s", "op w sliding_windows g 3 5",
+        "op f emit_final w", "op c count f -", "op t to_stream c", "op o unwindow t", "to o out",
+        "input in d 1 0", "input in a 1 30"],
+    "issue 26 rule 1 session emit-on-close never caches": [
+        "cache 10485760", "op s stream in", "op g group_by_key s",
+        "op w session_windows g 5 10", "op f emit_final w", "op c count f -",
+        "op t to_stream c", "op o unwindow t", "to o out",
+        "input in a 1 1", "input in b 1 16", "input in a 1 6", "input in c 1 40"],
+    # issue 26 rule 2: the record cache returns what it holds, also past the store's retention
+    # (ThreadCache; CachingSessionStore / CachingWindowStore merge it over the store)
+    "issue 26 rule 2 a cached session past retention still merges": [
+        *_count("session_windows 5 10", cache=10485760)[:-1], "to o out",
+        "input in a 1 1", "input in b 1 16", "input in a 1 6"],
+    "issue 26 rule 2 a cached window past retention is still read": [
+        *_count("time_windows 10 10 5", cache=10485760), "input in a 1 1", "input in b 1 30",
+        "input in a 1 2", "store st window"],
+    "issue 26 rule 2 a windowed cogroup input with a lagging stream time": [
+        "cache 10485760", "op s0 stream in0", "op s1 stream in1", "op g0 group_by_key s0",
+        "op g1 group_by_key s1", "op c cogroup g0 g1", "op w time_windows c 10 10 0",
+        "op a aggregate w st", "op t to_stream a", "op o unwindow t", "to o out",
+        "input in1 a 1 5", "input in0 a 1 30", "input in1 a 1 6", "store st window"],
+    # issue 26 rule 3: Java's driver queues what the task writes to its own input topics on
+    # each topic's partition and takes the next record from the partition whose head has the
+    # lowest timestamp (PartitionGroup.nextRecord, a priority queue re-offered after each
+    # record): equal timestamps alternate between repartition topics, a lower timestamp
+    # written later goes first, and ties among more partitions follow the queue's heap
+    "issue 26 rule 3 two repartitions into a cogroup alternate on equal timestamps": [
+        "cache 0", "op s stream in", *_rekeyed("1", "s", True), *_rekeyed("2", "s", True),
+        *_COGROUP, "input in a 1 5", "input in c 2 6"],
+    "issue 26 rule 3 a lower timestamp written later is read back first": [
+        "cache 0", "op s stream in", "op p process_values s", *_rekeyed("1", "p"),
+        *_rekeyed("2", "s"), *_COGROUP, "input in a 1 5", "input in a 2 3", "input in c 3 1"],
+    "issue 26 rule 3 a re-keyed stream joins a table from the same stream re-keyed later": [
+        "cache 0", "op s stream in", "op p process_values s", "op k1 select_key p flip",
+        "op t to_table k1 -", "op k2 select_key s flip", "op j left_join k2 t", "to j out",
+        "input in a 1 5", "input in a 2 3", "input in c 3 9"],
+    "issue 26 rule 3 four repartitions merged: ties in Java's priority-queue order": [
+        *_merged_repartitions(4), "input in a 1 5", "input in c 3 6"],
+    # a tombstone as old as a versioned table's latest value deletes it and leaves no
+    # tombstone in history (RocksDBVersionedStore), so an older record put after it is the
+    # latest (a and c); with a version before, that one still ends at the tombstone (b)
+    "issue 26 rule 4 equal-timestamp tombstone in a versioned table, regrouped and counted": [
+        "cache 0", "op t vtable in 100", "op g tgroup_by t key", "op c count g -",
+        "op o to_stream c", "to o out",
+        "input in a 1 10", "input in a ~ 10", "input in a 2 5", "input in b 1 10",
+        "input in b 3 20", "input in b ~ 20", "input in b 2 15", "input in b 4 22",
+        "input in c ~ 5", "input in c 1 10", "input in c ~ 10", "input in c 2 7",
+        "input in c 3 3"],
+    "issue 26 rule 4 equal-timestamp tombstone in a versioned table, stream-table join": [
+        "cache 0", "op s stream in0", "op t vtable in1 100", "op j left_join s t", "to j out",
+        "input in1 a 1 10", "input in1 a ~ 10", "input in1 a 2 5", "input in0 a 1 12",
+        "input in0 a 2 7", "input in0 a 3 3", "input in1 b 1 10", "input in1 b 3 20",
+        "input in1 b ~ 20", "input in1 b 2 15", "input in0 b 1 17", "input in0 b 2 25"],
+    "issue 26 rule 4 equal-timestamp tombstone in a versioned table, table-table join": [
+        "cache 0", "op l vtable in0 100", "op r table in1 -", "op j touter_join l r",
+        "op o to_stream j", "to o out", "input in1 a 7 1", "input in0 a 1 10",
+        "input in0 a ~ 10", "input in0 a 2 5", "input in0 b 5 30", "input in0 b ~ 30",
+        "input in0 b ~ 30", "input in0 b 6 29"],
+    # found by rule 4's generated inputs: a row a table mapper maps to None reads as missing,
+    # timestamp included (KTableMapValues' getter, ValueAndTimestamp.make)
+    "a row mapped to None joins without its timestamp": [
+        *_TABLE_JOIN, "op m tmap_values l nul", "op j touter_join m r", "op o to_stream j",
+        "to o out", "input in0 a 3 40", "input in1 a 1 33", "input in0 b 4 40",
+        "input in1 b 1 33"],
 }

@@ -87,3 +87,37 @@ def test_partition_group_orders_by_head_timestamp_and_keeps_partition_order(recs
     for tp in {(r.topic, r.partition) for r in raws}:
         assert [r.offset for r in out if (r.topic, r.partition) == tp] == \
                [r.offset for r in raws if (r.topic, r.partition) == tp]
+
+
+def test_records_read_back_come_from_the_partition_with_the_lowest_head_timestamp():
+    """What the task writes to topics it reads comes back one record at a time from the
+    partition whose head has the lowest timestamp (Java's PartitionGroup.nextRecord): equal
+    heads alternate, and a lower timestamp written later goes first."""
+
+    class Split(Processor):
+        def init(self, context):
+            self.ctx = context
+
+        def process(self, record):
+            for sink, ts in (("to-a", 5), ("to-a", 5), ("to-b", 5), ("to-b", 3)):
+                self.ctx.forward(record.with_timestamp(ts), sink)
+
+    class Tag(Processor):
+        def init(self, context):
+            self.ctx = context
+
+        def process(self, record):
+            m = self.ctx.record_metadata()
+            self.ctx.forward(record.with_value(f"{m.topic}{m.offset}@{record.timestamp}"))
+
+    t = (Topology().add_source("src", "in", key_serde=S, value_serde=I)
+         .add_processor("split", Split, "src")
+         .add_sink("to-a", "a", "split", key_serde=S, value_serde=I)
+         .add_sink("to-b", "b", "split", key_serde=S, value_serde=I)
+         .add_source("back", "a", "b", key_serde=S, value_serde=I)
+         .add_processor("tag", Tag, "back")
+         .add_sink("out", "out", "tag", key_serde=S, value_serde=S))
+    with TopologyTestDriver(t) as d:
+        d.create_input_topic("in", S, I).pipe_input("k", 1, timestamp_ms=9)
+        assert d.create_output_topic("out", S, S).read_values_to_list() == [
+            "a0@5", "b0@5", "b1@3", "a1@5"]  # written in the order a0, a1, b0, b1

@@ -14,8 +14,12 @@ __all__ = ["PartitionGroup"]
 class PartitionGroup:
     """Buffers records per topic-partition and yields the one with the lowest head timestamp.
 
-    Ties break on (topic, partition) so that a replay picks the same order. Within a
-    partition, offset order is kept.
+    :meth:`drain` takes a batch (the Spark host): ties break on (topic, partition) so that a
+    replay picks the same order. :meth:`next_record` takes one record at a time while more
+    arrive (the test driver): Java's ``PartitionGroup.nextRecord``, whose priority queue of
+    non-empty partitions keyed by head timestamp re-offers a partition after each record,
+    so equal heads alternate. Use one of the two per group. Within a partition, offset
+    order is kept.
 
     Example:
         >>> g = PartitionGroup()
@@ -26,6 +30,7 @@ class PartitionGroup:
 
     def __init__(self) -> None:
         self._queues: dict[tuple[str, int], deque[RawRecord]] = {}
+        self._by_time: list[deque[RawRecord]] = []  # next_record's heap of non-empty queues
 
     def add(self, records: Iterable[RawRecord]) -> None:
         for r in records:
@@ -33,12 +38,31 @@ class PartitionGroup:
             if q is None:
                 q = self._queues[(r.topic, r.partition)] = deque()
             q.append(r)
+            if len(q) == 1:  # a queue that becomes non-empty is offered (Java's addRawRecords)
+                self._by_time.append(q)
+                _sift_up(self._by_time, len(self._by_time) - 1, q)
+
+    def next_record(self) -> RawRecord | None:
+        """The head of the non-empty partition whose head has the lowest timestamp, or
+        None; that partition is offered again if records remain (Java's nextRecord)."""
+        heap = self._by_time
+        if not heap:
+            return None
+        q, last = heap[0], heap.pop()
+        if heap:
+            _sift_down(heap, last)
+        rec = q.popleft()
+        if q:
+            heap.append(q)
+            _sift_up(heap, len(heap) - 1, q)
+        return rec
 
     def __len__(self) -> int:
         return sum(len(q) for q in self._queues.values())
 
     def drain(self) -> Iterable[RawRecord]:
         """Yield every buffered record, lowest head timestamp first."""
+        self._by_time.clear()  # drained below: nothing stays for next_record
         queues = [q for q in self._queues.values() if q]
         if len(queues) == 1:  # one partition: offset order is the order
             q = queues[0]
@@ -55,3 +79,29 @@ class PartitionGroup:
             else:
                 heapq.heappop(heap)
             yield rec
+
+
+# java.util.PriorityQueue's siftUp and siftDown (strict comparisons), so that queues with
+# equal head timestamps come out in the order Java's picks them.
+def _sift_up(heap: list[deque[RawRecord]], k: int, q: deque[RawRecord]) -> None:
+    ts = q[0].timestamp
+    while k > 0:
+        parent = (k - 1) >> 1
+        if ts >= heap[parent][0].timestamp:
+            break
+        heap[k] = heap[parent]
+        k = parent
+    heap[k] = q
+
+
+def _sift_down(heap: list[deque[RawRecord]], q: deque[RawRecord]) -> None:
+    n, k, ts = len(heap), 0, q[0].timestamp
+    while k < n >> 1:
+        child = 2 * k + 1
+        if child + 1 < n and heap[child][0].timestamp > heap[child + 1][0].timestamp:
+            child += 1
+        if ts <= heap[child][0].timestamp:
+            break
+        heap[k] = heap[child]
+        k = child
+    heap[k] = q

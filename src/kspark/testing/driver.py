@@ -13,6 +13,7 @@ from typing import Any
 from kspark._engine.api import Headers, normalize_headers
 from kspark._engine.collector import MemoryCollector
 from kspark._engine.nodes import RawRecord
+from kspark._engine.partition_group import PartitionGroup
 from kspark._engine.async_ops import InlineRuntime, async_metrics, summarize_metrics
 from kspark._graph.instantiate import build_global_task, build_task
 from kspark.config import StreamsConfig
@@ -38,6 +39,10 @@ class TestRecord:
 
 class TopologyTestDriver:
     """Drives a topology's real engine task in-process; records are processed synchronously.
+
+    A piped record is processed at once. What the topology writes to topics it reads
+    (repartition topics, ``through()``) is read back one record at a time from the partition
+    whose head has the lowest timestamp, as Java's TopologyTestDriver does.
 
     Example:
         >>> from kspark import StreamsBuilder, Serdes
@@ -76,6 +81,12 @@ class TopologyTestDriver:
                                 clock=lambda: self._wall_clock_ms,
                                 global_stores=self._global.read_only(), async_runtime=self._async)
         self._offsets: dict[str, int] = {}
+        # One queue per input partition, the task's next record taken from the one with the
+        # lowest head timestamp (Java's PartitionGroup): a piped record is processed at once;
+        # records read back from repartition topics (and through()) interleave by timestamp.
+        self._queues = PartitionGroup()
+        self._read_topics = set(self._graph.source_topics(self.config["application.id"])) | \
+            set(self._global.topics)  # written records on these are read back
         self._looped = 0  # records written to topics the topology also reads, fed back so far
 
     def create_input_topic(self, name: str, key_serde: Any, value_serde: Any,
@@ -98,9 +109,8 @@ class TopologyTestDriver:
         if self._async.run_due():
             self._retire_async()
         self._task.maybe_punctuate_wall_clock()
-        self._feed_back(set(self._graph.source_topics(self.config["application.id"]))
-                        | set(self._global.topics))
         self._task.flush(complete_async=self.auto_complete_async)
+        self._process_queued()
 
     def pending_async(self) -> int:
         """How many async calls (KIP-311 steps) are issued and not yet completed."""
@@ -118,8 +128,7 @@ class TopologyTestDriver:
             self._async.complete(pending[i], wait=False)
         self._retire_async()
         self._task.flush(complete_async=self.auto_complete_async)
-        self._feed_back(set(self._graph.source_topics(self.config["application.id"]))
-                        | set(self._global.topics))
+        self._process_queued()
 
     def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
         """``{"async": {processor: {...}}}``: each async processor's ``in_flight``,
@@ -143,35 +152,40 @@ class TopologyTestDriver:
 
     def _pipe(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int,
               headers: Headers) -> None:
-        pending = [(topic, key, value, timestamp, headers)]
-        sources = set(self._graph.source_topics(self.config["application.id"]))
-        globals_ = set(self._global.topics)
-        sources |= globals_  # records written to a global topic update its store too
-        while pending:
-            topic, key, value, timestamp, headers = pending.pop(0)
-            offset = self._offsets.get(topic, 0)
-            self._offsets[topic] = offset + 1
-            if topic in globals_:
-                self._global.update(RawRecord(topic, 0, offset, timestamp, key, value, headers))
-                continue
-            self._task.process(RawRecord(topic, 0, offset, timestamp, key, value, headers))
-            # A commit after every record, also one read back from a repartition topic, as
-            # Java's driver does: cached tables emit, maybe into looped-back topics.
+        """Java's pipeRecord: the record is queued on its topic's partition, then the task
+        processes everything queued (the record, then what it wrote back to its inputs)."""
+        self._enqueue(topic, key, value, timestamp, headers)
+        self._process_queued()
+
+    def _enqueue(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int,
+                 headers: Headers) -> None:
+        offset = self._offsets.get(topic, 0)
+        self._offsets[topic] = offset + 1
+        raw = RawRecord(topic, 0, offset, timestamp, key, value, headers)
+        if topic in self._global.topics:  # a global store is updated at once, as in Java
+            self._global.update(raw)
+        else:
+            self._queues.add([raw])
+
+    def _process_queued(self) -> None:
+        """Java's completeAllProcessableWork: one record at a time, lowest head timestamp
+        first; a commit after each (cached tables emit, maybe into looped-back topics), then
+        the records written to topics the topology reads are queued too."""
+        self._read_back()
+        while (raw := self._queues.next_record()) is not None:
+            self._task.process(raw)
             self._task.flush(complete_async=self.auto_complete_async)
-            pending.extend(self._looped_back(sources))
+            self._read_back()
 
-    def _looped_back(self, sources: set[str]) -> list[tuple]:
-        """Records written since last time to topics the topology reads (through(), repartition
-        topics): they are read back, as Kafka Streams' own test driver does."""
+    def _read_back(self) -> None:
+        """Java's captureOutputsAndReEnqueueInternalResults: records written since last time
+        to topics the topology reads (repartition topics, through()) are queued on their
+        partition in write order; a global topic's update its store at once."""
         produced = self._collector.records
-        new = [(r.topic, r.key, r.value, r.timestamp, r.headers)
-               for r in produced[self._looped:] if r.topic in sources]
+        new = [r for r in produced[self._looped:] if r.topic in self._read_topics]
         self._looped = len(produced)
-        return new
-
-    def _feed_back(self, sources: set[str]) -> None:
-        for topic, key, value, timestamp, headers in self._looped_back(sources):
-            self._pipe(topic, key, value, timestamp, headers)
+        for r in new:
+            self._enqueue(r.topic, r.key, r.value, r.timestamp, r.headers)
 
     def _records_for(self, topic: str) -> list:
         return [r for r in self._collector.records if r.topic == topic]

@@ -283,10 +283,14 @@ class CachingLayer(_Layer):
             (k, self._entries[k]) for k in self._dirty]
         self._dirty = {}
         for k, v in order:
-            old = self.inner.get(k) if self.on_flush else None
-            self.inner.put(k, v)
             if self.on_flush:
+                old = self.inner.get(k)
+                if v is None and old is None:
+                    continue  # as Java's caching stores: nothing to write down or forward
+                self.inner.put(k, v)
                 self.on_flush(k, v, old)
+            else:
+                self.inner.put(k, v)
             if self.on_write_down:
                 self.on_write_down(k)
         for k, v in order:
