@@ -2,11 +2,12 @@
 
 Each scenario is a random chain of typed DSL steps from one input topic; a join step adds a
 fresh input topic for its other side. Inputs mix out-of-order, equal and late timestamps,
-null keys, null values (tombstones for tables), with the cache on or off.
+null keys, null values (tombstones for tables), with the cache off, too small for one entry
+(every put evicts) or with room.
 
 Example:
     >>> scenario(7)[:2]
-    ['# seed 7', 'cache 0']
+    ['# seed 7', 'cache 1']
 """
 
 from __future__ import annotations
