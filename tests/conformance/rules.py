@@ -214,4 +214,12 @@ RULES: dict[str, list[str]] = {
         *_TABLE_JOIN, "op m tmap_values l nul", "op j touter_join m r", "op o to_stream j",
         "to o out", "input in0 a 3 40", "input in1 a 1 33", "input in0 b 4 40",
         "input in1 b 1 33"],
+    # Java's processReverse reads on past a record's left window to the next older one and
+    # takes its newest timestamp as the previous record's: b@42's left window [32, 42] was
+    # closed (stream time 45), so it lacks 42 and b@49 makes no right window [43, 53]
+    "sliding windows: a closed left window leaves no right window for the next record": [
+        "cache 0", "op v1 stream in0", "op v2 group_by_key v1", "op v3 sliding_windows v2 10 0",
+        "op v4 aggregate v3 st0", "op v5 to_stream v4", "op v6 unwindow v5", "to v6 out",
+        "input in0 b 3 38", "input in0 b 5 31", "input in0 c 0 45", "input in0 b 8 42",
+        "input in0 b 3 49", "store st0 window"],
 }

@@ -77,7 +77,7 @@ class SlidingWindowAggregateProcessor(_TableStoreProcessor, FinalResults):
 
     def _process(self, record: Record, close: int) -> None:
         # As Java's processReverse: windows from the newest start back, so updates go out in
-        # descending start order, stopping at the first window that ends at or before t.
+        # descending start order, stopping at the first window that ends before t.
         t, d = record.timestamp, self.windows.time_difference_ms
         with self.store.backward_fetch(record.key, max(0, t - 2 * d), t + 1) as found:
             stored = list(found)
@@ -96,10 +96,13 @@ class SlidingWindowAggregateProcessor(_TableStoreProcessor, FinalResults):
                 self._add(record, start, vt, close)
             elif end == t:
                 left_exists = True
-                if vt.timestamp < t:
-                    previous = vt.timestamp
                 self._add(record, start, vt, close)
-                break
+                if vt.timestamp >= t:
+                    return  # as Java: a record at t already made this record's windows
+                # Read on, as Java does: the next older window's newest timestamp replaces this
+                # one; when the left window was closed to the previous record it lacks that
+                # record, and so no right window is made for it.
+                previous = vt.timestamp
             else:
                 before, previous = vt, vt.timestamp
                 break
