@@ -72,6 +72,16 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def _kill_alive(pids: list[int]) -> None:
+    """SIGKILL each of ``pids`` that is still alive (one that exits meanwhile is fine)."""
+    for pid in pids:
+        if _alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def _group(pgid: int) -> list[int]:
     """The live processes of process group ``pgid``."""
     out = []
@@ -251,12 +261,7 @@ class StandaloneCluster:
             except subprocess.TimeoutExpired:
                 pass
         for pids in groups.values():
-            for pid in pids:
-                if _alive(pid):
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+            _kill_alive(pids)
         for p in procs:
             try:
                 p.wait(5)
@@ -303,12 +308,7 @@ def stop_process_group(proc: subprocess.Popen, timeout_s: float = 20) -> None:
             proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
             pass
-    for pid in pids:
-        if _alive(pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    _kill_alive(pids)
     try:
         proc.wait(5)
     except subprocess.TimeoutExpired:
