@@ -28,11 +28,13 @@ class SourceSpec:
 
 @dataclass(frozen=True)
 class ProcessorSpec:
-    """Runs ``supplier()``'s processor on what its parents forward."""
+    """Runs ``supplier()``'s processor on what its parents forward. ``key_changing``: the
+    processor may change record keys, so a later key-based step repartitions first."""
 
     name: str
     supplier: Callable[[], Any]
     parents: tuple[str, ...]
+    key_changing: bool = False
 
 
 @dataclass(frozen=True)

@@ -47,14 +47,17 @@ class KStream:
         self._repartition_required = repartition_required
 
     def _then(self, prefix: str, supplier: Callable[[], Any], name: str | None = None,
-              key_serde: Any = None, value_serde: Any = None, keep_serdes: bool = True) -> "KStream":
+              key_serde: Any = None, value_serde: Any = None, keep_serdes: bool = True, *,
+              key_changing: bool = False) -> "KStream":
+        """Add a processor node after this stream. ``key_changing`` declares that it may
+        change keys: the node says so, and a later key-based step repartitions first."""
         name = name or self._graph.next_name(prefix)
-        self._graph.add(ProcessorSpec(name, supplier, (self._node,)))
+        spec = ProcessorSpec(name, supplier, (self._node,), key_changing)
+        self._graph.add(spec)
         if keep_serdes:
             key_serde, value_serde = self._key_serde, self._value_serde
-        key_changing = prefix in ("KSTREAM-MAP", "KSTREAM-FLATMAP", "KSTREAM-KEY-SELECT")
         return KStream(self._graph, name, key_serde, value_serde,
-                       self._repartition_required or key_changing)
+                       self._repartition_required or spec.key_changing)
 
     def filter(self, predicate: Callable[[Any, Any], bool], name: str | None = None) -> "KStream":
         """Keep the records for which ``predicate(key, value)`` is true."""
@@ -74,12 +77,12 @@ class KStream:
     def map(self, fn: Callable[[Any, Any], tuple[Any, Any]], name: str | None = None) -> "KStream":
         """Replace each record's key and value by ``fn(key, value) -> (key2, value2)``."""
         return self._then("KSTREAM-MAP", functools.partial(ops.MapProcessor, fn), name,
-                          keep_serdes=False)
+                          keep_serdes=False, key_changing=True)
 
     def flat_map(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> "KStream":
         """Replace each record by the ``(key, value)`` pairs of ``fn(key, value)`` (zero or more)."""
         return self._then("KSTREAM-FLATMAP", functools.partial(ops.FlatMapProcessor, fn), name,
-                          keep_serdes=False)
+                          keep_serdes=False, key_changing=True)
 
     def flat_map_values(self, fn: Callable[..., Any], name: str | None = None, *,
                         with_key: bool = False) -> "KStream":
@@ -158,7 +161,7 @@ class KStream:
     def select_key(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> "KStream":
         """Set each record's key to ``fn(key, value)`` (a later key-based step repartitions)."""
         return self._then("KSTREAM-KEY-SELECT", functools.partial(ops.SelectKeyProcessor, fn),
-                          name, None, self._value_serde, keep_serdes=False)
+                          name, None, self._value_serde, keep_serdes=False, key_changing=True)
 
     def split(self, name: str | None = None) -> "BranchedKStream":
         """Start routing records to branches: ``split().branch(pred, name=...).default_branch()``."""

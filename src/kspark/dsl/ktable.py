@@ -407,7 +407,7 @@ class KGroupedTable:
         g, t = self._table._graph, self._table
         select = g.next_name("KTABLE-SELECT")
         g.add(ProcessorSpec(select, functools.partial(tables.TableGroupByProcessor, self._selector),
-                            (t._node,)))
+                            (t._node,), key_changing=True))
         name = g.next_name("KTABLE-AGGREGATE")
         topic = f"{name}-repartition"
         g.add(SinkSpec(g.next_name("KSTREAM-SINK"), topic, (select,), self._key_serde,
