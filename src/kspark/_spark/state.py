@@ -28,6 +28,7 @@ from kspark._engine.task import BATCH_HEADER, StreamTask
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import read_range
 from kspark._kafka.settings import as_settings
+from kspark._spark.host_state import TaskHostState
 from kspark.errors import ChangelogLostError, CorruptStateError
 
 __all__ = ["LOCAL_PROGRESS", "restore_task", "checkpoint_task", "invalidate_checkpoint", "logged_partitions",
@@ -65,7 +66,8 @@ LOCAL_PROGRESS = "local"
 
 def restore_task(task: StreamTask, builders: dict[str, Any],
                  batch: tuple[str, int] | None = None, saved: Any = LOCAL_PROGRESS,
-                 replay: bool = False) -> dict[tuple[str, int], int]:
+                 replay: bool = False, *,
+                 host: TaskHostState | None = None) -> dict[tuple[str, int], int]:
     """Bring every logged store of a new task to the state its ``batch`` (query id, batch
     id) starts from; returns the changelog end offsets.
 
@@ -77,7 +79,24 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
     a ``replay`` of a committed one, or the checkpoint is missing, the local state is wiped
     and restored, and changelog records that this query stamped with this batch or a later
     one are skipped.
+
+    What the host keeps of the task (the progress resumed, the changelogs' topic ids, the
+    records restored) goes to ``host``. (``host=None`` is a bridge for callers not yet
+    passing it: the same fields are then set on the task.)
     """
+    host, bridged = (TaskHostState(), True) if host is None else (host, False)
+    try:
+        return _restore_task(task, builders, batch, saved, replay, host)
+    finally:
+        if bridged:  # BRIDGE until every caller passes host=
+            task.resumed_progress = host.resumed_progress
+            if host.changelog_ids or hasattr(task, "changelog_ids"):
+                task.changelog_ids = host.changelog_ids
+            task.restored_records = getattr(task, "restored_records", 0) + host.restored_records
+
+
+def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, int] | None,
+                  saved: Any, replay: bool, host: TaskHostState) -> dict[tuple[str, int], int]:
     if replay:
         invalidate_checkpoint(task)  # the state of before the batch is not written down
     path = _checkpoint_path(task, ".progress")
@@ -93,16 +112,16 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
                   f"{task.config['application.id']!r})")
     if progress is not None:
         task.resume(progress, source)
-    task.resumed_progress = progress
+    host.resumed_progress = progress
     parts = logged_partitions(task, builders)
     if not parts:
         return {}
     config = task.config
     ends = admin_for(config).end_offsets(parts.values())
     checkpoint = {} if ahead else (read_checkpoint(_checkpoint_path(task)) or {})
-    task.changelog_ids = admin_for(config).topic_ids(sorted({t for t, _ in parts.values()}))
+    host.changelog_ids = admin_for(config).topic_ids(sorted({t for t, _ in parts.values()}))
     if checkpoint:
-        _check_same_topics(task, parts, checkpoint)
+        _check_same_topics(task, parts, checkpoint, host.changelog_ids)
     for name, tp in parts.items():
         raw = bottom(task.stores[name])
         end = ends[tp]
@@ -123,7 +142,7 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
                             batch, *tp)
             raw.wipe()
             start = 0
-        task.restored_records = getattr(task, "restored_records", 0) + _restore(
+        host.restored_records += _restore(
             task.task_id, name, raw, tp, start, end, config, batch,
                  restore_checker(task.stores[name], task.task_id))
     return ends
@@ -143,7 +162,7 @@ def _checked(progress: dict | None, task: StreamTask, source: str) -> dict | Non
 
 
 def _check_same_topics(task: StreamTask, parts: dict[str, tuple[str, int]],
-                       checkpoint: dict[tuple[str, int], int]) -> None:
+                       checkpoint: dict[tuple[str, int], int], ids: dict[str, str]) -> None:
     """A changelog deleted and created again (a new topic id) while the local state has a
     checkpoint of the old one: restoring from the new topic's offsets would be wrong."""
     path = _checkpoint_path(task, ".changelog-ids")
@@ -152,7 +171,7 @@ def _check_same_topics(task: StreamTask, parts: dict[str, tuple[str, int]],
         raise CorruptStateError(f"task {task.task_id}: {str(path)!r} maps topics to something "
                                 "other than topic ids: it was damaged; delete it")
     for name, tp in parts.items():
-        was, now = recorded.get(tp[0]), task.changelog_ids.get(tp[0])
+        was, now = recorded.get(tp[0]), ids.get(tp[0])
         if tp in checkpoint and was is not None and now is not None and was != now:
             raise ChangelogLostError(
                 f"task {task.task_id}: changelog topic {tp[0]!r} was deleted and created again "
@@ -211,23 +230,33 @@ def invalidate_checkpoint(task: StreamTask) -> None:
     _checkpoint_path(task).unlink(missing_ok=True)
 
 
-def checkpoint_task(task: StreamTask, builders: dict[str, Any]) -> dict[tuple[str, int], int]:
+def checkpoint_task(task: StreamTask, builders: dict[str, Any], *,
+                    host: TaskHostState | None = None) -> dict[tuple[str, int], int]:
     """After a committed batch: the changelog ends, written to the checkpoint file (and the
-    task's progress to ``.progress``, with the batch and the progress it started from)."""
+    task's progress to ``.progress``, with the batch and the progress it started from, which
+    ``host`` keeps). (``host=None`` is a bridge for callers not yet passing it: the task's
+    own attributes are used.)"""
+    if host is None:  # BRIDGE until every caller passes host=
+        host = TaskHostState(changelog_ids=getattr(task, "changelog_ids", None) or {},
+                             resumed_progress=getattr(task, "resumed_progress", None))
+        try:
+            return checkpoint_task(task, builders, host=host)
+        finally:
+            task.resumed_progress = host.resumed_progress
     progress = task.progress()
     if task.stores or progress["punctuations"]:
         if task.batch is not None:
             progress["query"], progress["batch"] = task.batch
-        previous = getattr(task, "resumed_progress", None)
+        previous = host.resumed_progress
         progress["previous"] = None if previous is None else {
             k: v for k, v in previous.items() if k != "previous"}
         write_progress(_checkpoint_path(task, ".progress"), progress)
-        task.resumed_progress = {k: v for k, v in progress.items() if k != "previous"}
+        host.resumed_progress = {k: v for k, v in progress.items() if k != "previous"}
     parts = logged_partitions(task, builders)
     if not parts:
         return {}
     ends = admin_for(task.config).end_offsets(parts.values())
-    ids = getattr(task, "changelog_ids", None)
+    ids = host.changelog_ids
     if ids:
         write_progress(_checkpoint_path(task, ".changelog-ids"), ids)
     write_checkpoint(_checkpoint_path(task), ends)
