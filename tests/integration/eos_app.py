@@ -67,9 +67,10 @@ def main(argv: list[str]) -> int:
     spark = spark_session({"spark.master": a.master, "spark.ui.enabled": "false",
                            "spark.task.maxFailures": "8", "spark.sql.shuffle.partitions": "2"})
     if a.fail_after_commit:
-        from kspark._spark.stage import FAULT_PROPERTY
+        from kspark._spark.hooks import FailAfterCommit, TaskHooks, install_task_hooks
 
-        spark.sparkContext.setLocalProperty(FAULT_PROPERTY, a.fail_after_commit)
+        install_task_hooks(TaskHooks(after_commit=FailAfterCommit(
+            tuple(a.fail_after_commit.split(",")))))
     cfg = config(a.bootstrap, a.app_id, a.state_dir, a.guarantee, a.max_offsets)
     if a.checkpoint:
         cfg["checkpoint.location"] = a.checkpoint

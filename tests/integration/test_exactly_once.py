@@ -155,9 +155,10 @@ def test_executor_killed_mid_batch_on_local_cluster(broker, admin, topic_name, t
 def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, admin, topic_name,
                                                                         tmp_path):
     from kspark._graph.subtopology import sub_topologies
-    from kspark._kafka import transactions
-    from kspark._spark.source import task_marker
-    from kspark._spark.stage import StagePlan, _task_runner
+    from kspark._spark.stage import StagePlan
+    from kspark._spark.task_batch import StageContext, run_task_batch
+    from kspark._spark.wire import TaskMarker, marker_batch
+    from kspark._worker import registry
     from kspark.config import StreamsConfig
     from kspark.processor import Processor, Topology
 
@@ -191,13 +192,13 @@ def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, 
     for i, v in enumerate((b"1", b"2", b"3")):
         p.produce(src, key=b"k", value=v, partition=0, timestamp=5 + i)
     assert p.flush(30) == 0
-    rows = task_marker(0, [(src, 0, 0, 3)])  # the stage reads offsets 0-2 itself
-    runner = _task_runner(graph, cfg.as_dict(), plan)
+    rows = marker_batch(TaskMarker(0, ((src, 0, 0, 3),)))  # the stage reads offsets 0-2 itself
+    ctx = StageContext(graph, cfg.as_dict(), plan)
     outcome: list = []
 
     def older():
         try:
-            outcome.append(list(runner(0, iter([rows]), ("q", 0))))
+            outcome.append(list(run_task_batch(ctx, 0, iter([rows]), ("q", 0))))
         except BaseException as e:  # noqa: BLE001 - the test inspects it
             outcome.append(e)
 
@@ -208,8 +209,8 @@ def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, 
     while soak.open_transactions(broker, [dst]) == 0:
         assert time.monotonic() < deadline, "the older attempt's write never arrived"
         time.sleep(0.05)
-    transactions._TXNS.clear()  # the newer attempt runs in "another worker": its own producer
-    list(runner(0, iter([rows]), ("q", 0)))
+    registry().clear("transactions")  # the newer attempt runs in "another worker": its own producer
+    list(run_task_batch(ctx, 0, iter([rows]), ("q", 0)))
     release.set()
     t.join(120)
     assert isinstance(outcome[0], TaskFencedError), outcome
@@ -223,7 +224,7 @@ def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, 
     raw = [m.value() for m in c.consume(10, 10) if m.error() is None]
     c.close()
     assert raw.count(b"1") == 2, "the older attempt did write, in a transaction that was aborted"
-    transactions._TXNS.clear()  # the attempts ran in this process: release their clients
+    registry().clear("transactions")  # the attempts ran in this process: release their clients
 
 
 def test_a_cluster_that_cannot_do_transactions_is_refused_at_start(tmp_path, topic_name):

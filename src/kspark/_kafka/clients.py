@@ -15,6 +15,7 @@ from kspark._engine.partitioner import default_partition
 from kspark._kafka.factory import errors_of, new_consumer, new_producer
 from kspark._kafka.security_errors import authorization_for, check_client, classify
 from kspark._kafka.settings import ClientSettings, as_settings
+from kspark._worker import registry
 from kspark.errors import SinkWriteError, SourceReadError
 
 __all__ = ["read_range", "TaskProducer", "task_producer", "group_reader", "commit_offsets",
@@ -23,27 +24,25 @@ __all__ = ["read_range", "TaskProducer", "task_producer", "group_reader", "commi
 log = logging.getLogger("kspark")
 
 
-_RANGE_READERS: dict[tuple, tuple[Consumer, list[str]]] = {}
-
-
 def _range_reader(conf: Mapping[str, Any]) -> tuple[Consumer, list[str]]:
     """This worker process's range-reading consumer for ``conf`` and its list of client
     errors: reused from range to range (a new consumer costs a connection and a metadata
     round trip per range)."""
-    key = tuple(sorted((k, repr(v)) for k, v in conf.items()))
-    found = _RANGE_READERS.get(key)
-    if found is None:
+    key = ("", *sorted((k, repr(v)) for k, v in conf.items()))  # shared by applications
+
+    def make() -> tuple[Consumer, list[str]]:
         errors: list[str] = []
         consumer = new_consumer({**conf, "error_cb": lambda err: errors.append(err.str())},
                                 "range-reader")
-        found = _RANGE_READERS[key] = (consumer, errors)
-    return found
+        return consumer, errors
+
+    return registry().get("range_readers", key, make)
 
 
 def _drop_range_reader(consumer: Consumer) -> None:
-    for key, (c, _) in list(_RANGE_READERS.items()):
+    for key, (c, _) in registry().items("range_readers"):
         if c is consumer:
-            del _RANGE_READERS[key]
+            registry().pop("range_readers", key)
     consumer.close()
 
 
@@ -287,22 +286,14 @@ class TaskProducer(RecordCollector):
             )
 
 
-_PRODUCERS: dict[tuple, TaskProducer] = {}
-
-
 def task_producer(where: ClientSettings | str, client_id: str,
                   extra: Mapping[str, Any] | None = None,
                   skip_failed: bool = False) -> TaskProducer:
     """The producer of one task, created once per Python worker process and reused."""
     settings = as_settings(where)
-    key = (settings, client_id, tuple(sorted((extra or {}).items())), skip_failed)
-    p = _PRODUCERS.get(key)
-    if p is None:
-        p = _PRODUCERS[key] = TaskProducer(settings, client_id, extra, skip_failed=skip_failed)
-    return p
-
-
-_GROUPS: dict[tuple, Consumer] = {}
+    key = ("", settings, client_id, tuple(sorted((extra or {}).items())), skip_failed)
+    return registry().get("producers", key, lambda: TaskProducer(settings, client_id, extra,
+                                                                 skip_failed=skip_failed))
 
 
 def group_reader(where: ClientSettings | str, app_id: str) -> Consumer:
@@ -310,12 +301,9 @@ def group_reader(where: ClientSettings | str, app_id: str) -> Consumer:
     committed markers (read_committed, so a pending transaction's offsets are waited for)
     and gives the group metadata that transactions commit offsets with."""
     settings = as_settings(where)
-    key = (settings, app_id)
-    if key not in _GROUPS:
-        _GROUPS[key] = new_consumer(settings.conf("consumer", "group", {
-            "group.id": app_id, "enable.auto.commit": False,
-            "isolation.level": "read_committed"}), f"group {app_id}")
-    return _GROUPS[key]
+    return registry().get("groups", (app_id, settings), lambda: new_consumer(settings.conf(
+        "consumer", "group", {"group.id": app_id, "enable.auto.commit": False,
+                              "isolation.level": "read_committed"}), f"group {app_id}"))
 
 
 def commit_offsets(where: ClientSettings | str, app_id: str,

@@ -30,6 +30,7 @@ from kspark._engine.documents import Invalid, check_progress, need_dict, need_in
 from kspark._kafka.clients import TaskProducer, group_reader
 from kspark._kafka.security_errors import authorization_for
 from kspark._kafka.settings import ClientSettings, as_settings
+from kspark._worker import registry
 from kspark.errors import (
     CorruptStateError,
     AuthorizationError,
@@ -265,9 +266,6 @@ def read_marker(where: ClientSettings | str, app_id: str, task_id: str,
             time.sleep(0.2)
 
 
-_TXNS: dict[tuple, TaskTransactions] = {}
-
-
 def task_transactions(where: ClientSettings | str, app_id: str, task_id: str,
                       marker_tp: tuple[str, int], batch: tuple[str, int] | None
                       ) -> tuple[TaskTransactions | None, Marker | None]:
@@ -281,18 +279,18 @@ def task_transactions(where: ClientSettings | str, app_id: str, task_id: str,
     after that, since a fenced attempt may have committed just before.
     """
     settings = as_settings(where)
-    key = (settings, app_id, task_id, marker_tp)
-    tx = _TXNS.get(key)
+    key = (app_id, settings, task_id, marker_tp)
+    tx = registry().get("transactions", key)
     if tx is None:
         tx = TaskTransactions(settings, app_id, task_id, marker_tp)
     marker = tx.marker()
     if marker is not None and marker.covers(batch):
-        _TXNS[key] = tx
+        registry().put("transactions", key, tx)
         return None, marker
     if tx.fenced or (tx.initialized and (marker is None or marker.producer != tx.instance)):
         tx.close()
         tx = TaskTransactions(settings, app_id, task_id, marker_tp)
-    _TXNS[key] = tx
+    registry().put("transactions", key, tx)
     if not tx.initialized:
         tx.init()
         marker = tx.marker()
@@ -303,6 +301,4 @@ def task_transactions(where: ClientSettings | str, app_id: str, task_id: str,
 
 
 def _forget(tx: TaskTransactions) -> None:
-    for key, value in list(_TXNS.items()):
-        if value is tx:
-            del _TXNS[key]
+    registry().forget("transactions", tx)

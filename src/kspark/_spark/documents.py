@@ -6,8 +6,8 @@ Each returns the parsed document with its types made sure, or raises a
 ``CorruptStateError`` saying what is wrong, where it was read and what to do.
 
 Example:
-    >>> check_task_marker(b'[["in", 0, 5, 9]]')
-    [['in', 0, 5, 9]]
+    >>> check_task_marker(b'{"ranges": [["in", 0, 5, 9]]}')
+    {'ranges': [['in', 0, 5, 9]]}
     >>> check_task_marker(b'{"ranges": [["in", 0, 5]]}')
     Traceback (most recent call last):
     ...
@@ -50,21 +50,18 @@ def _ranges(doc: Any) -> None:
 
 
 def check_task_marker(raw: str | bytes) -> Any:
-    """A task marker (see ``source.task_marker``): a list of ``[topic, partition, start,
-    end]`` ranges, or ``{"ranges": ..., "globals": ..., "clock": ...}``."""
+    """The value of a task marker (see ``wire.TaskMarker``): ``{"ranges": [[topic,
+    partition, start, end], ...], "globals": ..., "clock": ...}``."""
     try:
-        doc = load_json(raw)
-        if type(doc) is dict:
-            unknown = sorted(set(doc) - {"ranges", "globals", "clock"})
-            if unknown or "ranges" not in doc:
-                raise Invalid(f"its fields are {sorted(doc)} (ranges, globals, clock belong)")
-            _ranges(doc["ranges"])
-            if doc.get("globals") is not None:
-                check_offsets(doc["globals"], "'globals'")
-            if doc.get("clock") is not None:
-                need_int(doc["clock"], "'clock'")
-        else:
-            _ranges(doc)
+        doc = need_dict(load_json(raw), "the marker")
+        unknown = sorted(set(doc) - {"ranges", "globals", "clock"})
+        if unknown or "ranges" not in doc:
+            raise Invalid(f"its fields are {sorted(doc)} (ranges, globals, clock belong)")
+        _ranges(doc["ranges"])
+        if doc.get("globals") is not None:
+            check_offsets(doc["globals"], "'globals'")
+        if doc.get("clock") is not None:
+            need_int(doc["clock"], "'clock'")
         return doc
     except Invalid as e:
         raise CorruptStateError(

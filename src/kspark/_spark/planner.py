@@ -23,8 +23,9 @@ from kspark._graph.graph import TopologyGraph, topic_name
 from kspark._graph.subtopology import SubTopology, sub_topologies
 from kspark._spark.globals import local_checkpoint
 from kspark._kafka.settings import as_settings
-from kspark._spark.source import MARKER_TOPIC, source_for
-from kspark._spark.stage import FED_SCHEMA, StagePlan, make_stage
+from kspark._spark.source import source_for
+from kspark._spark.wire import FED_SCHEMA, MARKER_TOPIC
+from kspark._spark.stage import StagePlan, make_stage
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
 

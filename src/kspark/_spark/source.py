@@ -20,27 +20,11 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from kspark._kafka.settings import ClientSettings
+from kspark._spark.wire import SOURCE_ARROW_SCHEMA, SOURCE_SCHEMA, TaskMarker, marker_batch
 
-__all__ = ["KafkaDataSource", "source_for", "SOURCE_SCHEMA", "ARROW_SCHEMA", "TaskInput", "MARKER_TOPIC",
-           "task_marker"]
-
-SOURCE_SCHEMA = ("topic string, partition int, offset long, timestamp long, key binary, "
-                 "value binary, headers array<struct<key:string,value:binary>>")
-ARROW_SCHEMA = pa.schema([
-    ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
-    ("timestamp", pa.int64()), ("key", pa.binary()), ("value", pa.binary()),
-    ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
-])
+__all__ = ["KafkaDataSource", "source_for", "TaskInput"]
 
 Offsets = dict[str, dict[str, int]]
-
-# The topic of a task marker: a row that names a task (in ``partition``) and holds no record.
-# Every task's input starts with one, so a stage knows which task a Spark partition runs
-# from its rows: Spark numbers partitions differently from batch to batch (a source without
-# new data in a micro-batch becomes an empty relation with no partitions at all). A marker
-# from the source carries the task's offset ranges (JSON in ``value``): the stage reads the
-# records itself, so they never cross the JVM.
-MARKER_TOPIC = ""
 
 # A topology with delayed records (KIP-311) pins a clock in each micro-batch's offsets: this
 # entry (a colon: no Kafka topic has this name) holds the wall-clock time, rounded down to
@@ -66,20 +50,6 @@ def parse_offset_log(text: str) -> Offsets:
                 if topic != CLOCK:
                     out.setdefault(topic, {}).update({str(p): int(o) for p, o in parts.items()})
     return out
-
-
-def task_marker(task: int, ranges: list[tuple[str, int, int, int]] | None = None,
-                globals_: Offsets | None = None, clock: int | None = None) -> pa.RecordBatch:
-    """The one-row batch that starts task ``task``'s input (see ``MARKER_TOPIC``): its
-    ranges, the global topics' offsets the micro-batch pinned and its pinned clock
-    (``{"ranges": ..., "globals": ..., "clock": ...}`` when the topology has global stores
-    or delayed records)."""
-    extras = {k: v for k, v in (("globals", globals_), ("clock", clock)) if v is not None}
-    value = None if ranges is None else json.dumps(
-        {"ranges": ranges, **extras} if extras else ranges).encode()
-    return pa.RecordBatch.from_pydict(
-        {"topic": [MARKER_TOPIC], "partition": [task], "offset": [-1], "timestamp": [-1],
-         "key": [None], "value": [value], "headers": [[]]}, schema=ARROW_SCHEMA)
 
 
 @dataclass
@@ -236,7 +206,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from kspark._kafka.clients import read_range
 
         if self.emit == "ranges":
-            yield task_marker(partition.task, partition.ranges, partition.globals_, partition.clock)
+            yield marker_batch(TaskMarker(partition.task, tuple(partition.ranges), partition.globals_,
+                                           partition.clock))
             return
         for topic, p, s, e in partition.ranges:
             for msgs in read_range(self.settings, topic, p, s, e, self.read_timeout_ms):
@@ -274,4 +245,5 @@ def _to_arrow(msgs: list) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
         [pa.array(topics, pa.string()), pa.array(parts, pa.int32()), pa.array(offs, pa.int64()),
          pa.array(tss, pa.int64()), pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
-         pa.array(headers, ARROW_SCHEMA.field("headers").type)], schema=ARROW_SCHEMA)
+         pa.array(headers, SOURCE_ARROW_SCHEMA.field("headers").type)],
+        schema=SOURCE_ARROW_SCHEMA)
