@@ -74,7 +74,7 @@ def check_offsets(doc: Any, what: str) -> dict[str, dict[str, int]]:
 def check_progress(doc: Any, fields: Mapping[str, tuple[str, ...]] | None = None,
                    nested: bool = True) -> dict[str, Any]:
     """A task's progress (see ``StreamTask.progress``) with the host's additions (``query``,
-    ``batch``, ``previous``). ``fields``: each processor's declared ``_progress_fields``;
+    ``batch``, ``previous``). ``fields``: each processor's declared ``progress_fields``;
     saved fields of a processor must be among them (processors not listed are ignored)."""
     doc = need_dict(doc, "the progress")
     known = {"stream_time", "stores", "partition_time", "punctuations", "processors",

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark._engine.progress import KeepsProgress
 from kspark._engine.tables import Change, out_of_order
 from kspark.errors import StreamsError
 
@@ -42,7 +43,7 @@ class GlobalTableJoinProcessor(Processor):
             self.context.forward(record.with_value(self.joiner(record.value, other)))
 
 
-class StreamTableJoinProcessor(Processor):
+class StreamTableJoinProcessor(Processor, KeepsProgress):
     """Each stream record joins the table's current value for its key.
 
     Inner: records whose key has no table value, or with a null key, are dropped.
@@ -56,7 +57,7 @@ class StreamTableJoinProcessor(Processor):
     refuses it).
     """
 
-    _progress_fields = ("buffer_time",)  # kept in the task's progress across restarts
+    progress_fields = ("buffer_time",)  # kept in the task's progress across restarts
 
     def __init__(self, table: Any, joiner: Callable[[Any, Any], Any], left: bool,
                  grace_ms: int | None = None, buffer: str | None = None):

@@ -16,6 +16,7 @@ from typing import Any
 
 from kspark._engine.api import Record
 from kspark._engine.emit import FinalResults, windows_starting_between
+from kspark._engine.progress import KeepsProgress
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.tables import Change, _TableStoreProcessor
 from kspark._engine.windows import SlidingWindows, Window, Windowed
@@ -33,10 +34,10 @@ def sliding_store_retention(windows: SlidingWindows) -> int:
     return 2 * windows.time_difference_ms + windows.grace_ms
 
 
-class SlidingWindowAggregateProcessor(_TableStoreProcessor, FinalResults):
+class SlidingWindowAggregateProcessor(_TableStoreProcessor, FinalResults, KeepsProgress):
     """Emits ``Windowed(key, Window(start, start + d))`` -> Change(new, old) per window update."""
 
-    _progress_fields = ("observed", "last_emit")  # kept in the task's progress across restarts
+    progress_fields = ("observed", "last_emit")  # kept in the task's progress across restarts
 
     def __init__(self, store_name: str, windows: SlidingWindows,
                  initializer: Callable[[], Any] | None, aggregator: Callable[[Any, Any, Any], Any],

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark._engine.progress import KeepsProgress
 
 __all__ = ["JoinWindows", "StreamStreamJoinProcessor"]
 
@@ -51,7 +52,7 @@ class JoinWindows:
         return self.before_ms + self.after_ms
 
 
-class StreamStreamJoinProcessor(Processor):
+class StreamStreamJoinProcessor(Processor, KeepsProgress):
     """One side of a stream-stream join (Kafka Streams' KStreamKStreamJoin): store this
     record, join the other side's window.
 
@@ -65,7 +66,7 @@ class StreamStreamJoinProcessor(Processor):
     """
 
     # kept in the task's progress across restarts
-    _progress_fields = ("observed", "min_time")
+    progress_fields = ("observed", "min_time")
 
     def __init__(self, this_store: str, other_store: str, pending_store: str,
                  joiner: Callable[[Any, Any], Any], windows: JoinWindows, kind: str,

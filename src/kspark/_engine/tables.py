@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.emit import FinalResults, windows_starting_between
+from kspark._engine.progress import KeepsProgress
 from kspark._engine.state.layers import CachingLayer
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.windows import Windowed
@@ -143,12 +144,12 @@ class StreamAggregateProcessor(_TableStoreProcessor):
         self._write(record, new, old, ts)
 
 
-class WindowAggregateProcessor(_TableStoreProcessor, FinalResults):
+class WindowAggregateProcessor(_TableStoreProcessor, FinalResults, KeepsProgress):
     """Windowed count / reduce / aggregate; records for windows closed past grace are dropped.
     As KStreamWindowAggregate, only null keys are skipped: a null value reaches the
     aggregator (count counts it; a reduce's first null value leaves the window empty)."""
 
-    _progress_fields = ("observed", "last_emit")  # kept in the task's progress across restarts
+    progress_fields = ("observed", "last_emit")  # kept in the task's progress across restarts
 
     def __init__(self, store_name: str, windows: Any, initializer: Callable[[], Any] | None,
                  aggregator: Callable[[Any, Any, Any], Any], final: bool = False):
@@ -322,11 +323,11 @@ class TablePassThroughProcessor(Processor):
         self.context.forward(record)
 
 
-class SessionAggregateProcessor(_TableStoreProcessor, FinalResults):
+class SessionAggregateProcessor(_TableStoreProcessor, FinalResults, KeepsProgress):
     """Session count / reduce / aggregate: a record joins (and merges) the sessions within
     the gap; merged sessions are removed downstream (a change to None)."""
 
-    _progress_fields = ("observed", "last_emit")  # kept in the task's progress across restarts
+    progress_fields = ("observed", "last_emit")  # kept in the task's progress across restarts
 
     def __init__(self, store_name: str, windows: Any, initializer: Callable[[], Any] | None,
                  aggregator: Callable[[Any, Any, Any], Any],

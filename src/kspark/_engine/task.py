@@ -13,6 +13,7 @@ from kspark._engine.collector import RecordCollector
 from kspark._engine.documents import Invalid, check_progress
 from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode
 from kspark._engine.partition_group import PartitionGroup
+from kspark._engine.progress import KeepsProgress, progress_fields_of
 from kspark._engine.punctuation import (
     Cancellable,
     PunctuationQueue,
@@ -100,11 +101,8 @@ class StreamTask:
         for node in self.nodes:
             node.init(self)
             saved = self._resume_processors.get(node.name)
-            if saved:  # a processor's own stream-time bookkeeping (see progress())
-                declared = getattr(node.processor, "_progress_fields", ())
-                for field, value in saved.items():
-                    if field in declared:  # checked in resume(); never any other attribute
-                        setattr(node.processor, field, value)
+            if saved and isinstance(node.processor, KeepsProgress):  # its stream-time
+                node.processor.resume_progress(saved)  # bookkeeping (checked in resume())
         self._async_nodes = [n for n in self.nodes
                              if hasattr(getattr(n, "processor", None), "complete_in_flight")]
 
@@ -328,16 +326,16 @@ class StreamTask:
         """What a restarted task needs to go on where this one is: stream time, partition
         times, when each stream-time punctuation is next due, the stream time each window and
         session store has observed (its retention), and the stream-time fields of DSL
-        processors that declare ``_progress_fields`` (JSON-ready).
+        processors that keep progress (:class:`KeepsProgress`; JSON-ready).
 
         Kafka Streams keeps partition time in the committed offsets' metadata; a host saves
         this at each commit and hands it to :meth:`resume` of the task's next incarnation.
         """
         processors = {}
         for node in self.nodes:
-            fields = getattr(getattr(node, "processor", None), "_progress_fields", ())
-            if fields:
-                processors[node.name] = {f: getattr(node.processor, f) for f in fields}
+            keeper = node.processor
+            if isinstance(keeper, KeepsProgress) and keeper.progress_fields:
+                processors[node.name] = keeper.save_progress()
         stores = {name: s.observed for name, s in self.stores.items() if hasattr(s, "observed")}
         return {"stream_time": self.stream_time, "stores": stores,
                 "partition_time": [[t, p, ts] for (t, p), ts in sorted(self.partition_time.items())],
@@ -353,8 +351,7 @@ class StreamTask:
         is read back from Kafka or disk (``source`` says where): a malformed one, or one
         naming a processor field the processor does not declare, is a CorruptStateError.
         """
-        fields = {n.name: tuple(getattr(getattr(n, "processor", None), "_progress_fields", ()))
-                  for n in self.nodes}
+        fields = {n.name: progress_fields_of(n.processor) for n in self.nodes}
         try:
             progress = check_progress(progress, fields)
         except Invalid as e:

@@ -1,0 +1,79 @@
+"""Processors that keep stream-time fields across restarts declare it (KeepsProgress), and
+the task's progress document keeps its shape: one written before the declaration existed
+still resumes, field for field."""
+
+import tempfile
+
+from kspark import JoinWindows, Serdes, SessionWindows, SlidingWindows, StreamsBuilder, \
+    StreamsConfig, TimeWindows
+from kspark._engine.collector import MemoryCollector
+from kspark._engine.progress import KeepsProgress, progress_fields_of
+from kspark._graph.instantiate import build_task
+from kspark.processor import Processor
+
+S = Serdes.String()
+
+# StreamTask.progress() of _topology() after six records, as the code before the
+# KeepsProgress interface wrote it (the same shape goes into Kafka markers)
+SAVED = {
+    "partition_time": [["in", 0, 12], ["other", 0, 13]],
+    "processors": {
+        "KSTREAM-AGGREGATE-0000000001": {"last_emit": -1, "observed": 12},
+        "KSTREAM-AGGREGATE-0000000002": {"last_emit": -1, "observed": 12},
+        "KSTREAM-AGGREGATE-0000000003": {"last_emit": -1, "observed": 12},
+        "KSTREAM-JOINOTHER-0000000006": {"min_time": 4611686018427387904, "observed": 13},
+        "KSTREAM-JOINTHIS-0000000005": {"min_time": 4611686018427387904, "observed": 12}},
+    "punctuations": {},
+    "stores": {"KSTREAM-AGGREGATE-0000000001-STATE-STORE": 10,
+               "KSTREAM-AGGREGATE-0000000002-STATE-STORE": 12,
+               "KSTREAM-AGGREGATE-0000000003-STATE-STORE": 6,
+               "KSTREAM-JOINOTHER-0000000006-STORE": 13, "KSTREAM-JOINTHIS-0000000005-STORE": 12},
+    "stream_time": 13}
+
+
+def _topology():
+    b = StreamsBuilder()
+    s = b.stream("in", key_serde=S, value_serde=S)
+    s.group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 5)).count()
+    s.group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(10, 5)).count()
+    s.group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(10, 5)).count()
+    o = b.stream("other", key_serde=S, value_serde=S)
+    s.join(o, lambda a, c: a + c, JoinWindows.of_time_difference_and_grace(5, 2)).to(
+        "out", value_serde=S)
+    return b.build()
+
+
+def _task(restore=None):
+    config = StreamsConfig({"application.id": "progress", "bootstrap.servers": "localhost:1",
+                            "state.dir": tempfile.mkdtemp()})
+    return build_task(_topology()._graph, "0_0", config, MemoryCollector(), restore=restore)
+
+
+def test_a_progress_saved_before_the_interface_resumes_unchanged():
+    task = _task(restore=lambda t: t.resume(SAVED, "the test's progress"))
+    try:
+        assert task.progress() == SAVED
+        for node in task.nodes:
+            saved = SAVED["processors"].get(node.name)
+            if saved is not None:
+                assert isinstance(node.processor, KeepsProgress)
+                assert node.processor.save_progress() == saved
+    finally:
+        task.close()
+
+
+def test_only_declaring_processors_are_saved():
+    task = _task()
+    try:
+        keepers = {n.name for n in task.nodes if progress_fields_of(n.processor)}
+        assert keepers == set(SAVED["processors"])
+        assert set(task.progress()["processors"]) == keepers
+    finally:
+        task.close()
+
+
+def test_a_processor_that_does_not_declare_keeps_nothing():
+    class Plain(Processor):
+        observed = 5
+
+    assert progress_fields_of(Plain()) == ()
