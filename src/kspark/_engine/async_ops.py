@@ -30,16 +30,17 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark.errors import ProcessorError, TopologyError
 
-__all__ = ["RetryPolicy", "AsyncProcessor", "AsyncStepProcessor", "Outcome", "ThreadRuntime",
-           "InlineRuntime", "check_async_options", "async_metrics", "summarize_metrics",
-           "merge_metrics"]
+__all__ = ["RetryPolicy", "AsyncProcessor", "AsyncStepProcessor", "AsyncContext", "Outcome",
+           "ThreadRuntime", "InlineRuntime", "check_async_options", "async_metrics",
+           "summarize_metrics", "merge_metrics"]
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,26 @@ class InlineRuntime:
         call.set_result(outcome)
 
 
+@runtime_checkable
+class AsyncContext(Protocol):
+    """What an :class:`AsyncProcessor` needs of its context beyond the Processor API: the
+    engine's ``NodeContext`` provides it (and the contexts that wrap one pass it on)."""
+
+    def task_id(self) -> str: ...
+
+    def app_config(self) -> Mapping[str, Any]: ...
+
+    def node_name(self) -> str: ...
+
+    def async_runtime(self) -> Any: ...
+
+    def input_record(self) -> Any: ...
+
+    def as_input(self, raw: Any) -> AbstractContextManager[None]: ...
+
+    def dead_letter(self, raw: Any, error: BaseException, extra_headers: tuple = ()) -> bool: ...
+
+
 class _Station:
     __slots__ = ("record", "future", "raw", "key")
 
@@ -258,24 +279,27 @@ class AsyncProcessor(Processor):
         return self.call, record
 
     def init(self, context: ProcessorContext) -> None:
+        if not isinstance(context, AsyncContext):
+            raise TopologyError(f"{type(self).__name__} runs only in a kspark task: its context "
+                                f"{type(context).__name__} lacks what async steps need "
+                                f"(AsyncContext)")
         self.context = context
-        task = context._task  # the engine's own context (see NodeContext)
-        self.task = task
-        self.runtime = getattr(task, "async_runtime", None) or ThreadRuntime.shared()
+        self.host: AsyncContext = context
+        self.runtime = context.async_runtime() or ThreadRuntime.shared()
         if self.max_in_flight is None:
-            self.max_in_flight = int(task.config.get("async.max.in.flight", 64))
-        self.node_name = context._node.name
-        self.rng = random.Random(zlib.crc32(f"{task.task_id}/{self.node_name}".encode()))
+            self.max_in_flight = int(context.app_config().get("async.max.in.flight", 64))
+        self.node_name = context.node_name()
+        self.rng = random.Random(zlib.crc32(f"{context.task_id()}/{self.node_name}".encode()))
 
     def process(self, record: Record) -> None:
         while len(self.stations) >= self.max_in_flight:  # all stations taken: wait
             self._wait_and_retire()
         fn, arg = self._fn_and_arg(record)
         fut = self.runtime.submit(fn, arg, self.retry, self.timeout_s, self.rng)
-        self.stations.append(_Station(record, fut, self.task.current_raw(), record.key))
+        self.stations.append(_Station(record, fut, self.host.input_record(), record.key))
         self.metrics["in_flight"] = len(self.stations)
         self.metrics["in_flight_peak"] = max(self.metrics["in_flight_peak"], len(self.stations))
-        self._retire()
+        self.retire_finished()
 
     def _wait_and_retire(self) -> None:
         waiting = [self.stations[0].future] if self.ordering == "partition" else [
@@ -284,9 +308,9 @@ class AsyncProcessor(Processor):
             self.runtime.complete(waiting[0])
         else:
             concurrent.futures.wait(waiting, return_when=concurrent.futures.FIRST_COMPLETED)
-        self._retire()
+        self.retire_finished()
 
-    def _retire(self) -> None:
+    def retire_finished(self) -> None:
         """Forward every result that is done and has no unfinished record before it (in the
         task, or of the same key)."""
         if self.ordering == "partition":
@@ -315,7 +339,7 @@ class AsyncProcessor(Processor):
         self.metrics["retried"] += out.attempts - 1
         self.metrics["finished"] += 1
         self.metrics["total_latency_s"] += out.seconds
-        with self.task.processing(s.raw):
+        with self.host.as_input(s.raw):
             if not out.ok:
                 self._failed(s, out)
                 return
@@ -323,19 +347,17 @@ class AsyncProcessor(Processor):
             self.complete(s.record, out.value)
 
     def _failed(self, s: _Station, out: Outcome) -> None:
-        task = self.task
         where = ("" if s.raw is None else
                  f" (input record topic {s.raw.topic!r}, partition {s.raw.partition}, offset "
                  f"{s.raw.offset})")
-        if self.on_failure == "dead_letter" and task.dead_letter_topic:
+        assert out.error is not None
+        if self.on_failure == "dead_letter" and self.host.dead_letter(
+                s.raw, out.error, (("__streams.errors.attempts", str(out.attempts).encode()),
+                                   ("__streams.errors.processor", self.node_name.encode()))):
             self.metrics["dead_lettered"] += 1
-            task.dead_letter(s.raw, out.error, (("__streams.errors.attempts",
-                                                 str(out.attempts).encode()),
-                                                ("__streams.errors.processor",
-                                                 self.node_name.encode())))
             return
         raise ProcessorError(
-            f"task {task.task_id}, async processor {self.node_name!r}: the call failed after "
+            f"task {self.host.task_id()}, async processor {self.node_name!r}: the call failed after "
             f"{out.attempts} attempt(s){where}: {type(out.error).__name__}: {out.error}"
             + ("" if self.on_failure == "fail" else "; set errors.dead.letter.queue.topic.name "
                "to dead-letter such records")) from out.error
@@ -350,7 +372,7 @@ def async_metrics(task: Any, take: bool = False) -> dict[str, dict[str, float]]:
     """The counters of ``task``'s async processors, by processor name; ``take`` resets them
     (a host adds each committed batch's share to its totals)."""
     out = {}
-    for node in getattr(task, "_async_nodes", ()):
+    for node in task.async_nodes:
         m = node.processor.metrics
         out[node.name] = dict(m)
         if take:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Mapping
 
 from kspark._engine.api import ProcessorContext, Record, RecordMetadata
 
 if TYPE_CHECKING:
-    from kspark._engine.nodes import ProcessorNode
+    from kspark._engine.nodes import ProcessorNode, RawRecord
     from kspark._engine.task import StreamTask
 
 __all__ = ["NodeContext"]
@@ -63,3 +64,29 @@ class NodeContext(ProcessorContext):
 
     def is_delayed_delivery(self) -> bool:
         return self._task.delayed_delivery
+
+    # -- engine-side: what an async step (``async_ops.AsyncProcessor``) asks of its task
+    def node_name(self) -> str:
+        """The name of the node this context is bound to."""
+        return self._node.name
+
+    def async_runtime(self) -> Any:
+        """The runtime the task's async calls run on (None: the shared thread runtime)."""
+        return self._task.async_runtime
+
+    def input_record(self) -> "RawRecord | None":
+        """The input record being processed, as read (None in a punctuation)."""
+        return self._task.current_raw()
+
+    def as_input(self, raw: "RawRecord | None") -> AbstractContextManager[None]:
+        """Act as if ``raw`` were the input record being processed (dead letters and errors
+        name it)."""
+        return self._task.processing(raw)
+
+    def dead_letter(self, raw: "RawRecord | None", error: BaseException,
+                    extra_headers: tuple = ()) -> bool:
+        """Send ``raw`` to the dead-letter topic if one is configured; whether it was."""
+        if not self._task.dead_letter_topic:
+            return False
+        self._task.dead_letter(raw, error, extra_headers)
+        return True

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kspark._engine.api import Record, RecordMetadata
+from kspark._engine.async_ops import AsyncProcessor
 from kspark._engine.collector import RecordCollector
 from kspark._engine.documents import Invalid, check_progress
 from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode
@@ -103,8 +104,18 @@ class StreamTask:
             saved = self._resume_processors.get(node.name)
             if saved and isinstance(node.processor, KeepsProgress):  # its stream-time
                 node.processor.resume_progress(saved)  # bookkeeping (checked in resume())
-        self._async_nodes = [n for n in self.nodes
-                             if hasattr(getattr(n, "processor", None), "complete_in_flight")]
+        self._async = tuple(n for n in self.nodes if isinstance(n.processor, AsyncProcessor))
+
+    @property
+    def async_nodes(self) -> tuple[ProcessorNode, ...]:
+        """The nodes whose processor is an :class:`AsyncProcessor`, upstream first (a host
+        completes their calls in flight before a commit, and reads their metrics)."""
+        return self._async
+
+    @property
+    def _async_nodes(self) -> tuple[ProcessorNode, ...]:
+        """Old name of :attr:`async_nodes`, kept until every host reads the new one."""
+        return self._async
 
     def _build_store(self, builder: Any) -> Any:
         app_id = self.config["application.id"]
@@ -394,8 +405,8 @@ class StreamTask:
         """End of a batch (a commit): finish async calls in flight (their results go
         downstream first), write stores down, then flush the collector (raises if any write
         failed)."""
-        for node in self._async_nodes if complete_async else ():  # upstream first: what
-            node.processor.complete_in_flight()  # one forwards, the next one finishes too
+        for node in self._async if complete_async else ():  # upstream first: what one
+            node.processor.complete_in_flight()  # forwards, the next one finishes too
         for store in self.stores.values():
             store.flush()
         self.collector.flush()

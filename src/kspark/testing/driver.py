@@ -138,8 +138,8 @@ class TopologyTestDriver:
         return {"async": summarize_metrics(async_metrics(self._task))}
 
     def _retire_async(self) -> None:
-        for node in self._task._async_nodes:
-            node.processor._retire()
+        for node in self._task.async_nodes:
+            node.processor.retire_finished()
 
     def scheduled_records(self, store_name: str) -> list[tuple[int, Any]]:
         """The records waiting in delayed-records store ``store_name`` (``KStream.delay``'s
