@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kspark._engine.state.build import store_kind
 from kspark._graph.graph import SourceSpec, TopologyGraph
 from kspark.dsl.kstream import KStream
 from kspark.errors import TopologyError
@@ -120,11 +121,13 @@ class StreamsBuilder:
                          value_serde, timestamp_extractor, offset_reset)
         proc = ProcessorSpec(self._graph.next_name("KTABLE-SOURCE"), state_update_supplier,
                              (src.name,))
+        store_kind(store_builder)
         self._graph.add_global_store(store_builder.with_logging_disabled(), src, proc)
         return self
 
     def add_state_store(self, builder: Any) -> "StreamsBuilder":
         """Add a state store that ``KStream.process(supplier, "name")`` can connect to."""
+        store_kind(builder)  # a builder that names its store kind, or a clear error
         self._graph.add_store(builder)
         return self
 

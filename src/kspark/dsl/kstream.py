@@ -8,6 +8,7 @@ from typing import Any
 
 from kspark._engine import joins as ops_joins
 from kspark._engine import operators as ops
+from kspark._engine.state.build import StoreKind, store_kind
 from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
 from kspark.errors import TopologyError
 
@@ -363,7 +364,9 @@ class KStream:
                                 f"in a stream-table join: materialize it with "
                                 f"Stores.persistent_versioned_key_value_store")
         for store in getter.stores if grace is not None else ():
-            history = getattr(self._graph.stores[store][0].supplier, "history_retention_ms", grace)
+            builder = self._graph.stores[store][0]
+            history = (builder.supplier.history_retention_ms
+                       if store_kind(builder) is StoreKind.VERSIONED else grace)
             if grace > history:
                 raise TopologyError(f"the grace period ({grace} ms) of a join with table "
                                     f"{table._node!r} is longer than its store {store!r} keeps "

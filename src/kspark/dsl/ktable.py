@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark._engine import getters, tables
+from kspark._engine.state.build import StoreKind, store_kind
 from kspark._graph.graph import ProcessorSpec, TopologyGraph
 from kspark.errors import TopologyError
 
@@ -44,7 +45,7 @@ class KTable:
             self._getter = self._store_getter
         self._old = tables.OldValues()
         builder = graph.stores.get(store_name, (None,))[0] if store_name else None
-        self._versioned = hasattr(getattr(builder, "supplier", None), "history_retention_ms")
+        self._versioned = builder is not None and store_kind(builder) is StoreKind.VERSIONED
         # Kafka Streams' enableSendingOldValues(force): a table with a store always can; an
         # unmaterialized source table only when forced; filters and mappers ask their parent
         self._old_policy: Callable[[bool], bool] = lambda force: self._materialize(force)

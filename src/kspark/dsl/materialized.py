@@ -32,10 +32,13 @@ class Materialized:
     @staticmethod
     def as_(store: Any) -> "Materialized":
         """Name the store (a name, or a store supplier from :class:`~kspark.state.Stores`)."""
+        from kspark._engine.state.build import StoreKind, supplier_kind
+
         if isinstance(store, str):
             return Materialized(store_name=store)
+        versioned = supplier_kind(store) is StoreKind.VERSIONED
         return Materialized(store_name=store.name, persistent=store.persistent,
-                            history_retention_ms=getattr(store, "history_retention_ms", None))
+                            history_retention_ms=store.history_retention_ms if versioned else None)
 
     @staticmethod
     def with_(key_serde: Any, value_serde: Any) -> "Materialized":

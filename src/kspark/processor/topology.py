@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kspark._engine.state.build import store_kind
 from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
 
 __all__ = ["Topology"]
@@ -60,6 +61,7 @@ class Topology:
         ``state_update_supplier()`` makes (it updates the store and forwards nothing). The
         store builder must have logging disabled (the topic is its changelog). Every
         processor may read the store (read-only) without being connected to it."""
+        store_kind(store_builder)  # a builder that names its store kind, or a clear error
         self._graph.add_global_store(
             store_builder, SourceSpec(source_name, (topic,), key_serde, value_serde,
                                       timestamp_extractor, offset_reset),
@@ -68,6 +70,7 @@ class Topology:
 
     def add_state_store(self, builder: Any, *processor_names: str) -> "Topology":
         """Add a state store, optionally connected to processors already in the topology."""
+        store_kind(builder)  # a builder that names its store kind, or a clear error
         self._graph.add_store(builder, tuple(processor_names))
         return self
 

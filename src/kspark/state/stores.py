@@ -1,12 +1,20 @@
-"""The Stores factory, store suppliers and builders."""
+"""The Stores factory, store suppliers and builders.
+
+Each supplier declares the kind of store it makes (``kind``) and makes it over the byte
+store and its layers (``typed_store``); a builder adds serdes, logging and caching.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
-from kspark._engine.state.build import build_store
+from kspark._engine.state.build import StoreKind, build_store, supplier_kind
+from kspark._engine.state.delayed import DelayedRecordsStore
 from kspark._engine.state.kv import KeyValueStore
+from kspark._engine.state.session import SessionStore
+from kspark._engine.state.versioned import VersionedKeyValueStore
+from kspark._engine.state.window import WindowStore
 
 __all__ = ["Stores", "KeyValueBytesStoreSupplier", "KeyValueStoreBuilder", "DelayedRecordsStoreBuilder",
            "VersionedBytesStoreSupplier", "VersionedKeyValueStoreBuilder",
@@ -20,6 +28,11 @@ class KeyValueBytesStoreSupplier:
 
     name: str
     persistent: bool
+    kind: ClassVar[StoreKind] = StoreKind.KEY_VALUE
+
+    def typed_store(self, inner: Any, key_serde: Any, value_serde: Any) -> KeyValueStore:
+        """The store over ``inner`` (the byte store and its layers)."""
+        return KeyValueStore(self.name, inner, key_serde, value_serde)
 
 
 @dataclass(frozen=True)
@@ -36,6 +49,15 @@ class KeyValueStoreBuilder:
     @property
     def name(self) -> str:
         return self.supplier.name
+
+    @property
+    def kind(self) -> StoreKind:
+        """What this builds: its supplier's kind (a TopologyError if it declares none)."""
+        return supplier_kind(self.supplier)
+
+    def typed_store(self, inner: Any) -> Any:
+        """The typed store over ``inner`` (the byte store with logging and caching)."""
+        return self.supplier.typed_store(inner, self.key_serde, self.value_serde)
 
     def with_logging_enabled(self, config: dict[str, str] | None = None) -> "KeyValueStoreBuilder":
         """Back the store with a compacted changelog topic (``config``: its topic configs)."""
@@ -64,6 +86,14 @@ class DelayedRecordsStoreBuilder(KeyValueStoreBuilder):
 
     delayed_records: bool = True
 
+    @property
+    def kind(self) -> StoreKind:
+        supplier_kind(self.supplier)  # a supplier that declares a kind, if not this one
+        return StoreKind.DELAYED
+
+    def typed_store(self, inner: Any) -> DelayedRecordsStore:
+        return DelayedRecordsStore(self.name, inner, self.key_serde, self.value_serde)
+
 
 @dataclass(frozen=True)
 class VersionedBytesStoreSupplier:
@@ -72,6 +102,11 @@ class VersionedBytesStoreSupplier:
     name: str
     history_retention_ms: int
     persistent: bool = True
+    kind: ClassVar[StoreKind] = StoreKind.VERSIONED
+
+    def typed_store(self, inner: Any, key_serde: Any, value_serde: Any) -> VersionedKeyValueStore:
+        return VersionedKeyValueStore(self.name, inner, key_serde, value_serde,
+                                      self.history_retention_ms)
 
     def __post_init__(self) -> None:
         if self.history_retention_ms < 0:
@@ -104,6 +139,11 @@ class WindowBytesStoreSupplier:
     window_size_ms: int
     retain_duplicates: bool = False
     time_first: bool = False  # kspark-internal: a final-results (on_window_close) store
+    kind: ClassVar[StoreKind] = StoreKind.WINDOW
+
+    def typed_store(self, inner: Any, key_serde: Any, value_serde: Any) -> WindowStore:
+        return WindowStore(self.name, inner, key_serde, value_serde, self.retention_ms,
+                           self.window_size_ms, self.retain_duplicates, self.time_first)
 
 
 @dataclass(frozen=True)
@@ -121,6 +161,10 @@ class SessionBytesStoreSupplier:
     name: str
     persistent: bool
     retention_ms: int
+    kind: ClassVar[StoreKind] = StoreKind.SESSION
+
+    def typed_store(self, inner: Any, key_serde: Any, value_serde: Any) -> SessionStore:
+        return SessionStore(self.name, inner, key_serde, value_serde, self.retention_ms)
 
 
 @dataclass(frozen=True)

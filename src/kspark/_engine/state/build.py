@@ -1,7 +1,14 @@
-"""Build a store from its builder for one task: byte store, then logging, caching, typing."""
+"""Build a store from its builder for one task: byte store, then logging, caching, and the
+typed store the builder names.
+
+Every store supplier declares what kind of store it makes (:class:`StoreKind`, its
+``kind``) and builds it (``typed_store``); a builder passes both on (a delayed-records
+builder makes its own kind). :func:`build_store` only stacks the layers in between.
+"""
 
 from __future__ import annotations
 
+import enum
 import os
 import tempfile
 from collections.abc import Callable
@@ -11,10 +18,54 @@ from typing import Any
 from kspark._engine.state.bytes_stores import InMemoryBytesStore, RocksDBBytesStore
 from kspark._engine.state.kv import KeyValueStore
 from kspark._engine.state.layers import CachingLayer, ChangeLoggingLayer, RecordCache, WriteBuffer
-from kspark.errors import StateStoreError
+from kspark.errors import StateStoreError, TopologyError
 
-__all__ = ["build_store", "store_kind", "changelog_topic", "task_store_dir", "bottom",
-           "discard_buffered", "private_state_dir"]
+__all__ = ["build_store", "StoreKind", "store_kind", "supplier_kind", "changelog_topic",
+           "task_store_dir", "bottom", "discard_buffered", "private_state_dir"]
+
+
+class StoreKind(enum.Enum):
+    """What a store supplier or builder makes."""
+
+    KEY_VALUE = "kv"
+    WINDOW = "window"
+    SESSION = "session"
+    VERSIONED = "versioned"
+    DELAYED = "delayed"  # delayed records (KIP-311), over a key-value supplier
+
+
+def supplier_kind(supplier: Any) -> StoreKind:
+    """The kind of store ``supplier`` declares; a TopologyError naming it if it declares none.
+
+    Example:
+        >>> from kspark.state import Stores
+        >>> supplier_kind(Stores.persistent_session_store("s", 100))
+        <StoreKind.SESSION: 'session'>
+        >>> supplier_kind("s")
+        Traceback (most recent call last):
+        ...
+        kspark.errors.TopologyError: store supplier 's' (a str) declares no store kind ...
+    """
+    kind = getattr(type(supplier), "kind", None)
+    if not isinstance(kind, StoreKind) or not callable(getattr(supplier, "typed_store", None)):
+        raise TopologyError(
+            f"store supplier {supplier!r} (a {type(supplier).__name__}) declares no store kind "
+            f"and cannot build a typed store: kspark builds key-value, window, session and "
+            f"versioned stores from the suppliers of kspark.state.Stores; make one there")
+    return kind
+
+
+def store_kind(builder: Any) -> StoreKind:
+    """What ``builder`` builds (its declared ``kind``); a TopologyError naming its supplier
+    if that declares none."""
+    try:
+        kind = builder.kind  # a builder of kspark.state: its supplier's (see supplier_kind)
+    except AttributeError:
+        kind = None
+    if not isinstance(kind, StoreKind) or not callable(getattr(builder, "typed_store", None)):
+        raise TopologyError(f"store builder {builder!r} (a {type(builder).__name__}) declares "
+                            f"no store kind: make store builders with kspark.state.Stores")
+    return kind
 
 
 def changelog_topic(application_id: str, store: str) -> str:
@@ -31,6 +82,7 @@ def build_store(builder: Any, directory: Path | None = None,
     cache, if any), so a failed batch leaves the store as the batch found it. ``cache`` is
     the task's record-cache budget that a caching store shares (unbounded if None).
     """
+    kind = store_kind(builder)
     supplier = builder.supplier
     if supplier.persistent:
         where = directory or Path(tempfile.mkdtemp(prefix="kspark-store-"))
@@ -41,48 +93,11 @@ def build_store(builder: Any, directory: Path | None = None,
         inner = ChangeLoggingLayer(inner, log)
     if batch_buffer:
         inner = WriteBuffer(inner)
-    kind = store_kind(builder)
     if builder.caching_enabled:
-        inner = CachingLayer(inner, cache=cache, fill_on_read=kind == "kv")
-    if kind == "delayed":
-        from kspark._engine.state.delayed import DelayedRecordsStore
-
-        store: Any = DelayedRecordsStore(supplier.name, inner, builder.key_serde,
-                                         builder.value_serde)
-    elif kind == "versioned":
-        from kspark._engine.state.versioned import VersionedKeyValueStore
-
-        store = VersionedKeyValueStore(supplier.name, inner, builder.key_serde,
-                                            builder.value_serde, supplier.history_retention_ms)
-    elif kind == "session":
-        from kspark._engine.state.session import SessionStore
-
-        store = SessionStore(supplier.name, inner, builder.key_serde, builder.value_serde,
-                                  supplier.retention_ms)
-    elif kind == "window":
-        from kspark._engine.state.window import WindowStore
-
-        store = WindowStore(supplier.name, inner, builder.key_serde, builder.value_serde,
-                            supplier.retention_ms, supplier.window_size_ms,
-                            supplier.retain_duplicates, supplier.time_first)
-    else:
-        store = KeyValueStore(supplier.name, inner, builder.key_serde, builder.value_serde)
+        inner = CachingLayer(inner, cache=cache, fill_on_read=kind is StoreKind.KEY_VALUE)
+    store = builder.typed_store(inner)
     store.caching_enabled = bool(builder.caching_enabled)
     return store
-
-
-def store_kind(builder: Any) -> str:
-    """``kv``, ``window``, ``session``, ``versioned`` or ``delayed``: what ``builder`` builds."""
-    supplier = builder.supplier
-    if getattr(builder, "delayed_records", False):
-        return "delayed"
-    if hasattr(supplier, "history_retention_ms"):
-        return "versioned"
-    if hasattr(supplier, "window_size_ms"):
-        return "window"
-    if hasattr(supplier, "retention_ms"):
-        return "session"
-    return "kv"
 
 
 def bottom(store: KeyValueStore) -> Any:
