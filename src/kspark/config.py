@@ -18,7 +18,7 @@ Example:
     Traceback (most recent call last):
     ...
     kspark.errors.ConfigError: unknown config key 'no.such.key'; see docs/config.md for the keys kspark accepts
-"""
+"""  # noqa: E501 - a doctest's expected output is one line
 
 from __future__ import annotations
 

@@ -21,5 +21,5 @@ def compare(scenarios: list[list[str]]) -> list[tuple[list[str], list[str], list
         java = pool.submit(run_java, scenarios)
         ours = [run(sc) for sc in scenarios]
         answers = java.result()
-    return [(sc, expected, got) for sc, expected, got in zip(scenarios, answers, ours)
+    return [(sc, expected, got) for sc, expected, got in zip(scenarios, answers, ours, strict=True)
             if normal(got) != normal(expected)]

@@ -59,7 +59,9 @@ def op(b: Any, v: dict[str, Any], t: list[str], p: str, key_of: Callable, mat: C
     if kind == "emit_final":
         return x.emit_strategy(EmitStrategy.on_window_close())
     if kind == "transform_values":
-        return x.transform_values(_Calls, mat(t, 4, p)) if len(t) > 4 else x.transform_values(_Calls)
+        if len(t) > 4:
+            return x.transform_values(_Calls, mat(t, 4, p))
+        return x.transform_values(_Calls)
     if kind == "process_values":
         return x.process_values(_Tenfold)
     if kind == "to_stream_by":

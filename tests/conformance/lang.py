@@ -24,7 +24,7 @@ from typing import Any
 
 from kspark import (Joined, JoinWindows, Materialized, Serdes, SessionWindows, SlidingWindows,
                     StreamsBuilder, Suppressed, BufferConfig, TimeWindows)
-from kspark.dsl import KStream, KTable
+from kspark.dsl import KTable
 from kspark.errors import KSparkError
 from kspark.testing import TopologyTestDriver
 from tests.conformance import extras

@@ -13,7 +13,8 @@ def _count(windows: str = "", cache: int = 0, tail: tuple[str, ...] = ()) -> lis
     lines = [f"cache {cache}", "op s stream in", "op g group_by_key s"]
     if windows:
         kind, *args = windows.split()
-        lines += [f"op w {kind} g {' '.join(args)}", "op c count w st", "op t to_stream c", "op o unwindow t"]
+        lines += [f"op w {kind} g {' '.join(args)}", "op c count w st", "op t to_stream c",
+                  "op o unwindow t"]
     else:
         lines += ["op c count g st", "op o to_stream c"]
     return lines + ["to o out", *tail]
@@ -112,7 +113,8 @@ RULES: dict[str, list[str]] = {
     "27 a zero cache forwards every update": _count(cache=0, tail=(
         "input in a 1 1", "input in a 1 2", "input in a 1 3")),
     **{f"emit on window close: {w}, cache {c}": [
-        f"cache {c}", "op s stream in", "op g group_by_key s", f"op w {w.split()[0]} g {w.split(' ', 1)[1]}", "op e emit_final w",
+        f"cache {c}", "op s stream in", "op g group_by_key s",
+        f"op w {w.split()[0]} g {w.split(' ', 1)[1]}", "op e emit_final w",
         "op c count e", "op t to_stream c", "op o unwindow t", "to o out",
         *(f"input in {k} 1 {ts}" for k, ts in _LATE)]
        for w in ("time_windows 10 10 2", "time_windows 10 5 2", "sliding_windows 10 2",

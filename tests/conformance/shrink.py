@@ -19,7 +19,7 @@ def shrink(lines: list[str]) -> list[str]:
         cut = [i for i, line in enumerate(lines) if line.startswith(("input", "store"))]
         candidates = [lines[:i] + lines[i + 1:] for i in cut]
         answers = run_java(candidates)
-        for cand, expected in zip(candidates, answers):
+        for cand, expected in zip(candidates, answers, strict=True):
             if normal(run(cand)) != normal(expected):
                 lines = cand
                 break

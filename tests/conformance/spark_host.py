@@ -155,7 +155,7 @@ def with_java(cases: list[Case]) -> list[Case]:
     """Fill in Java's output records (one JVM); the cases Java answers with an error are
     left out."""
     kept = []
-    for case, answer in zip(cases, run_java([c.java_lines for c in cases])):
+    for case, answer in zip(cases, run_java([c.java_lines for c in cases]), strict=True):
         if not answer or not answer[0].startswith("error"):
             case.java = [line for line in answer if line.startswith("record ")]
             kept.append(case)
@@ -217,7 +217,7 @@ def run_on_spark(cases: list[Case], bootstrap: str, spark: Any, admin: Any, stat
     finally:
         streams.close()
     records = _read_all(bootstrap, [o for x in built for o in x.outs])
-    for case, x in zip(cases, built):
+    for case, x in zip(cases, built, strict=True):
         case.spark = [f"record {o[len(case.prefix):]} {k} {v} {ts}"
                       for o in x.outs for k, v, ts in records[o]]
 
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         run = uuid.uuid4().hex[:6]
         picked = [case_of(Path(f).read_text().splitlines(), i, run, a.per_trigger, known=True)
                   for i, f in enumerate(a.file)]
-        refused = [f"{f}: {c}" for f, c in zip(a.file, picked) if isinstance(c, str)]
+        refused = [f"{f}: {c}" for f, c in zip(a.file, picked, strict=True) if isinstance(c, str)]
         got = Sample(with_java([c for c in picked if not isinstance(c, str)]),
                      Counter(refused))
     else:

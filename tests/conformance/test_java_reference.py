@@ -20,7 +20,7 @@ SEED, COUNT = 0, 300
 
 @pytest.fixture(scope="module")
 def java_rules() -> dict[str, list[str]]:
-    return dict(zip(RULES, run_java(list(RULES.values()))))
+    return dict(zip(RULES, run_java(list(RULES.values())), strict=True))
 
 
 @pytest.mark.parametrize("rule", list(RULES))

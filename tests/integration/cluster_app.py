@@ -1,7 +1,8 @@
 """A stateful kspark app on Spark local-cluster (separate executor processes), run as a script.
 
 Used by test_cluster_failover.py: ``python -m tests.integration.cluster_app BOOTSTRAP SRC DST
-APP_ID STATE_DIR [CHECKPOINT]``. Prints ``batches N`` as micro-batches complete; exits 0 when the input
+APP_ID STATE_DIR [CHECKPOINT]``. Prints ``batches N`` as micro-batches complete; exits 0 when
+the input
 is consumed.
 """
 

@@ -174,7 +174,8 @@ def _async_steps(b, i, o):
 
 
 # the global topic: countries c0..c5 (c6 never), each updated, c3 and c4 deleted
-_COUNTRIES = ([(f"c{j}", j, 10 + j) for j in range(6)] + [(f"c{j}", 100 + j, 20 + j) for j in range(6)]
+_COUNTRIES = ([(f"c{j}", j, 10 + j) for j in range(6)]
+              + [(f"c{j}", 100 + j, 20 + j) for j in range(6)]
               + [("c3", None, 30), ("c4", None, 31)])
 
 SCENARIOS = [

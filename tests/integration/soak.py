@@ -15,6 +15,7 @@ where it must see duplicates); ``python -m tests.integration.soak --help`` for t
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -156,7 +157,7 @@ def kill_and_finish(cmd: list[str], victim: str, delay_s: float, log=print,
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-    for attempt in range(3):
+    for _attempt in range(3):
         if code == 0:
             return
         code, lines = finish(start_app(cmd, env, cwd))
@@ -191,7 +192,7 @@ def verify(bootstrap: str, src: str, app_id: str, n: int, keys: int) -> Figures:
         got = counts.get(k, [])
         f.duplicates += len(got) - len(set(got))
         f.lost += len(set(range(1, want["count"] + 1)) - set(got))
-        f.disordered += sum(1 for a, b in zip(got, got[1:]) if b < a)
+        f.disordered += sum(1 for a, b in itertools.pairwise(got) if b < a)
         f.wrong += final.get(k) != want
     f.wrong += len(set(final) - set(expected))
     f.open_transactions = open_transactions(
@@ -228,7 +229,8 @@ def open_transactions(bootstrap: str, topics: list[str]) -> int:
         res = admin.list_offsets(req, isolation_level=level, request_timeout=20)
         return {(tp.topic, tp.partition): f.result().offset for tp, f in res.items()}
 
-    committed, uncommitted = ends(IsolationLevel.READ_COMMITTED), ends(IsolationLevel.READ_UNCOMMITTED)
+    committed = ends(IsolationLevel.READ_COMMITTED)
+    uncommitted = ends(IsolationLevel.READ_UNCOMMITTED)
     return sum(1 for tp, end in committed.items() if end < uncommitted[tp])
 
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 import pytest
 from confluent_kafka import Producer
 
-from kspark import KafkaStreams, Serdes, StreamsBuilder
+from kspark import KafkaStreams, StreamsBuilder
 from kspark.processor import Topology
 from kspark.testing import TopologyTestDriver
 from tests.conftest import consume_all

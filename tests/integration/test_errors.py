@@ -118,7 +118,8 @@ def test_an_error_outside_processing_names_the_task_and_the_exception(spark, adm
     with pytest.raises(StreamsError) as e:
         streams.await_termination(120)
     message = str(e.value)
-    assert "task 0_0 failed in micro-batch 0: builtins.OSError: the model file is missing" in message
+    assert ("task 0_0 failed in micro-batch 0: builtins.OSError: the model file is missing"
+            in message)
     assert "Traceback" not in message
 
 

@@ -82,7 +82,8 @@ def test_a_replayed_older_batch_sees_the_store_as_it_was_pinned(broker, admin, s
     old = _pins(admin, topic)
     _produce(broker, topic, [("k", "new")])
     store = next(iter(graph.global_stores))
-    assert worker_globals.global_state(graph, c, _pins(admin, topic)).stores[store].get("k").value == "new"
+    stores = worker_globals.global_state(graph, c, _pins(admin, topic)).stores
+    assert stores[store].get("k").value == "new"
     assert worker_globals.global_state(graph, c, old).stores[store].get("k").value == "old"
 
 

@@ -119,7 +119,8 @@ def _run_args(app_file: Path, broker: str, app_id: str, state: Path, spark: bool
     if spark:
         sets.update({"spark.master": "local[2]", "spark.ui.enabled": "false",
                      "spark.sql.shuffle.partitions": 2})
-    return ["run", f"{app_file}:TOPOLOGY", *[a for k, v in sets.items() for a in ("--set", f"{k}={v}")]]
+    return ["run", f"{app_file}:TOPOLOGY",
+            *[a for k, v in sets.items() for a in ("--set", f"{k}={v}")]]
 
 
 def _start(cmd: list[str]) -> subprocess.Popen:
@@ -193,7 +194,8 @@ def test_a_run_killed_twice_stops_at_its_original_offsets_and_the_next_run_takes
     assert f" {n2 + n3} records in" in lines[-1], lines[-1]
     state = StopOffsets(broker, app_id).read()
     assert state.finished and state.offsets == {(src, p): e for (_, p), e in
-                                                admin.end_offsets([(src, p) for p in range(3)]).items()}
+                                                admin.end_offsets(
+                                                    [(src, p) for p in range(3)]).items()}
 
 
 def test_batch_stopped_by_the_user_resumes_then_streaming_then_batch_again(

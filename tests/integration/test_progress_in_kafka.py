@@ -42,7 +42,8 @@ def test_a_second_instance_of_a_running_application_is_refused(broker, admin, sp
     first.start()
     try:
         with pytest.raises(InstanceAlreadyRunningError,
-                           match=rf"{first_cfg['application.id']}.*already running.*kspark-instance@"):
+                           match=rf"{first_cfg['application.id']}.*already running"
+                                 r".*kspark-instance@"):
             KafkaStreams(_count(src, dst), second_cfg, spark=spark).start()
     finally:
         first.close()

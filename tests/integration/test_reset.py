@@ -4,7 +4,6 @@ the dry run, and the refusal while the application runs."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -105,7 +104,8 @@ def test_delete_stopoffsets_alone(broker, admin, topic_name, capsys):
     assert meta.read().resumable
 
     assert _reset(broker, app_id, "--delete-stopoffsets", "--dry-run") == 0
-    assert "would delete the stop offsets of the last batch run (3 record(s)" in capsys.readouterr().out
+    assert ("would delete the stop offsets of the last batch run (3 record(s)"
+            in capsys.readouterr().out)
     assert meta.read().resumable
     assert _reset(broker, app_id, "--delete-stopoffsets", "--to-latest") == 2
     assert "give it alone" in capsys.readouterr().err

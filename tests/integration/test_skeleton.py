@@ -1,4 +1,5 @@
-"""Kafka -> Spark -> Kafka through the walking skeleton, on the real broker and a real SparkSession."""
+"""Kafka -> Spark -> Kafka through the walking skeleton, on the real broker and a real
+SparkSession."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ at_least_once (duplicates allowed). In both, late records stay dropped.
 from __future__ import annotations
 
 import random
+import subprocess
 import time
 import uuid
 from collections import defaultdict
@@ -218,7 +219,7 @@ def run(broker, admin, standalone_cluster, tmp_path_factory):
         assert set(executors[victim]) <= set(killed)
         try:
             rc = proc.wait(180)
-        except Exception:
+        except subprocess.TimeoutExpired:
             raise AssertionError(f"the driver did not finish in time:\n{tail()}") from None
         assert rc == 0, f"spark-submit exited {rc}:\n{tail()}"
     finally:
@@ -236,7 +237,8 @@ def test_the_run_used_the_cluster_and_each_executors_own_state_dir(run):
     relative, so each executor's stores are in its own working directory:
     <work-dir>/<spark app id>/<executor id>/kspark-state/<application.id>/<task>."""
     assert f"master {run['cluster'].url} at" in run["log"], run["log"][-3000:]
-    assert all(a > b for a, b in zip(run["after"], run["before"])), (run["before"], run["after"])
+    assert all(a > b for a, b in zip(run["after"], run["before"], strict=True)), (
+        run["before"], run["after"])
     for g in GUARANTEES:
         app_name = f"{run['app_id']}-{g}"
         for i, dirs in enumerate(run["executor_dirs"]):

@@ -4,11 +4,17 @@ from collections import Counter
 
 from hypothesis import given, settings, strategies as st
 
-from kspark import Materialized, Serdes, StreamsBuilder
+from kspark import Materialized, Serdes, StreamsBuilder, TimeWindows
 from kspark.testing import TopologyTestDriver
 
 S, I, L = Serdes.String(), Serdes.Integer(), Serdes.Long()
 NO_CACHE = {"statestore.cache.max.bytes": 0, "application.id": "app"}
+
+
+def _out(d, topic, vs=L):
+    """(key, value, timestamp) of every record in ``topic``, keys as strings."""
+    return [(r.key, r.value, r.timestamp)
+            for r in d.create_output_topic(topic, S, vs).read_records_to_list()]
 
 
 def _run(build, records, config=NO_CACHE, out_serdes=(S, L)):
@@ -142,10 +148,6 @@ def test_cached_table_changes_emitted_at_commit_reach_a_repartitioned_aggregatio
 
 
 def test_to_table_upserts_deletes_and_repartitions_after_a_key_change():
-    from kspark import Materialized, Serdes, StreamsBuilder
-    from kspark.testing import TopologyTestDriver
-
-    S = Serdes.String()
     b = StreamsBuilder()
     table = (b.stream("in", key_serde=S, value_serde=S).select_key(lambda k, v: k and k.upper())
              .to_table(Materialized.as_("latest").with_key_serde(S).with_value_serde(S)))
@@ -217,3 +219,37 @@ def test_the_driver_commits_after_each_record_read_back_from_a_repartition_topic
     with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": 1024 * 1024}) as d:
         d.create_input_topic("in", S, S).pipe_input("k", "x")
         assert d.create_output_topic("out", S, L).read_key_values_to_list() == [("x", 1), ("x", 2)]
+
+
+def test_cogroup_folds_each_stream_with_its_own_aggregator_into_one_store():
+    b = StreamsBuilder()
+    clicks = b.stream("clicks", key_serde=S, value_serde=L).group_by_key()
+    views = b.stream("views", key_serde=S, value_serde=L).group_by_key()
+    (clicks.cogroup(lambda k, v, agg: agg + v)
+     .cogroup(views, lambda k, v, agg: agg + 100 * v)
+     .aggregate(lambda: 0, Materialized.as_("both").with_value_serde(L))
+     .to_stream().to("o", key_serde=S, value_serde=L))
+    with TopologyTestDriver(b.build()) as d:
+        c, v = d.create_input_topic("clicks", S, L), d.create_input_topic("views", S, L)
+        c.pipe_input("a", 1, 10)
+        v.pipe_input("a", 2, 5)
+        v.pipe_input("a", None, 20)  # null values are skipped
+        c.pipe_input("a", 3, 7)
+        assert _out(d, "o") == [("a", 1, 10), ("a", 201, 10), ("a", 204, 10)]
+        assert d.get_key_value_store("both").get("a") == 204
+
+
+
+def test_windowed_cogroup():
+    b = StreamsBuilder()
+    x = b.stream("x", key_serde=S, value_serde=L).group_by_key()
+    y = b.stream("y", key_serde=S, value_serde=L).group_by_key()
+    (x.cogroup(lambda k, v, agg: agg + v).cogroup(y, lambda k, v, agg: agg - v)
+     .windowed_by(TimeWindows.of_size_with_no_grace(10))
+     .aggregate(lambda: 0, Materialized.with_(S, L))
+     .to_stream(lambda wk, v: f"{wk.key}@{wk.window.start}").to("o", key_serde=S, value_serde=L))
+    with TopologyTestDriver(b.build()) as d:
+        d.create_input_topic("x", S, L).pipe_input("a", 5, 1)
+        d.create_input_topic("y", S, L).pipe_input("a", 2, 3)
+        d.create_input_topic("y", S, L).pipe_input("a", 1, 12)
+        assert _out(d, "o") == [("a@0", 5, 1), ("a@0", 3, 3), ("a@10", -1, 12)]

@@ -88,7 +88,8 @@ def test_secrets_come_from_environment_variables_and_files(tmp_path, monkeypatch
     (tmp_path / "creds.properties").write_text("password=from-props\nuser=dan\n")
     c = StreamsConfig({**BASE, "sasl.password": "${env:KSPARK_TEST_PW}",
                        "producer.sasl.password": f"${{file:{tmp_path / 'pw'}}}",
-                       "admin.sasl.password": f"${{file:{tmp_path / 'creds.properties'}:password}}"})
+                       "admin.sasl.password":
+                           f"${{file:{tmp_path / 'creds.properties'}:password}}"})
     assert c["sasl.password"] == "from-env"
     assert c["producer.sasl.password"] == "from-file"
     assert c["admin.sasl.password"] == "from-props"

@@ -41,7 +41,8 @@ def test_exactly_once_v2_is_accepted_and_old_names_are_deprecated_aliases():
     c = StreamsConfig({**BASE, "processing.guarantee": "exactly_once_v2"})
     assert c["processing.guarantee"] == "exactly_once_v2"
     for alias in ("exactly_once", "exactly_once_beta"):
-        with pytest.warns(DeprecationWarning, match=f"processing.guarantee='{alias}'.*exactly_once_v2"):
+        with pytest.warns(DeprecationWarning,
+                          match=f"processing.guarantee='{alias}'.*exactly_once_v2"):
             c = StreamsConfig({**BASE, "processing.guarantee": alias})
         assert c["processing.guarantee"] == "exactly_once_v2"
 
@@ -53,7 +54,8 @@ def test_the_test_driver_accepts_every_guarantee(guarantee):
 
     b = StreamsBuilder()
     b.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to("out")
-    with pytest.warns(DeprecationWarning) if guarantee in ("exactly_once", "exactly_once_beta") else _nothing():
+    deprecated = guarantee in ("exactly_once", "exactly_once_beta")
+    with pytest.warns(DeprecationWarning) if deprecated else _nothing():
         driver = TopologyTestDriver(b.build(), {"processing.guarantee": guarantee})
     with driver:
         driver.create_input_topic("in", Serdes.String(), Serdes.String()).pipe_input("k", "v")

@@ -60,7 +60,8 @@ def test_processor_api_context():
                 f"{self.ctx.task_id()}:{m.topic}:{m.offset}:{self.ctx.current_stream_time_ms()}"))
 
     t = (Topology().add_source("src", "in", key_serde=S, value_serde=I)
-         .add_processor("tag", Tag, "src").add_sink("sink", "out", "tag", key_serde=S, value_serde=S))
+         .add_processor("tag", Tag, "src")
+         .add_sink("sink", "out", "tag", key_serde=S, value_serde=S))
     d = TopologyTestDriver(t)
     i, o = d.create_input_topic("in", S, I), d.create_output_topic("out", S, S)
     i.pipe_input("k", 1, timestamp_ms=10)
@@ -71,7 +72,8 @@ def test_processor_api_context():
 def test_default_serdes_from_config():
     b = StreamsBuilder()
     b.stream("in").to("out")
-    d = TopologyTestDriver(b.build(), {"default.key.serde": "String", "default.value.serde": "Integer"})
+    d = TopologyTestDriver(b.build(),
+                           {"default.key.serde": "String", "default.value.serde": "Integer"})
     d.create_input_topic("in", S, I).pipe_input("a", 5)
     assert d.create_output_topic("out", S, I).read_key_values_to_map() == {"a": 5}
 

@@ -112,7 +112,8 @@ class Ticker(Processor):
 
 def _ticker_driver(kind):
     b = StreamsBuilder()
-    b.stream("in", key_serde=S, value_serde=I).process(lambda: Ticker(kind)).to("out", key_serde=S, value_serde=I)
+    b.stream("in", key_serde=S, value_serde=I).process(lambda: Ticker(kind)).to(
+        "out", key_serde=S, value_serde=I)
     d = TopologyTestDriver(b.build(), initial_wall_clock_time_ms=1000)
     return d, d.create_input_topic("in", S, I), d.create_output_topic("out", S, I)
 

@@ -7,7 +7,7 @@ reads a global store without being connected, and none may write it.
 import pytest
 
 from kspark import GlobalKTable, Materialized, Serdes, StreamsBuilder, Topology
-from kspark.errors import KSparkError, StateStoreError, TopologyError
+from kspark.errors import KSparkError, TopologyError
 from kspark.processor import Processor
 from kspark.state import Stores
 from kspark.testing import TopologyTestDriver
@@ -39,7 +39,7 @@ def test_stream_global_table_join_with_key_mapping_updates_and_tombstones(left):
         orders.pipe_input("o3", {"id": 3, "country": "fr"}, 13)
         countries.pipe_input("fr", None, 14)                           # tombstone deletes
         orders.pipe_input("o4", {"id": 4, "country": "fr"}, 15)
-        orders.pipe_input("o5", {"id": 5}, 16)                         # selector gives None: dropped
+        orders.pipe_input("o5", {"id": 5}, 16)  # selector gives None: dropped
         orders.pipe_input("o6", None, 17)                              # null value: dropped
         countries.pipe_input("de", "Deutschland", 18)
         orders.pipe_input(None, {"id": 7, "country": "de"}, 19)        # null stream key
@@ -112,7 +112,8 @@ def test_add_global_store_with_a_custom_processor_read_by_any_processor():
     b.stream("queries", key_serde=S, value_serde=S).process(_Reader).to(
         "answers", key_serde=S, value_serde=Serdes.Long())
     with TopologyTestDriver(b.build()) as d:
-        events, queries = d.create_input_topic("events", S, S), d.create_input_topic("queries", S, S)
+        events = d.create_input_topic("events", S, S)
+        queries = d.create_input_topic("queries", S, S)
         answers = d.create_output_topic("answers", S, Serdes.Long())
         for _ in range(3):
             events.pipe_input("k", "e")

@@ -28,7 +28,8 @@ def test_only_spark_package_imports_pyspark():
 
 def test_testing_package_imports_no_spark_or_kafka_client():
     code = ("import sys, kspark.testing, kspark; "
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'confluent_kafka'}))")
+            "print(sorted({m.split('.')[0] for m in sys.modules}"
+            " & {'pyspark', 'confluent_kafka'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -76,13 +76,15 @@ def test_a_progress_round_trips_into_a_new_task():
     (lambda p: p.update(stream_time=True), r"'stream_time' must be an integer, got True"),
     (lambda p: p.update(partition_time=[["in", "0", 5]]), r"partition of 'partition_time'\[0\]"),
     (lambda p: p.update(partition_time=[["in", 0]]), r"'partition_time'\[0\] must be a list of 3"),
-    (lambda p: p.update(punctuations={"n#0": [10]}), r"'punctuations'\['n#0'\] must be a list of 2"),
+    (lambda p: p.update(punctuations={"n#0": [10]}),
+     r"'punctuations'\['n#0'\] must be a list of 2"),
     (lambda p: p.update(stores={"s": None}), r"'stores'\['s'\] must be an integer"),
     (lambda p: p.update(processors=[]), r"'processors' must be an object"),
     (lambda p: p.update(evil=1), r"unknown field\(s\) 'evil'"),
     (lambda p: next(iter(p["processors"].values())).update(__class__=1),
      r"has no progress field '__class__' \(it keeps 'observed', 'last_emit'\)"),
-    (lambda p: next(iter(p["processors"].values())).update(process=0), r"no progress field 'process'"),
+    (lambda p: next(iter(p["processors"].values())).update(process=0),
+     r"no progress field 'process'"),
     (lambda p: next(iter(p["processors"].values())).update(observed="x"),
      r"\]\['observed'\] must be an integer"),
     (lambda p: p["processors"].update({"KSTREAM-SOURCE-0000000000": {"topics": 1}}),
@@ -107,7 +109,8 @@ def test_progress_of_an_unknown_processor_is_ignored():
                     lambda kids: st.lists(kids, max_size=3)
                     | st.dictionaries(st.sampled_from(["stream_time", "stores", "partition_time",
                                                        "punctuations", "processors", "query",
-                                                       "batch", "previous", "x"]) | st.text(max_size=4),
+                                                       "batch", "previous", "x"])
+                                      | st.text(max_size=4),
                                       kids, max_size=4), max_leaves=15))
 def test_any_json_document_is_accepted_or_invalid_never_a_crash(doc):
     try:
@@ -147,7 +150,8 @@ def test_a_marker_round_trips_and_a_damaged_one_is_named():
     m = Marker("q", 3, {"stream_time": 5, "processors": {"n": {"observed": 5}}}, None, "p")
     assert decode_marker(encode_marker(m)) == m
     assert decode_marker("") is None and decode_marker(None) is None
-    for bad in ("kspark1:!!!", "kspark1:" + "eJwLycgsVgCi/LwcBQA=", "other:", "kspark1:eJyrrgUAAXUA+Q==",
+    for bad in ("kspark1:!!!", "kspark1:" + "eJwLycgsVgCi/LwcBQA=", "other:",
+                "kspark1:eJyrrgUAAXUA+Q==",
                 encode_marker(Marker("q", 3, {"stream_time": "5"}, None))):
         with pytest.raises(CorruptStateError, match=r"task 1_0's marker .* is malformed: .*reset"):
             decode_marker(bad, "task 1_0's marker (group 'app')")
@@ -197,7 +201,8 @@ def test_a_damaged_delayed_record_is_named_when_it_comes_due():
     store.schedule(Record("k", "v", 5, (("h", b"1"),)), due_ms=10, node="p", origin=("in", 0, 3))
     (due,) = store.take_due(10)
     assert (due.record, due.origin) == (Record("k", "v", 5, (("h", b"1"),)), ("in", 0, 3))
-    for bad in (b"\x80\x05evil", b"{}", b'{"k": 1, "v": null, "t": 1, "n": "p", "h": [], "o": null}',
+    for bad in (b"\x80\x05evil", b"{}",
+                b'{"k": 1, "v": null, "t": 1, "n": "p", "h": [], "o": null}',
                 b'{"k": null, "v": null, "t": "1", "n": "p", "h": [], "o": null}',
                 b'{"k": null, "v": null, "t": 1, "n": "p", "h": [["h"]], "o": null}',
                 b'{"k": null, "v": null, "t": 1, "n": "p", "h": [], "o": ["in", 0]}'):
@@ -225,7 +230,8 @@ def test_any_delayed_entry_parses_or_is_invalid(raw):
                                  b'{"ranges": [], "globals": {"t": {"x": 1}}}',
                                  b'{"ranges": [], "clock": "now"}', b"[" * 50_000])
 def test_a_malformed_task_marker_is_named(raw):
-    with pytest.raises(CorruptStateError, match="a task marker in a micro-batch's rows is malformed"):
+    with pytest.raises(CorruptStateError,
+                       match="a task marker in a micro-batch's rows is malformed"):
         check_task_marker(raw)
 
 

@@ -106,7 +106,8 @@ def test_a_known_value_serde_is_used_and_tagged():
                     + (0).to_bytes(4, "big"))
     assert serde.deserialize("s", data) == (15, 3, Change(2, None), ())
     grace = GraceBufferSerde("String").with_defaults(Serdes.by_name)
-    assert grace.deserialize("g", grace.serialize("g", ("v", (("h", None),)))) == ("v", (("h", None),))
+    value = ("v", (("h", None),))
+    assert grace.deserialize("g", grace.serialize("g", value)) == value
 
 
 @dataclass
@@ -135,7 +136,8 @@ def test_bytes_that_do_not_parse_fail_naming_the_store(data, why):
         PlainValueSerde().deserialize("results", data)
 
 
-@pytest.mark.parametrize("serde", [SuppressBufferSerde(), SuppressBufferSerde(L), GraceBufferSerde(),
+@pytest.mark.parametrize("serde", [SuppressBufferSerde(), SuppressBufferSerde(L),
+                                   GraceBufferSerde(),
                                    GraceBufferSerde(S), PlainValueSerde(),
                                    ValueAndTimestampSerde(PlainValueSerde())], ids=repr)
 def test_a_crafted_pickle_never_runs_in_any_decode_path(serde, crafted):
@@ -338,7 +340,8 @@ def _grace_app(b):
 
 
 @pytest.mark.parametrize("app,part,good", [
-    (_suppress_app, "SUPPRESS", SuppressBufferSerde(L).serialize("s", (15, 3, Change(2, None), ()))),
+    (_suppress_app, "SUPPRESS",
+     SuppressBufferSerde(L).serialize("s", (15, 3, Change(2, None), ()))),
     (_fk_app, FK_RESULT, ValueAndTimestampSerde(PlainValueSerde()).serialize(
         "r", ValueAndTimestamp(("o", "p"), 7))),
     (_grace_app, "-Buffer", GraceBufferSerde(L).serialize("g", (4, ()))),
@@ -350,7 +353,9 @@ def test_a_crafted_changelog_record_fails_the_restore_naming_it(app, part, good,
         part, b"k")  # a windowed key, a grace buffer's key, a plain key
     for data in payloads:
         def values(store, data=data):
-            return [(key, good), (key, None), (key, good), (key, data)] if re.search(part, store) else []
+            if not re.search(part, store):
+                return []
+            return [(key, good), (key, None), (key, good), (key, data)]
 
         with pytest.raises(CorruptStateError) as e:
             _restore_with(monkeypatch, tmp_path, app, values)

@@ -49,6 +49,7 @@ def test_avro_round_trip():
 
 
 def test_by_name_accepts_java_class_names():
-    assert Serdes.by_name("org.apache.kafka.common.serialization.Serdes$StringSerde") == Serdes.String()
+    java_name = "org.apache.kafka.common.serialization.Serdes$StringSerde"
+    assert Serdes.by_name(java_name) == Serdes.String()
     with pytest.raises(ConfigError):
         Serdes.by_name("Nope")

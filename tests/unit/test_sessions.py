@@ -2,12 +2,19 @@
 
 import pytest
 
-from kspark import Materialized, Serdes, SessionWindowedSerde, SessionWindows, StreamsBuilder
+from kspark import (EmitStrategy, Materialized, Serdes, SessionWindowedSerde, SessionWindows,
+                    StreamsBuilder)
 from kspark import Window, Windowed
 from kspark.state import Stores
 from kspark.testing import TopologyTestDriver
 
 S, L = Serdes.String(), Serdes.Long()
+
+
+def _out(d, topic, vs=L):
+    """(key, value, timestamp) of every record in ``topic``, keys as strings."""
+    return [(r.key, r.value, r.timestamp)
+            for r in d.create_output_topic(topic, S, vs).read_records_to_list()]
 
 
 @pytest.fixture(params=[Stores.in_memory_session_store, Stores.persistent_session_store],
@@ -62,7 +69,10 @@ def test_session_count_merges_sessions_and_drops_late_records():
             (100, 100, 1)]  # [0,5] and [14,22] have expired by stream time 100
 
 
-def _sessions(events, aggregate=None, windows=SessionWindows.of_inactivity_gap_and_grace(10, 100)):
+GAP_10_GRACE_100 = SessionWindows.of_inactivity_gap_and_grace(10, 100)
+
+
+def _sessions(events, aggregate=None, windows=GAP_10_GRACE_100):
     b = StreamsBuilder()
     grouped = (b.stream("in", key_serde=S, value_serde=S).group_by_key()
                .windowed_by(windows))
@@ -97,3 +107,17 @@ def test_an_expired_session_is_neither_found_nor_merged():
     windows = SessionWindows.of_inactivity_gap_and_grace(10, 0)
     assert _sessions([("a", "x", 0), ("b", "x", 10), ("a", "x", 10)], windows=windows) == [
         ("a@0-0", 1, 0), ("b@10-10", 1, 10), ("a@10-10", 1, 10)]
+
+
+def test_session_emit_on_window_close_sends_no_merge_deletes():
+    b = StreamsBuilder()
+    (b.stream("s", key_serde=S, value_serde=L).group_by_key()
+     .windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 0))
+     .emit_strategy(EmitStrategy.on_window_close()).count()
+     .to_stream(lambda wk, v: f"{wk.key}@{wk.window.start}-{wk.window.end}")
+     .to("o", key_serde=S, value_serde=L))
+    with TopologyTestDriver(b.build()) as d:
+        s = d.create_input_topic("s", S, L)
+        for ts in (1, 4, 8, 30):
+            s.pipe_input("a", 1, ts)
+        assert _out(d, "o") == [("a@1-8", 3, 8)]

@@ -140,7 +140,8 @@ def test_unconnected_store_access_is_refused():
          .add_processor("q", Processor, "src")
          .add_state_store(Stores.key_value_store_builder(
              Stores.in_memory_key_value_store("counts"), S, L), "q"))
-    with pytest.raises(TopologyError, match="'p' in task 0_0 has no access to state store 'counts'"):
+    with pytest.raises(TopologyError,
+                       match="'p' in task 0_0 has no access to state store 'counts'"):
         TopologyTestDriver(t)
 
 

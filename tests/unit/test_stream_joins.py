@@ -2,13 +2,22 @@
 
 import pytest
 
-from kspark import JoinWindows, Serdes, StreamsBuilder
+from kspark import JoinWindows, Serdes, StreamJoined, StreamsBuilder
 from kspark.testing import TopologyTestDriver
 
-S = Serdes.String()
+S, L = Serdes.String(), Serdes.Long()
 
 
-def _join(kind, events, windows=JoinWindows.of_time_difference_and_grace(10, 0)):
+def _out(d, topic, vs=L):
+    """(key, value, timestamp) of every record in ``topic``, keys as strings."""
+    return [(r.key, r.value, r.timestamp)
+            for r in d.create_output_topic(topic, S, vs).read_records_to_list()]
+
+
+WITHIN_10 = JoinWindows.of_time_difference_and_grace(10, 0)
+
+
+def _join(kind, events, windows=WITHIN_10):
     b = StreamsBuilder()
     left = b.stream("l", key_serde=S, value_serde=S)
     right = b.stream("r", key_serde=S, value_serde=S)
@@ -81,3 +90,22 @@ def test_null_keys_join_with_none_on_outer_sides(kind, expected):
 def test_a_zero_size_window_without_grace_never_joins():
     windows = JoinWindows.of_time_difference_without_grace(0)
     assert _join("join", [("l", "k", "a", 5), ("r", "k", "b", 5)], windows) == []
+
+
+def test_stream_joined_names_the_stores_and_writes_them_with_the_users_serdes():
+    b = StreamsBuilder()
+    left = b.stream("l", key_serde=S, value_serde=L)
+    right = b.stream("r", key_serde=S, value_serde=S)
+    left.outer_join(right, lambda a, c: f"{a}:{c}", JoinWindows.of_time_difference_without_grace(5),
+                    StreamJoined.with_(S, L, S).with_store_name("j")).to(
+        "o", key_serde=S, value_serde=S)
+    with TopologyTestDriver(b.build()) as d:
+        d.create_input_topic("l", S, L).pipe_input("a", 7, 1)
+        d.create_input_topic("r", S, S).pipe_input("a", "x", 2)
+        this = d.get_state_store("j-outer-this-join-store")
+        assert [kv.value for kv in this.all()] == [7]
+        first_key = next(k for k, _ in this.inner.range(None, None))
+        assert this.inner.get(first_key) == L.serialize("", 7)
+        assert [kv.value for kv in d.get_state_store("j-outer-other-join-store").all()] == ["x"]
+        assert "j-outer-shared-join-store" in d._task.stores
+        assert _out(d, "o", S) == [("a", "7:x", 2)]

@@ -47,7 +47,8 @@ def test_use_partition_time_on_invalid():
     d = _driver(UsePartitionTimeOnInvalidTimestamp)
     _pipe_raw(d, "in", b"k", b"\x00\x00\x00\x01", 40)
     _pipe_raw(d, "in", b"k", b"\x00\x00\x00\x02", -5)
-    assert [r.timestamp for r in d.create_output_topic("out", S, I).read_records_to_list()] == [40, 40]
+    out = d.create_output_topic("out", S, I).read_records_to_list()
+    assert [r.timestamp for r in out] == [40, 40]
 
 
 def test_custom_extractor_sees_deserialized_value_and_sets_output_timestamp():
@@ -152,7 +153,8 @@ def test_a_resumed_task_punctuates_as_if_it_had_never_stopped(timestamps, cut):
             .add_processor("scan", _ScanEvery, "src").add_sink("sink", "out", "scan",
                                                                key_serde=S, value_serde=I))
     config = StreamsConfig({"application.id": "t", "bootstrap.servers": "x"})
-    raws = [RawRecord("in", 0, i, ts, b"k", I.serialize("in", 1), ()) for i, ts in enumerate(timestamps)]
+    raws = [RawRecord("in", 0, i, ts, b"k", I.serialize("in", 1), ())
+            for i, ts in enumerate(timestamps)]
 
     def run(parts, progress=None):
         out, done = MemoryCollector(), None
@@ -241,7 +243,8 @@ def _unwritable(config=None):
 
 def test_a_record_a_sink_cannot_serialize_fails_naming_the_sink_by_default():
     d = _unwritable()
-    with pytest.raises(SerializationError, match=r"sink .* cannot serialize a record for topic 'out'"):
+    with pytest.raises(SerializationError,
+                       match=r"sink .* cannot serialize a record for topic 'out'"):
         d.create_input_topic("in", S, I).pipe_input("bad", 1)
 
 

@@ -1,15 +1,25 @@
 """Window stores and windowed aggregations through the TopologyTestDriver."""
 
+import itertools
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kspark import Materialized, Serdes, StreamsBuilder, TimeWindowedSerde, TimeWindows
+from kspark import (EmitStrategy, Materialized, Serdes, SessionWindows, StreamsBuilder,
+                    TimeWindowedSerde, TimeWindows)
 from kspark import Window, Windowed
+from kspark.errors import TopologyError
 from kspark.state import Stores
 from kspark.testing import TopologyTestDriver
 
 S, I, L = Serdes.String(), Serdes.Integer(), Serdes.Long()
 NO_CACHE = {"statestore.cache.max.bytes": 0}
+
+
+def _out(d, topic, vs=L):
+    """(key, value, timestamp) of every record in ``topic``, keys as strings."""
+    return [(r.key, r.value, r.timestamp)
+            for r in d.create_output_topic(topic, S, vs).read_records_to_list()]
 
 
 @pytest.fixture(params=[Stores.in_memory_window_store, Stores.persistent_window_store],
@@ -111,7 +121,7 @@ def _run_in_incarnations(topology, raws, cuts, state_dir):
     config = StreamsConfig({"application.id": "inc", "bootstrap.servers": "x",
                             "state.dir": state_dir, "statestore.cache.max.bytes": 0})
     out, progress, bounds = MemoryCollector(), None, [0, *cuts, len(raws)]
-    for lo, hi in zip(bounds, bounds[1:]):
+    for lo, hi in itertools.pairwise(bounds):
         restore = (lambda t, p=progress: t.resume(p)) if progress else None
         task = build_task(topology._graph, "0_0", config, out, restore=restore)
         for raw in raws[lo:hi]:
@@ -153,3 +163,36 @@ def test_windowed_aggregations_skip_only_null_keys():
             i.pipe_input(k, v, ts)
         out = d.create_output_topic("out", S, L).read_key_values_to_list()
     assert out == [("a@0", 1), ("a@0", 2), ("a@0", 3)]
+
+
+def test_with_retention_is_checked_and_used():
+    b = StreamsBuilder()
+    grouped = b.stream("s", key_serde=S, value_serde=L).group_by_key()
+    with pytest.raises(TopologyError, match="no smaller than its window size plus grace"):
+        grouped.windowed_by(TimeWindows.of_size_and_grace(10, 5)).count(
+            Materialized.as_("short").with_retention(14))
+    with pytest.raises(TopologyError, match="inactivity gap plus grace"):
+        grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(10, 5)).count(
+            Materialized.as_("short-s").with_retention(14))
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).count(
+        Materialized.as_("long").with_retention(1000))
+    with TopologyTestDriver(b.build()) as d:
+        s = d.create_input_topic("s", S, L)
+        s.pipe_input("a", 1, 5)
+        s.pipe_input("a", 1, 500)  # window 0 would have expired with retention 10
+        assert [kv.key.window.start for kv in d.get_window_store("long").all()] == [0, 500]
+
+
+
+def test_emit_on_window_close_forwards_each_window_once_when_it_closes():
+    b = StreamsBuilder()
+    (b.stream("s", key_serde=S, value_serde=L).group_by_key()
+     .windowed_by(TimeWindows.of_size_and_grace(10, 2))
+     .emit_strategy(EmitStrategy.on_window_close()).count()
+     .to_stream(lambda wk, v: f"{wk.key}@{wk.window.start}").to("o", key_serde=S, value_serde=L))
+    with TopologyTestDriver(b.build()) as d:
+        s = d.create_input_topic("s", S, L)
+        for key, ts in [("b", 1), ("a", 3), ("a", 5), ("a", 11), ("a", 12)]:
+            s.pipe_input(key, 1, ts)
+        # [0, 10) closes at stream time 12; ties go in key order, at their newest timestamp
+        assert _out(d, "o") == [("a@0", 2, 5), ("b@0", 1, 1)]

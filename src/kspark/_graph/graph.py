@@ -160,7 +160,8 @@ class TopologyGraph:
 
     def delayed_stores(self) -> list[str]:
         """The delayed-records stores (KIP-311's delayed processing), by name."""
-        return sorted(n for n, (b, _) in self.stores.items() if getattr(b, "delayed_records", False))
+        return sorted(n for n, (b, _) in self.stores.items()
+                      if getattr(b, "delayed_records", False))
 
     def global_topics(self) -> list[str]:
         """The topics global stores are read from."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from kspark._engine.collector import RecordCollector
 from kspark._engine.nodes import ProcessorNode, SinkNode, SourceNode
@@ -36,7 +36,8 @@ def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str) -
 
 
 def resolve_store(builder: Any, config: Mapping[str, Any]) -> Any:
-    """The builder with default serdes and the default caching (statestore.cache.max.bytes) filled in."""
+    """The builder with default serdes and the default caching (statestore.cache.max.bytes)
+    filled in."""
     from dataclasses import replace
 
     from kspark._engine.state.timestamped import ValueAndTimestampSerde
@@ -44,7 +45,8 @@ def resolve_store(builder: Any, config: Mapping[str, Any]) -> Any:
     ks = resolve_serde(builder.key_serde, config, "key", f"store {builder.name}")
     vs = builder.value_serde
     if isinstance(vs, ValueAndTimestampSerde):
-        vs = ValueAndTimestampSerde(resolve_serde(vs.inner, config, "value", f"store {builder.name}"))
+        vs = ValueAndTimestampSerde(
+            resolve_serde(vs.inner, config, "value", f"store {builder.name}"))
     else:
         vs = resolve_serde(vs, config, "value", f"store {builder.name}")
     caching, cache_bytes = builder.caching_enabled, config.get("statestore.cache.max.bytes")
@@ -84,7 +86,9 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
                 raise TopologyError(f"the processor supplier of {spec.name!r} returned None")
             node = ProcessorNode(spec.name, processor)
         elif isinstance(spec, SinkSpec):
-            topic = topic_name(spec.topic, True, app_id) if spec.internal else spec.topic
+            # an internal sink writes to a named repartition topic, never through an extractor
+            topic = (topic_name(cast(str, spec.topic), True, app_id) if spec.internal
+                     else spec.topic)
             node = SinkNode(spec.name, topic,
                             resolve_serde(spec.key_serde, config, "key", spec.name),
                             resolve_serde(spec.value_serde, config, "value", spec.name),
@@ -95,7 +99,8 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
             nodes[parent].children.append(node)
         nodes[spec.name] = node
     kwargs = {"clock": clock} if clock is not None else {}
-    sources = {t: nodes[s.name] for s in graph.sources() if s.name in nodes
+    sources = {t: source for s in graph.sources()
+               if isinstance(source := nodes.get(s.name), SourceNode)
                for t in (topic_name(x, s.internal, app_id) for x in s.topics)}
     stores = {name: resolve_store(builder, config) for name, (builder, procs)
               in graph.stores.items() if procs & set(nodes)}

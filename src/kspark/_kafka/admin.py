@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from kspark._kafka.factory import new_admin
 from kspark._kafka.security_errors import authorization_for, check_client
@@ -178,24 +178,28 @@ class Admin:
         except KafkaException as e:  # no such group yet: no offsets; refused: say so
             self._denied(e.args[0].code(), e.args[0].str(), "GROUP", group, "DESCRIBE")
             return {}
-        return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions if tp.offset >= 0}
+        return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions
+                if tp.offset >= 0}
 
     def delete_group(self, group: str) -> None:
         """Delete an empty consumer group and its committed offsets."""
-        (fut,) = self._admin.delete_consumer_groups([group], request_timeout=self.timeout_s).values()
+        (fut,) = self._admin.delete_consumer_groups(
+            [group], request_timeout=self.timeout_s).values()
         try:
             fut.result(timeout=self.timeout_s)
         except KafkaException as e:
             self._denied(e.args[0].code(), e.args[0].str(), "GROUP", group, "DELETE")
-            raise KSparkError(f"could not delete consumer group {group!r}: {e.args[0].str()}") from None
+            raise KSparkError(
+                f"could not delete consumer group {group!r}: {e.args[0].str()}") from None
 
     def commit_group_offsets(self, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
         """Commit ``{(topic, partition): offset}`` for ``group`` (which must have no members)."""
         from confluent_kafka import ConsumerGroupTopicPartitions
 
         parts = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
-        for fut in self._admin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group, parts)], request_timeout=self.timeout_s).values():
+        futures = self._admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, parts)], request_timeout=self.timeout_s)
+        for fut in futures.values():
             try:
                 fut.result(timeout=self.timeout_s)
             except KafkaException as e:
@@ -211,7 +215,8 @@ class Admin:
         if not names:
             return {}
         out = {}
-        futures = self._admin.describe_topics(TopicCollection(names), request_timeout=self.timeout_s)
+        futures = self._admin.describe_topics(TopicCollection(names),
+                                              request_timeout=self.timeout_s)
         for name, fut in futures.items():
             try:
                 out[name] = str(fut.result(timeout=self.timeout_s).topic_id)
@@ -240,7 +245,8 @@ class Admin:
         for topic in topics:  # one request per topic: batched answers failed to parse at times
             res = ConfigResource(ResourceType.TOPIC, topic)
             try:
-                (fut,) = self._admin.describe_configs([res], request_timeout=self.timeout_s).values()
+                (fut,) = self._admin.describe_configs(
+                    [res], request_timeout=self.timeout_s).values()
                 entry = fut.result(timeout=self.timeout_s).get("max.message.bytes")
             except KafkaException as e:
                 log.warning("cannot read max.message.bytes of topic %r (%s); the producer keeps "

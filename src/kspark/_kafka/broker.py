@@ -157,7 +157,8 @@ class LocalBroker:
         return BrokerStatus(False, None, None, self.log_file)
 
     def start(self, timeout_s: float = 90.0) -> str:
-        """Start the broker (formatting its storage the first time); returns its bootstrap address."""
+        """Start the broker (formatting its storage the first time); returns its bootstrap
+        address."""
         st = self.status()
         if st.running:
             return st.bootstrap or self.bootstrap
@@ -188,7 +189,8 @@ class LocalBroker:
         return self.bootstrap
 
     def stop(self, timeout_s: float = 30.0) -> bool:
-        """Stop the broker cleanly (SIGTERM, then SIGKILL after ``timeout_s``); False if none ran."""
+        """Stop the broker cleanly (SIGTERM, then SIGKILL after ``timeout_s``); False if none
+        ran."""
         pid = self._pid()
         if pid is None or not _is_kafka(pid):
             self._pid_file.unlink(missing_ok=True)
@@ -316,7 +318,8 @@ class LocalBroker:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-            raise BrokerError(f"formatting the broker's storage in {self.dir / 'data'} failed:\n{tail}")
+            raise BrokerError(
+                f"formatting the broker's storage in {self.dir / 'data'} failed:\n{tail}")
 
     def _wait_ready(self, proc: subprocess.Popen, timeout_s: float) -> None:
         from confluent_kafka.admin import AdminClient
@@ -333,11 +336,12 @@ class LocalBroker:
                 md = admin.list_topics(timeout=2)
                 if md.brokers:
                     return
-            except Exception:
+            except Exception:  # noqa: BLE001 - not up yet, whatever the client says
                 time.sleep(0.5)
         self.stop()
         raise BrokerError(f"the broker did not accept requests on {self.bootstrap} within "
-                          f"{timeout_s:.0f}s; the end of its log ({self.log_file}):\n{self._log_tail()}")
+                          f"{timeout_s:.0f}s; the end of its log ({self.log_file}):\n"
+                          f"{self._log_tail()}")
 
     def _log_tail(self, lines: int = 25) -> str:
         try:

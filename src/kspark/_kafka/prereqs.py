@@ -12,7 +12,8 @@ __all__ = ["java_binary", "maven_binary"]
 
 
 def java_binary() -> str:
-    """Path of a ``java`` of version 17 or newer, else a PrerequisiteError saying what to install."""
+    """Path of a ``java`` of version 17 or newer, else a PrerequisiteError saying what to
+    install."""
     java = shutil.which("java")
     if java is None:
         raise PrerequisiteError(

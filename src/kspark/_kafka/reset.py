@@ -1,4 +1,5 @@
-"""``kspark reset``: the application reset tool, modelled on Kafka's ``kafka-streams-application-reset``.
+"""``kspark reset``: the application reset tool, modelled on Kafka's
+``kafka-streams-application-reset``.
 
 A full reset, so that the next start reprocesses its input from scratch:
 
@@ -28,10 +29,9 @@ Example:
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
 from kspark._kafka.admin import Admin

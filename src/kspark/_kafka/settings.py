@@ -95,7 +95,7 @@ def check_owned(config: Mapping[str, Any]) -> None:
     Traceback (most recent call last):
     ...
     kspark.errors.ConfigError: config key 'consumer.isolation.level' cannot be set to 'read_uncommitted': kspark reads with read_committed so that aborted transactions are never processed; remove the key
-    """
+    """  # noqa: E501 - a doctest's expected output is one line
     for key, value in config.items():
         for prefix in CLIENT_PREFIXES:
             if not key.startswith(prefix):

@@ -58,7 +58,8 @@ class RunState:
     offsets: dict[TP, int] = field(default_factory=dict)  # valid only if ``completed``
     completed: bool = False
     finished: bool = False
-    live_keys: set[bytes] = field(default_factory=set)  # keys whose latest record is not a tombstone
+    # keys whose latest record is not a tombstone
+    live_keys: set[bytes] = field(default_factory=set)
 
     @property
     def resumable(self) -> bool:
@@ -222,8 +223,9 @@ class StopOffsets:
         if left:
             check_client(self.settings, producer, started - 1)
         if left or errors:
+            why = errors[0].str() if errors else f"{left} record(s) undelivered"
             raise KSparkError(
                 f"could not write the stop offsets of application {self.app_id!r} to topic "
-                f"{self.topic!r}: {errors[0].str() if errors else f'{left} record(s) undelivered'}; "
+                f"{self.topic!r}: {why}; "
                 "check the broker and start again (the run's offsets are valid only once "
                 "complete)")

@@ -38,11 +38,13 @@ class Serdes:
 
     @classmethod
     def by_name(cls, name: str) -> Serde:
-        """The built-in serde called ``name`` (``"String"``, or Java's ``...Serdes$StringSerde``)."""
+        """The built-in serde called ``name`` (``"String"``, or Java's
+        ``...Serdes$StringSerde``)."""
         short = name.rsplit("$", 1)[-1].rsplit(".", 1)[-1]
         short = short[: -len("Serde")] if short.endswith("Serde") and short != "Serde" else short
         if short not in cls._NAMES:
             raise ConfigError(
-                f"unknown serde {name!r}; use one of {', '.join(cls._NAMES)} or pass a Serde instance"
+                f"unknown serde {name!r}; use one of {', '.join(cls._NAMES)} or pass a Serde "
+                "instance"
             )
         return getattr(cls, short)()

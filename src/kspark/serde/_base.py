@@ -16,7 +16,7 @@ def cannot_deserialize(serde: Any, topic: str, data: bytes,
 
     >>> cannot_deserialize("Serdes.Long()", "t", b"ab", ValueError("2 bytes"))
     SerializationError("Serdes.Long() cannot deserialize 2 bytes of 't' (ValueError: 2 bytes); is it written with another serde?")
-    """
+    """  # noqa: E501 - a doctest's expected output is one line
     return SerializationError(f"{serde!s} cannot deserialize {len(data)} bytes of {topic!r} "
                               f"({type(cause).__name__}: {cause}); is it written with another "
                               f"serde?")

@@ -173,7 +173,8 @@ class AvroSerde(Serde):
         return fastavro.schemaless_reader(io.BytesIO(data), self._parsed)
 
     def __repr__(self) -> str:
-        return f"Serdes.Avro({self.schema.get('name', 'schema') if isinstance(self.schema, dict) else 'schema'})"
+        name = self.schema.get("name", "schema") if isinstance(self.schema, dict) else "schema"
+        return f"Serdes.Avro({name})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AvroSerde) and other.schema == self.schema
