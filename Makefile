@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: setup demo test bench bench-peers soak conformance clean
+.PHONY: setup demo test lint check bench bench-peers soak conformance clean
 ROUNDS  ?= 20
 RECORDS ?= 200000
 
@@ -23,6 +23,17 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -q --durations=15
+
+# ruff (src/ and tests/) and mypy (_engine, _graph, _spark), both configured in pyproject.toml.
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/mypy
+
+# The edit loop, under 3 minutes: lint, unit tests, doctests and the driver's conformance to
+# Java Kafka Streams' TopologyTestDriver (no broker, no Spark).
+check: lint
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit src/kspark \
+		tests/conformance/test_java_reference.py
 
 bench: setup
 	$(PY) -m pip install --quiet -e '.[dev,bench]'

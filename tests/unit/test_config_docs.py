@@ -1,0 +1,61 @@
+"""docs/config.md against the config declarations (kspark.config.CONFIG_KEYS): every declared
+key documented with its default, and no documented key that kspark does not declare."""
+
+import re
+import tempfile
+from pathlib import Path
+
+from kspark.config import CONFIG_KEYS, _user
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "config.md"
+
+# Keys declared with default None whose value is worked out when it is used: what the
+# documentation says it then is.
+DERIVED = {
+    "checkpoint.location": "<state.dir>/<application.id>/checkpoint",
+    "default.timestamp.extractor": "FailOnInvalidTimestamp",
+}
+
+
+def _documented() -> dict[str, str]:
+    """{key: default cell} of the first table of docs/config.md (| key | default | meaning |)."""
+    lines = DOC.read_text().splitlines()
+    start = lines.index("| key | default | meaning |") + 2
+    rows: dict[str, str] = {}
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        keys, default = (c.strip() for c in line.strip("|").split("|")[:2])
+        for key in re.findall(r"`([^`]+)`", keys):
+            assert key not in rows, f"{key!r} is documented twice"
+            rows[key] = default
+    return rows
+
+
+def _expected(key) -> str:
+    if key.required:
+        return "required"
+    if key.default is None:
+        return f"`{DERIVED[key.name]}`" if key.name in DERIVED else "none"
+    if key.name == "state.dir":
+        return "`<tmp>/kspark-<user>`"
+    return f"`{key.default}`"
+
+
+def test_the_state_dir_default_is_what_the_docs_say():
+    expected = Path(tempfile.gettempdir()) / f"kspark-{_user()}"
+    assert CONFIG_KEYS["state.dir"].default == str(expected)
+
+
+def test_every_declared_key_is_documented_with_its_default():
+    documented = _documented()
+    missing = sorted(set(CONFIG_KEYS) - set(documented))
+    assert not missing, f"declared in kspark/config.py, missing from docs/config.md: {missing}"
+    wrong = {name: (documented[name], _expected(key)) for name, key in CONFIG_KEYS.items()
+             if documented[name] != _expected(key)}
+    assert not wrong, f"docs/config.md's default differs (documented, declared): {wrong}"
+
+
+def test_no_documented_key_is_unknown_to_kspark():
+    unknown = sorted(set(_documented()) - set(CONFIG_KEYS))
+    assert not unknown, f"documented in docs/config.md, not declared: {unknown}"
