@@ -59,9 +59,7 @@ class _TableStoreProcessor(Processor):
             self.materialized is None or self.materialized.on) and not getattr(self, "final", False)
         self._deleted_at: dict[bytes, int] = {}  # cached deletes: their records' timestamps
         if self.emit_on_flush:
-            layer = self.store.inner
-            while layer is not None and not isinstance(layer, CachingLayer):
-                layer = getattr(layer, "inner", None)
+            layer = self.store.layer(CachingLayer)
             if layer is not None:
                 layer.on_flush = self._flushed
             else:

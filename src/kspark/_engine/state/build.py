@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kspark._engine.state.bytes_stores import InMemoryBytesStore, RocksDBBytesStore
-from kspark._engine.state.kv import KeyValueStore
+from kspark._engine.state.kv import StoreBase
 from kspark._engine.state.layers import CachingLayer, ChangeLoggingLayer, RecordCache, WriteBuffer
 from kspark.errors import StateStoreError, TopologyError
 
@@ -100,21 +100,16 @@ def build_store(builder: Any, directory: Path | None = None,
     return store
 
 
-def bottom(store: KeyValueStore) -> Any:
+def bottom(store: StoreBase) -> Any:
     """The byte store under all layers (restoration writes there, unlogged)."""
-    inner = store.inner
-    while hasattr(inner, "inner"):
-        inner = inner.inner
-    return inner
+    return store.bottom()
 
 
-def discard_buffered(store: KeyValueStore) -> None:
+def discard_buffered(store: StoreBase) -> None:
     """Drop writes held by a write buffer or a cache (the batch failed)."""
-    inner = store.inner
-    while inner is not None:
-        if isinstance(inner, (CachingLayer, WriteBuffer)):
-            inner.discard()
-        inner = getattr(inner, "inner", None)
+    for layer in store.layers():
+        if isinstance(layer, (CachingLayer, WriteBuffer)):
+            layer.discard()
 
 
 def task_store_dir(state_dir: str, application_id: str, task_id: str) -> Path:

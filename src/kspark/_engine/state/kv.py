@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
+
+from kspark._engine.state.layers import CachingLayer, layer_stack
 
 __all__ = ["KeyValue", "KeyValueIterator", "KeyValueStore", "StoreBase", "tagged_range"]
 
@@ -74,14 +76,28 @@ def tagged_range(layer: Any, lo: bytes | None, hi: bytes | None,
         >>> list(tagged_range(s, None, None))
         [(b'a', b'1', False)]
     """
-    tagged = getattr(layer, "range_tagged", None)
-    if tagged is not None:
-        return tagged(lo, hi, reverse)
+    if isinstance(layer, CachingLayer):
+        return layer.range_tagged(lo, hi, reverse)
     return ((k, v, False) for k, v in layer.range(lo, hi, reverse))
 
 
+L = TypeVar("L")
+
+
 class StoreBase:
-    """What every typed store shares: its name, persistence, flush and close."""
+    """What every typed store shares: its name, persistence, flush and close, and the stack
+    of byte-store layers under it (:meth:`layers`, :meth:`layer`, :meth:`bottom`).
+
+    Example:
+        >>> from kspark.state import Stores
+        >>> from kspark import Serdes
+        >>> store = Stores.key_value_store_builder(Stores.in_memory_key_value_store("s"),
+        ...     Serdes.String(), Serdes.Long()).with_caching_enabled().build()
+        >>> [type(x).__name__ for x in store.layers()]
+        ['CachingLayer', 'InMemoryBytesStore']
+        >>> store.layer(CachingLayer) is store.inner, type(store.bottom()).__name__
+        (True, 'InMemoryBytesStore')
+    """
 
     _name: str
     inner: Any
@@ -89,6 +105,21 @@ class StoreBase:
 
     def name(self) -> str:
         return self._name
+
+    def layers(self) -> list[Any]:
+        """The layers under this store, top first, ending with the byte store."""
+        return list(layer_stack(self.inner))
+
+    def layer(self, kind: type[L]) -> L | None:
+        """The topmost layer of type ``kind`` under this store (None if it has none)."""
+        for layer in layer_stack(self.inner):
+            if isinstance(layer, kind):
+                return layer
+        return None
+
+    def bottom(self) -> Any:
+        """The byte store under all layers (restoration writes there, unlogged)."""
+        return self.layers()[-1]
 
     def persistent(self) -> bool:
         return bool(self.inner.persistent)

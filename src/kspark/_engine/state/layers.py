@@ -7,13 +7,14 @@ import bisect
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["ChangeLoggingLayer", "WriteBuffer", "CachingLayer", "RecordCache", "ENTRY_OVERHEAD"]
+__all__ = ["ChangeLoggingLayer", "WriteBuffer", "CachingLayer", "RecordCache", "ENTRY_OVERHEAD",
+           "Layer", "layer_stack"]
 
 Entry = tuple[bytes, bytes]
 
 
-class _Layer:
-    """Passes every call to the store below; layers override what they change."""
+class Layer:
+    """Passes every call to the store below (``inner``); layers override what they change."""
 
     def __init__(self, inner: Any):
         self.inner = inner
@@ -45,7 +46,21 @@ class _Layer:
         self.inner.destroy()
 
 
-class ChangeLoggingLayer(_Layer):
+def layer_stack(top: Any) -> Iterator[Any]:
+    """``top`` and every layer below it, ending with the byte store they stack over.
+
+    Example:
+        >>> from kspark._engine.state.bytes_stores import InMemoryBytesStore
+        >>> [type(x).__name__ for x in layer_stack(WriteBuffer(InMemoryBytesStore("s")))]
+        ['WriteBuffer', 'InMemoryBytesStore']
+    """
+    while isinstance(top, Layer):
+        yield top
+        top = top.inner
+    yield top
+
+
+class ChangeLoggingLayer(Layer):
     """Writes every change to the store's changelog topic through ``log(key, value)``."""
 
     def __init__(self, inner: Any, log: Callable[[bytes, bytes | None], None]):
@@ -62,7 +77,7 @@ class ChangeLoggingLayer(_Layer):
         return old
 
 
-class WriteBuffer(_Layer):
+class WriteBuffer(Layer):
     """Holds every write until :meth:`flush` (the end of a host's batch), so a failed batch
     leaves the store below as the batch found it (:meth:`discard`). Reads see the held
     writes; nothing else changes (it is not a cache: nothing is forwarded on flush).
@@ -144,7 +159,7 @@ class RecordCache:
 _NO_BUDGET = RecordCache(1 << 62)
 
 
-class CachingLayer(_Layer):
+class CachingLayer(Layer):
     """Kafka Streams' record cache over one store (its ``NamedCache``).
 
     Writes stay dirty in the cache until :meth:`flush` (a commit) or an eviction writes them

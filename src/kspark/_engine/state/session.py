@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kspark._engine.state.kv import KeyValue, KeyValueIterator, StoreBase, tagged_range
+from kspark._engine.state.layers import CachingLayer
 from kspark._engine.windows import Window, Windowed
 
 __all__ = ["SessionStore"]
@@ -45,7 +46,7 @@ class SessionStore(StoreBase):
         self.observed = -1
         self.caching_enabled = False
         self.is_open = True
-        if hasattr(inner, "on_write_down"):  # a record cache: stream time as written down
+        if isinstance(inner, CachingLayer):  # a record cache: stream time as written down
             inner.on_write_down = self._written_down
 
     def _written_down(self, raw: bytes) -> None:

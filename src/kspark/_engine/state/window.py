@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kspark._engine.state.kv import KeyValue, KeyValueIterator, StoreBase, tagged_range
+from kspark._engine.state.layers import CachingLayer
 from kspark._engine.windows import Window, Windowed
 
 __all__ = ["WindowStore"]
@@ -52,7 +53,7 @@ class WindowStore(StoreBase):
         # Kafka Streams' time-ordered store of final-result aggregations keeps a window one
         # millisecond longer: while start >= stream time - retention
         self._keep_edge = 1 if time_first else 0
-        if hasattr(inner, "on_write_down"):  # a record cache: stream time as written down
+        if isinstance(inner, CachingLayer):  # a record cache: stream time as written down
             inner.on_write_down = self._written_down
 
     def _written_down(self, raw: bytes) -> None:
