@@ -17,7 +17,8 @@ KIP-406: a copy whose offsets are invalid (below the topic's earliest offset aft
 were deleted, or of a topic deleted and created again: its id changed) is wiped and rebuilt
 from the earliest offset, or from the pinned end with ``offset_reset="latest"`` (default:
 ``global.consumer.auto.offset.reset``), with a warning naming the store, topic and offsets.
-The query goes on.
+The query goes on. These decisions are the engine's (``_engine/state/global_recovery.py``);
+this module keeps the worker's copy, its directory and checkpoint.
 
 Example (inside a task, so not run)::
 
@@ -30,15 +31,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kspark._engine.global_task import GlobalStateTask, global_store_dir
-from kspark._engine.nodes import RawRecord
+from kspark._engine.state.global_recovery import GlobalPins, catch_up_globals, global_reset_policy
 from kspark._graph.graph import TopologyGraph
 from kspark._graph.instantiate import build_global_task
+from kspark._kafka.changelog_reader import KafkaChangelogReader
 from kspark._kafka.clients import read_range
 from kspark._kafka.settings import as_settings
 from kspark._spark.documents import check_global_checkpoint, read_offset_log
@@ -47,15 +48,14 @@ from kspark.errors import StateStoreError
 __all__ = ["global_state", "GlobalPins", "pins_from_offset_log", "local_checkpoint"]
 
 log = logging.getLogger("kspark")
-GlobalPins = dict[str, dict[str, int]]  # {topic: {partition: pinned end}}
 _CHECKPOINT = ".checkpoint"
-_PROGRESS_EVERY_S = 5.0
 
 # One global state per application in this worker process (see stage._TASKS on pickling).
 _STATES: dict[str, tuple[GlobalStateTask, Path | None]] = {}
 
 
-def global_state(graph: TopologyGraph, config: Mapping[str, Any], pins: GlobalPins) -> GlobalStateTask:
+def global_state(graph: TopologyGraph, config: Mapping[str, Any],
+                 pins: GlobalPins) -> GlobalStateTask:
     """This process's global stores, brought to ``pins``."""
     app_id = config["application.id"]
     if app_id not in _STATES:
@@ -116,92 +116,22 @@ def _open(graph: TopologyGraph, config: Mapping[str, Any]) -> tuple[GlobalStateT
 
 def _catch_up(state: GlobalStateTask, graph: TopologyGraph, config: Mapping[str, Any],
               pins: GlobalPins) -> bool:
-    """Apply each pinned topic's records up to its pin; True if anything changed."""
+    """Apply each pinned topic's records up to its pin; True if anything changed. The
+    engine decides what is kept or rebuilt (``_engine/state/global_recovery.py``)."""
     from kspark._spark.state import admin_for
 
     if not pins:
         return False
-    admin = admin_for(config)
-    ids = admin.topic_ids(pins)
-    tps = [(t, int(p)) for t, parts in pins.items() for p in parts]
-    earliest = admin.end_offsets(tps, earliest=True)
-    ids_before = state.topic_ids
-    changed = False
-    for topic, parts in sorted(pins.items()):
-        if topic not in ids:
-            log.warning("global topic %r does not exist now; global store %r keeps its contents "
-                        "until it is back", topic, state.store_of(topic))
-            continue
-        reason = _invalid(state, topic, parts, ids[topic], ids_before.get(topic), earliest)
-        if reason:
-            replay = "pinned offset" in reason  # not invalid: an older batch, rebuilt in full
-            policy = "earliest" if replay else _reset_policy(graph, config, topic)
-            log.warning("global store %r: %s; wiping it and rebuilding it from topic %r (%s) "
-                        "(KIP-406)", state.store_of(topic), reason, topic, policy)
-            state.wipe(topic)
-            if policy == "latest":
-                for p, end in parts.items():
-                    state.offsets[(topic, int(p))] = end
-            changed = True
-        for p, end in sorted(parts.items(), key=lambda kv: int(kv[0])):
-            start = state.offsets.get((topic, int(p)), earliest[(topic, int(p))])
-            if start < end:
-                _apply(state, config, topic, int(p), start, end)
-                changed = True
-            state.offsets[(topic, int(p))] = max(start, end)
-    state.topic_ids = {**ids_before, **{t: ids[t] for t in pins if t in ids}}
-    return changed
-
-
-def _invalid(state: GlobalStateTask, topic: str, parts: Mapping[str, int], topic_id: str,
-             id_before: str | None, earliest: Mapping[tuple[str, int], int]) -> str | None:
-    """Why the copy's offsets of ``topic`` cannot be continued to the pins (None: they can)."""
-    have = {p: o for (t, p), o in state.offsets.items() if t == topic}
-    if not have:
-        return None
-    if id_before is not None and id_before != topic_id:
-        return f"topic {topic!r} was deleted and created again (its id changed)"
-    for p, end in parts.items():
-        at = have.get(int(p))
-        if at is None:
-            continue
-        if at < earliest[(topic, int(p))]:
-            return (f"its offset {at} of partition {p} is below the topic's earliest offset "
-                    f"{earliest[(topic, int(p))]} (records were deleted)")
-        if at > end:
-            return (f"its offset {at} of partition {p} is past the micro-batch's pinned offset "
-                    f"{end} (a replayed older batch)")
-    return None
+    reader = KafkaChangelogReader(admin_for(config), as_settings(config),
+                                  int(config["source.read.timeout.ms"]), read=read_range)
+    return catch_up_globals(state, reader, pins, lambda t: _reset_policy(graph, config, t))
 
 
 def _reset_policy(graph: TopologyGraph, config: Mapping[str, Any], topic: str) -> str:
     """The topic's ``offset_reset``, else ``global.consumer.auto.offset.reset``."""
-    for g in graph.global_stores.values():
-        if g.source.topics[0] == topic and g.source.offset_reset:
-            return g.source.offset_reset
-    return config.get("global.consumer.auto.offset.reset") or "earliest"
-
-
-def _apply(state: GlobalStateTask, config: Mapping[str, Any], topic: str, partition: int,
-           start: int, end: int) -> None:
-    """Apply ``[start, end)`` of one partition, logging progress on long restorations."""
-    store = state.store_of(topic)
-    began = last = time.monotonic()
-    done = 0
-    for msgs in read_range(as_settings(config), topic, partition, start, end,
-                           int(config["source.read.timeout.ms"]), kind="restore.consumer"):
-        for m in msgs:
-            state.update(RawRecord(m.topic(), m.partition(), m.offset(), m.timestamp()[1],
-                                   m.key(), m.value(), tuple(m.headers() or ())))
-        done += len(msgs)
-        if time.monotonic() - last > _PROGRESS_EVERY_S:
-            last = time.monotonic()
-            log.info("global store %r: restoring topic %r partition %d: offset %d of %d "
-                     "(%d records applied)", store, topic, partition, msgs[-1].offset() + 1,
-                     end, done)
-    if time.monotonic() - began > _PROGRESS_EVERY_S:
-        log.info("global store %r: topic %r partition %d restored up to offset %d (%d records, "
-                 "%.1f s)", store, topic, partition, end, done, time.monotonic() - began)
+    offset_reset = next((g.source.offset_reset for g in graph.global_stores.values()
+                         if g.source.topics[0] == topic and g.source.offset_reset), None)
+    return global_reset_policy(offset_reset, config.get("global.consumer.auto.offset.reset"))
 
 
 def _read_checkpoint(directory: Path) -> dict[str, Any]:

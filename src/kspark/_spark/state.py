@@ -7,12 +7,15 @@ beginning. After the batch (stores written down, producer flushed), the changelo
 offsets are written to the checkpoint file, and the task's progress (stream time,
 partition times, punctuation due times) to ``.progress``, so a task rebuilt for the next
 batch goes on where it was.
+
+What a restore keeps, wipes, skips or refuses is decided by the engine
+(``kspark._engine.state.recovery``); this module reads and writes the task's files and
+hands the engine a reader of the cluster's changelogs (``KafkaChangelogReader``).
 """
 
 from __future__ import annotations
 
-import logging
-import time
+from collections.abc import Mapping
 from typing import Any
 
 from kspark._engine.documents import Invalid, check_progress
@@ -23,22 +26,28 @@ from kspark._engine.state.checkpoint import (
     write_checkpoint,
     write_progress,
 )
+from kspark._engine.state.recovery import (
+    check_changelog_ids,
+    local_resume_point,
+    plan_store_restore,
+    restore_store,
+)
 from kspark._engine.state.restore_check import restore_checker
-from kspark._engine.task import BATCH_HEADER, StreamTask
+from kspark._engine.task import StreamTask
 from kspark._kafka.admin import Admin
+from kspark._kafka.changelog_reader import KafkaChangelogReader
 from kspark._kafka.clients import read_range
 from kspark._kafka.settings import as_settings
 from kspark._spark.host_state import TaskHostState
-from kspark.errors import ChangelogLostError, CorruptStateError
+from kspark.errors import CorruptStateError
 
-__all__ = ["LOCAL_PROGRESS", "restore_task", "checkpoint_task", "invalidate_checkpoint", "logged_partitions",
-           "admin_for"]
+__all__ = ["LOCAL_PROGRESS", "restore_task", "checkpoint_task", "invalidate_checkpoint",
+           "logged_partitions", "admin_for"]
 
-log = logging.getLogger("kspark")
 _ADMINS: dict[tuple, Admin] = {}
 
 
-def admin_for(config: dict[str, Any]) -> Admin:
+def admin_for(config: Mapping[str, Any]) -> Admin:
     """One admin client per worker process and cluster."""
     settings = as_settings(config)
     key = (settings, config["request.timeout.ms"])
@@ -73,12 +82,12 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
 
     The task also resumes its progress: ``saved``, the progress in the task's marker in
     Kafka (under both guarantees; the Spark host always passes it), else the one saved
-    locally (a cache: on a cluster it may be of an executor the task left batches ago). A batch that Spark runs again (its first
-    attempt died, perhaps after writing its changelog and checkpoint) must not see its own
-    first attempt: when the local progress is of this batch of the same query, the batch is
-    a ``replay`` of a committed one, or the checkpoint is missing, the local state is wiped
-    and restored, and changelog records that this query stamped with this batch or a later
-    one are skipped.
+    locally (a cache: on a cluster it may be of an executor the task left batches ago). A
+    batch that Spark runs again (its first attempt died, perhaps after writing its changelog
+    and checkpoint) must not see its own first attempt: when the local progress is of this
+    batch of the same query, the batch is a ``replay`` of a committed one, or the checkpoint
+    is missing, the local state is wiped and restored, and changelog records that this query
+    stamped with this batch or a later one are skipped.
 
     What the host keeps of the task (the progress resumed, the changelogs' topic ids, the
     records restored) goes to ``host``. (``host=None`` is a bridge for callers not yet
@@ -89,23 +98,21 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
         return _restore_task(task, builders, batch, saved, replay, host)
     finally:
         if bridged:  # BRIDGE until every caller passes host=
-            task.resumed_progress = host.resumed_progress
+            setattr(task, "resumed_progress", host.resumed_progress)  # noqa: B010
             if host.changelog_ids or hasattr(task, "changelog_ids"):
-                task.changelog_ids = host.changelog_ids
-            task.restored_records = getattr(task, "restored_records", 0) + host.restored_records
+                setattr(task, "changelog_ids", host.changelog_ids)  # noqa: B010
+            setattr(task, "restored_records",  # noqa: B010
+                    getattr(task, "restored_records", 0) + host.restored_records)
 
 
 def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, int] | None,
                   saved: Any, replay: bool, host: TaskHostState) -> dict[tuple[str, int], int]:
+    """restore_task's work: the engine decides (``_engine/state/recovery.py``), this does."""
     if replay:
         invalidate_checkpoint(task)  # the state of before the batch is not written down
     path = _checkpoint_path(task, ".progress")
     source = f"the progress saved in {str(path)!r}"
-    progress = _checked(read_progress(path), task, source)
-    ahead = (progress is not None and batch is not None and progress.get("query") == batch[0]
-             and progress.get("batch", -1) >= batch[1])
-    if ahead:
-        progress = progress.get("previous")
+    progress, ahead = local_resume_point(_checked(read_progress(path), task, source), batch)
     if not (isinstance(saved, str) and saved == LOCAL_PROGRESS):
         progress = saved
         source = (f"the progress in its marker (consumer group "
@@ -116,36 +123,28 @@ def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, 
     parts = logged_partitions(task, builders)
     if not parts:
         return {}
-    config = task.config
-    ends = admin_for(config).end_offsets(parts.values())
+    config, reader = task.config, _reader(task.config)
+    ends = reader.end_offsets(parts.values())
     checkpoint = {} if ahead else (read_checkpoint(_checkpoint_path(task)) or {})
-    host.changelog_ids = admin_for(config).topic_ids(sorted({t for t, _ in parts.values()}))
+    host.changelog_ids = reader.topic_ids(sorted({t for t, _ in parts.values()}))
     if checkpoint:
-        _check_same_topics(task, parts, checkpoint, host.changelog_ids)
+        check_changelog_ids(task.task_id, parts, checkpoint, _recorded_ids(task),
+                            host.changelog_ids)
+    app_dir = f"{config['state.dir']}/{config['application.id']}"
     for name, tp in parts.items():
         raw = bottom(task.stores[name])
-        end = ends[tp]
-        start = checkpoint.get(tp) if raw.persistent else None
-        if start is not None and start > end:
-            raise ChangelogLostError(
-                f"task {task.task_id}: changelog topic {tp[0]!r} partition {tp[1]} ends at "
-                f"offset {end}, but store {name!r}'s local state was checkpointed at offset "
-                f"{start}: the changelog was deleted or recreated, and restoring from it would "
-                "silently lose state. Either rebuild the changelog from the local state "
-                "(kspark changelog rebuild, see docs/architecture.md), or reset the application "
-                f"(delete {task.config['state.dir']}/{task.config['application.id']} and the "
-                "application's internal topics, then reprocess)")
-        if start is None:
-            if raw.persistent and raw.approximate_num_entries():
-                log.warning("task %s: store %r has no valid checkpoint for batch %s; wiping it "
-                            "and restoring from changelog %s partition %d", task.task_id, name,
-                            batch, *tp)
-            raw.wipe()
-            start = 0
-        host.restored_records += _restore(
-            task.task_id, name, raw, tp, start, end, config, batch,
-                 restore_checker(task.stores[name], task.task_id))
+        plan = plan_store_restore(task.task_id, name, tp, ends[tp], checkpoint.get(tp),
+                                  raw.persistent, app_dir)
+        host.restored_records += restore_store(reader, task.task_id, raw, plan, batch,
+                                               restore_checker(task.stores[name], task.task_id))
     return ends
+
+
+def _reader(config: Mapping[str, Any]) -> KafkaChangelogReader:
+    """The changelogs of ``config``'s cluster (``admin_for`` and ``read_range`` are looked
+    up here, so that a test may replace them)."""
+    return KafkaChangelogReader(admin_for(config), as_settings(config),
+                                config["source.read.timeout.ms"], read=read_range)
 
 
 def _checked(progress: dict | None, task: StreamTask, source: str) -> dict | None:
@@ -161,67 +160,14 @@ def _checked(progress: dict | None, task: StreamTask, source: str) -> dict | Non
             "the application") from None
 
 
-def _check_same_topics(task: StreamTask, parts: dict[str, tuple[str, int]],
-                       checkpoint: dict[tuple[str, int], int], ids: dict[str, str]) -> None:
-    """A changelog deleted and created again (a new topic id) while the local state has a
-    checkpoint of the old one: restoring from the new topic's offsets would be wrong."""
+def _recorded_ids(task: StreamTask) -> dict[str, str]:
+    """The changelog topic ids recorded with the task's checkpoint ({} if none)."""
     path = _checkpoint_path(task, ".changelog-ids")
     recorded = read_progress(path) or {}
     if not all(type(v) is str for v in recorded.values()):
         raise CorruptStateError(f"task {task.task_id}: {str(path)!r} maps topics to something "
                                 "other than topic ids: it was damaged; delete it")
-    for name, tp in parts.items():
-        was, now = recorded.get(tp[0]), ids.get(tp[0])
-        if tp in checkpoint and was is not None and now is not None and was != now:
-            raise ChangelogLostError(
-                f"task {task.task_id}: changelog topic {tp[0]!r} was deleted and created again "
-                f"(topic id {now}, but store {name!r}'s local state was checkpointed from topic "
-                f"id {was}); restoring from it would silently lose state. Either delete it and "
-                "rebuild it from the local state (kspark changelog rebuild, see "
-                "docs/architecture.md), or reset the application")
-
-
-def _restore(task_id: str, name: str, raw: Any, tp: tuple[str, int], start: int, end: int,
-             config: dict[str, Any],
-             batch: tuple[str, int] | None, check: Any = None) -> int:
-    """Copy changelog records ``start..end`` into the byte store ``raw``; ``check`` (stores
-    in kspark's internal encoding) rejects a record that does not parse, naming it. Returns
-    the number of records read."""
-    if start >= end:
-        return 0
-    began, done, total, skipped = time.monotonic(), 0, end - start, 0
-    log.info("task %s: restoring store %r from %s partition %d, offsets %d..%d",
-             task_id, name, tp[0], tp[1], start, end)
-    for msgs in read_range(as_settings(config), tp[0], tp[1], start, end,
-                           config["source.read.timeout.ms"], kind="restore.consumer"):
-        for m in msgs:
-            if batch is not None and _of_this_batch_or_later(m, batch, tp):
-                skipped += 1  # written by an earlier attempt of this batch (or a later one)
-                continue
-            if check is not None:
-                check(m.key(), m.value(), tp[0], tp[1], m.offset())
-            raw.put(m.key(), m.value())
-        done += len(msgs)
-        if done % 50_000 < len(msgs):
-            log.info("task %s: restoring %r: %d of at most %d records", task_id, name, done, total)
-    raw.flush()
-    log.info("task %s: restored %r (%d records, %d of a retried batch skipped) in %.1fs",
-             task_id, name, done - skipped, skipped, time.monotonic() - began)
-    return done
-
-
-def _of_this_batch_or_later(message: Any, batch: tuple[str, int], tp: tuple[str, int]) -> bool:
-    for key, value in message.headers() or ():
-        if key == BATCH_HEADER:
-            query, _, number = (value or b"").decode("utf-8", "replace").rpartition(":")
-            if not number.isdigit():
-                raise CorruptStateError(
-                    f"the record at offset {message.offset()} of changelog topic {tp[0]!r} "
-                    f"partition {tp[1]} has a {BATCH_HEADER} header {value!r:.60} that is not "
-                    "'<query id>:<batch id>': the changelog was damaged or written by something "
-                    "other than kspark; reset the application")
-            return query == batch[0] and int(number) >= batch[1]
-    return False
+    return recorded
 
 
 def invalidate_checkpoint(task: StreamTask) -> None:
@@ -242,7 +188,7 @@ def checkpoint_task(task: StreamTask, builders: dict[str, Any], *,
         try:
             return checkpoint_task(task, builders, host=host)
         finally:
-            task.resumed_progress = host.resumed_progress
+            setattr(task, "resumed_progress", host.resumed_progress)  # noqa: B010
     progress = task.progress()
     if task.stores or progress["punctuations"]:
         if task.batch is not None:
