@@ -80,5 +80,6 @@ def test_a_builder_without_a_kind_is_refused_by_name():
     class Builder:
         name = "odd"
 
-    with pytest.raises(TopologyError, match=r"store builder .*\(a Builder\) declares no store kind"):
+    with pytest.raises(TopologyError,
+                       match=r"store builder .*\(a Builder\) declares no store kind"):
         store_kind(Builder())

@@ -85,7 +85,7 @@ def _attempts(fn: Callable[[Any], Any], arg: Any, policy: RetryPolicy, timeout_s
               rng: random.Random, run_one: Callable, sleep: Callable) -> Any:
     """A coroutine running ``fn(arg)`` per ``policy`` (``run_one`` makes one attempt awaitable)."""
     async def go() -> Outcome:
-        began, waits = time.monotonic(), []
+        began, waits = time.monotonic(), list[int]()
         for attempt in range(1, policy.max_attempts + 1):
             try:
                 call = run_one(fn, arg)
@@ -284,19 +284,21 @@ class AsyncProcessor(Processor):
                                 f"{type(context).__name__} lacks what async steps need "
                                 f"(AsyncContext)")
         self.context = context
-        self.host: AsyncContext = context
+        self._async_context: AsyncContext = context
         self.runtime = context.async_runtime() or ThreadRuntime.shared()
         if self.max_in_flight is None:
             self.max_in_flight = int(context.app_config().get("async.max.in.flight", 64))
+        self._limit: int = self.max_in_flight
         self.node_name = context.node_name()
         self.rng = random.Random(zlib.crc32(f"{context.task_id()}/{self.node_name}".encode()))
 
     def process(self, record: Record) -> None:
-        while len(self.stations) >= self.max_in_flight:  # all stations taken: wait
+        while len(self.stations) >= self._limit:  # all stations taken: wait
             self._wait_and_retire()
         fn, arg = self._fn_and_arg(record)
         fut = self.runtime.submit(fn, arg, self.retry, self.timeout_s, self.rng)
-        self.stations.append(_Station(record, fut, self.host.input_record(), record.key))
+        raw = self._async_context.input_record()
+        self.stations.append(_Station(record, fut, raw, record.key))
         self.metrics["in_flight"] = len(self.stations)
         self.metrics["in_flight_peak"] = max(self.metrics["in_flight_peak"], len(self.stations))
         self.retire_finished()
@@ -317,7 +319,7 @@ class AsyncProcessor(Processor):
             while self.stations and self.stations[0].future.done():
                 self._emit(self.stations.popleft())
         else:
-            blocked, keep = set(), deque()
+            blocked, keep = set[Any](), deque[_Station]()
             for s in self.stations:
                 if s.future.done() and s.key not in blocked:
                     self._emit(s)
@@ -339,7 +341,7 @@ class AsyncProcessor(Processor):
         self.metrics["retried"] += out.attempts - 1
         self.metrics["finished"] += 1
         self.metrics["total_latency_s"] += out.seconds
-        with self.host.as_input(s.raw):
+        with self._async_context.as_input(s.raw):
             if not out.ok:
                 self._failed(s, out)
                 return
@@ -351,13 +353,14 @@ class AsyncProcessor(Processor):
                  f" (input record topic {s.raw.topic!r}, partition {s.raw.partition}, offset "
                  f"{s.raw.offset})")
         assert out.error is not None
-        if self.on_failure == "dead_letter" and self.host.dead_letter(
+        if self.on_failure == "dead_letter" and self._async_context.dead_letter(
                 s.raw, out.error, (("__streams.errors.attempts", str(out.attempts).encode()),
                                    ("__streams.errors.processor", self.node_name.encode()))):
             self.metrics["dead_lettered"] += 1
             return
         raise ProcessorError(
-            f"task {self.host.task_id()}, async processor {self.node_name!r}: the call failed after "
+            f"task {self._async_context.task_id()}, async processor {self.node_name!r}: the "
+            f"call failed after "
             f"{out.attempts} attempt(s){where}: {type(out.error).__name__}: {out.error}"
             + ("" if self.on_failure == "fail" else "; set errors.dead.letter.queue.topic.name "
                "to dead-letter such records")) from out.error

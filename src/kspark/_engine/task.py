@@ -105,6 +105,8 @@ class StreamTask:
             if saved and isinstance(node.processor, KeepsProgress):  # its stream-time
                 node.processor.resume_progress(saved)  # bookkeeping (checked in resume())
         self._async = tuple(n for n in self.nodes if isinstance(n.processor, AsyncProcessor))
+        self._async_processors = tuple(n.processor for n in self._async
+                                       if isinstance(n.processor, AsyncProcessor))
 
     @property
     def async_nodes(self) -> tuple[ProcessorNode, ...]:
@@ -405,8 +407,8 @@ class StreamTask:
         """End of a batch (a commit): finish async calls in flight (their results go
         downstream first), write stores down, then flush the collector (raises if any write
         failed)."""
-        for node in self._async if complete_async else ():  # upstream first: what one
-            node.processor.complete_in_flight()  # forwards, the next one finishes too
+        for processor in self._async_processors if complete_async else ():  # upstream
+            processor.complete_in_flight()  # first: what one forwards, the next one finishes
         for store in self.stores.values():
             store.flush()
         self.collector.flush()

@@ -16,8 +16,9 @@ from kspark._engine.state.session import SessionStore
 from kspark._engine.state.versioned import VersionedKeyValueStore
 from kspark._engine.state.window import WindowStore
 
-__all__ = ["Stores", "KeyValueBytesStoreSupplier", "KeyValueStoreBuilder", "DelayedRecordsStoreBuilder",
-           "VersionedBytesStoreSupplier", "VersionedKeyValueStoreBuilder",
+__all__ = ["Stores", "KeyValueBytesStoreSupplier", "KeyValueStoreBuilder",
+           "DelayedRecordsStoreBuilder", "VersionedBytesStoreSupplier",
+           "VersionedKeyValueStoreBuilder",
            "WindowBytesStoreSupplier", "WindowStoreBuilder", "SessionBytesStoreSupplier",
            "SessionStoreBuilder"]
 
@@ -197,7 +198,8 @@ class Stores:
     @staticmethod
     def in_memory_window_store(name: str, retention_ms: int, window_size_ms: int,
                                retain_duplicates: bool = False) -> WindowBytesStoreSupplier:
-        return WindowBytesStoreSupplier(name, False, retention_ms, window_size_ms, retain_duplicates)
+        return WindowBytesStoreSupplier(name, False, retention_ms, window_size_ms,
+                                        retain_duplicates)
 
     @staticmethod
     def window_store_builder(supplier: WindowBytesStoreSupplier, key_serde: Any,
