@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kspark._engine.state.build import store_kind
 from kspark._graph.graph import SourceSpec, TopologyGraph
 from kspark.dsl.kstream import KStream
 from kspark.errors import TopologyError
 from kspark.processor.topology import Topology
+
+if TYPE_CHECKING:
+    from kspark.dsl.global_table import GlobalKTable
+    from kspark.dsl.ktable import KTable
+    from kspark.dsl.materialized import Materialized
 
 __all__ = ["StreamsBuilder"]
 
@@ -50,8 +55,9 @@ class StreamsBuilder:
         return KStream(self._graph, name, key_serde, value_serde)
 
     def table(self, topic: str, *, key_serde: Any = None, value_serde: Any = None,
-              materialized: Any = None, timestamp_extractor: Callable | None = None,
-              offset_reset: str | None = None) -> Any:
+              materialized: Materialized | None = None,
+              timestamp_extractor: Callable | None = None,
+              offset_reset: str | None = None) -> KTable:
         """A KTable of ``topic``: each record upserts its key; a null value deletes it."""
         import functools
 
@@ -76,8 +82,9 @@ class StreamsBuilder:
                       source=source)
 
     def global_table(self, topic: str, *, key_serde: Any = None, value_serde: Any = None,
-                     materialized: Any = None, timestamp_extractor: Callable | None = None,
-                     offset_reset: str | None = None) -> Any:
+                     materialized: Materialized | None = None,
+                     timestamp_extractor: Callable | None = None,
+                     offset_reset: str | None = None) -> GlobalKTable:
         """A GlobalKTable of every partition of ``topic``: every task reads its store in full.
 
         The store is a timestamped key-value store without a changelog (``topic`` is its
@@ -88,7 +95,7 @@ class StreamsBuilder:
         import functools
 
         from kspark._engine.global_task import GlobalTableSourceProcessor
-        from kspark._graph.graph import GlobalStoreSpec, ProcessorSpec
+        from kspark._graph.graph import ProcessorSpec
         from kspark.dsl.global_table import GlobalKTable
         from kspark.dsl.materialized import Materialized
 

@@ -54,7 +54,8 @@ class CogroupedKStream:
         return first._aggregate("COGROUPKSTREAM-AGGREGATE", initializer, aggregator,
                                 materialized, None, self._more())
 
-    def windowed_by(self, windows: Any) -> Any:
+    def windowed_by(self, windows: Any
+                    ) -> TimeWindowedCogroupedKStream | SessionWindowedCogroupedKStream:
         """Aggregate per key and window: ``TimeWindows``, ``SlidingWindows`` or ``SessionWindows``."""
         from kspark._engine.windows import SessionWindows
 

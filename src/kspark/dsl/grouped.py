@@ -12,6 +12,7 @@ from kspark._graph.graph import ProcessorSpec
 from kspark.dsl.materialized import Materialized
 
 if TYPE_CHECKING:
+    from kspark.dsl.cogrouped import CogroupedKStream
     from kspark.dsl.kstream import KStream
     from kspark.dsl.ktable import KTable
 
@@ -112,7 +113,7 @@ class KGroupedStream:
                                                             initializer, agg),
             lambda m, store, ks, vs: m.builder(store, ks, vs), more=more)
 
-    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> Any:
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
         """Start a cogroup: several grouped streams, each with its own
         ``aggregator(key, value, aggregate)``, folded into one aggregate per key (add the
         others with ``.cogroup(grouped, aggregator)``, then ``.aggregate(initializer)``).
@@ -131,7 +132,7 @@ class KGroupedStream:
 
         return CogroupedKStream([(self, aggregator)])
 
-    def windowed_by(self, windows: Any) -> Any:
+    def windowed_by(self, windows: Any) -> TimeWindowedKStream | SessionWindowedKStream:
         """Aggregate per key and window: ``TimeWindows``, ``SlidingWindows`` or ``SessionWindows``."""
         from kspark._engine.windows import SessionWindows, SlidingWindows
 
@@ -173,7 +174,7 @@ class TimeWindowedKStream:
         self._windows = windows
         self._final = False
 
-    def emit_strategy(self, strategy: Any) -> Any:
+    def emit_strategy(self, strategy: Any) -> TimeWindowedKStream:
         """``EmitStrategy.on_window_close()``: forward only each window's final result, once
         it closes (window end plus grace); ``on_window_update()`` (the default): each update.
 

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kspark._engine import joins as ops_joins
 from kspark._engine import operators as ops
 from kspark._engine.state.build import StoreKind, store_kind
 from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
 from kspark.errors import TopologyError
+
+if TYPE_CHECKING:
+    from kspark.dsl.branched import BranchedKStream
+    from kspark.dsl.grouped import KGroupedStream
+    from kspark.dsl.ktable import KTable
+    from kspark.dsl.materialized import Materialized
 
 __all__ = ["KStream"]
 
@@ -224,7 +230,8 @@ class KStream:
             self._graph.connect((out._node,), tuple(store_names))
         return out
 
-    def to_table(self, materialized: Any = None, *, name: str | None = None) -> Any:
+    def to_table(self, materialized: Materialized | None = None, *,
+                 name: str | None = None) -> KTable:
         """This stream as a table (KIP-523): each record upserts its key, a null value deletes
         it; records with a null key are dropped. Repartitions first if the key changed.
 
@@ -479,7 +486,8 @@ class KStream:
         _copartition(g, left, right)
         return KStream(g, merge, self._key_serde, None)
 
-    def group_by_key(self, *, key_serde: Any = None, value_serde: Any = None) -> Any:
+    def group_by_key(self, *, key_serde: Any = None,
+                     value_serde: Any = None) -> KGroupedStream:
         """Group by the current key (repartitioning first if an earlier step changed it)."""
         from kspark.dsl.grouped import KGroupedStream
 
@@ -492,7 +500,7 @@ class KStream:
         return KGroupedStream(KStream(self._graph, stream._node, ks, vs))
 
     def group_by(self, fn: Callable[[Any, Any], Any], *, key_serde: Any = None,
-                 value_serde: Any = None) -> Any:
+                 value_serde: Any = None) -> KGroupedStream:
         """Group by ``fn(key, value)`` (always repartitions by the new key)."""
         return self.select_key(fn).group_by_key(key_serde=key_serde, value_serde=value_serde)
 

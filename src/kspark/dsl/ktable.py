@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kspark._engine import getters, tables
 from kspark._engine.state.build import StoreKind, store_kind
 from kspark._graph.graph import ProcessorSpec, TopologyGraph
+from kspark.dsl.materialized import Materialized
 from kspark.errors import TopologyError
+
+if TYPE_CHECKING:
+    from kspark.dsl.kstream import KStream
 
 __all__ = ["KTable", "KGroupedTable"]
 
@@ -74,7 +78,8 @@ class KTable:
             self._old.on = True
         return self._old.on
 
-    def _derived(self, prefix: str, make: Callable[[str | None], Any], materialized: Any,
+    def _derived(self, prefix: str, make: Callable[[str | None], Any],
+                 materialized: Materialized | None,
                  value_serde: Any, getter: Any) -> "KTable":
         """A filter or mapper of this table; with ``materialized`` it keeps its own store."""
         name = self._graph.next_name(prefix)
@@ -94,7 +99,8 @@ class KTable:
             out._versioned = self._versioned  # read through this table's store
         return out
 
-    def filter(self, predicate: Callable[[Any, Any], bool], materialized: Any = None) -> "KTable":
+    def filter(self, predicate: Callable[[Any, Any], bool],
+               materialized: Materialized | None = None) -> "KTable":
         """Keep the rows for which ``predicate(key, value)`` holds (others read as deleted).
 
         As Kafka Streams' KTableFilter, a filter whose old values nobody downstream needs
@@ -111,11 +117,12 @@ class KTable:
         return self._filter(predicate, False, materialized)
 
     def filter_not(self, predicate: Callable[[Any, Any], bool],
-                   materialized: Any = None) -> "KTable":
+                   materialized: Materialized | None = None) -> "KTable":
         """Keep the rows for which ``predicate(key, value)`` does not hold."""
         return self._filter(predicate, True, materialized)
 
-    def _filter(self, predicate: Callable, negate: bool, materialized: Any) -> "KTable":
+    def _filter(self, predicate: Callable, negate: bool,
+                materialized: Materialized | None) -> "KTable":
         old = tables.OldValues(self._enable_old(False))
         getter = None if self._getter is None else (
             lambda: getters.FilterGetter(self._reader(), predicate, negate))
@@ -130,7 +137,7 @@ class KTable:
             out._old_policy = lambda force: self._enable_old(force) or old.on
         return out
 
-    def map_values(self, fn: Callable[..., Any], materialized: Any = None, *,
+    def map_values(self, fn: Callable[..., Any], materialized: Materialized | None = None, *,
                    with_key: bool = False) -> "KTable":
         """Map each value with ``fn(value)`` (``fn(key, value)`` with_key); with
         ``materialized`` the result is kept in its own store."""
@@ -139,7 +146,8 @@ class KTable:
         return self._derived("KTABLE-MAPVALUES", lambda store: functools.partial(
             tables.TableMapValuesProcessor, fn, with_key, store), materialized, None, getter)
 
-    def transform_values(self, transformer_supplier: Callable[[], Any], materialized: Any = None,
+    def transform_values(self, transformer_supplier: Callable[[], Any],
+                         materialized: Materialized | None = None,
                          *store_names: str) -> "KTable":
         """Transform each value with a stateful ``ValueTransformerWithKey``: the supplier makes
         one per task, with ``init(context)``, ``transform(key, value)`` and ``close()``.
@@ -181,7 +189,7 @@ class KTable:
         return KStream(self._graph, self._node, None, None)._source_topics(internal)
 
     def _join(self, other: "KTable", joiner: Callable[[Any, Any], Any], kind: str,
-              materialized: Any = None) -> "KTable":
+              materialized: Materialized | None = None) -> "KTable":
         from kspark._engine.joins import TableTableJoinProcessor
 
         for t in (self, other):
@@ -229,7 +237,7 @@ class KTable:
 
     def join(self, other: "KTable", joiner: Callable[..., Any],
              fk_joiner: Callable[[Any, Any], Any] | None = None, *,
-             materialized: Any = None) -> "KTable":
+             materialized: Materialized | None = None) -> "KTable":
         """Rows present in both tables, valued ``joiner(value, other_value)``.
 
         ``join(other, foreign_key_extractor, joiner)`` is a foreign-key join: each row joins
@@ -252,7 +260,7 @@ class KTable:
 
     def left_join(self, other: "KTable", joiner: Callable[..., Any],
                   fk_joiner: Callable[[Any, Any], Any] | None = None, *,
-                  materialized: Any = None) -> "KTable":
+                  materialized: Materialized | None = None) -> "KTable":
         """Every row of this table; ``other_value`` is None where the other has none.
 
         ``left_join(other, foreign_key_extractor, joiner)``: the foreign-key variant.
@@ -262,10 +270,10 @@ class KTable:
         return self._join(other, joiner, "left", materialized)
 
     def _fk_join(self, other: "KTable", extractor: Callable[[Any], Any],
-                 joiner: Callable[[Any, Any], Any], left: bool, materialized: Any) -> "KTable":
+                 joiner: Callable[[Any, Any], Any], left: bool,
+                 materialized: Materialized | None) -> "KTable":
         from kspark._engine import fk_join as fk
         from kspark._graph.graph import SinkSpec, SourceSpec
-        from kspark.dsl.materialized import Materialized
         from kspark.serde import Serdes
         from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 
@@ -333,7 +341,7 @@ class KTable:
                       queryable=m.store_name is not None, source=output)
 
     def outer_join(self, other: "KTable", joiner: Callable[[Any, Any], Any], *,
-                   materialized: Any = None) -> "KTable":
+                   materialized: Materialized | None = None) -> "KTable":
         """Rows present in either table (the missing side is None)."""
         return self._join(other, joiner, "outer", materialized)
 
@@ -367,7 +375,7 @@ class KTable:
         out._old_policy = self._enable_old
         return out
 
-    def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None) -> Any:
+    def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None) -> KStream:
         """The table's updates as a KStream (a delete is a record with a None value); with
         ``mapper``, each record is re-keyed by ``mapper(key, value)`` (as ``select_key``).
 
@@ -400,10 +408,9 @@ class KGroupedTable:
         self._key_serde, self._value_serde = key_serde, value_serde
 
     def _aggregate(self, initializer: Callable[[], Any], adder: Callable, subtractor: Callable,
-                   materialized: Any, value_serde: Any) -> KTable:
+                   materialized: Materialized | None, value_serde: Any) -> KTable:
         from kspark._engine.tables import ChangeSerde, TableAggregateProcessor
         from kspark._graph.graph import SinkSpec, SourceSpec
-        from kspark.dsl.materialized import Materialized
 
         g, t = self._table._graph, self._table
         select = g.next_name("KTABLE-SELECT")
@@ -425,20 +432,20 @@ class KGroupedTable:
         g.add_store(m.builder(store, ks, vs), (name,))
         return KTable(g, name, ks, vs, store)
 
-    def count(self, materialized: Any = None) -> KTable:
+    def count(self, materialized: Materialized | None = None) -> KTable:
         from kspark.serde import Serdes
 
         return self._aggregate(lambda: 0, lambda k, v, agg: agg + 1, lambda k, v, agg: agg - 1,
                                materialized, Serdes.Long())
 
     def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
-               materialized: Any = None) -> KTable:
+               materialized: Materialized | None = None) -> KTable:
         """``adder(agg, new_value)`` and ``subtractor(agg, old_value)``."""
         return self._aggregate(lambda: None, lambda k, v, agg: v if agg is None else adder(agg, v),
                                lambda k, v, agg: subtractor(agg, v), materialized,
                                self._value_serde)
 
     def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
-                  subtractor: Callable[[Any, Any, Any], Any], materialized: Any = None) -> KTable:
+                  subtractor: Callable[[Any, Any, Any], Any], materialized: Materialized | None = None) -> KTable:
         """``adder(key, value, agg)`` / ``subtractor(key, value, agg)`` from ``initializer()``."""
         return self._aggregate(initializer, adder, subtractor, materialized, None)
