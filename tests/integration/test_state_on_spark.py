@@ -462,6 +462,7 @@ def test_a_retried_batch_restores_the_state_it_started_from(broker, admin, topic
     from kspark._engine.nodes import RawRecord
     from kspark._graph.instantiate import build_task
     from kspark._kafka.clients import task_producer
+    from kspark._spark.host_state import TaskHostState
     from kspark._spark.state import checkpoint_task, invalidate_checkpoint, restore_task
     from kspark.config import StreamsConfig
 
@@ -477,8 +478,9 @@ def test_a_retried_batch_restores_the_state_it_started_from(broker, admin, topic
         if state_dir_lost:
             shutil.rmtree(tmp_path / app)
         producer = task_producer(broker, f"{app}-0_0-producer", {})
+        host = TaskHostState()
         task = build_task(graph, "0_0", cfg, producer, batch_buffer=True,
-                          restore=lambda t: restore_task(t, builders, batch))
+                          restore=lambda t: restore_task(t, builders, batch, host=host))
         task.batch = batch
         with task.stores["counts"].all() as entries:
             before = {kv.key: kv.value for kv in entries}
@@ -486,7 +488,7 @@ def test_a_retried_batch_restores_the_state_it_started_from(broker, admin, topic
             task.process(RawRecord(src, 0, i, 1000 + i, b"k", b"x", ()))
         invalidate_checkpoint(task)
         task.flush()
-        checkpoint_task(task, builders)
+        checkpoint_task(task, builders, host=host)
         task.close()
         return before
 

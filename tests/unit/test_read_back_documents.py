@@ -131,6 +131,7 @@ def test_a_damaged_progress_file_names_the_file(tmp_path):
 
 def test_the_spark_host_refuses_a_malformed_local_progress(tmp_path):
     import kspark._spark.state as spark_state
+    from kspark._spark.host_state import TaskHostState
 
     with TopologyTestDriver(_windowed_topology(), {"state.dir": str(tmp_path)}) as d:
         task = d._task
@@ -138,10 +139,10 @@ def test_the_spark_host_refuses_a_malformed_local_progress(tmp_path):
         write_progress(path, {"stream_time": 5, "query": "q", "batch": "7"})
         with pytest.raises(CorruptStateError, match=r"task 0_0: the progress saved in .*\.progress"
                                                     r"' is malformed: 'batch' must be an integer"):
-            spark_state.restore_task(task, {}, ("q", 8))
+            spark_state.restore_task(task, {}, ("q", 8), host=TaskHostState())
         write_progress(path, {"stream_time": 5, "previous": {"stream_time": []}})
         with pytest.raises(CorruptStateError, match="'stream_time' must be an integer, got"):
-            spark_state.restore_task(task, {}, ("q", 8))
+            spark_state.restore_task(task, {}, ("q", 8), host=TaskHostState())
 
 
 # -- exactly-once markers (offset-commit metadata in Kafka) --------------------------------

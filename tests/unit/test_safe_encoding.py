@@ -296,6 +296,7 @@ def _restore_with(monkeypatch, tmp_path, build, changelog_values, batch=None, he
     changelog holding ``changelog_values(store name)`` (a list of (key, value)); returns
     the task."""
     import kspark._spark.state as spark_state
+    from kspark._spark.host_state import TaskHostState
     from kspark import StreamsConfig
     from kspark._engine.collector import MemoryCollector
     from kspark._engine.state.build import changelog_topic
@@ -317,7 +318,8 @@ def _restore_with(monkeypatch, tmp_path, build, changelog_values, batch=None, he
     monkeypatch.setattr(spark_state, "read_range", read_range)
     builders = {name: builder for name, (builder, _) in graph.stores.items()}
     return build_task(graph, "0_0", config, MemoryCollector(), batch_buffer=True,
-                      restore=lambda t: spark_state.restore_task(t, builders, batch))
+                      restore=lambda t: spark_state.restore_task(t, builders, batch,
+                                                                host=TaskHostState()))
 
 
 def _suppress_app(b):

@@ -75,8 +75,7 @@ LOCAL_PROGRESS = "local"
 
 def restore_task(task: StreamTask, builders: dict[str, Any],
                  batch: tuple[str, int] | None = None, saved: Any = LOCAL_PROGRESS,
-                 replay: bool = False, *,
-                 host: TaskHostState | None = None) -> dict[tuple[str, int], int]:
+                 replay: bool = False, *, host: TaskHostState) -> dict[tuple[str, int], int]:
     """Bring every logged store of a new task to the state its ``batch`` (query id, batch
     id) starts from; returns the changelog end offsets.
 
@@ -90,19 +89,9 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
     stamped with this batch or a later one are skipped.
 
     What the host keeps of the task (the progress resumed, the changelogs' topic ids, the
-    records restored) goes to ``host``. (``host=None`` is a bridge for callers not yet
-    passing it: the same fields are then set on the task.)
+    records restored) goes to ``host``.
     """
-    host, bridged = (TaskHostState(), True) if host is None else (host, False)
-    try:
-        return _restore_task(task, builders, batch, saved, replay, host)
-    finally:
-        if bridged:  # BRIDGE until every caller passes host=
-            setattr(task, "resumed_progress", host.resumed_progress)  # noqa: B010
-            if host.changelog_ids or hasattr(task, "changelog_ids"):
-                setattr(task, "changelog_ids", host.changelog_ids)  # noqa: B010
-            setattr(task, "restored_records",  # noqa: B010
-                    getattr(task, "restored_records", 0) + host.restored_records)
+    return _restore_task(task, builders, batch, saved, replay, host)
 
 
 def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, int] | None,
@@ -177,18 +166,10 @@ def invalidate_checkpoint(task: StreamTask) -> None:
 
 
 def checkpoint_task(task: StreamTask, builders: dict[str, Any], *,
-                    host: TaskHostState | None = None) -> dict[tuple[str, int], int]:
+                    host: TaskHostState) -> dict[tuple[str, int], int]:
     """After a committed batch: the changelog ends, written to the checkpoint file (and the
     task's progress to ``.progress``, with the batch and the progress it started from, which
-    ``host`` keeps). (``host=None`` is a bridge for callers not yet passing it: the task's
-    own attributes are used.)"""
-    if host is None:  # BRIDGE until every caller passes host=
-        host = TaskHostState(changelog_ids=getattr(task, "changelog_ids", None) or {},
-                             resumed_progress=getattr(task, "resumed_progress", None))
-        try:
-            return checkpoint_task(task, builders, host=host)
-        finally:
-            setattr(task, "resumed_progress", host.resumed_progress)  # noqa: B010
+    ``host`` keeps)."""
     progress = task.progress()
     if task.stores or progress["punctuations"]:
         if task.batch is not None:

@@ -201,8 +201,8 @@ class TaskBatch:
         saved = None if marker is None else marker.previous if self.again else marker.progress
         task = build_task(ctx.graph, self.task_id, ctx.config, self.collector,
                           only=ctx.plan.nodes, batch_buffer=True, global_stores=self.global_stores,
-                          restore=lambda t: _with_host(restore_task, host, t, ctx.builders,
-                                                       self.batch, saved, self.again))
+                          restore=lambda t: restore_task(t, ctx.builders, self.batch, saved,
+                                                         self.again, host=host))
         host.changelog_offsets = task.restored
         return task, host
 
@@ -243,7 +243,7 @@ class TaskBatch:
         if self.tx is not None:
             host.marker = self._new_marker(self.tx.instance)
             self.tx.commit(host.marker, self.inputs)
-        host.changelog_offsets = _with_host(checkpoint_task, host, task, ctx.builders)
+        host.changelog_offsets = checkpoint_task(task, ctx.builders, host=host)
         if self.tx is None:  # at-least-once: the group learns the input offsets after the output
             host.marker = self._new_marker(host.instance_id)
             commit_offsets(ctx.settings, ctx.app_id, self.inputs,
@@ -263,7 +263,7 @@ class TaskBatch:
             return
         counters[0].add(self.read_count)
         counters[1].add(self.collector.sent)
-        if getattr(task, "async_nodes", None) or getattr(task, "_async_nodes", None):  # BRIDGE
+        if task.async_nodes:
             counters[2].add(async_metrics(task, take=True))
         restored = self.host.take_restored()
         if restored:  # a task that restored records here (it moved, or was rebuilt)
@@ -306,19 +306,6 @@ class TaskBatch:
         changes are thrown away."""
         self.discard()
         return self.rows()
-
-
-def _with_host(fn, host, task, *args):  # BRIDGE until state.py takes host=
-    import inspect
-    if "host" in inspect.signature(fn).parameters:
-        return fn(task, *args, host=host)
-    out = fn(task, *args)
-    for name in ("resumed_progress", "changelog_ids"):
-        if hasattr(task, name):
-            setattr(host, name, getattr(task, name))
-    host.restored_records += getattr(task, "restored_records", 0)
-    task.restored_records = 0
-    return out
 
 
 def run_task_batch(ctx: StageContext, partition: int, batches: Iterator[pa.RecordBatch],
