@@ -12,6 +12,7 @@ from confluent_kafka.admin import AdminClient
 
 from kspark import Materialized, Serdes, StreamsBuilder, StreamsConfig
 from kspark._spark import globals as worker_globals
+from kspark._worker import registry
 
 pytestmark = pytest.mark.integration
 S = Serdes.String()
@@ -37,7 +38,7 @@ def _pins(admin, topic: str) -> dict:
 
 def _restart_worker(app_id: str) -> None:
     """As if the worker process died: its copy is closed and forgotten."""
-    state, _ = worker_globals._STATES.pop(app_id)
+    state, _ = registry().pop("globals", (app_id,))
     state.close()
 
 
@@ -50,7 +51,7 @@ def setup(broker, admin, topic_name, tmp_path):
         return StreamsConfig({"application.id": f"gs-{topic}", "bootstrap.servers": broker,
                               "state.dir": str(tmp_path), **extra}).as_dict()
     yield topic, config
-    for app_id in list(worker_globals._STATES):
+    for (app_id,), _ in registry().items("globals"):
         _restart_worker(app_id)
 
 

@@ -43,6 +43,7 @@ from kspark._kafka.changelog_reader import KafkaChangelogReader
 from kspark._kafka.clients import read_range
 from kspark._kafka.settings import as_settings
 from kspark._spark.documents import check_global_checkpoint, read_offset_log
+from kspark._worker import registry
 from kspark.errors import StateStoreError
 
 __all__ = ["global_state", "GlobalPins", "pins_from_offset_log", "local_checkpoint"]
@@ -50,17 +51,11 @@ __all__ = ["global_state", "GlobalPins", "pins_from_offset_log", "local_checkpoi
 log = logging.getLogger("kspark")
 _CHECKPOINT = ".checkpoint"
 
-# One global state per application in this worker process (see stage._TASKS on pickling).
-_STATES: dict[str, tuple[GlobalStateTask, Path | None]] = {}
-
-
 def global_state(graph: TopologyGraph, config: Mapping[str, Any],
                  pins: GlobalPins) -> GlobalStateTask:
     """This process's global stores, brought to ``pins``."""
-    app_id = config["application.id"]
-    if app_id not in _STATES:
-        _STATES[app_id] = _open(graph, config)
-    state, directory = _STATES[app_id]
+    app_id = config["application.id"]  # one global state per application in this worker
+    state, directory = registry().get("globals", (app_id,), lambda: _open(graph, config))
     if _catch_up(state, graph, config, pins) and directory is not None:
         state.flush()
         _write_checkpoint(directory, state)

@@ -41,7 +41,8 @@ class FailAfterCommit:
 
     def __call__(self, task_id: str, batch: tuple[str, int] | None, attempt: int) -> None:
         if batch is not None and attempt == 0 and f"{task_id}:{batch[1]}" in self.specs:
-            raise RuntimeError(f"injected failure: task {task_id} after committing batch {batch[1]}")
+            raise RuntimeError(
+                f"injected failure: task {task_id} after committing batch {batch[1]}")
 
 
 _INSTALLED = [TaskHooks()]

@@ -75,9 +75,9 @@ class RoutingCollector(RecordCollector):
             out.append((topic, target, seq, ts, key, value,
                         [{"key": k, "value": hv} for k, hv in headers], self.task_partition,
                         keys[size][first + target]))
-        cols = list(zip(*out)) if out else [()] * len(FED_ARROW_SCHEMA)
+        cols = list(zip(*out, strict=True)) if out else [()] * len(FED_ARROW_SCHEMA)
         return pa.RecordBatch.from_arrays(
-            [pa.array(list(c), f.type) for c, f in zip(cols, FED_ARROW_SCHEMA)],
+            [pa.array(list(c), f.type) for c, f in zip(cols, FED_ARROW_SCHEMA, strict=True)],
             schema=FED_ARROW_SCHEMA)
 
 
@@ -112,7 +112,7 @@ def shuffled_records(batch: pa.RecordBatch) -> list[Ordered]:
                if has_headers else [()] * n)
     return [((u, o, 1), RawRecord(t, p, o, s, k, v, h))
             for t, p, o, s, k, v, h, u in zip(topic, part, off, ts, key, value, headers,
-                                              col(7).to_pylist())]
+                                              col(7).to_pylist(), strict=True)]
 
 
 def in_writer_order(records: list[Ordered]) -> list[RawRecord]:

@@ -70,6 +70,8 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any],
             return
         q = _position_of(head, position)
         context = TaskContext.get()
+        if context is None:
+            raise RuntimeError("a stage function runs only in a Spark task")
         batch = _micro_batch(context)
         for first, count, ctx in contexts:
             if first <= q < first + count:

@@ -39,21 +39,18 @@ from kspark._kafka.changelog_reader import KafkaChangelogReader
 from kspark._kafka.clients import read_range
 from kspark._kafka.settings import as_settings
 from kspark._spark.host_state import TaskHostState
+from kspark._worker import registry
 from kspark.errors import CorruptStateError
 
 __all__ = ["LOCAL_PROGRESS", "restore_task", "checkpoint_task", "invalidate_checkpoint",
            "logged_partitions", "admin_for"]
 
-_ADMINS: dict[tuple, Admin] = {}
-
 
 def admin_for(config: Mapping[str, Any]) -> Admin:
     """One admin client per worker process and cluster."""
-    settings = as_settings(config)
-    key = (settings, config["request.timeout.ms"])
-    if key not in _ADMINS:
-        _ADMINS[key] = Admin(settings, config["request.timeout.ms"])
-    return _ADMINS[key]
+    settings, timeout_ms = as_settings(config), config["request.timeout.ms"]
+    return registry().get("admins", ("", settings, timeout_ms),
+                          lambda: Admin(settings, timeout_ms))
 
 
 def logged_partitions(task: StreamTask, builders: dict[str, Any]) -> dict[str, tuple[str, int]]:

@@ -37,7 +37,8 @@ from kspark._spark.hooks import TaskHooks
 from kspark._spark.host_state import TaskHostState
 from kspark._spark.routing import (DISCARD, Ordered, RoutingCollector, in_writer_order,
                                    ranges_of, shuffled_records)
-from kspark._spark.state import admin_for, checkpoint_task, invalidate_checkpoint, logged_partitions, restore_task
+from kspark._spark.state import (admin_for, checkpoint_task, invalidate_checkpoint,
+                                 logged_partitions, restore_task)
 from kspark._spark.wire import Range, markers_in
 from kspark._worker import registry
 from kspark.config import EXACTLY_ONCE_V2
@@ -97,9 +98,9 @@ class TaskBatch:
         self.marker: Marker | None = None
         self.replay = False  # committed already: write nothing, feed downstream the same rows
         self.again = False  # Spark runs a batch this task committed: restore from changelogs
-        self.task: Any = None
-        self.host: TaskHostState | None = None
-        self.collector: RoutingCollector | None = None
+        self.task: Any = None  # a StreamTask, from acquire_task
+        self.host = TaskHostState()  # the task's, from acquire_task
+        self.collector: RoutingCollector  # from open
         self.inputs: dict[tuple[str, int], int] = {}  # the offsets to commit, per partition
         self.read_count = 0
 
@@ -118,7 +119,8 @@ class TaskBatch:
                                                  ctx.graph.global_topics())
             if self.pins is None:
                 raise StreamsError(f"task {self.task_id} got no global store offsets with "
-                                   f"micro-batch {self.batch}: its markers carry none (a kspark bug)")
+                                   f"micro-batch {self.batch}: its markers carry none "
+                                   "(a kspark bug)")
             self.global_stores = global_state(ctx.graph, ctx.config, self.pins).read_only()
         producer = self._open_output()
         self.again = self.marker is not None and self.marker.covers(self.batch)
@@ -203,7 +205,7 @@ class TaskBatch:
                           only=ctx.plan.nodes, batch_buffer=True, global_stores=self.global_stores,
                           restore=lambda t: restore_task(t, ctx.builders, self.batch, saved,
                                                          self.again, host=host))
-        host.changelog_offsets = task.restored
+        host.changelog_offsets = dict(task.restored or {})
         return task, host
 
     # -- process ----------------------------------------------------------------------------

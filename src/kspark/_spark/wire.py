@@ -58,7 +58,8 @@ def spark_ddl(schema: pa.Schema | pa.DataType) -> str:
     """Spark's DDL for an Arrow schema (or type) of the wire format.
 
     Example:
-        >>> spark_ddl(pa.schema([("a", pa.int32()), ("h", pa.list_(pa.struct([("k", pa.string())])))]))
+        >>> h = pa.list_(pa.struct([("k", pa.string())]))
+        >>> spark_ddl(pa.schema([("a", pa.int32()), ("h", h)]))
         'a int, h array<struct<k:string>>'
     """
     if isinstance(schema, pa.Schema):
@@ -117,7 +118,7 @@ def marker_batch(marker: TaskMarker) -> pa.RecordBatch:
         [1]
     """
     return pa.RecordBatch.from_pylist(
-        [dict(zip(SOURCE_ARROW_SCHEMA.names, marker.row()))], schema=SOURCE_ARROW_SCHEMA)
+        [dict(zip(SOURCE_ARROW_SCHEMA.names, marker.row(), strict=True))], schema=SOURCE_ARROW_SCHEMA)
 
 
 def _is_marker(batch: pa.RecordBatch) -> pa.Array:
@@ -133,7 +134,7 @@ def markers_in(batch: pa.RecordBatch) -> list[TaskMarker]:
     """
     found = batch.filter(_is_marker(batch))
     return [TaskMarker.decode(task, value) for task, value in
-            zip(found.column(1).to_pylist(), found.column(5).to_pylist())]
+            zip(found.column(1).to_pylist(), found.column(5).to_pylist(), strict=True)]
 
 
 def records_only(batch: pa.RecordBatch) -> pa.RecordBatch:
