@@ -12,7 +12,6 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -101,7 +100,7 @@ def test_driver_killed_after_some_tasks_committed_resumes_exactly(broker, admin,
             parts = [TopicPartition(progress_topic(app_id), p) for p in range(6)]
             try:
                 markers = [decode_marker(tp.metadata) for tp in c.committed(parts, timeout=10)]
-            except Exception:  # the progress topic does not exist yet
+            except Exception:  # noqa: BLE001 - the progress topic does not exist yet
                 markers = []
             for m in markers:
                 if m is not None and not (commits / str(m.batch)).exists():
@@ -179,10 +178,10 @@ def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, 
                 started.set()
                 assert release.wait(120)
 
-    S = Serdes.String()
-    topo = (Topology().add_source("in", src, key_serde=S, value_serde=S)
+    string = Serdes.String()
+    topo = (Topology().add_source("in", src, key_serde=string, value_serde=string)
             .add_processor("hold", HoldingProcessor, "in")
-            .add_sink("out", dst, "hold", key_serde=S, value_serde=S))
+            .add_sink("out", dst, "hold", key_serde=string, value_serde=string))
     graph = topo._graph
     (st,) = sub_topologies(graph)
     cfg = StreamsConfig({"application.id": app_id, "bootstrap.servers": broker,

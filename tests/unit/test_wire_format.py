@@ -6,21 +6,24 @@ import pytest
 from kspark._engine.nodes import RawRecord
 from kspark._spark.routing import RoutingCollector, in_writer_order, ranges_of, shuffled_records
 from kspark._spark.stage import StagePlan
-from kspark._spark.wire import (FED_ARROW_SCHEMA, FED_SCHEMA, SOURCE_ARROW_SCHEMA, SOURCE_SCHEMA,
-                                MARKER_TOPIC, TaskMarker, marker_batch, markers_in, records_only)
+from kspark._spark.wire import (FED_ARROW_SCHEMA, FED_SCHEMA, MARKER_TOPIC, SOURCE_ARROW_SCHEMA,
+                                SOURCE_SCHEMA, TaskMarker, marker_batch, markers_in,
+                                records_only)
 from kspark.errors import CorruptStateError
 
 
 def test_each_schema_is_declared_once_and_spark_ddl_follows_it():
     assert SOURCE_SCHEMA == ("topic string, partition int, offset long, timestamp long, "
-                             "key binary, value binary, headers array<struct<key:string,value:binary>>")
+                             "key binary, value binary, "
+                             "headers array<struct<key:string,value:binary>>")
     assert FED_SCHEMA == SOURCE_SCHEMA + ", src_task int, shuffle_key int"
     assert FED_ARROW_SCHEMA.names[:7] == SOURCE_ARROW_SCHEMA.names
 
 
 @pytest.mark.parametrize("marker", [
     TaskMarker(0), TaskMarker(3, (("a", 0, 1, 5), ("b", 2, 0, 9))),
-    TaskMarker(1, (), {"g": {"0": 7}}, None), TaskMarker(2, (("a", 1, 0, 1),), {"g": {"1": 2}}, 1000),
+    TaskMarker(1, (), {"g": {"0": 7}}, None),
+    TaskMarker(2, (("a", 1, 0, 1),), {"g": {"1": 2}}, 1000),
 ])
 def test_a_marker_round_trips_through_its_batch(marker):
     batch = marker_batch(marker)

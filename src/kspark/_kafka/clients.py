@@ -1,4 +1,5 @@
-"""Consumer and producer plumbing used inside tasks: read an offset range, write with a task's producer."""
+"""Consumer and producer plumbing used inside tasks: read an offset range, write with a
+task's producer."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def read_range(where: ClientSettings | str, topic: str, partition: int, start: i
                timeout_ms: int, extra: Mapping[str, Any] | None = None,
                batch_size: int = 5000, retry_after_s: float = 10.0,
                kind: str = "consumer") -> Iterator[list]:
-    """Yield lists of messages of ``topic``/``partition`` with ``start <= offset < end``, read_committed.
+    """Yield lists of messages of ``topic``/``partition`` with ``start <= offset < end``,
+    read_committed.
 
     Control records and aborted records occupy offsets but are never returned, so the read
     also ends when the consumer's position reaches ``end``. A consumer that makes no progress
@@ -82,7 +84,8 @@ def read_range(where: ClientSettings | str, topic: str, partition: int, start: i
         try:
             consumer.assign([TopicPartition(topic, partition, position)])
             attempt_start = time.monotonic()
-            while position < end and time.monotonic() - max(attempt_start, last_progress) < retry_after_s:
+            while (position < end
+                   and time.monotonic() - max(attempt_start, last_progress) < retry_after_s):
                 batch, position, progressed = _consume_some(consumer, topic, partition, position,
                                                             end, batch_size, settings)
                 if progressed:
@@ -173,6 +176,11 @@ class TaskProducer(RecordCollector):
         self._skip_failed = skip_failed  # production.exception.handler=log_and_continue
         self.sent = 0
         self.skipped = 0
+
+    @property
+    def client(self) -> Producer:
+        """The confluent-kafka producer underneath (a task's transactions drive it)."""
+        return self._producer
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
         if err is not None:  # no calls here: librdkafka may be raising an error meanwhile

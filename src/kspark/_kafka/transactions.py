@@ -175,7 +175,7 @@ class TaskTransactions:
             return error
         error = self.producer.logged_denial() or error  # the cause behind a failed write
         try:
-            self.producer._producer.abort_transaction(self._timeout_s)
+            self.producer.client.abort_transaction(self._timeout_s)
         except KafkaException as e:
             err = e.args[0]
             if isinstance(error, KafkaSecurityError):  # the cause; the abort only follows it
@@ -190,11 +190,11 @@ class TaskTransactions:
         return error
 
     def close(self) -> None:
-        self.producer._producer.flush(0)
+        self.producer.client.flush(0)
 
     def _call(self, name: str, *args: Any) -> Any:
         try:
-            return getattr(self.producer._producer, name)(*args)
+            return getattr(self.producer.client, name)(*args)
         except KafkaException as e:
             raise self._explain(name, e.args[0]) from None
 
