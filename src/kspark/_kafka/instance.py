@@ -89,7 +89,7 @@ class InstanceGuard:
         started = time.monotonic()
         deadline = started + max(self._timeout_s, 30.0)
         while not assigned.is_set() and time.monotonic() < deadline:
-            msg = self._consumer.poll(0.2)
+            msg = self._consumer.poll(0.02)  # poll() waits its whole timeout after the assignment
             if msg is not None and msg.error() is not None:
                 self._refused(msg.error())
         if not assigned.is_set():
@@ -116,7 +116,7 @@ class InstanceGuard:
 
     def _keep_alive(self) -> None:
         while not self._stop.is_set():
-            self._consumer.poll(0.5)
+            self._consumer.poll(0.1)  # release() waits for this poll to return
 
     def release(self) -> None:
         """Leave the group (at close): another instance may start at once."""

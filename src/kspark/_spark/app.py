@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import re
+import time
 from typing import Any
 
 from pyspark.errors import StreamingQueryException
@@ -33,6 +34,29 @@ __all__ = ["SparkApplication"]
 log = logging.getLogger("kspark")
 
 
+class StartTimings(dict):
+    """Seconds each step of ``start()`` took, in order (``SparkApplication.start_timings``);
+    each step is also logged at DEBUG to the ``kspark`` logger.
+
+    >>> t = StartTimings("app")
+    >>> t.step("checks")
+    >>> list(t), t["checks"] >= 0
+    (['checks'], True)
+    """
+
+    def __init__(self, app_id: str):
+        super().__init__()
+        self._app_id = app_id
+        self._last = time.perf_counter()
+
+    def step(self, name: str) -> None:
+        """The step ``name`` ended now (it began where the previous one ended)."""
+        now = time.perf_counter()
+        self[name] = self.get(name, 0.0) + now - self._last
+        self._last = now
+        log.debug("application %r start: %s took %.3f s", self._app_id, name, self[name])
+
+
 class SparkApplication:
     """Checks the cluster, then reads, processes and writes through one streaming query."""
 
@@ -48,6 +72,7 @@ class SparkApplication:
         self._counters: tuple[Any, Any] | None = None
         self.stop_offsets: dict[tuple[str, int], int] | None = None
         self.finished = False  # a batch run reached its stop offsets
+        self.start_timings = StartTimings(config["application.id"])
 
     @property
     def checkpoint_dir(self) -> str:
@@ -57,6 +82,7 @@ class SparkApplication:
 
     def start(self) -> None:
         c = self.config
+        timings = self.start_timings = StartTimings(c["application.id"])
         check_client_configs(c)  # first: a bad admin.* key would fail the next line unnamed
         private_state_dir(c["state.dir"])
         settings = ClientSettings.from_config(c)
@@ -76,11 +102,14 @@ class SparkApplication:
         self.graph.check_copartitioning(counts)
         if c["processing.guarantee"] == EXACTLY_ONCE_V2:
             admin.check_transactions()
+        timings.step("topic checks")
         lock = instance_group(c["application.id"])
         self._create_topic(admin, counts, lock, 1, "instance locks")
+        timings.step("instance lock topic")
         self._guard = InstanceGuard(settings, c["application.id"], lock,
                                     c["request.timeout.ms"] / 1000)
         self._guard.acquire()
+        timings.step("instance guard")
         try:
             self._start_query(admin, counts)
         except BaseException:
@@ -109,17 +138,23 @@ class SparkApplication:
         ensure_registered(spark)
         # One Spark task per kspark task: Spark must not merge partitions of like inputs.
         spark.conf.set("spark.sql.unionOutputPartitioning", "false")
+        timings = self.start_timings
+        timings.step("session")
         topics, resets = kafka_sources(self.graph)
         start = resume_offsets(spark, c, topics, resets, self.checkpoint_dir)
+        timings.step("resume offsets")
         self._batch_run = BatchRun.at_start(c, admin, topics, counts)
+        timings.step("stop offsets (metadata topic)")
         self.stop_offsets = None if self._batch_run is None else dict(self._batch_run.stop)
         stop = self._batch_run.stop_offsets() if self._batch_run else None
         plan = plan_query(spark, self.graph, c, counts, start, stop)
+        timings.step("planning (with the data source's load())")
         self._counters = plan.counters
         self._create_changelogs(admin, counts, plan.store_tasks)
         # every task's progress marker (both guarantees): offset metadata of this topic
         self._create_topic(admin, counts, progress_topic(c["application.id"]), plan.tasks,
                            "the application's tasks")
+        timings.step("changelog and progress topics")
         writer = (plan.df.writeStream.format("noop").queryName(c["application.id"])
                   .option("checkpointLocation", self.checkpoint_dir))
         if c["autostop.at"] == "eol":
@@ -127,6 +162,7 @@ class SparkApplication:
         else:
             writer = writer.trigger(processingTime=f"{c['commit.interval.ms']} milliseconds")
         self._query = writer.start()
+        timings.step("query start")
 
     def _create_changelogs(self, admin: Admin, counts: dict[str, int],
                            store_tasks: dict[str, int]) -> None:
