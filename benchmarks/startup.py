@@ -16,6 +16,9 @@ started. Runs alternate between the systems; the table gives the median and minâ
 
     .venv/bin/python benchmarks/startup.py [--repeat 5] [--spark-kafka-version 4.2.0]
         [--systems kspark,spark] [--guarantee at_least_once|exactly_once_v2]
+
+It reuses benchmarks/peers (process measurement, the native Spark session), so it needs
+psutil: ``pip install -e '.[peers]'``.
 """
 
 from __future__ import annotations
