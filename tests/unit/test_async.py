@@ -176,7 +176,7 @@ def test_or_fails_the_task_naming_it():
 
 
 def test_thread_runtime_runs_calls_concurrently_with_timeouts():
-    from kspark._engine.async_ops import ThreadRuntime
+    from kspark._engine.async_.runtime import ThreadRuntime
 
     rt = ThreadRuntime(threads=8)
     no_retry = RetryPolicy(max_attempts=1)

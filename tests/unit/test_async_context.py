@@ -4,7 +4,7 @@ names its async nodes (``StreamTask.async_nodes``) by their declared type."""
 import pytest
 
 from kspark import Serdes, StreamsBuilder
-from kspark._engine.async_ops import AsyncContext
+from kspark._engine.async_.processor import AsyncContext
 from kspark.errors import TopologyError
 from kspark.processor import AsyncProcessor, Processor, Topology
 from kspark.testing import TopologyTestDriver

@@ -21,6 +21,7 @@ from kspark import (
     Suppressed,
     TimeWindows,
 )
+from kspark._engine.aggregates.windows import Window, Windowed
 from kspark._engine.state.build import bottom
 from kspark._engine.state.encoding import Reader, decode_plain, encode_plain
 from kspark._engine.state.internal_serdes import (
@@ -29,8 +30,7 @@ from kspark._engine.state.internal_serdes import (
     SuppressBufferSerde,
 )
 from kspark._engine.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde
-from kspark._engine.tables import Change
-from kspark._engine.windows import Window, Windowed
+from kspark._engine.tables.change import Change
 from kspark.errors import CorruptStateError, SerializationError
 from kspark.state import Stores
 from kspark.testing import TopologyTestDriver

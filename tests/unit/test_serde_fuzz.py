@@ -13,7 +13,7 @@ from kspark._engine.state.internal_serdes import (
     PlainValueSerde,
     SuppressBufferSerde,
 )
-from kspark._engine.windows import SessionWindowedSerde, TimeWindowedSerde
+from kspark._engine.aggregates.windows import SessionWindowedSerde, TimeWindowedSerde
 from kspark.errors import CorruptStateError, SerializationError
 from kspark.testing import TopologyTestDriver
 

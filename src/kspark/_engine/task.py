@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kspark._engine.api import Record, RecordMetadata
-from kspark._engine.async_ops import AsyncProcessor
+from kspark._engine.async_.processor import AsyncProcessor
 from kspark._engine.collector import RecordCollector
 from kspark._engine.documents import Invalid, check_progress
 from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode

@@ -16,8 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
-from kspark._engine.getters import Lookup, ValueGetter, _MISSING
-from kspark._engine.tables import Change, OldValues, _TableStoreProcessor
+from kspark._engine.tables.change import Change
+from kspark._engine.tables.getters import Lookup, ValueGetter, _MISSING
+from kspark._engine.tables.processors import OldValues, _TableStoreProcessor
 from kspark.errors import ProcessorError
 
 __all__ = ["FixedKeyProcessor", "TableTransformValuesProcessor", "TransformGetter"]

@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
-from kspark._engine.async_ops import summarize_metrics
+from kspark._engine.async_.metrics import summarize_metrics
 from kspark._graph.graph import TopologyGraph
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import check_client_configs

@@ -17,7 +17,7 @@ from pyspark import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kspark._engine.async_ops import merge_metrics
+from kspark._engine.async_.metrics import merge_metrics
 
 from kspark._graph.graph import TopologyGraph, topic_name
 from kspark._graph.subtopology import SubTopology, sub_topologies

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kspark._engine.async_ops import async_metrics
+from kspark._engine.async_.metrics import async_metrics
 from kspark._engine.collector import RecordCollector
 from kspark._engine.nodes import RawRecord
 from kspark._engine.state.build import bottom, discard_buffered

@@ -13,10 +13,10 @@ from kspark.dsl.ktable import KGroupedTable, KTable
 from kspark.dsl.cogrouped import CogroupedKStream
 from kspark.dsl.joined import Joined, StreamJoined
 from kspark.dsl.materialized import Materialized
-from kspark._engine.emit import EmitStrategy
-from kspark._engine.stream_joins import JoinWindows
-from kspark._engine.suppress import BufferConfig, Suppressed
-from kspark._engine.windows import (
+from kspark._engine.aggregates.emit import EmitStrategy
+from kspark._engine.joins.stream_stream import JoinWindows
+from kspark._engine.tables.suppress import BufferConfig, Suppressed
+from kspark._engine.aggregates.windows import (
     SessionWindowedSerde,
     SessionWindows,
     SlidingWindows,

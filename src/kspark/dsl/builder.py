@@ -61,7 +61,7 @@ class StreamsBuilder:
         """A KTable of ``topic``: each record upserts its key; a null value deletes it."""
         import functools
 
-        from kspark._engine.tables import Switch, TableSourceProcessor
+        from kspark._engine.tables.processors import Switch, TableSourceProcessor
         from kspark._graph.graph import ProcessorSpec
         from kspark.dsl.ktable import KTable
         from kspark.dsl.materialized import Materialized

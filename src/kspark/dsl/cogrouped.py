@@ -57,7 +57,7 @@ class CogroupedKStream:
     def windowed_by(self, windows: Any
                     ) -> TimeWindowedCogroupedKStream | SessionWindowedCogroupedKStream:
         """Aggregate per key and window: ``TimeWindows``, ``SlidingWindows`` or ``SessionWindows``."""
-        from kspark._engine.windows import SessionWindows
+        from kspark._engine.aggregates.windows import SessionWindows
 
         if isinstance(windows, SessionWindows):
             return SessionWindowedCogroupedKStream(self, windows)

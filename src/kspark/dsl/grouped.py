@@ -6,8 +6,8 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kspark._engine.aggregates.stream import StreamAggregateProcessor
 from kspark._engine.operators import PassThroughProcessor
-from kspark._engine.tables import StreamAggregateProcessor
 from kspark._graph.graph import ProcessorSpec
 from kspark.dsl.materialized import Materialized
 
@@ -134,7 +134,7 @@ class KGroupedStream:
 
     def windowed_by(self, windows: Any) -> TimeWindowedKStream | SessionWindowedKStream:
         """Aggregate per key and window: ``TimeWindows``, ``SlidingWindows`` or ``SessionWindows``."""
-        from kspark._engine.windows import SessionWindows, SlidingWindows
+        from kspark._engine.aggregates.windows import SessionWindows, SlidingWindows
 
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self, windows)
@@ -192,7 +192,7 @@ class TimeWindowedKStream:
     def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None,
                    aggregator: Callable[[Any, Any, Any], Any], materialized: Materialized | None,
                    value_serde: Any, more: tuple = ()) -> "KTable":
-        from kspark._engine.windows import TimeWindowedSerde
+        from kspark._engine.aggregates.windows import TimeWindowedSerde
         from kspark.state.stores import WindowBytesStoreSupplier, WindowStoreBuilder
 
         processor, size, retention = self._layout()
@@ -208,7 +208,7 @@ class TimeWindowedKStream:
 
     def _layout(self) -> tuple[Any, int, int]:
         """The aggregating processor, the window size and the store's retention."""
-        from kspark._engine.tables import WindowAggregateProcessor
+        from kspark._engine.aggregates.windowed import WindowAggregateProcessor
 
         w = self._windows
         return WindowAggregateProcessor, w.size_ms, w.size_ms + w.grace_ms
@@ -246,7 +246,8 @@ class SlidingWindowedKStream(TimeWindowedKStream):
     _cache_final = False
 
     def _layout(self) -> tuple[Any, int, int]:
-        from kspark._engine.sliding import SlidingWindowAggregateProcessor, sliding_store_retention
+        from kspark._engine.aggregates.sliding import (SlidingWindowAggregateProcessor,
+                                                       sliding_store_retention)
 
         w = self._windows
         return SlidingWindowAggregateProcessor, w.time_difference_ms, sliding_store_retention(w)
@@ -270,8 +271,8 @@ class SessionWindowedKStream:
                    aggregator: Callable[[Any, Any, Any], Any], merger: Callable[[Any, Any, Any], Any],
                    materialized: Materialized | None, value_serde: Any,
                    more: tuple = ()) -> "KTable":
-        from kspark._engine.tables import SessionAggregateProcessor
-        from kspark._engine.windows import SessionWindowedSerde
+        from kspark._engine.aggregates.windowed import SessionAggregateProcessor
+        from kspark._engine.aggregates.windows import SessionWindowedSerde
         from kspark.state.stores import SessionBytesStoreSupplier, SessionStoreBuilder
 
         w = self._windows

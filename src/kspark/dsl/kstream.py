@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kspark._engine import joins as ops_joins
+from kspark._engine.joins import stream_table as ops_joins
 from kspark._engine import operators as ops
 from kspark._engine.state.build import StoreKind, store_kind
 from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
@@ -132,7 +132,7 @@ class KStream:
     def _async(self, prefix: str, kind: str, fn: Callable, name: str | None,
                max_in_flight: int | None, ordering: str, retry: Any, timeout_ms: int | None,
                on_failure: str, value_serde: Any) -> "KStream":
-        from kspark._engine.async_ops import AsyncStepProcessor, check_async_options
+        from kspark._engine.async_.processor import AsyncStepProcessor, check_async_options
 
         check_async_options(max_in_flight, ordering, on_failure)
         sup = functools.partial(AsyncStepProcessor, fn, kind, max_in_flight, ordering, retry,
@@ -241,7 +241,7 @@ class KStream:
             >>> latest = b.stream("prices", key_serde=Serdes.String(),
             ...                   value_serde=Serdes.Double()).to_table()
         """
-        from kspark._engine.tables import Switch, TableSourceProcessor
+        from kspark._engine.tables.processors import Switch, TableSourceProcessor
         from kspark.dsl.ktable import KTable
         from kspark.dsl.materialized import Materialized
 
@@ -282,7 +282,7 @@ class KStream:
 
     def _repartitioned(self, key_serde: Any, value_serde: Any, name: str | None,
                        partitioner: Callable[..., int | None] | None) -> "KStream":
-        from kspark._engine.tables import Switch
+        from kspark._engine.tables.processors import Switch
 
         base = name or self._graph.next_name("KSTREAM-REPARTITION")
         topic = f"{base}-repartition"
@@ -432,7 +432,7 @@ class KStream:
 
     def _stream_join(self, other: "KStream", joiner: Callable[[Any, Any], Any], windows: Any,
                      kind: str, joined: Any) -> "KStream":
-        from kspark._engine.stream_joins import (PendingKeySerde, PendingValuesSerde,
+        from kspark._engine.joins.stream_stream import (PendingKeySerde, PendingValuesSerde,
                                                  StreamStreamJoinProcessor)
         from kspark.dsl.joined import StreamJoined
         from kspark.state.stores import (

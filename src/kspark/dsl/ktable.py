@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kspark._engine import getters, tables
+from kspark._engine.tables import getters, processors as tables
 from kspark._engine.state.build import StoreKind, store_kind
 from kspark._graph.graph import ProcessorSpec, TopologyGraph
 from kspark.dsl.materialized import Materialized
@@ -190,7 +190,7 @@ class KTable:
 
     def _join(self, other: "KTable", joiner: Callable[[Any, Any], Any], kind: str,
               materialized: Materialized | None = None) -> "KTable":
-        from kspark._engine.joins import TableTableJoinProcessor
+        from kspark._engine.joins.table_table import TableTableJoinProcessor
 
         for t in (self, other):
             if t._getter is None:
@@ -272,7 +272,7 @@ class KTable:
     def _fk_join(self, other: "KTable", extractor: Callable[[Any], Any],
                  joiner: Callable[[Any, Any], Any], left: bool,
                  materialized: Materialized | None) -> "KTable":
-        from kspark._engine import fk_join as fk
+        from kspark._engine.joins import foreign_key as fk
         from kspark._graph.graph import SinkSpec, SourceSpec
         from kspark.serde import Serdes
         from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
@@ -355,7 +355,7 @@ class KTable:
         """Hold updates back: final window results (``Suppressed.until_window_closes``) or at
         most one per key per time limit (``Suppressed.until_time_limit``)."""
         from kspark._engine.state.internal_serdes import SuppressBufferSerde
-        from kspark._engine.suppress import SuppressProcessor
+        from kspark._engine.tables.suppress import SuppressProcessor
         from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 
         if self._versioned:
@@ -409,7 +409,8 @@ class KGroupedTable:
 
     def _aggregate(self, initializer: Callable[[], Any], adder: Callable, subtractor: Callable,
                    materialized: Materialized | None, value_serde: Any) -> KTable:
-        from kspark._engine.tables import ChangeSerde, TableAggregateProcessor
+        from kspark._engine.tables.change import ChangeSerde
+        from kspark._engine.tables.processors import TableAggregateProcessor
         from kspark._graph.graph import SinkSpec, SourceSpec
 
         g, t = self._table._graph, self._table

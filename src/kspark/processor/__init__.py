@@ -10,7 +10,8 @@ Example:
 """
 
 from kspark._engine.api import Processor, ProcessorContext, Record, RecordMetadata
-from kspark._engine.async_ops import AsyncProcessor, RetryPolicy
+from kspark._engine.async_.processor import AsyncProcessor
+from kspark._engine.async_.runtime import RetryPolicy
 from kspark._engine.punctuation import Cancellable, PunctuationType
 from kspark.processor.topology import Topology
 

@@ -14,7 +14,8 @@ from kspark._engine.api import Headers, normalize_headers
 from kspark._engine.collector import MemoryCollector
 from kspark._engine.nodes import RawRecord
 from kspark._engine.partition_group import PartitionGroup
-from kspark._engine.async_ops import InlineRuntime, async_metrics, summarize_metrics
+from kspark._engine.async_.metrics import async_metrics, summarize_metrics
+from kspark._engine.async_.runtime import InlineRuntime
 from kspark._graph.instantiate import build_global_task, build_task
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError

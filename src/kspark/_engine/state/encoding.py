@@ -42,8 +42,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from kspark._engine.tables import Change
-from kspark._engine.windows import Window, Windowed
+from kspark._engine.aggregates.windows import Window, Windowed
+from kspark._engine.tables.change import Change
 
 __all__ = ["MAGIC", "VERSION", "MAX_DEPTH", "Reader", "Malformed", "Unrepresentable",
            "header", "read_header", "encode_plain", "write_plain", "decode_plain"]

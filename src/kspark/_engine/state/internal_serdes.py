@@ -20,7 +20,7 @@ a ``CorruptStateError`` naming the store (and, during a restore, the changelog r
 see ``restore_check``).
 
 Example:
-    >>> from kspark._engine.tables import Change
+    >>> from kspark._engine.tables.change import Change
     >>> serde = SuppressBufferSerde(None)
     >>> data = serde.serialize("buffer", (15, 3, Change(2, None), (("h", b"1"),)))
     >>> data[:3], serde.deserialize("buffer", data)
@@ -42,7 +42,7 @@ from kspark._engine.state.encoding import (
     read_header,
     write_plain,
 )
-from kspark._engine.tables import Change
+from kspark._engine.tables.change import Change
 from kspark.errors import CorruptStateError, KSparkError, SerializationError
 
 __all__ = ["InternalSerde", "SuppressBufferSerde", "GraceBufferSerde", "PlainValueSerde",

@@ -7,7 +7,7 @@ from typing import Any
 
 from kspark._engine.state.kv import KeyValue, KeyValueIterator, StoreBase, tagged_range
 from kspark._engine.state.layers import CachingLayer
-from kspark._engine.windows import Window, Windowed
+from kspark._engine.aggregates.windows import Window, Windowed
 
 __all__ = ["SessionStore"]
 

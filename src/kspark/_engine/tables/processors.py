@@ -1,42 +1,20 @@
-"""KTable machinery: changes (new, old), aggregation and table processors."""
+"""KTable processors: a table's source, filter, mapper and materialization, its changelog
+as a stream, re-grouping, and the aggregation of a re-grouped table. Those with a store write
+it and forward Change(new, old): at once, or at commit when the store caches."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
-from kspark._engine.emit import FinalResults, windows_starting_between
-from kspark._engine.progress import KeepsProgress
 from kspark._engine.state.layers import CachingLayer
 from kspark._engine.state.timestamped import ValueAndTimestamp
-from kspark._engine.windows import Windowed
+from kspark._engine.tables.change import Change, out_of_order
 
-__all__ = ["Change", "StreamAggregateProcessor", "TableSourceProcessor", "TableFilterProcessor",
-           "TableMapValuesProcessor", "TableToStreamProcessor", "TablePassThroughProcessor",
-           "OldValues", "Switch", "TableMaterializeProcessor",
-           "WindowAggregateProcessor", "SessionAggregateProcessor", "ChangeSerde",
-           "TableGroupByProcessor", "TableAggregateProcessor", "out_of_order"]
-
-
-class Change(NamedTuple):
-    """What flows between KTable nodes: a key's new value and its old one. ``is_latest`` is
-    False for an out-of-order update of a versioned table (KIP-914): joins and re-grouping
-    skip it, filters and mappers pass it on."""
-
-    new: Any
-    old: Any
-    is_latest: bool = True
-
-
-def out_of_order(context: ProcessorContext, record: Record, what: str) -> bool:
-    """True (and the record counted as dropped) for an out-of-order versioned-table update,
-    which joins and re-grouping skip as Kafka Streams does."""
-    if record.value.is_latest:
-        return False
-    context.record_dropped(f"{what} skips an out-of-order update of key {record.key!r} at "
-                           f"{record.timestamp} from a versioned table")
-    return True
+__all__ = ["TableSourceProcessor", "TableFilterProcessor", "TableMapValuesProcessor",
+           "TableToStreamProcessor", "TablePassThroughProcessor", "OldValues", "Switch",
+           "TableMaterializeProcessor", "TableGroupByProcessor", "TableAggregateProcessor"]
 
 
 class _TableStoreProcessor(Processor):
@@ -113,97 +91,6 @@ class _TableStoreProcessor(Processor):
     def _get(self, key: Any) -> Any:
         vt = self.store.get(key)
         return None if vt is None else vt.value
-
-
-class StreamAggregateProcessor(_TableStoreProcessor):
-    """count / reduce / aggregate of a grouped stream; null keys and values are skipped, and
-    a result carries max(record timestamp, previous aggregate's timestamp)."""
-
-    def __init__(self, store_name: str, initializer: Callable[[], Any] | None,
-                 aggregator: Callable[[Any, Any, Any], Any]):
-        super().__init__(store_name)
-        self.initializer = initializer
-        self.aggregator = aggregator
-
-    def process(self, record: Record) -> None:
-        if record.key is None or record.value is None:
-            return
-        old_vt = self.store.get(record.key)
-        old = None if old_vt is None else old_vt.value
-        if old is None:
-            # as KStreamAggregate: a first aggregate's old value is the initializer's
-            old = None if self.initializer is None else self.initializer()
-            new = record.value if self.initializer is None else self.aggregator(
-                record.key, record.value, old)
-        else:
-            new = self.aggregator(record.key, record.value, old)
-        # As KStreamAggregate/KStreamReduce: the aggregate carries the newest timestamp it saw.
-        ts = record.timestamp if old_vt is None else max(record.timestamp, old_vt.timestamp)
-        self._write(record, new, old, ts)
-
-
-class WindowAggregateProcessor(_TableStoreProcessor, FinalResults, KeepsProgress):
-    """Windowed count / reduce / aggregate; records for windows closed past grace are dropped.
-    As KStreamWindowAggregate, only null keys are skipped: a null value reaches the
-    aggregator (count counts it; a reduce's first null value leaves the window empty)."""
-
-    progress_fields = ("observed", "last_emit")  # kept in the task's progress across restarts
-
-    def __init__(self, store_name: str, windows: Any, initializer: Callable[[], Any] | None,
-                 aggregator: Callable[[Any, Any, Any], Any], final: bool = False):
-        super().__init__(store_name)
-        self.windows = windows
-        self.initializer = initializer
-        self.aggregator = aggregator
-        self.final = final
-        self.observed = -1
-        self.dropped_late = 0
-
-    def _final_range(self, close: int) -> tuple[int, int] | None:
-        """Window starts to emit, as KStreamWindowAggregate's emitRange bounds."""
-        size = self.windows.size_ms
-        upper = close - size
-        if upper < 0:
-            return None
-        if self.last_emit == -1:
-            return 0, upper
-        lower = max(0, self.last_emit - size) + 1
-        if self.windows.windows_for(upper) == self.windows.windows_for(lower - 1):
-            return None  # no new window closed
-        return lower, upper
-
-    def _closed(self, lower: int, upper: int) -> Any:
-        return [(kv.key, kv.value.value, kv.value.timestamp)
-                for kv in windows_starting_between(self.store, lower, upper)]
-
-    def process(self, record: Record) -> None:
-        if record.key is None:
-            return
-        ts = record.timestamp
-        self.observed = max(self.observed, ts)
-        for w in self.windows.windows_for(ts):
-            if w.end + self.windows.grace_ms <= self.observed:
-                self.dropped_late += 1
-                self.context.record_dropped(
-                    f"late record for window [{w.start}, {w.end}) of key {record.key!r}: stream "
-                    f"time {self.observed} is past the window's end plus grace "
-                    f"({self.windows.grace_ms} ms)")
-                continue
-            old_vt = self.store.fetch(record.key, w.start)
-            old = None if old_vt is None else old_vt.value
-            if old is None:  # a new window's old value is the initializer's (Java's)
-                old = None if self.initializer is None else self.initializer()
-                new = record.value if self.initializer is None else self.aggregator(
-                    record.key, record.value, old)
-            else:
-                new = self.aggregator(record.key, record.value, old)
-            new_ts = ts if old_vt is None else max(ts, old_vt.timestamp)
-            self.store.put(record.key, None if new is None else ValueAndTimestamp(new, new_ts),
-                           w.start)
-            if self.forward_now:
-                self.context.forward(Record(Windowed(record.key, w), Change(new, old), new_ts,
-                                            record.headers))
-        self._emit_final(record, self.observed - self.windows.grace_ms)
 
 
 class TableSourceProcessor(_TableStoreProcessor):
@@ -319,99 +206,6 @@ class TablePassThroughProcessor(Processor):
 
     def process(self, record: Record) -> None:
         self.context.forward(record)
-
-
-class SessionAggregateProcessor(_TableStoreProcessor, FinalResults, KeepsProgress):
-    """Session count / reduce / aggregate: a record joins (and merges) the sessions within
-    the gap; merged sessions are removed downstream (a change to None)."""
-
-    progress_fields = ("observed", "last_emit")  # kept in the task's progress across restarts
-
-    def __init__(self, store_name: str, windows: Any, initializer: Callable[[], Any] | None,
-                 aggregator: Callable[[Any, Any, Any], Any],
-                 merger: Callable[[Any, Any, Any], Any], final: bool = False):
-        super().__init__(store_name)
-        self.windows, self.initializer = windows, initializer
-        self.aggregator, self.merger = aggregator, merger
-        self.final = final
-        self.observed = -1
-
-    def _final_range(self, close: int) -> tuple[int, int] | None:
-        """Session ends to emit: [last close, close - 1], as KStreamSessionWindowAggregate."""
-        lower, upper = max(0, self.last_emit), close - 1
-        return (lower, upper) if upper >= 0 and upper >= lower else None
-
-    def _closed(self, lower: int, upper: int) -> Any:
-        return [(kv.key, kv.value.value, kv.key.window.end)
-                for kv in self.store.ending_between(lower, upper)]
-
-    def process(self, record: Record) -> None:
-        """As KStreamSessionWindowAggregate: only null keys are skipped; the aggregate starts
-        from the initializer, merges every overlapping session, then adds the record;
-        results and the tombstones of merged sessions carry the session's end as timestamp."""
-        from kspark._engine.windows import Window
-
-        if record.key is None:
-            return
-        ts, gap = record.timestamp, self.windows.gap_ms
-        self.observed = max(self.observed, ts)
-        close = self.observed - self.windows.grace_ms - gap
-        agg = None if self.initializer is None else self.initializer()
-        start, end = ts, ts
-        merged = list(self.store.find_sessions(record.key, ts - gap, ts + gap))
-        for kv in merged:
-            agg = kv.value.value if agg is None else self.merger(record.key, agg, kv.value.value)
-            start, end = min(start, kv.key.window.start), max(end, kv.key.window.end)
-        if end < close:
-            self.context.record_dropped(
-                f"late record for a session of key {record.key!r} at {ts}: stream time "
-                f"{self.observed} is past its end plus gap and grace "
-                f"({self.windows.grace_ms} ms)")
-            self._emit_final(record, close)
-            return
-        if (start, end) != (ts, ts):
-            for kv in merged:
-                self.store.remove(kv.key)
-                if self.forward_now:
-                    self.context.forward(Record(kv.key, Change(None, kv.value.value),
-                                                kv.key.window.end, record.headers))
-        agg = (record.value if agg is None and self.initializer is None
-               else self.aggregator(record.key, record.value, agg))
-        session = Windowed(record.key, Window(start, end))
-        self.store.put(session, None if agg is None else ValueAndTimestamp(agg, end))
-        if self.forward_now:
-            self.context.forward(Record(session, Change(agg, None), end, record.headers))
-        self._emit_final(record, close)
-
-
-class ChangeSerde:
-    """A Change as table re-grouping sends it: a flag byte (1: new only, 0: old only, 2: both,
-    then the new value's length in 4 bytes), then the values' bytes. kspark-internal: used on
-    repartition topics."""
-
-    def __init__(self, inner: Any):
-        self.inner = inner
-
-    def serialize(self, topic: str, data: Change | None) -> bytes | None:
-        if data is None:
-            return None
-        if data.new is not None and data.old is not None:
-            new = self.inner.serialize(topic, data.new) or b""
-            return (b"\x02" + len(new).to_bytes(4, "big") + new
-                    + (self.inner.serialize(topic, data.old) or b""))
-        if data.new is not None:
-            return b"\x01" + (self.inner.serialize(topic, data.new) or b"")
-        return b"\x00" + (self.inner.serialize(topic, data.old) or b"")
-
-    def deserialize(self, topic: str, data: bytes | None) -> Change | None:
-        if data is None:
-            return None
-        if data[:1] == b"\x02":
-            n = int.from_bytes(data[1:5], "big")
-            return Change(self.inner.deserialize(topic, data[5:5 + n]),
-                          self.inner.deserialize(topic, data[5 + n:]))
-        value = self.inner.deserialize(topic, data[1:])
-        return Change(value, None) if data[:1] == b"\x01" else Change(None, value)
 
 
 class TableGroupByProcessor(Processor):

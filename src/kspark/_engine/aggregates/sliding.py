@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kspark._engine.aggregates.emit import FinalResults, windows_starting_between
+from kspark._engine.aggregates.windows import SlidingWindows, Window, Windowed
 from kspark._engine.api import Record
-from kspark._engine.emit import FinalResults, windows_starting_between
 from kspark._engine.progress import KeepsProgress
 from kspark._engine.state.timestamped import ValueAndTimestamp
-from kspark._engine.tables import Change, _TableStoreProcessor
-from kspark._engine.windows import SlidingWindows, Window, Windowed
+from kspark._engine.tables.change import Change
+from kspark._engine.tables.processors import _TableStoreProcessor
 
 __all__ = ["SlidingWindowAggregateProcessor", "sliding_store_retention"]
 

@@ -89,7 +89,7 @@ class SuppressProcessor(Processor):
         held = self.store.get(record.key)
         due = held[0] if held is not None else self._due_time(record)
         old = held[2].old if held is not None else record.value.old
-        from kspark._engine.tables import Change
+        from kspark._engine.tables.change import Change
 
         self.store.put(record.key, (due, record.timestamp, Change(record.value.new, old),
                                     record.headers))

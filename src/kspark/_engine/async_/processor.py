@@ -13,194 +13,24 @@ A failing call is retried per its :class:`RetryPolicy` (exponential backoff with
 after the last attempt the record goes to the dead-letter topic
 (``errors.dead.letter.queue.topic.name``, with headers naming the error and the attempts) or
 fails the task, as ``on_failure`` says.
-
-Example:
-    >>> p = RetryPolicy(max_attempts=4, initial_backoff_ms=100, max_backoff_ms=250, jitter=0)
-    >>> [p.backoff_ms(n) for n in (1, 2, 3)]
-    [100, 200, 250]
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
-import inspect
 import random
-import threading
-import time
 import zlib
 from collections import deque
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark._engine.async_.metrics import new_metrics
+from kspark._engine.async_.runtime import InlineRuntime, Outcome, RetryPolicy, ThreadRuntime
 from kspark.errors import ProcessorError, TopologyError
 
-__all__ = ["RetryPolicy", "AsyncProcessor", "AsyncStepProcessor", "AsyncContext", "Outcome",
-           "ThreadRuntime", "InlineRuntime", "check_async_options", "async_metrics",
-           "summarize_metrics", "merge_metrics"]
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How a failing async call is retried: ``max_attempts`` in all (1: no retry); the wait
-    before attempt n+1 is ``initial_backoff_ms * multiplier**(n-1)``, at most
-    ``max_backoff_ms``, spread by ±``jitter`` (a fraction); only exceptions of the
-    ``retry_on`` types are retried."""
-
-    max_attempts: int = 3
-    initial_backoff_ms: int = 100
-    max_backoff_ms: int = 10_000
-    multiplier: float = 2.0
-    jitter: float = 0.2
-    retry_on: tuple[type[BaseException], ...] = (Exception,)
-
-    def __post_init__(self) -> None:
-        if self.max_attempts < 1 or self.initial_backoff_ms < 0 or self.max_backoff_ms < 0:
-            raise TopologyError(f"invalid {self!r}: max_attempts must be >= 1 and backoffs >= 0")
-
-    def backoff_ms(self, attempt: int, rng: random.Random | None = None) -> int:
-        """The wait after failed attempt ``attempt`` (1-based)."""
-        base = min(self.max_backoff_ms, self.initial_backoff_ms * self.multiplier ** (attempt - 1))
-        if self.jitter and rng is not None:
-            base *= 1 + rng.uniform(-self.jitter, self.jitter)
-        return int(base)
-
-
-@dataclass
-class Outcome:
-    """How a call ended: its result, or the last error; attempts made; seconds taken."""
-
-    ok: bool
-    value: Any
-    error: BaseException | None
-    attempts: int
-    seconds: float
-    waits_ms: tuple[int, ...] = ()  # the backoffs waited before each retry
-
-
-def _attempts(fn: Callable[[Any], Any], arg: Any, policy: RetryPolicy, timeout_s: float | None,
-              rng: random.Random, run_one: Callable, sleep: Callable) -> Any:
-    """A coroutine running ``fn(arg)`` per ``policy`` (``run_one`` makes one attempt awaitable)."""
-    async def go() -> Outcome:
-        began, waits = time.monotonic(), list[int]()
-        for attempt in range(1, policy.max_attempts + 1):
-            try:
-                call = run_one(fn, arg)
-                value = await (asyncio.wait_for(call, timeout_s) if timeout_s else call)
-                return Outcome(True, value, None, attempt, time.monotonic() - began, tuple(waits))
-            except BaseException as e:  # noqa: BLE001 - every failure is reported or retried
-                if isinstance(e, asyncio.TimeoutError):
-                    e = TimeoutError(f"the call took longer than {timeout_s:g} s")
-                if attempt == policy.max_attempts or not isinstance(e, policy.retry_on):
-                    return Outcome(False, None, e, attempt, time.monotonic() - began, tuple(waits))
-                wait = policy.backoff_ms(attempt, rng)
-                waits.append(wait)
-                await sleep(wait / 1000)
-        raise AssertionError("unreachable")
-    return go()
-
-
-class ThreadRuntime:
-    """Runs calls concurrently: one event loop thread per process, and a thread pool for
-    blocking functions."""
-
-    _lock = threading.Lock()
-    _instance: "ThreadRuntime | None" = None
-
-    def __init__(self, threads: int = 64):
-        self.loop = asyncio.new_event_loop()
-        self.pool = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="kspark-async")
-        threading.Thread(target=self.loop.run_forever, daemon=True, name="kspark-async-loop").start()
-
-    @classmethod
-    def shared(cls) -> "ThreadRuntime":
-        with cls._lock:
-            if cls._instance is None:
-                cls._instance = cls()
-            return cls._instance
-
-    def _run_one(self, fn: Callable, arg: Any) -> Any:
-        if inspect.iscoroutinefunction(fn):
-            return fn(arg)
-        return self.loop.run_in_executor(self.pool, fn, arg)
-
-    def submit(self, fn: Callable, arg: Any, policy: RetryPolicy, timeout_s: float | None,
-               rng: random.Random) -> concurrent.futures.Future:
-        coro = _attempts(fn, arg, policy, timeout_s, rng, self._run_one, asyncio.sleep)
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-
-class _InlineCall(concurrent.futures.Future):
-    """A call of the TopologyTestDriver's runtime: its attempts run when the test says."""
-
-    def __init__(self, fn: Callable, arg: Any, policy: RetryPolicy, rng: random.Random):
-        super().__init__()
-        self.fn, self.arg, self.policy, self.rng = fn, arg, policy, rng
-        self.attempt = 0
-        self.due_ms: int | None = None  # a retry's due time on the fake clock (None: no retry due)
-        self.waits: list[int] = []
-
-
-class InlineRuntime:
-    """The TopologyTestDriver's runtime: a call runs only when the test completes it, on the
-    task's thread, and backoffs wait on the driver's mocked wall clock (``clock``), never on
-    a real one.
-
-    :meth:`complete` with ``wait=False`` runs a call's first attempt; a failed attempt with
-    retries left is then due ``RetryPolicy.backoff_ms`` later on the fake clock, and
-    :meth:`run_due` (the driver's ``advance_wall_clock_time``) runs the attempts due. With
-    ``wait=True`` (a commit) every attempt runs at once and the waits are only recorded in
-    the call's :class:`Outcome`."""
-
-    def __init__(self, clock: Callable[[], int] | None = None) -> None:
-        self.clock = clock or (lambda: 0)
-        self.pending: list[_InlineCall] = []
-
-    def submit(self, fn: Callable, arg: Any, policy: RetryPolicy, timeout_s: float | None,
-               rng: random.Random) -> concurrent.futures.Future:
-        call = _InlineCall(fn, arg, policy, rng)
-        self.pending.append(call)
-        return call
-
-    def complete(self, fut: concurrent.futures.Future, wait: bool = True) -> None:
-        """Run ``fut``'s attempts now: all of them (``wait``), or those due on the clock."""
-        call: _InlineCall = fut  # type: ignore[assignment]
-        while not call.done() and (wait or call.due_ms is None or call.due_ms <= self.clock()):
-            self._attempt(call, wait)
-            if not wait and call.due_ms is not None and call.due_ms > self.clock():
-                return  # a retry waits for the fake clock
-
-    def run_due(self) -> int:
-        """Run the retries due on the clock (of calls already started); how many ran."""
-        due = [c for c in self.pending if c.due_ms is not None and c.due_ms <= self.clock()]
-        for call in due:
-            self.complete(call, wait=False)
-        return len(due)
-
-    def _attempt(self, call: _InlineCall, wait: bool) -> None:
-        call.attempt += 1
-        try:
-            value = asyncio.run(call.fn(call.arg)) if inspect.iscoroutinefunction(call.fn) \
-                else call.fn(call.arg)
-        except BaseException as e:  # noqa: BLE001 - every failure is reported or retried
-            if call.attempt == call.policy.max_attempts or not isinstance(e, call.policy.retry_on):
-                self._finish(call, Outcome(False, None, e, call.attempt, sum(call.waits) / 1000,
-                                           tuple(call.waits)))
-                return
-            backoff = call.policy.backoff_ms(call.attempt, call.rng)
-            call.waits.append(backoff)
-            call.due_ms = self.clock() + backoff
-            return
-        self._finish(call, Outcome(True, value, None, call.attempt, sum(call.waits) / 1000,
-                                   tuple(call.waits)))
-
-    def _finish(self, call: _InlineCall, outcome: Outcome) -> None:
-        self.pending.remove(call)
-        call.due_ms = None
-        call.set_result(outcome)
+__all__ = ["AsyncProcessor", "AsyncStepProcessor", "AsyncContext", "check_async_options"]
 
 
 @runtime_checkable
@@ -264,7 +94,7 @@ class AsyncProcessor(Processor):
         self.retry = retry or RetryPolicy(max_attempts=1)
         self.timeout_s = None if timeout_ms is None else timeout_ms / 1000
         self.stations: deque[_Station] = deque()
-        self.metrics = _new_metrics()
+        self.metrics = new_metrics()
 
     def call(self, record: Record) -> Any:
         """The concurrent work for ``record`` (may be ``async def``); its result goes to
@@ -364,50 +194,6 @@ class AsyncProcessor(Processor):
             f"{out.attempts} attempt(s){where}: {type(out.error).__name__}: {out.error}"
             + ("" if self.on_failure == "fail" else "; set errors.dead.letter.queue.topic.name "
                "to dead-letter such records")) from out.error
-
-
-def _new_metrics() -> dict[str, float]:
-    return {"in_flight": 0, "in_flight_peak": 0, "completed": 0, "retried": 0,
-            "dead_lettered": 0, "finished": 0, "total_latency_s": 0.0}
-
-
-def async_metrics(task: Any, take: bool = False) -> dict[str, dict[str, float]]:
-    """The counters of ``task``'s async processors, by processor name; ``take`` resets them
-    (a host adds each committed batch's share to its totals)."""
-    out = {}
-    for node in task.async_nodes:
-        m = node.processor.metrics
-        out[node.name] = dict(m)
-        if take:
-            node.processor.metrics = {**_new_metrics(), "in_flight": m["in_flight"]}
-    return out
-
-
-def summarize_metrics(raw: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-    """Per async processor: ``in_flight`` (now), ``in_flight_peak``, ``completed``,
-    ``retried`` (attempts after the first), ``dead_lettered`` and ``latency_avg_ms`` (per
-    call, retries and backoffs included).
-
-    Example:
-        >>> summarize_metrics({"p": {**_new_metrics(), "finished": 2, "total_latency_s": 0.1}})
-        {'p': {'in_flight': 0, 'in_flight_peak': 0, 'completed': 0, 'retried': 0, 'dead_lettered': 0, 'latency_avg_ms': 50.0}}
-    """
-    return {name: {"in_flight": m["in_flight"], "in_flight_peak": m["in_flight_peak"],
-                   "completed": m["completed"], "retried": m["retried"],
-                   "dead_lettered": m["dead_lettered"],
-                   "latency_avg_ms": round(1000 * m["total_latency_s"] / m["finished"], 3)
-                   if m["finished"] else 0.0}
-            for name, m in raw.items()}
-
-
-def merge_metrics(a: dict[str, dict[str, float]], b: dict[str, dict[str, float]]
-                  ) -> dict[str, dict[str, float]]:
-    """Counters of two hosts or batches added up (peaks: the larger; ``a`` is updated)."""
-    for name, m in b.items():
-        into = a.setdefault(name, _new_metrics())
-        for k, v in m.items():
-            into[k] = max(into[k], v) if k in ("in_flight_peak", "in_flight") else into[k] + v
-    return a
 
 
 def check_async_options(max_in_flight: int | None, ordering: str, on_failure: str) -> None:

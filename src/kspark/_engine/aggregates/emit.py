@@ -63,7 +63,7 @@ class FinalResults:
         bounds = self._final_range(close)
         if bounds is None:
             return
-        from kspark._engine.tables import Change
+        from kspark._engine.tables.change import Change
 
         for key, value, ts in list(self._closed(*bounds)):
             self.context.forward(Record(key, Change(value, None), ts,  # type: ignore[attr-defined]

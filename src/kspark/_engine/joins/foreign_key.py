@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from kspark._engine.api import Processor, ProcessorContext, Record
-from kspark._engine.tables import Change, _TableStoreProcessor, out_of_order
+from kspark._engine.tables.change import Change, out_of_order
+from kspark._engine.tables.processors import _TableStoreProcessor
 from kspark.serde import Serdes
 
 _BYTES = Serdes.ByteArray()

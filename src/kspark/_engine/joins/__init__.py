@@ -1,0 +1,3 @@
+"""Joins: a stream against a KTable or GlobalKTable (``stream_table``), two KTables
+(``table_table``), two streams within a join window (``stream_stream``), and foreign-key
+table joins in three sub-topologies (``foreign_key``)."""
