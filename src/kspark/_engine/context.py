@@ -65,7 +65,7 @@ class NodeContext(ProcessorContext):
     def is_delayed_delivery(self) -> bool:
         return self._task.delayed_delivery
 
-    # -- engine-side: what an async step (``async_ops.AsyncProcessor``) asks of its task
+    # -- engine-side: what an async step (``async_.processor.AsyncProcessor``) asks of its task
     def node_name(self) -> str:
         """The name of the node this context is bound to."""
         return self._node.name
