@@ -49,8 +49,6 @@ def kspark_count(bootstrap: str, src: str, dst: str, spark, state_dir: str,
 
 
 def tws_count(bootstrap: str, src: str, spark, checkpoint: str) -> float:
-    import json
-
     import pandas as pd
     from pyspark.sql.streaming import StatefulProcessor
 
@@ -70,9 +68,11 @@ def tws_count(bootstrap: str, src: str, spark, checkpoint: str) -> float:
 
     spark.conf.set("spark.sql.streaming.stateStore.providerClass",
                    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-    df = (spark.readStream.format("kspark_kafka").option("bootstrap", bootstrap)
-          .option("topics", json.dumps([src])).option("max_offsets", "500000")
-          .option("timeout_ms", "30000").option("read_timeout_ms", "60000").load())
+    from kspark._spark.options import OPTION, SourceOptions
+
+    options = SourceOptions((src,), bootstrap, max_offsets=500000, timeout_ms=30000,
+                            read_timeout_ms=60000)
+    df = spark.readStream.format("kspark_kafka").option(OPTION, options.to_json()).load()
     out = df.select("key").groupBy("key").transformWithStateInPandas(
         statefulProcessor=CountProcessor(), outputStructType="key binary, count long",
         outputMode="Update", timeMode="None")

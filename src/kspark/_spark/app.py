@@ -20,7 +20,8 @@ from kspark._kafka.settings import ClientSettings
 from kspark._engine.state.build import private_state_dir
 from kspark._spark.session import build_session, ensure_registered
 from kspark._spark.source import CLOCK
-from kspark._spark.planner import kafka_sources, plan_query
+from kspark._spark.plan import kafka_sources, plan
+from kspark._spark.planner import build
 from kspark._spark.batch_run import BatchRun
 from kspark._spark.checkpoint import SparkCheckpoint
 from kspark._spark.resume import resume_offsets
@@ -147,15 +148,15 @@ class SparkApplication:
         timings.step("stop offsets (metadata topic)")
         self.stop_offsets = None if self._batch_run is None else dict(self._batch_run.stop)
         stop = self._batch_run.stop_offsets() if self._batch_run else None
-        plan = plan_query(spark, self.graph, c, counts, start, stop)
+        query = build(spark, plan(self.graph, counts, c, start, stop), self.graph, c)
         timings.step("planning (with the data source's load())")
-        self._counters = plan.counters
-        self._create_changelogs(admin, counts, plan.store_tasks)
+        self._counters = query.counters
+        self._create_changelogs(admin, counts, query.store_tasks)
         # every task's progress marker (both guarantees): offset metadata of this topic
-        self._create_topic(admin, counts, progress_topic(c["application.id"]), plan.tasks,
+        self._create_topic(admin, counts, progress_topic(c["application.id"]), query.tasks,
                            "the application's tasks")
         timings.step("changelog and progress topics")
-        writer = (plan.df.writeStream.format("noop").queryName(c["application.id"])
+        writer = (query.df.writeStream.format("noop").queryName(c["application.id"])
                   .option("checkpointLocation", self.checkpoint_dir))
         if c["autostop.at"] == "eol":
             writer = writer.trigger(availableNow=True)

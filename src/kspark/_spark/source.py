@@ -20,6 +20,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from kspark._kafka.settings import ClientSettings
+from kspark._spark.options import OPTION, SourceOptions
 from kspark._spark.wire import SOURCE_ARROW_SCHEMA, SOURCE_SCHEMA, TaskMarker, marker_batch
 
 __all__ = ["KafkaDataSource", "source_for", "TaskInput"]
@@ -63,7 +64,8 @@ class TaskInput(InputPartition):
 
 
 class KafkaDataSource(DataSource):
-    """``spark.readStream.format("kspark_kafka")``; options are set by kspark's runner.
+    """``spark.readStream.format("kspark_kafka")``; its one option, :data:`OPTION`, holds
+    a :class:`~kspark._spark.options.SourceOptions` as JSON (set by ``planner.build``).
 
     The Kafka client settings never travel as options (they would show in ``explain()`` and
     Spark's UI): :func:`source_for` registers a subclass per query whose class attribute
@@ -80,8 +82,9 @@ class KafkaDataSource(DataSource):
         return SOURCE_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        settings = self.settings or ClientSettings(self.options["bootstrap"])
-        return KafkaStreamReader(dict(self.options), settings)
+        options = SourceOptions.from_json(self.options[OPTION])
+        settings = self.settings or ClientSettings(options.bootstrap)
+        return KafkaStreamReader(options, settings)
 
 
 def source_for(spark: Any, settings: ClientSettings) -> str:
@@ -97,23 +100,23 @@ def source_for(spark: Any, settings: ClientSettings) -> str:
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets are ``{topic: {partition: next offset}}`` and land in Spark's offset log."""
 
-    def __init__(self, options: dict[str, str], settings: ClientSettings):
+    def __init__(self, options: SourceOptions, settings: ClientSettings):
         self.settings = settings
         self.bootstrap = settings.bootstrap
-        self.topics: list[str] = json.loads(options["topics"])
-        self.max_offsets = int(options["max_offsets"])
-        self.timeout_ms = int(options["timeout_ms"])
-        self.read_timeout_ms = int(options["read_timeout_ms"])
-        self.resets: dict[str, str] = json.loads(options.get("resets", "{}"))
+        self.topics: list[str] = list(options.topics)
+        self.max_offsets = options.max_offsets
+        self.timeout_ms = options.timeout_ms
+        self.read_timeout_ms = options.read_timeout_ms
+        self.resets: dict[str, str] = dict(options.resets)
         # global stores' topics: their ends are pinned with every batch (see _spark/globals.py)
-        self.global_topics: list[str] = json.loads(options.get("globals", "[]"))
+        self.global_topics: list[str] = list(options.global_topics)
         self._last_globals: Offsets = {}
-        self.start: Offsets = json.loads(options.get("start", "{}"))
+        self.start: Offsets = dict(options.start)
         # an incremental batch run's stop offsets (KIP-95; see kspark._kafka.stopoffsets)
-        self.stop: Offsets | None = json.loads(options["stop"]) if options.get("stop") else None
+        self.stop: Offsets | None = options.stop
         # "records": the records; "ranges": only a task marker with the task's ranges
-        self.emit = options.get("emit", "records")
-        self.clock_ms = int(options.get("clock_ms", "0"))  # 0: no clock pinned (see CLOCK)
+        self.emit = options.emit
+        self.clock_ms = options.clock_ms  # 0: no clock pinned (see CLOCK)
         self._stop_at: Offsets | None = None
         self._admin_client: Any = None
 
