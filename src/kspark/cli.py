@@ -1,5 +1,5 @@
-"""The ``kspark`` command: manage the local broker, run the demo or an application, reset an
-application, rebuild a lost changelog.
+"""The ``kspark`` command: manage the local broker, run the demo or an application, describe
+an application's Spark plan, reset an application, rebuild a lost changelog.
 
 Example:
     >>> from kspark.cli import build_parser
@@ -43,6 +43,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, default=None, help="a properties file (key=value)")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="a config key, overriding the file (repeatable)")
+    describe = sub.add_parser("describe", help="print an application's topology as Kafka "
+                              "Streams prints it, then the Spark plan it becomes (runs nothing)")
+    describe.add_argument("application", help="as for run: module:attr or file.py:attr")
+    describe.add_argument("--config", type=Path, default=None, help="a properties file (key=value)")
+    describe.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                          help="a config key, overriding the file (repeatable)")
+    describe.add_argument("--partitions", action="append", default=[], metavar="TOPIC=N",
+                          help="a topic's partition count (repeatable); topics not given are "
+                          "asked of bootstrap.servers, else assumed to have 1 (the output says)")
+    describe.add_argument("--no-broker", action="store_true",
+                          help="do not ask bootstrap.servers for partition counts")
     reset = sub.add_parser("reset", help="reset an application so that it reprocesses its input "
                            "(as kafka-streams-application-reset), or delete its stop offsets")
     reset.add_argument("--application-id", required=True)
@@ -136,6 +147,43 @@ def _reset(args: argparse.Namespace) -> int:
     return 0
 
 
+def _describe(args: argparse.Namespace) -> int:
+    """``kspark describe``: the topology, then its Spark plan (see ``_spark/describe.py``)."""
+    from kspark._runner import load_topology, parse_properties
+    from kspark._spark.describe import describe_application
+    from kspark.config import StreamsConfig
+    from kspark.errors import ConfigError
+
+    props: dict[str, Any] = parse_properties(args.config.read_text()) if args.config else {}
+    props.update(_pairs(args.set, "--set", "KEY=VALUE"))
+    partitions = _pairs(args.partitions, "--partitions", "TOPIC=N")
+    if not all(n.isdigit() and int(n) > 0 for n in partitions.values()):
+        raise ConfigError(f"--partitions needs TOPIC=N with N a positive number: {args.partitions}")
+    broker = not args.no_broker and bool(props.get("bootstrap.servers"))
+    if not props.get("bootstrap.servers"):
+        print("kspark describe: no bootstrap.servers in the config: partition counts come from "
+              "--partitions, else are assumed")
+        props["bootstrap.servers"] = "bootstrap.servers.unset:9092"  # asked by no one
+    topology = load_topology(args.application)
+    print(describe_application(topology.describe(), topology._graph,  # noqa: SLF001
+                               StreamsConfig(props), {t: int(n) for t, n in partitions.items()},
+                               broker), end="")
+    return 0
+
+
+def _pairs(items: list[str], flag: str, form: str) -> dict[str, str]:
+    """``key=value`` arguments of ``flag`` as a dict; ConfigError names one that is not."""
+    from kspark.errors import ConfigError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{flag} {item!r} is not {form}")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def _changelog(args: argparse.Namespace) -> int:
     from kspark._kafka.rebuild import rebuild_changelog
     from kspark._kafka.settings import ClientSettings
@@ -185,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
             return _changelog(args)
         if args.command == "reset":
             return _reset(args)
+        if args.command == "describe":
+            return _describe(args)
         if args.command == "run":
             from kspark._runner import run_application
 
@@ -198,11 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # noqa: BLE001 - one line and exit 2 for any start failure
-        if args.command != "run":
+        if args.command not in ("run", "describe"):
             raise
         import logging
 
-        logging.getLogger("kspark").debug("kspark run failed", exc_info=True)
+        logging.getLogger("kspark").debug("kspark %s failed", args.command, exc_info=True)
         print(f"kspark: error: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
 

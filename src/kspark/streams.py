@@ -47,6 +47,24 @@ class KafkaStreams:
         self._app.start()
         self._state = "RUNNING"
 
+    def describe(self, partitions: Mapping[str, int] | None = None) -> str:
+        """The topology as Kafka Streams prints it (``Topology.describe()``), then the Spark
+        plan it becomes: stages, exchanges, tasks per sub-topology, stores and their
+        changelog topics, internal topics. Starts nothing and imports no pyspark.
+
+        Partition counts: ``partitions`` ({topic: count}) first, then the cluster's at
+        ``bootstrap.servers`` (asked briefly); a topic known to neither is assumed to have one
+        partition, and the output says so under "Partition counts".
+
+        Example (asks the broker, so not run)::
+
+            print(KafkaStreams(topology, config).describe({"orders": 6}))
+        """
+        from kspark._spark.describe import describe_application
+
+        graph = self._topology._graph  # noqa: SLF001 - kspark's own topology graph
+        return describe_application(self._topology.describe(), graph, self.config, partitions)
+
     def await_termination(self, timeout_s: float | None = None) -> bool:
         """Wait until the query stops (``autostop.at=eol``: input consumed); True if it did.
 

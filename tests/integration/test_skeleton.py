@@ -77,3 +77,36 @@ def test_rerun_resumes_from_checkpoint_and_processes_only_new_records(
         p.flush(10)
     values = [m.value().decode() for m in consume_all(broker, dst, 60)]
     assert values == [str(i) for i in range(60)]
+
+
+def test_python_shuffle_keys_agree_with_spark_hash_partitioning(spark):
+    """The plan computes Spark's Murmur3 in Python (``passes.spark_hash``): it must agree with
+    Spark's ``hash()`` of an int, and each shuffle key must land in its partition when Spark
+    repartitions by it, as the stages' exchanges do."""
+    from pyspark.sql import functions as F  # noqa: N812 - PySpark's own idiom
+
+    from kspark._spark.passes import shuffle_keys, spark_hash
+
+    ints = [0, 1, -1, 2**31 - 1, -2**31, *range(-3000, 3000, 7), *range(10**6, 10**9, 9_999_991)]
+    rows = (spark.createDataFrame([(k,) for k in ints], "k int")
+            .select("k", F.hash("k").alias("h")).collect())
+    assert {r.k: r.h for r in rows} == {k: spark_hash(k) for k in ints}
+    for n in (1, 2, 3, 5, 8, 13, 32):
+        keys = shuffle_keys(n)
+        landed = (spark.createDataFrame([(k,) for k in keys], "shuffle_key int")
+                  .repartition(n, "shuffle_key")
+                  .select("shuffle_key", F.spark_partition_id().alias("p")).collect())
+        assert {r.shuffle_key: r.p for r in landed} == {k: p for p, k in enumerate(keys)}
+
+
+def test_describe_takes_partition_counts_from_the_broker(broker, admin, topic_name, app_config):
+    src, dst = topic_name("describe-in"), topic_name("describe-out")
+    admin.create_topics({src: 3, dst: 2})
+    b = StreamsBuilder()
+    (b.stream(src, key_serde=Serdes.String(), value_serde=Serdes.String())
+      .group_by(lambda k, v: v).count().to_stream().to(dst, value_serde=Serdes.Long()))
+    config = app_config()
+    text = KafkaStreams(b.build(), config).describe()
+    assert f"   {src}: 3 (from the broker at {broker})" in text
+    assert "   Stage 1 (3 Spark tasks): exchange of 3 partitions" in text
+    assert f"   {config['application.id']}-kspark-progress: the tasks' progress markers, 6 " in text

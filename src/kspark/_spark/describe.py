@@ -1,0 +1,180 @@
+"""What a topology becomes on Spark, as text: stages, exchanges, tasks, stores and topics.
+
+:func:`describe_plan` is a pure function of the topology's description (as Kafka Streams
+prints it, ``Topology.describe()``) and its :class:`~kspark._spark.plan.QueryPlan`.
+:func:`describe_application` finds the partition counts the plan needs (the broker's, when
+``bootstrap.servers`` answers; those given; else an assumption it prints) and describes the
+plan. Neither imports pyspark nor starts anything.
+
+Example:
+    >>> from kspark import StreamsBuilder, Serdes
+    >>> from kspark.config import StreamsConfig
+    >>> b = StreamsBuilder()
+    >>> b.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to("out")
+    >>> t = b.build()
+    >>> c = StreamsConfig({"application.id": "app", "bootstrap.servers": "kafka:9092"})
+    >>> print(describe_application(t.describe(), t._graph, c, {"in": 2}, broker=False))
+    ... # doctest: +ELLIPSIS
+    Topologies:
+    ...
+    Spark plan (one streaming query; every micro-batch runs each stage once):
+       Stage 0 (2 Spark tasks): reads Kafka, no exchange
+        Sub-topology: 0 (tasks 0_0 to 0_1; progress partitions 0-1)
+          Kafka source: [in]
+       Query output: stage 0 (a noop sink: the tasks write to Kafka themselves)
+    Internal topics:
+       app-kspark-progress: the tasks' progress markers, 2 partitions (one per task)
+    Partition counts:
+       in: 2 (given)
+    <BLANKLINE>
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kspark._graph.graph import TopologyGraph
+from kspark._spark.plan import Member, QueryPlan, Stage, needed_topics, plan
+from kspark.errors import KSparkError
+
+__all__ = ["describe_plan", "describe_application", "partition_counts_for"]
+
+_DESCRIBE_TIMEOUT_MS = 10_000  # describe asks the broker briefly: it runs nothing
+
+
+def describe_application(topology_text: str, graph: TopologyGraph, config: Any,
+                         partitions: Mapping[str, int] | None = None, broker: bool = True) -> str:
+    """The topology as Kafka Streams prints it, then the Spark plan it becomes.
+
+    Partition counts: ``partitions`` first, then (``broker``) those of the cluster at the
+    config's ``bootstrap.servers``; a topic known to neither is assumed to have one
+    partition, and the output says so.
+    """
+    counts, notes = partition_counts_for(graph, config, partitions or {}, broker)
+    graph.check_copartitioning({t: n for t, n in counts.items() if "assumed" not in notes[t]})
+    query = plan(graph, counts, config)
+    lines = [f"   {t}: {counts[t]} ({notes[t]})" for t in sorted(counts)]
+    return describe_plan(topology_text, query, lines)
+
+
+def partition_counts_for(graph: TopologyGraph, config: Any, given: Mapping[str, int],
+                         broker: bool) -> tuple[dict[str, int], dict[str, str]]:
+    """The partition count of every topic the plan needs, and where each came from."""
+    needed = needed_topics(graph)
+    counts = {t: given[t] for t in needed if t in given}
+    notes = {t: "given" for t in counts}
+    missing = [t for t in needed if t not in counts]
+    why = "the broker was not asked"
+    if missing and broker:
+        found, why = _broker_counts(config)
+        for t in missing:
+            if t in found:
+                counts[t], notes[t] = found[t], f"from the broker at {config['bootstrap.servers']}"
+            elif not why:
+                why = f"not found at {config['bootstrap.servers']}"
+    for t in needed:
+        if t not in counts:
+            counts[t], notes[t] = 1, f"assumed: {why}; give the topic's partition count"
+    return counts, notes
+
+
+def _broker_counts(config: Any) -> tuple[dict[str, int], str]:
+    """Every topic's partition count at the config's cluster, or why there are none."""
+    from kspark._kafka.admin import Admin
+    from kspark._kafka.settings import ClientSettings
+
+    try:
+        admin = Admin(ClientSettings.from_config(config),
+                      min(int(config["request.timeout.ms"]), _DESCRIBE_TIMEOUT_MS))
+        return admin.partition_counts(), ""
+    except KSparkError as e:
+        return {}, f"the broker at {config['bootstrap.servers']} did not answer ({e})"
+
+
+def describe_plan(topology_text: str, query: QueryPlan, notes: Sequence[str] = ()) -> str:
+    """``topology_text`` (``Topology.describe()``), then ``query``'s stages, exchanges,
+    tasks, stores and internal topics; ``notes``: lines under "Partition counts:"."""
+    lines = [topology_text.rstrip("\n"),
+             "Spark plan (one streaming query; every micro-batch runs each stage once):"]
+    for stage in query.stages:
+        lines += _stage_lines(query, stage)
+    terminal = ", ".join(str(s.index) for s in query.stages if s.terminal)
+    lines.append(f"   Query output: stage {terminal} (a noop sink: the tasks write to Kafka "
+                 "themselves)")
+    lines += ["Internal topics:", *_internal_topics(query)]
+    if query.global_stores:
+        lines.append("Global stores (every task reads them, at the offsets of its micro-batch):")
+        pinned = (f"pinned by sub-topology {query.pins_globals}'s Kafka source"
+                  if query.pins_globals is not None else "not pinned: no Kafka source")
+        lines += [f"   {s}: topic {t}, {pinned}" for s, t in query.global_stores.items()]
+    if notes:
+        lines += ["Partition counts:", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def _stage_lines(query: QueryPlan, stage: Stage) -> list[str]:
+    ex = stage.exchange
+    if ex is None:
+        head = "reads Kafka, no exchange"
+    else:
+        ups = ", ".join(str(u) for u in ex.upstream) or "none"
+        head = (f"exchange of {ex.size} partitions (Spark hash partitioning of shuffle_key), "
+                f"fed by stage {ups}")
+    out = [f"   Stage {stage.index} ({stage.partitions} Spark tasks): {head}"]
+    for m in stage.members:
+        out += _member_lines(query, stage, m)
+    return out
+
+
+def _member_lines(query: QueryPlan, stage: Stage, m: Member) -> list[str]:
+    i, first = m.sub_topology, query.first_marker[m.sub_topology]
+    where = (f"; exchange partitions {m.first}-{m.first + m.tasks - 1}"
+             if stage.exchange is not None else "")
+    out = [f"    Sub-topology: {i} (tasks {i}_0 to {i}_{m.tasks - 1}{where}; "
+           f"progress partitions {first}-{first + m.tasks - 1})"]
+    if m.source is not None:
+        extra = []
+        if m.source.resets:
+            extra.append("offset reset: " + ", ".join(f"{t} {r}" for t, r in
+                                                      sorted(m.source.resets.items())))
+        if m.source.global_topics:
+            extra.append(f"pins the global topics [{', '.join(m.source.global_topics)}]")
+        if m.source.clock_ms:
+            extra.append(f"pins a clock every {m.source.clock_ms} ms")
+        shown = f" ({'; '.join(extra)})" if extra else ""
+        out.append(f"      Kafka source: [{', '.join(m.source.topics)}]{shown}")
+    if stage.exchange is not None:
+        for t in stage.exchange.topics:
+            if query.routes.get(t, (0, -1))[1] == m.first:
+                out.append(f"      Reads {t} ({query.fed_partitions[t]} partitions) "
+                           "through the exchange")
+    for t, (n, to_kafka) in m.stage_plan.fed.items():
+        reader = next(s.index for s in query.stages
+                      if s.exchange is not None and t in s.exchange.topics)
+        kafka = ", also written to Kafka" if to_kafka else ""
+        out.append(f"      Writes {t} ({n} partitions) to stage {reader}'s exchange{kafka}")
+    for s in query.stores:
+        if s.sub_topology == i:
+            log = f"changelog {s.changelog}" if s.changelog else "not logged"
+            out.append(f"      Store: {s.name} (one per task; {log})")
+    return out
+
+
+def _internal_topics(query: QueryPlan) -> list[str]:
+    from kspark._kafka.transactions import progress_topic
+
+    to_kafka = {t: k for m in query.members() for t, (_, k) in m.stage_plan.fed.items()}
+    out = []
+    for t, n in sorted(query.fed_partitions.items()):
+        reader = next(s for s in query.stages if s.exchange is not None and t in s.exchange.topics)
+        what = ("a user topic written and read back, also in Kafka" if to_kafka.get(t)
+                else "repartition topic, not created in Kafka")
+        out.append(f"   {t}: {what}; {n} partitions, carried by stage {reader.index}'s exchange")
+    for s in query.stores:
+        if s.changelog:
+            out.append(f"   {s.changelog}: changelog of store {s.name}, {s.tasks} partitions, "
+                       "compacted")
+    out.append(f"   {progress_topic(query.application_id)}: the tasks' progress markers, "
+               f"{query.tasks} partitions (one per task)")
+    return out

@@ -1,0 +1,166 @@
+"""The query plan as data (kspark._spark.plan), its passes and describe: no Spark, no broker."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kspark import Serdes, StreamsBuilder
+from kspark._spark.describe import describe_application
+from kspark._spark.options import SourceOptions
+from kspark._spark.passes import shuffle_keys, spark_hash
+from kspark._spark.plan import StagePlan, plan
+from kspark.cli import main
+from kspark.config import StreamsConfig
+from kspark.errors import TopologyError
+
+S = Serdes.String()
+
+
+def _config(**extra):
+    return StreamsConfig({"application.id": "app", "bootstrap.servers": "kafka:9092",
+                          "max.offsets.per.trigger": 500, **extra})
+
+
+def _passthrough():
+    b = StreamsBuilder()
+    b.stream("in", key_serde=S, value_serde=S).filter(lambda k, v: v).to("out")
+    return b.build()
+
+
+def _word_count():
+    b = StreamsBuilder()
+    (b.stream("words", key_serde=S, value_serde=S)
+       .group_by(lambda k, v: v, key_serde=S, value_serde=S).count()
+       .to_stream().to("counts", value_serde=Serdes.Long()))
+    return b.build()
+
+
+def _enrich():
+    """A stream re-keyed, then joined with a table: the repartition meets the table's task."""
+    b = StreamsBuilder()
+    users = b.table("users", key_serde=S, value_serde=S)
+    (b.stream("clicks", key_serde=S, value_serde=S).select_key(lambda k, v: v)
+       .join(users, lambda c, u: f"{c}/{u}").to("enriched"))
+    return b.build()
+
+
+def test_one_stage_topology_reads_kafka_without_exchange():
+    p = plan(_passthrough()._graph, {"in": 3, "out": 2}, _config(), start={"in": {"0": 7}})
+    (stage,) = p.stages
+    (m,) = stage.members
+    assert (stage.exchange, stage.terminal, stage.partitions) == (None, True, 3)
+    assert (m.sub_topology, m.first, m.tasks, p.tasks, p.routes) == (0, 0, 3, 3, {})
+    assert m.source == SourceOptions(("in",), "kafka:9092", 500, 30000, m.source.read_timeout_ms,
+                                     start={"in": {"0": 7}}, emit="ranges")
+    assert isinstance(m.stage_plan, StagePlan) and m.stage_plan.streaming
+    assert (p.stores, p.global_stores, p.pins_globals, p.shuffle_keys) == ((), {}, None, {})
+
+
+def test_two_stage_topology_shuffles_the_repartition_topic():
+    p = plan(_word_count()._graph, {"words": 4, "counts": 4}, _config())
+    first, second = p.stages
+    rep = "app-KSTREAM-AGGREGATE-0000000002-repartition"
+    assert (first.exchange, first.terminal, second.terminal) == (None, False, True)
+    assert second.exchange.size == 4 and second.exchange.upstream == (0,)
+    assert second.exchange.topics == (rep,)
+    assert second.exchange.shuffle_keys == (12, 6, 2, 0) and p.shuffle_keys == {4: [12, 6, 2, 0]}
+    assert p.routes == {rep: (4, 0)} and p.fed_partitions == {rep: 4}
+    assert first.members[0].stage_plan.fed == {rep: (4, False)}  # the exchange only, not Kafka
+    assert second.members[0].source is None and not second.members[0].stage_plan.streaming
+    assert (p.first_marker, p.tasks) == ({0: 0, 1: 4}, 8)
+    (store,) = p.stores
+    assert (store.sub_topology, store.tasks) == (1, 4)
+    assert store.changelog == f"app-{store.name}-changelog"
+    assert p.store_tasks == {store.name: 4}
+
+
+def test_join_of_a_repartitioned_stream_with_a_table_shares_the_tables_stage():
+    p = plan(_enrich()._graph, {"users": 3, "clicks": 2, "enriched": 3}, _config())
+    first, second = p.stages  # upstream first: the clicks' re-keying runs before the join
+    assert [m.sub_topology for m in first.members] == [1]
+    assert first.members[0].source.topics == ("clicks",) and first.members[0].tasks == 2
+    (join,) = second.members
+    assert (join.sub_topology, join.tasks, join.source.topics) == (0, 3, ("users",))
+    assert second.exchange.size == 3 and second.exchange.upstream == (0,)
+    rep = "app-KSTREAM-REPARTITION-0000000004-repartition"
+    assert p.routes == {rep: (3, 0)} and p.fed_partitions == {rep: 3}  # like the table
+    assert (p.first_marker, p.tasks) == ({0: 0, 1: 3}, 5)
+
+
+def _global_and_two_kafka_sources():
+    b = StreamsBuilder()
+    countries = b.global_table("countries", key_serde=S, value_serde=S)
+    (b.stream("orders", key_serde=S, value_serde=S)
+       .join(countries, lambda k, v: v, lambda o, c: f"{o}@{c}").to("out"))
+    b.stream("payments", key_serde=S, value_serde=S).group_by_key().count()
+    return b.build()
+
+
+def test_the_first_kafka_source_pins_the_global_topics():
+    p = plan(_global_and_two_kafka_sources()._graph,
+             {"orders": 2, "payments": 2, "out": 2}, _config())
+    sources = p.sources()
+    assert p.pins_globals == 0 and set(sources) == {0, 1}
+    assert sources[0].global_topics == ("countries",) and sources[1].global_topics == ()
+    assert list(p.global_stores.values()) == ["countries"]
+
+
+def test_global_stores_with_a_remote_checkpoint_and_two_kafka_sources_are_refused():
+    with pytest.raises(TopologyError, match="checkpoint.location"):
+        plan(_global_and_two_kafka_sources()._graph, {"orders": 2, "payments": 2, "out": 2},
+             _config(**{"checkpoint.location": "hdfs://nn/checkpoints/app"}))
+
+
+def test_shuffle_keys_are_those_spark_computes():
+    # checked against Spark's pmod(hash(cast(k as int)), n) in tests/integration/test_skeleton.py
+    assert [spark_hash(k) for k in (0, 1, -7)] == [933211791, -559580957, -1618159745]
+    assert shuffle_keys(1) == [0] and shuffle_keys(3) == [0, 1, 11]
+    assert shuffle_keys(7) == [12, 0, 1, 9, 3, 2, 11]
+    assert shuffle_keys(16) == [12, 16, 5, 1, 37, 20, 2, 35, 13, 6, 49, 7, 25, 15, 4, 0]
+
+
+def test_source_options_travel_as_one_json_option():
+    o = SourceOptions(("a", "b"), "kafka:9092", 100, 3000, 6000, resets={"a": "latest"},
+                      start={"a": {"0": 3}}, stop={"a": {"0": 9}, "b": {"1": 4}},
+                      global_topics=("g",), clock_ms=1000, emit="ranges")
+    assert SourceOptions.from_json(o.to_json()) == o
+    assert json.loads(o.to_json())["stop"] == {"a": {"0": 9}, "b": {"1": 4}}
+    with pytest.raises(TopologyError, match="not SourceOptions"):
+        SourceOptions.from_json(json.dumps({**json.loads(o.to_json()), "surprise": 1}))
+
+
+def test_plan_and_describe_import_no_pyspark():
+    code = ("import sys, kspark._spark.plan, kspark._spark.describe; "
+            "assert 'pyspark' not in sys.modules, 'pyspark imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_describe_prints_the_topology_then_the_spark_plan_and_its_assumptions():
+    t = _word_count()
+    text = describe_application(t.describe(), t._graph, _config(), {"words": 4}, broker=False)
+    assert text.startswith(t.describe())
+    assert "   Stage 1 (4 Spark tasks): exchange of 4 partitions" in text
+    assert "repartition topic, not created in Kafka; 4 partitions" in text
+    assert "-changelog: changelog of store KSTREAM-AGGREGATE-0000000005-STATE-STORE" in text
+    assert "   app-kspark-progress: the tasks' progress markers, 8 partitions" in text
+    assert "   words: 4 (given)" in text
+
+
+def test_describe_says_what_it_assumed():
+    t = _enrich()
+    text = describe_application(t.describe(), t._graph, _config(), {"clicks": 2}, broker=False)
+    assert "   users: 1 (assumed: the broker was not asked; give the topic's partition count)" in text
+
+
+def test_cli_describe_prints_both_views(capsys):
+    assert main(["describe", "kspark.demo.run:demo_topology", "--set", "application.id=demo",
+                 "--partitions", "demo-pageviews=3"]) == 0
+    out = capsys.readouterr().out
+    assert "Topologies:\n   Sub-topology: 0\n" in out
+    assert "   Stage 0 (3 Spark tasks): reads Kafka, no exchange" in out
+    assert "   demo-pageviews: 3 (given)" in out
+    assert main(["describe", "kspark.demo.run:demo_topology", "--partitions", "x=many"]) == 2
