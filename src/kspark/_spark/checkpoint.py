@@ -32,7 +32,10 @@ class SparkCheckpoint:
 
     def __init__(self, spark: SparkSession, location: str):
         self.location = location
-        self._jvm = spark._jvm
+        jvm = spark._jvm
+        if jvm is None:
+            raise RuntimeError("the SparkSession has stopped")
+        self._jvm: Any = jvm
         self._root = self._jvm.org.apache.hadoop.fs.Path(location)
         self._fs = self._root.getFileSystem(spark._jsc.hadoopConfiguration())
 

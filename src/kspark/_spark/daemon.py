@@ -40,7 +40,8 @@ def _installed_copies(path: list[str], package_dir: Callable[[str], str | None])
     """The zips on ``path`` that copy an installed package of the same pyspark install:
     ``<root>/python/lib/pyspark.zip`` (and py4j's) where ``<root>`` is the directory that
     ``import pyspark`` finds without the zips (``package_dir(name)``)."""
-    zips = [p for p in path if p.endswith(".zip") and os.path.basename(p).startswith(("pyspark", "py4j"))]
+    zips = [p for p in path
+            if p.endswith(".zip") and os.path.basename(p).startswith(("pyspark", "py4j"))]
     root = package_dir("pyspark")
     if root is None:
         return []

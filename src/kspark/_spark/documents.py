@@ -45,7 +45,7 @@ def _ranges(doc: Any) -> None:
     for i, r in enumerate(need_list(doc, "the ranges")):
         topic, *numbers = need_list(r, f"range {i}", 4)
         need_str(topic, f"the topic of range {i}")
-        for n, what in zip(numbers, ("partition", "start", "end")):
+        for n, what in zip(numbers, ("partition", "start", "end"), strict=True):
             need_int(n, f"the {what} of range {i}")
 
 
@@ -104,7 +104,7 @@ def read_offset_log(text: str, path: str) -> dict[str, dict[str, int]]:
     >>> read_offset_log('v1\\n{}\\n{"t": {"0": "x"}}', "offsets/3")
     Traceback (most recent call last):
     ...
-    kspark.errors.CorruptStateError: the Spark offset log file 'offsets/3' is malformed (ValueError: ...
+    kspark.errors.CorruptStateError: the Spark offset log file 'offsets/3' is malformed ...
     """
     from kspark._spark.source import parse_offset_log
 

@@ -80,7 +80,7 @@ def _check_agreement(checkpoint: SparkCheckpoint, pinned: Offsets | None,
     completed batch (or, past it, only records invisible to read_committed) and the end of
     its last planned batch (a batch Spark will replay)."""
     latest = checkpoint.latest_batch()
-    planned = checkpoint.offsets(latest)
+    planned = checkpoint.offsets(latest) if latest is not None else {}
     committed = checkpoint.last_committed()
     done = checkpoint.offsets(committed) if committed is not None else pinned or {}
     for t, p in tps:
@@ -93,11 +93,13 @@ def _check_agreement(checkpoint: SparkCheckpoint, pinned: Offsets | None,
             continue
         if end_planned is not None and offset > end_planned:
             raise _mismatch(checkpoint, config, t, p, offset, end_planned, ahead=True)
-        if end_done is not None and offset < end_done and _has_records(config, t, p, offset, end_done):
+        if (end_done is not None and offset < end_done
+                and _has_records(config, t, p, offset, end_done)):
             raise _mismatch(checkpoint, config, t, p, group.get((t, p)), end_done, ahead=False)
 
 
-def _has_records(config: Mapping[str, Any], topic: str, partition: int, start: int, end: int) -> bool:
+def _has_records(config: Mapping[str, Any], topic: str, partition: int, start: int,
+                 end: int) -> bool:
     """Whether read_committed sees a record in [start, end) (transaction markers and aborted
     records take offsets a task never sees, so its committed offset can stop short of them)."""
     reader = read_range(as_settings(config), topic, partition, start, end,
@@ -105,7 +107,7 @@ def _has_records(config: Mapping[str, Any], topic: str, partition: int, start: i
     try:
         return next(reader, None) is not None
     finally:
-        reader.close()
+        reader.close()  # type: ignore[attr-defined]  # a generator
 
 
 def _mismatch(checkpoint: SparkCheckpoint, config: Mapping[str, Any], topic: str,
@@ -114,7 +116,7 @@ def _mismatch(checkpoint: SparkCheckpoint, config: Mapping[str, Any], topic: str
     app_id = config["application.id"]
     where = (f"the Spark checkpoint at {checkpoint.location} disagrees with consumer group "
              f"{app_id!r} on topic {topic!r} partition {partition}: ")
-    if ahead:
+    if ahead and group is not None:
         what = (f"the group has committed offset {group}, but the checkpoint's last batch ends "
                 f"at {spark_end}; the checkpoint is older than the application's progress (a "
                 "restored copy, or runs with different checkpoint locations) and would process "

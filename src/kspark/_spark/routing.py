@@ -9,7 +9,7 @@ computed with Kafka's partitioner, and reach their task through a Spark shuffle.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,10 +17,9 @@ import pyarrow.compute as pc
 from kspark._engine.collector import RecordCollector
 from kspark._engine.nodes import RawRecord
 from kspark._engine.partitioner import default_partition
+from kspark._spark.plan import StagePlan
 from kspark._spark.wire import FED_ARROW_SCHEMA, Range, TaskMarker, markers_in, records_only
 
-if TYPE_CHECKING:
-    from kspark._spark.plan import StagePlan
 
 __all__ = ["RoutingCollector", "DISCARD", "ranges_of", "shuffled_records", "in_writer_order",
            "Ordered"]

@@ -38,7 +38,7 @@ def build_session(spark_conf: Mapping[str, Any] | None = None) -> SparkSession:
     if SparkContext._jvm is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
         # under spark-submit the JVM runs already: its spark.* properties are what
         # spark-submit was given (else the JVM is started below, with our settings)
-        SparkContext._ensure_initialized()
+        SparkContext._ensure_initialized()  # noqa: SLF001 - PySpark's way to reach a running JVM
         launched = dict(SparkConf().getAll())
     conf = {k: v for k, v in _DEFAULTS.items() if k not in launched}
     conf.update({k: str(v) for k, v in (spark_conf or {}).items()})

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -17,30 +16,11 @@ from pyspark import TaskContext
 
 from kspark._graph.graph import TopologyGraph
 from kspark._spark.hooks import TaskHooks, installed_task_hooks
+from kspark._spark.plan import StagePlan
 from kspark._spark.task_batch import StageContext, run_task_batch
 from kspark.errors import KSparkError, StreamsError
 
-__all__ = ["StagePlan", "make_stage"]
-
-
-@dataclass(frozen=True)
-class StagePlan:
-    """What one sub-topology's tasks need to know: its nodes and where its fed topics go.
-
-    ``fed``: resolved topic name -> (partitions, also written to Kafka?). ``routes``: fed
-    topic -> (size of the exchange its reader's group reads through, the reader's first
-    partition in it). ``shuffle_keys``: per exchange size, the int whose Spark hash lands in
-    each partition.
-    """
-
-    stage: int
-    nodes: tuple[str, ...]
-    fed: dict[str, tuple[int, bool]]
-    routes: dict[str, tuple[int, int]]
-    shuffle_keys: dict[int, list[int]]
-    partition_counts: dict[str, int]
-    streaming: bool = False  # one input topic, nothing shuffled in: process batch by batch
-    first_marker: int = 0  # the partition of the progress topic holding task 0's marker
+__all__ = ["make_stage"]
 
 
 def make_stage(graph: TopologyGraph, config: dict[str, Any],

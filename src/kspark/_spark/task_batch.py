@@ -18,7 +18,7 @@ import itertools
 import logging
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -39,13 +39,12 @@ from kspark._spark.routing import (DISCARD, Ordered, RoutingCollector, in_writer
                                    ranges_of, shuffled_records)
 from kspark._spark.state import (admin_for, checkpoint_task, invalidate_checkpoint,
                                  logged_partitions, restore_task)
+from kspark._spark.plan import StagePlan
 from kspark._spark.wire import Range, markers_in
 from kspark._worker import registry
 from kspark.config import EXACTLY_ONCE_V2
 from kspark.errors import StreamsError, TaskFencedError
 
-if TYPE_CHECKING:
-    from kspark._spark.plan import StagePlan
 
 __all__ = ["StageContext", "TaskBatch", "run_task_batch"]
 

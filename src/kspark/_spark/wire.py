@@ -118,7 +118,8 @@ def marker_batch(marker: TaskMarker) -> pa.RecordBatch:
         [1]
     """
     return pa.RecordBatch.from_pylist(
-        [dict(zip(SOURCE_ARROW_SCHEMA.names, marker.row(), strict=True))], schema=SOURCE_ARROW_SCHEMA)
+        [dict(zip(SOURCE_ARROW_SCHEMA.names, marker.row(), strict=True))],
+        schema=SOURCE_ARROW_SCHEMA)
 
 
 def _is_marker(batch: pa.RecordBatch) -> pa.Array:
