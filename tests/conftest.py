@@ -8,6 +8,7 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import KafkaError
 
 from kspark._kafka.admin import Admin
 from kspark._kafka.broker import LocalBroker, free_port
@@ -58,25 +59,71 @@ def app_config(broker, tmp_path):
     return make
 
 
-def consume_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 60) -> list:
-    """Every record of ``topic`` read with read_committed, waiting until ``expected`` arrived."""
+def consume_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 60,
+                until_quiet: bool = False) -> list:
+    """Every record of ``topic`` read with read_committed, waiting until ``expected`` arrived
+    and the read reached the end of every partition with nothing uncommitted behind it (the
+    output of a writer that has finished, read without waiting longer).
+
+    ``until_quiet``: the writer may still be running, so read on until nothing arrived for a
+    second (late duplicates show up); this is also the rule when a transaction is still open
+    at the end of a partition."""
     from confluent_kafka import Consumer
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                  "isolation.level": "read_committed"})
-    c.subscribe([topic])
+                  "isolation.level": "read_committed", "enable.partition.eof": True,
+                  "fetch.wait.max.ms": 10})  # a fetch at a partition's end returns at once
+    partitions = _assign_all(c, topic)
+    uncommitted = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}",
+                            "isolation.level": "read_uncommitted"})  # asks for high watermarks
     out: list = []
+    at_end: set[int] = set()
     deadline = time.monotonic() + timeout_s
-    quiet_polls = 0
-    while time.monotonic() < deadline and (len(out) < expected or quiet_polls < 2):
-        msgs = c.consume(5000, 0.5)
-        quiet_polls = 0 if msgs else quiet_polls + 1
-        for m in msgs:
-            assert m.error() is None, m.error()
+    last_record = time.monotonic()
+    while time.monotonic() < deadline:
+        for m in c.consume(5000, 0.1):
+            if m.error() is not None:
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                if _nothing_uncommitted_after(uncommitted, topic, m.partition(), m.offset()):
+                    at_end.add(m.partition())
+                continue
+            at_end.discard(m.partition())
+            last_record = time.monotonic()
             out.append(m)
+        if len(out) < expected:
+            continue
+        if time.monotonic() - last_record >= 1.0:
+            break  # quiet for a second
+        if not until_quiet and partitions and at_end >= partitions:
+            break  # at the end of every partition
     c.close()
+    uncommitted.close()
     return out
+
+
+def _assign_all(consumer, topic: str) -> set[int]:
+    """Assign every partition of ``topic`` from offset 0 (no group join; a log that starts
+    later is read from its start, auto.offset.reset); its partitions, or an empty set (then
+    subscribed) when the topic's metadata is not there yet."""
+    from confluent_kafka import TopicPartition
+
+    md = consumer.list_topics(topic, timeout=20).topics.get(topic)
+    if md is None or md.error is not None or not md.partitions:
+        consumer.subscribe([topic])
+        return set()
+    consumer.assign([TopicPartition(topic, p, 0) for p in md.partitions])
+    return set(md.partitions)
+
+
+def _nothing_uncommitted_after(consumer, topic: str, partition: int, eof: int) -> bool:
+    """The end a read_committed read reached (the last stable offset) is the partition's high
+    watermark (``consumer`` reads uncommitted): no open transaction holds records behind it."""
+    from confluent_kafka import TopicPartition
+
+    _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10,
+                                             cached=False)
+    return eof >= high
 
 
 os.environ.setdefault("PYSPARK_PYTHON", __import__("sys").executable)

@@ -130,7 +130,7 @@ def test_delayed_records_fire_on_spark_after_their_delay_without_new_input(
     began = time.monotonic()
     streams.start()
     try:
-        records = consume_all(broker, out, n, timeout_s=180)
+        records = consume_all(broker, out, n, timeout_s=180, until_quiet=True)
         waited = time.monotonic() - began
     finally:
         streams.close()
@@ -169,7 +169,7 @@ def test_a_driver_killed_with_calls_in_flight_and_records_delayed_loses_and_dupl
         assert written_before < n, "the first run finished before it was killed"
         app = soak.start_app(cmd)
         try:
-            records = consume_all(broker, out, n, timeout_s=300)
+            records = consume_all(broker, out, n, timeout_s=300, until_quiet=True)
         finally:
             _kill_tree(app.pid)
     finally:

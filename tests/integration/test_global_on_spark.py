@@ -45,7 +45,7 @@ def _orders(broker: str, topic: str, first: int, n: int) -> None:
 
 def _joined(broker: str, out: str, expected: int) -> dict[int, list[str]]:
     got: dict[int, list[str]] = {}
-    for m in consume_all(broker, out, expected, timeout_s=180):
+    for m in consume_all(broker, out, expected, timeout_s=180, until_quiet=True):
         i, country = m.value().decode().split(":", 1)
         got.setdefault(int(i), []).append(country)
     return got
