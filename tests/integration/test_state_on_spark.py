@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,26 @@ def _final_counts(broker, dst, n):
     for m in consume_all(broker, dst, n):
         counts[m.key().decode()] = L.deserialize(dst, m.value())
     return counts
+
+
+def _run_together(builds, records, broker, spark, state_dir, **config):
+    """Produce ``records`` (topic -> [(key, value or None, timestamp)]), then run one
+    application made of every ``builds`` (each adds its own sub-topologies, on topics of its
+    own) to the end of its input: scenarios that each need a Spark run share one."""
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
+                  "enable.idempotence": True})
+    for topic, recs in records.items():
+        for k, v, ts in recs:
+            p.produce(topic, key=k.encode(), value=None if v is None else v.encode(),
+                      timestamp=ts)
+    p.flush(10)
+    b = StreamsBuilder()
+    for build in builds:
+        build(b)
+    cfg = {"application.id": f"together-{uuid.uuid4().hex[:8]}", "bootstrap.servers": broker,
+           "state.dir": str(state_dir), "autostop.at": "eol", "request.timeout.ms": 10000,
+           **{k.replace("_", "."): v for k, v in config.items()}}
+    _run(b.build(), cfg, spark)
 
 
 @pytest.mark.parametrize("kind", [Stores.persistent_key_value_store,
@@ -239,13 +260,35 @@ def _agg_input(name):
             for i in range(240)]
 
 
+@pytest.fixture(scope="module")
+def aggregations_on_spark(broker, spark, admin, tmp_path_factory):
+    """Every AGG_SCENARIOS scenario on Spark, all in one application per caching mode (run
+    when a test first asks): caching -> name -> (input topic, output topic). Each scenario
+    reads a topic of its own, a source of its own (max.offsets.per.trigger bounds each source
+    alone), so its micro-batches take what they take when it runs alone."""
+    runs: dict[bool, dict[str, tuple[str, str]]] = {}
+
+    def topics(caching: bool) -> dict[str, tuple[str, str]]:
+        if caching not in runs:
+            tag = uuid.uuid4().hex[:6]
+            t = {n: (f"agg-{n}-in-{tag}", f"agg-{n}-out-{tag}") for n in AGG_SCENARIOS}
+            admin.create_topics({topic: 2 for pair in t.values() for topic in pair})
+            builds = [lambda b, n=n: AGG_SCENARIOS[n](b, *t[n]) for n in AGG_SCENARIOS]
+            _run_together(builds, {t[n][0]: _agg_input(n) for n in AGG_SCENARIOS}, broker, spark,
+                          tmp_path_factory.mktemp("aggregations"),
+                          max_offsets_per_trigger=60,
+                          statestore_cache_max_bytes=(1 << 20) if caching else 0)
+            runs[caching] = t
+        return runs[caching]
+
+    return topics
+
+
 @pytest.mark.parametrize("caching", [True, False], ids=["cached", "uncached"])
 @pytest.mark.parametrize("name", sorted(AGG_SCENARIOS))
-def test_dsl_aggregations_agree_with_the_driver(name, caching, broker, spark, admin, topic_name,
-                                               app_config):
+def test_dsl_aggregations_agree_with_the_driver(name, caching, broker, aggregations_on_spark):
     build = AGG_SCENARIOS[name]
-    src, dst = topic_name(f"agg-{name}-in"), topic_name(f"agg-{name}-out")
-    admin.create_topics({src: 2, dst: 2})
+    src, dst = aggregations_on_spark(caching)[name]
     cache = {"statestore.cache.max.bytes": (1 << 20) if caching else 0}
     b = StreamsBuilder()
     build(b, src, dst)
@@ -258,14 +301,6 @@ def test_dsl_aggregations_agree_with_the_driver(name, caching, broker, spark, ad
     expected_table = {}
     for k, v in expected_updates:
         expected_table[k] = v
-    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
-                  "enable.idempotence": True})
-    for k, v, ts in _agg_input(name):
-        p.produce(src, key=k.encode(), value=None if v is None else v.encode(), timestamp=ts)
-    p.flush(10)
-    b = StreamsBuilder()
-    build(b, src, dst)
-    _run(b.build(), app_config(max_offsets_per_trigger=60, **cache), spark)
     got_updates = [(m.key().decode(), None if m.value() is None else L.deserialize(dst, m.value()))
                    for m in consume_all(broker, dst, 1)]
     got_table = {}
@@ -316,41 +351,51 @@ def _foreign_key_joins(b, a, c, outs):
             join(right, fk, lambda x, y: f"{x}+{y}").to_stream().to(outs[variant], value_serde=S)
 
 
-@pytest.mark.parametrize("build, variants, c_partitions", [
-    (_stream_table_joins, ("join", "left"), 2),
-    (_table_table_joins, ("join", "left", "outer"), 2),
-    (_stream_stream_joins, ("join", "left", "outer"), 2),
-    (_foreign_key_joins, ("join", "left"), 3),  # need not be co-partitioned
-], ids=["stream-table-joins", "table-table-joins", "stream-stream-joins", "foreign-key-joins"])
-def test_joins_agree_with_the_driver(build, variants, c_partitions, broker, spark, admin,
-                                     topic_name, app_config):
-    a, c = topic_name("join-a"), topic_name("join-c")
-    outs = {v: topic_name(f"join-{v}") for v in variants}
-    admin.create_topics({a: 2, c: c_partitions, **{o: 2 for o in outs.values()}})
-    recs_a = [(f"u{i % 9}", None if i % 11 == 10 else f"a{i}", 1000 + 2 * i) for i in range(60)]
-    recs_c = [(f"u{i % 7}", f"c{i}", 1001 + 2 * i) for i in range(60)]
+JOIN_SCENARIOS = {  # name -> (build, variants, partitions of the second input)
+    "stream-table-joins": (_stream_table_joins, ("join", "left"), 2),
+    "table-table-joins": (_table_table_joins, ("join", "left", "outer"), 2),
+    "stream-stream-joins": (_stream_stream_joins, ("join", "left", "outer"), 2),
+    "foreign-key-joins": (_foreign_key_joins, ("join", "left"), 3),  # need not be co-partitioned
+}
+JOIN_A = [(f"u{i % 9}", None if i % 11 == 10 else f"a{i}", 1000 + 2 * i) for i in range(60)]
+JOIN_C = [(f"u{i % 7}", f"c{i}", 1001 + 2 * i) for i in range(60)]
+
+
+@pytest.fixture(scope="module")
+def joins_on_spark(broker, spark, admin, tmp_path_factory):
+    """Every JOIN_SCENARIOS scenario on Spark in one application, cache off, in one
+    micro-batch (each task's inputs are then aligned by timestamp, as in the driver): name
+    -> (first input, second input, variant -> output topic)."""
+    tag = uuid.uuid4().hex[:6]
+    t = {n: (f"join-a-{n}-{tag}", f"join-c-{n}-{tag}",
+             {v: f"join-{v}-{n}-{tag}" for v in variants})
+         for n, (_, variants, _) in JOIN_SCENARIOS.items()}
+    admin.create_topics({topic: parts for n, (_, _, c_parts) in JOIN_SCENARIOS.items()
+                         for topic, parts in ((t[n][0], 2), (t[n][1], c_parts),
+                                              *((o, 2) for o in t[n][2].values()))})
+    builds = [lambda b, n=n: JOIN_SCENARIOS[n][0](b, *t[n]) for n in JOIN_SCENARIOS]
+    records = {topic: recs for a, c, _ in t.values() for topic, recs in ((a, JOIN_A), (c, JOIN_C))}
+    _run_together(builds, records, broker, spark, tmp_path_factory.mktemp("joins"),
+                  statestore_cache_max_bytes=0)
+    return t
+
+
+@pytest.mark.parametrize("name", list(JOIN_SCENARIOS))
+def test_joins_agree_with_the_driver(name, broker, joins_on_spark):
+    build = JOIN_SCENARIOS[name][0]
+    a, c, outs = joins_on_spark[name]
     cache = {"statestore.cache.max.bytes": 0}
     b = StreamsBuilder()
     build(b, a, c, outs)
     expected = {}
     with TopologyTestDriver(b.build(), cache) as d:
         ta, tc = d.create_input_topic(a, S, S), d.create_input_topic(c, S, S)
-        for topic, (k, v, ts) in sorted([(ta, r) for r in recs_a] + [(tc, r) for r in recs_c],
+        for topic, (k, v, ts) in sorted([(ta, r) for r in JOIN_A] + [(tc, r) for r in JOIN_C],
                                         key=lambda x: x[1][2]):
             topic.pipe_input(k, v, ts)
         for variant, o in outs.items():
             expected[variant] = d.create_output_topic(o, S, S).read_key_values_to_list()
             assert expected[variant], f"{variant} must produce output"
-    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
-                  "enable.idempotence": True})
-    for topic, recs in ((a, recs_a), (c, recs_c)):
-        for k, v, ts in recs:
-            p.produce(topic, key=k.encode(), value=None if v is None else v.encode(), timestamp=ts)
-    p.flush(10)
-    b = StreamsBuilder()
-    build(b, a, c, outs)
-    # one micro-batch: both inputs are then aligned by timestamp, as in the driver
-    _run(b.build(), app_config(**cache), spark)
     per_key = lambda rows: {k: [v for kk, v in rows if kk == k] for k, _ in rows}  # noqa: E731
     for variant, o in outs.items():
         got = [(m.key().decode(), None if m.value() is None else m.value().decode())
