@@ -24,11 +24,23 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 3
+
+
+@dataclass
+class Kill:
+    """One round's SIGKILL: the victim, the processes killed (none if the app had finished),
+    how many executor processes the driver had at that moment, and how many runs it took
+    after the killed one to finish."""
+
+    victim: str
+    pids: list[int] = field(default_factory=list)
+    executors: int = 0
+    restarts: int = 0
 
 
 @dataclass
@@ -38,6 +50,7 @@ class Figures:
     wrong: int = 0
     open_transactions: int = 0
     disordered: int = 0
+    kills: list[Kill] = field(default_factory=list)
 
     def line(self, rounds: int) -> str:
         return (f"soak: rounds {rounds}, duplicates {self.duplicates}, lost {self.lost}, "
@@ -130,12 +143,13 @@ def finish(proc: subprocess.Popen, timeout_s: float = 600) -> tuple[int, list[st
 
 
 def kill_and_finish(cmd: list[str], victim: str, delay_s: float, log=print,
-                    env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+                    env: dict[str, str] | None = None, cwd: Path | None = None) -> Kill:
     """Run the app, SIGKILL ``victim`` ("driver" or "executor") ``delay_s`` after its first
     micro-batch completed (so that later batches are writing when it dies), then run it
     again (as often as needed) until it exits 0."""
     proc = start_app(cmd, env, cwd)
     lines = []
+    kill = Kill(victim)
     try:
         for line in proc.stdout:
             lines.append(line)
@@ -143,10 +157,12 @@ def kill_and_finish(cmd: list[str], victim: str, delay_s: float, log=print,
                 break
         time.sleep(delay_s)  # a random moment: this is what the soak varies
         if proc.poll() is None:
-            targets = [proc.pid] if victim == "driver" else executors(proc.pid)[:1]
-            for pid in targets:
+            found = executors(proc.pid)
+            kill.executors = len(found)
+            kill.pids = [proc.pid] if victim == "driver" else found[:1]
+            for pid in kill.pids:
                 os.kill(pid, signal.SIGKILL)
-            log(f"  killed the {victim} ({targets}) {delay_s:.1f}s after batch 1")
+            log(f"  killed the {victim} ({kill.pids}) {delay_s:.1f}s after batch 1")
         code, more = finish(proc)
         lines += more
     finally:
@@ -159,8 +175,9 @@ def kill_and_finish(cmd: list[str], victim: str, delay_s: float, log=print,
                 pass
     for _attempt in range(3):
         if code == 0:
-            return
+            return kill
         code, lines = finish(start_app(cmd, env, cwd))
+        kill.restarts += 1
     raise AssertionError(f"the app did not recover (exit {code}):\n" + "".join(lines[-60:]))
 
 
@@ -236,8 +253,12 @@ def open_transactions(bootstrap: str, topics: list[str]) -> int:
 
 def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 100,
          master: str = "local-cluster[2,1,1024]", seed: int | None = None,
-         work_dir: str | None = None, log=print) -> Figures:
-    """Run the soak against the broker at ``bootstrap``; returns the figures."""
+         work_dir: str | None = None, log=print, victims: tuple[str, ...] = ("driver", "executor"),
+         max_delay_s: float = 3.0, max_offsets: int | None = None,
+         slow_ms: float = 0.2) -> Figures:
+    """Run the soak against the broker at ``bootstrap``; returns the figures. Each round kills
+    one of ``victims`` (at random) up to ``max_delay_s`` after its first micro-batch; the app
+    reads ``max_offsets`` records per micro-batch (default: an eighth of a round's)."""
     from kspark._kafka.admin import Admin
 
     rng = random.Random(seed)
@@ -250,19 +271,21 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
     # each executor keeps its state on a disk of its own (its working directory)
     root = Path(tempfile.mkdtemp(prefix="kspark-soak-", dir=work_dir))
     env = separate_disks_env(root)
+    per_batch = max_offsets or max(500, records // rounds // 8)
     cmd = app_command(bootstrap, src, app_id, STATE_DIR, "--master", master, "--guarantee",
-                      guarantee, "--max-offsets", str(max(500, records // rounds // 8)),
-                      "--slow-ms", "0.2", "--checkpoint", str(root / "checkpoint"))
-    produced = 0
+                      guarantee, "--max-offsets", str(per_batch), "--slow-ms", str(slow_ms),
+                      "--checkpoint", str(root / "checkpoint"))
+    produced, kills = 0, []
     for r in range(rounds):
         n = records // rounds + (records % rounds if r == rounds - 1 else 0)
         produce(bootstrap, src, produced, n, keys)
         produced += n
-        victim = rng.choice(["driver", "executor"])
-        delay = rng.uniform(0.0, 3.0)
+        victim = rng.choice(victims)
+        delay = rng.uniform(0.0, max_delay_s)
         log(f"round {r + 1}/{rounds}: {n} records, kill the {victim} at ~{delay:.1f}s")
-        kill_and_finish(cmd, victim, delay, log, env, root)
+        kills.append(kill_and_finish(cmd, victim, delay, log, env, root))
     figures = verify(bootstrap, src, app_id, produced, keys)
+    figures.kills = kills
     log(f"order: {figures.disordered} records out of input order ({guarantee})")
     return figures
 
