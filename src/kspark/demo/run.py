@@ -100,7 +100,8 @@ def run_demo(bootstrap: str | None = None, spark_conf: dict | None = None) -> in
 
 
 def _run(bootstrap: str, spark_conf: dict) -> int:
-    print(f"kspark demo: broker at {bootstrap}; loading page views into {INPUT_TOPIC!r}", flush=True)
+    print(f"kspark demo: broker at {bootstrap}; loading page views into {INPUT_TOPIC!r}",
+          flush=True)
     total = _load(bootstrap)
     print(f"kspark demo: {total} page views loaded; starting Spark", flush=True)
     config = {"application.id": f"kspark-demo-{int(time.time())}", "bootstrap.servers": bootstrap,

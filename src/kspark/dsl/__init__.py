@@ -26,6 +26,8 @@ from kspark._engine.aggregates.windows import (
     Windowed,
 )
 
-__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "KGroupedTable", "Materialized", "TimeWindows",
-           "TimeWindowedSerde", "Window", "Windowed", "SessionWindows", "SlidingWindows", "SessionWindowedSerde", "Suppressed", "BufferConfig", "JoinWindows",
-           "CogroupedKStream", "EmitStrategy", "Joined", "StreamJoined", "GlobalKTable"]
+__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "KGroupedTable",
+           "Materialized", "TimeWindows", "TimeWindowedSerde", "Window", "Windowed",
+           "SessionWindows", "SlidingWindows", "SessionWindowedSerde", "Suppressed", "BufferConfig",
+           "JoinWindows", "CogroupedKStream", "EmitStrategy", "Joined", "StreamJoined",
+           "GlobalKTable"]

@@ -46,8 +46,7 @@ class StreamsBuilder:
         ``offset_reset`` ("earliest", the default, or "latest") says where a new application
         starts reading these topics; a restarted one resumes from its checkpoint.
         """
-        if offset_reset not in (None, "earliest", "latest"):
-            raise TopologyError(f"offset_reset must be 'earliest' or 'latest', got {offset_reset!r}")
+        _check_reset(offset_reset)
         topics = (topic_or_topics,) if isinstance(topic_or_topics, str) else tuple(topic_or_topics)
         name = self._graph.next_name("KSTREAM-SOURCE")
         self._graph.add(SourceSpec(name, topics, key_serde, value_serde,
@@ -102,7 +101,8 @@ class StreamsBuilder:
         _check_reset(offset_reset)
         m = materialized or Materialized()
         if m.history_retention_ms is not None:
-            raise TopologyError(f"global table of topic {topic!r}: GlobalTables cannot be versioned")
+            raise TopologyError(f"global table of topic {topic!r}: GlobalTables cannot be "
+                                f"versioned")
         store = m.store_name or f"{topic}-STATE-STORE-{self._graph.next_name('')[1:]}"
         src = SourceSpec(self._graph.next_name("KSTREAM-SOURCE"), (topic,), key_serde,
                          value_serde, timestamp_extractor, offset_reset)

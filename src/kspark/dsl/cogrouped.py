@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kspark.dsl import _aggregation
+from kspark.dsl._aggregation import Aggregator, Part
 from kspark.dsl.materialized import Materialized
 
 if TYPE_CHECKING:
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CogroupedKStream", "TimeWindowedCogroupedKStream", "SessionWindowedCogroupedKStream"]
 
-Aggregator = Callable[[Any, Any, Any], Any]
+_PREFIX = "COGROUPKSTREAM-AGGREGATE"
 
 
 class CogroupedKStream:
@@ -31,62 +33,62 @@ class CogroupedKStream:
     folded by that stream's aggregator into the key's one aggregate (null keys and values
     skipped); a result carries max(record timestamp, previous aggregate's timestamp)."""
 
-    def __init__(self, parts: list[tuple["KGroupedStream", Aggregator]]):
-        self._parts = parts
+    def __init__(self, parts: list[Part]):
+        self._parts = parts  # each grouped stream's node and serdes, with its aggregator
 
-    def cogroup(self, grouped: "KGroupedStream", aggregator: Aggregator) -> "CogroupedKStream":
+    def cogroup(self, grouped: KGroupedStream, aggregator: Aggregator) -> CogroupedKStream:
         """Add ``grouped``, folded with ``aggregator(key, value, aggregate)``; returns self.
         A grouped stream added again keeps its place and takes the new aggregator."""
-        for i, (g, _) in enumerate(self._parts):
-            if g is grouped:
-                self._parts[i] = (grouped, aggregator)
+        alone: CogroupedKStream = grouped.cogroup(aggregator)  # its part, as a cogroup of one
+        (part,) = alone._parts
+        for i, (upstream, _) in enumerate(self._parts):
+            if upstream is part[0]:
+                self._parts[i] = part
                 return self
-        self._parts.append((grouped, aggregator))
+        self._parts.append(part)
         return self
 
-    def _more(self) -> tuple:
-        return tuple((g._stream, agg) for g, agg in self._parts[1:])
-
     def aggregate(self, initializer: Callable[[], Any],
-                  materialized: Materialized | None = None) -> "KTable":
+                  materialized: Materialized | None = None) -> KTable:
         """The aggregate per key, starting from ``initializer()``."""
-        first, aggregator = self._parts[0]
-        return first._aggregate("COGROUPKSTREAM-AGGREGATE", initializer, aggregator,
-                                materialized, None, self._more())
+        (first, aggregator), *more = self._parts
+        return _aggregation.aggregate(first, _PREFIX, initializer, aggregator, materialized,
+                                      None, tuple(more))
 
     def windowed_by(self, windows: Any
                     ) -> TimeWindowedCogroupedKStream | SessionWindowedCogroupedKStream:
-        """Aggregate per key and window: ``TimeWindows``, ``SlidingWindows`` or ``SessionWindows``."""
+        """Aggregate per key and window: ``TimeWindows``, ``SlidingWindows`` or
+        ``SessionWindows``."""
         from kspark._engine.aggregates.windows import SessionWindows
 
         if isinstance(windows, SessionWindows):
-            return SessionWindowedCogroupedKStream(self, windows)
-        return TimeWindowedCogroupedKStream(self, windows)
+            return SessionWindowedCogroupedKStream(self._parts, windows)
+        return TimeWindowedCogroupedKStream(self._parts, windows)
 
 
 class TimeWindowedCogroupedKStream:
     """A cogroup in time or sliding windows."""
 
-    def __init__(self, cogrouped: CogroupedKStream, windows: Any):
-        self._cogrouped, self._windows = cogrouped, windows
+    def __init__(self, parts: list[Part], windows: Any):
+        self._parts, self._windows = parts, windows  # parts: the cogroup's, as it grows
 
     def aggregate(self, initializer: Callable[[], Any],
-                  materialized: Materialized | None = None) -> "KTable":
-        first, aggregator = self._cogrouped._parts[0]
-        return first.windowed_by(self._windows)._aggregate(
-            "COGROUPKSTREAM-AGGREGATE", initializer, aggregator, materialized, None,
-            self._cogrouped._more())
+                  materialized: Materialized | None = None) -> KTable:
+        (first, aggregator), *more = self._parts
+        return _aggregation.windowed_aggregate(first, self._windows, False, _PREFIX,
+                                               initializer, aggregator, materialized, None,
+                                               tuple(more))
 
 
 class SessionWindowedCogroupedKStream:
     """A cogroup in session windows; ``merger(key, agg1, agg2)`` joins two sessions."""
 
-    def __init__(self, cogrouped: CogroupedKStream, windows: Any):
-        self._cogrouped, self._windows = cogrouped, windows
+    def __init__(self, parts: list[Part], windows: Any):
+        self._parts, self._windows = parts, windows  # parts: the cogroup's, as it grows
 
     def aggregate(self, initializer: Callable[[], Any], merger: Aggregator,
-                  materialized: Materialized | None = None) -> "KTable":
-        first, aggregator = self._cogrouped._parts[0]
-        return first.windowed_by(self._windows)._aggregate(
-            "COGROUPKSTREAM-AGGREGATE", initializer, aggregator, merger, materialized, None,
-            self._cogrouped._more())
+                  materialized: Materialized | None = None) -> KTable:
+        (first, aggregator), *more = self._parts
+        return _aggregation.session_aggregate(first, self._windows, False, _PREFIX, initializer,
+                                              aggregator, merger, materialized, None,
+                                              tuple(more))

@@ -3,7 +3,8 @@ logging) a join uses.
 
 Example:
     >>> from kspark import Serdes
-    >>> sj = StreamJoined.with_(Serdes.String(), Serdes.Long(), Serdes.String()).with_store_name("j")
+    >>> sj = (StreamJoined.with_(Serdes.String(), Serdes.Long(), Serdes.String())
+    ...       .with_store_name("j"))
     >>> sj.store_name
     'j'
 """

@@ -6,10 +6,11 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kspark._engine.joins import stream_table as ops_joins
 from kspark._engine import operators as ops
+from kspark._engine.joins import stream_table as ops_joins
 from kspark._engine.state.build import StoreKind, store_kind
 from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
+from kspark.dsl._upstream import Upstream, copartition, relax_null_keys
 from kspark.errors import TopologyError
 
 if TYPE_CHECKING:
@@ -21,25 +22,14 @@ if TYPE_CHECKING:
 __all__ = ["KStream"]
 
 
-def _copartition(graph: TopologyGraph, *sides: Any) -> None:
-    """Register a join's co-partitioning, as Kafka Streams does: the user topics the sides
-    read must have equal partition counts (checked at start), and repartition topics just
-    upstream of a side get the partition count of those user topics."""
-    user = sorted(set().union(*(side._source_topics() for side in sides)))
-    if len(user) > 1:
-        graph.copartition(*user)
-    if user:
-        for side in sides:
-            for topic in side._source_topics(internal=True):
-                graph.partitions_like.setdefault(topic, user[0])
-
-
 class KStream:
-    """An unbounded stream of key-value records. Each method adds a node and returns a new KStream.
+    """An unbounded stream of key-value records; each method adds a node and returns a new
+    KStream.
 
     Example:
         >>> from kspark import StreamsBuilder, Serdes
-        >>> s = StreamsBuilder().stream("in", key_serde=Serdes.String(), value_serde=Serdes.String())
+        >>> s = StreamsBuilder().stream("in", key_serde=Serdes.String(),
+        ...                             value_serde=Serdes.String())
         >>> s.filter(lambda k, v: v != "").map_values(str.upper).to("out")
     """
 
@@ -55,45 +45,51 @@ class KStream:
 
     def _then(self, prefix: str, supplier: Callable[[], Any], name: str | None = None,
               key_serde: Any = None, value_serde: Any = None, keep_serdes: bool = True, *,
-              key_changing: bool = False) -> "KStream":
-        """Add a processor node after this stream. ``key_changing`` declares that it may
-        change keys: the node says so, and a later key-based step repartitions first."""
+              key_changing: bool = False, stores: tuple[str, ...] = ()) -> KStream:
+        """Add a processor node after this stream, connected to ``stores``. ``key_changing``
+        declares that it may change keys: the node says so, and a later key-based step
+        repartitions first."""
         name = name or self._graph.next_name(prefix)
         spec = ProcessorSpec(name, supplier, (self._node,), key_changing)
         self._graph.add(spec)
+        if stores:
+            self._graph.connect((name,), stores)
         if keep_serdes:
             key_serde, value_serde = self._key_serde, self._value_serde
         return KStream(self._graph, name, key_serde, value_serde,
                        self._repartition_required or spec.key_changing)
 
-    def filter(self, predicate: Callable[[Any, Any], bool], name: str | None = None) -> "KStream":
+    def filter(self, predicate: Callable[[Any, Any], bool], name: str | None = None) -> KStream:
         """Keep the records for which ``predicate(key, value)`` is true."""
         return self._then("KSTREAM-FILTER", functools.partial(ops.FilterProcessor, predicate), name)
 
-    def filter_not(self, predicate: Callable[[Any, Any], bool], name: str | None = None) -> "KStream":
+    def filter_not(self, predicate: Callable[[Any, Any], bool],
+                   name: str | None = None) -> KStream:
         """Drop the records for which ``predicate(key, value)`` is true."""
         return self._then("KSTREAM-FILTER",
                           functools.partial(ops.FilterProcessor, predicate, True), name)
 
     def map_values(self, fn: Callable[[Any], Any], name: str | None = None, *,
-                   with_key: bool = False) -> "KStream":
+                   with_key: bool = False) -> KStream:
         """Replace each value by ``fn(value)``; ``with_key=True`` calls ``fn(key, value)``."""
         sup = functools.partial(ops.MapValuesProcessor, fn, with_key)
         return self._then("KSTREAM-MAPVALUES", sup, name, self._key_serde, None, keep_serdes=False)
 
-    def map(self, fn: Callable[[Any, Any], tuple[Any, Any]], name: str | None = None) -> "KStream":
+    def map(self, fn: Callable[[Any, Any], tuple[Any, Any]], name: str | None = None) -> KStream:
         """Replace each record's key and value by ``fn(key, value) -> (key2, value2)``."""
         return self._then("KSTREAM-MAP", functools.partial(ops.MapProcessor, fn), name,
                           keep_serdes=False, key_changing=True)
 
-    def flat_map(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> "KStream":
-        """Replace each record by the ``(key, value)`` pairs of ``fn(key, value)`` (zero or more)."""
+    def flat_map(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> KStream:
+        """Replace each record by the ``(key, value)`` pairs of ``fn(key, value)`` (zero or
+        more)."""
         return self._then("KSTREAM-FLATMAP", functools.partial(ops.FlatMapProcessor, fn), name,
                           keep_serdes=False, key_changing=True)
 
     def flat_map_values(self, fn: Callable[..., Any], name: str | None = None, *,
-                        with_key: bool = False) -> "KStream":
-        """Replace each record by one record per value of ``fn(value)`` (``fn(key, value)`` with_key)."""
+                        with_key: bool = False) -> KStream:
+        """Replace each record by one record per value of ``fn(value)`` (``fn(key, value)``
+        with_key)."""
         sup = functools.partial(ops.FlatMapProcessor, fn, True, with_key)
         return self._then("KSTREAM-FLATMAPVALUES", sup, name, self._key_serde, None,
                           keep_serdes=False)
@@ -101,7 +97,7 @@ class KStream:
     def map_values_async(self, fn: Callable[[Any], Any], name: str | None = None, *,
                          max_in_flight: int | None = None, ordering: str = "partition",
                          retry: Any = None, timeout_ms: int | None = None,
-                         on_failure: str = "fail") -> "KStream":
+                         on_failure: str = "fail") -> KStream:
         """Like :meth:`map_values`, but ``fn(value)`` (an ``async def`` or a blocking function,
         run on a thread pool) runs for up to ``max_in_flight`` records at once (default:
         ``async.max.in.flight``); results go downstream in input order, per task
@@ -116,7 +112,7 @@ class KStream:
     def flat_map_values_async(self, fn: Callable[[Any], Any], name: str | None = None, *,
                               max_in_flight: int | None = None, ordering: str = "partition",
                               retry: Any = None, timeout_ms: int | None = None,
-                              on_failure: str = "fail") -> "KStream":
+                              on_failure: str = "fail") -> KStream:
         """As :meth:`map_values_async`; one record per item of ``fn(value)``'s result."""
         return self._async("KSTREAM-FLATMAPVALUES-ASYNC", "flat_map_values", fn, name,
                            max_in_flight, ordering, retry, timeout_ms, on_failure, value_serde=None)
@@ -124,14 +120,14 @@ class KStream:
     def filter_async(self, predicate: Callable[[Any], Any], name: str | None = None, *,
                      max_in_flight: int | None = None, ordering: str = "partition",
                      retry: Any = None, timeout_ms: int | None = None,
-                     on_failure: str = "fail") -> "KStream":
+                     on_failure: str = "fail") -> KStream:
         """As :meth:`map_values_async`; keeps the records for which ``predicate(value)`` is true."""
         return self._async("KSTREAM-FILTER-ASYNC", "filter", predicate, name, max_in_flight,
                            ordering, retry, timeout_ms, on_failure, value_serde=self._value_serde)
 
     def _async(self, prefix: str, kind: str, fn: Callable, name: str | None,
                max_in_flight: int | None, ordering: str, retry: Any, timeout_ms: int | None,
-               on_failure: str, value_serde: Any) -> "KStream":
+               on_failure: str, value_serde: Any) -> KStream:
         from kspark._engine.async_.processor import AsyncStepProcessor, check_async_options
 
         check_async_options(max_in_flight, ordering, on_failure)
@@ -140,7 +136,7 @@ class KStream:
         return self._then(prefix, sup, name, self._key_serde, value_serde, keep_serdes=False)
 
     def delay(self, delay_ms: int, name: str | None = None, *, key_serde: Any = None,
-              value_serde: Any = None) -> "KStream":
+              value_serde: Any = None) -> KStream:
         """Forward each record ``delay_ms`` of wall-clock time after it arrives, unchanged
         (KIP-311's delayed processing). Pending records wait in a changelog-backed store,
         ``<name>-store``, written with the stream's serdes (or ``key_serde``/``value_serde``),
@@ -165,25 +161,28 @@ class KStream:
             value_serde or self._value_serde), (name,))
         return out
 
-    def select_key(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> "KStream":
+    def select_key(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> KStream:
         """Set each record's key to ``fn(key, value)`` (a later key-based step repartitions)."""
         return self._then("KSTREAM-KEY-SELECT", functools.partial(ops.SelectKeyProcessor, fn),
                           name, None, self._value_serde, keep_serdes=False, key_changing=True)
 
     def split(self, name: str | None = None) -> "BranchedKStream":
-        """Start routing records to branches: ``split().branch(pred, name=...).default_branch()``."""
+        """Start routing records to branches:
+        ``split().branch(pred, name=...).default_branch()``."""
         from kspark.dsl.branched import BranchedKStream
 
-        return BranchedKStream(self, name)
+        return BranchedKStream(Upstream(self._graph, self._node, self._key_serde,
+                                        self._value_serde), name)
 
-    def branch(self, *predicates: Callable[[Any, Any], bool]) -> list["KStream"]:
-        """The seed's (KIP-28) branch: one stream per predicate; a record goes to the first match."""
+    def branch(self, *predicates: Callable[[Any, Any], bool]) -> list[KStream]:
+        """The seed's (KIP-28) branch: one stream per predicate; a record goes to the first
+        match."""
         b = self.split()
         for p in predicates:
             b.branch(p)
         return list(b.no_default_branch().values())
 
-    def merge(self, other: "KStream", name: str | None = None) -> "KStream":
+    def merge(self, other: KStream, name: str | None = None) -> KStream:
         """One stream with the records of both streams."""
         name = name or self._graph.next_name("KSTREAM-MERGE")
         self._graph.add(ProcessorSpec(name, ops.PassThroughProcessor, (self._node, other._node)))
@@ -192,19 +191,17 @@ class KStream:
                        self._value_serde if self._value_serde == other._value_serde else None)
 
     def process(self, processor_supplier: Callable[[], Any], *store_names: str,
-                name: str | None = None) -> "KStream":
+                name: str | None = None) -> KStream:
         """Run a Processor API processor (``processor_supplier()`` makes one per task).
 
         ``store_names`` name stores added with ``StreamsBuilder.add_state_store`` that the
         processor may use through ``context.get_state_store(name)``.
         """
-        out = self._then("KSTREAM-PROCESSOR", processor_supplier, name, keep_serdes=False)
-        if store_names:
-            self._graph.connect((out._node,), tuple(store_names))
-        return out
+        return self._then("KSTREAM-PROCESSOR", processor_supplier, name, keep_serdes=False,
+                          stores=store_names)
 
     def process_values(self, processor_supplier: Callable[[], Any], *store_names: str,
-                       name: str | None = None) -> "KStream":
+                       name: str | None = None) -> KStream:
         """Run a processor that may change values, timestamps and headers but not keys (Kafka
         Streams' FixedKeyProcessor), so no repartition follows; forwarding another key while
         processing a record is a ProcessorError.
@@ -223,12 +220,9 @@ class KStream:
         from kspark._engine.values import FixedKeyProcessor
 
         node = name or self._graph.next_name("KSTREAM-PROCESSVALUES")
-        out = self._then("KSTREAM-PROCESSVALUES", functools.partial(
+        return self._then("KSTREAM-PROCESSVALUES", functools.partial(
             FixedKeyProcessor, processor_supplier, node), node, self._key_serde, None,
-            keep_serdes=False)
-        if store_names:
-            self._graph.connect((out._node,), tuple(store_names))
-        return out
+            keep_serdes=False, stores=store_names)
 
     def to_table(self, materialized: Materialized | None = None, *,
                  name: str | None = None) -> KTable:
@@ -248,8 +242,8 @@ class KStream:
         m = materialized or Materialized()
         ks = m.key_serde if m.key_serde is not None else self._key_serde
         vs = m.value_serde if m.value_serde is not None else self._value_serde
-        stream = (self.repartition(key_serde=ks, value_serde=vs) if self._repartition_required
-                  else self)
+        stream: KStream = (self.repartition(key_serde=ks, value_serde=vs)
+                           if self._repartition_required else self)
         g = self._graph
         node = name or g.next_name("KSTREAM-TOTABLE")
         store = m.store_name or f"{node}-STATE-STORE"
@@ -265,14 +259,15 @@ class KStream:
         self.foreach(lambda k, v: print(f"[{tag}]: {k}, {v}", flush=True), name)
 
     def through(self, topic: str, *, key_serde: Any = None, value_serde: Any = None,
-                partitioner: Callable[..., int | None] | None = None) -> "KStream":
-        """The seed's through(): write to ``topic`` and continue from what is read back from it."""
+                partitioner: Callable[..., int | None] | None = None) -> KStream:
+        """The seed's through(): write to ``topic`` and continue from what is read back from
+        it."""
         self.to(topic, key_serde=key_serde, value_serde=value_serde, partitioner=partitioner)
         return self._source_of(topic, key_serde, value_serde, internal=False)
 
     def repartition(self, *, key_serde: Any = None, value_serde: Any = None,
                     name: str | None = None,
-                    partitioner: Callable[..., int | None] | None = None) -> "KStream":
+                    partitioner: Callable[..., int | None] | None = None) -> KStream:
         """Redistribute records by key through ``<application.id>-<name>-repartition``.
 
         Records with a null key are dropped first (Kafka Streams' ``-repartition-filter``),
@@ -281,7 +276,7 @@ class KStream:
         return self._repartitioned(key_serde, value_serde, name, partitioner)
 
     def _repartitioned(self, key_serde: Any, value_serde: Any, name: str | None,
-                       partitioner: Callable[..., int | None] | None) -> "KStream":
+                       partitioner: Callable[..., int | None] | None) -> KStream:
         from kspark._engine.tables.processors import Switch
 
         base = name or self._graph.next_name("KSTREAM-REPARTITION")
@@ -296,53 +291,18 @@ class KStream:
                                  ks, vs, partitioner, internal=True))
         return self._source_of(topic, ks, vs, internal=True)
 
-    def _relax_null_keys(self) -> None:
-        """A left or outer join reads this stream: every repartition upstream keeps null keys
-        (Java's NodesWithRelaxedNullKeyJoinDownstream)."""
-        g, todo, seen = self._graph, [self._node], set()
-        writers: dict[str, list[str]] = {}
-        for spec in g.nodes.values():
-            if isinstance(spec, SinkSpec) and isinstance(spec.topic, str):
-                writers.setdefault(spec.topic, []).append(spec.name)
-        while todo:
-            name = todo.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            if name in g.null_key_filters:
-                g.null_key_filters[name].on = True
-            spec = g.nodes[name]
-            todo.extend(spec.parents)
-            if isinstance(spec, SourceSpec):
-                for topic in spec.topics:
-                    todo.extend(writers.get(topic, ()))
-
-    def _source_of(self, topic: str, key_serde: Any, value_serde: Any, internal: bool) -> "KStream":
+    def _source_of(self, topic: str, key_serde: Any, value_serde: Any,
+                   internal: bool) -> KStream:
         ks = key_serde if key_serde is not None else self._key_serde
         vs = value_serde if value_serde is not None else self._value_serde
         src = self._graph.next_name("KSTREAM-SOURCE")
         self._graph.add(SourceSpec(src, (topic,), ks, vs, internal=internal))
         return KStream(self._graph, src, ks, vs)
 
-    def _source_topics(self, internal: bool = False) -> set[str]:
-        """The user source topics this stream's records come from (for co-partitioning), or
-        with ``internal`` the nearest repartition topics upstream."""
-        from kspark._graph.graph import SourceSpec
-
-        out, todo, seen = set(), [self._node], set()
-        while todo:
-            spec = self._graph.nodes[todo.pop()]
-            if spec.name in seen:
-                continue
-            seen.add(spec.name)
-            if isinstance(spec, SourceSpec) and spec.internal == internal:
-                out.update(spec.topics)
-            todo.extend(spec.parents)
-        return out
-
     def join(self, table: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
-             joined: Any = None, *, left: bool = False, name: str | None = None) -> "KStream":
-        """Join each record with ``table``'s current value for its key: ``joiner(value, table_value)``.
+             joined: Any = None, *, left: bool = False, name: str | None = None) -> KStream:
+        """Join each record with ``table``'s current value for its key:
+        ``joiner(value, table_value)``.
 
         The stream is repartitioned first if an earlier step changed its key (with
         ``joined``'s serdes, a :class:`~kspark.dsl.Joined`); stream and table topics must be
@@ -358,16 +318,18 @@ class KStream:
             return self._global_join(table, joiner, windows, left, name)
         if isinstance(table, KStream):
             return self._stream_join(table, joiner, windows, "inner", joined)
-        getter = table._reader()
+        # How a table's rows are read is the DSL's own business: Kafka keeps it on KTableImpl
+        # (valueGetterSupplier), not on the KTable interface; here it stays private to KTable.
+        getter, node, versioned = table._join_side()  # noqa: SLF001 - see above
         if getter is None:
-            raise TopologyError(f"table {table._node!r} cannot be joined: it has no store and "
+            raise TopologyError(f"table {node!r} cannot be joined: it has no store and "
                                 f"its rows cannot be read through one (a suppressed table); "
                                 f"materialize it first")
         ks = None if joined is None else joined.key_serde
         vs = None if joined is None else joined.value_serde
         grace = None if joined is None else joined.grace_ms
-        if grace is not None and not table._versioned:
-            raise TopologyError(f"table {table._node!r} must be versioned to use a grace period "
+        if grace is not None and not versioned:
+            raise TopologyError(f"table {node!r} must be versioned to use a grace period "
                                 f"in a stream-table join: materialize it with "
                                 f"Stores.persistent_versioned_key_value_store")
         for store in getter.stores if grace is not None else ():
@@ -376,19 +338,18 @@ class KStream:
                        if store_kind(builder) is StoreKind.VERSIONED else grace)
             if grace > history:
                 raise TopologyError(f"the grace period ({grace} ms) of a join with table "
-                                    f"{table._node!r} is longer than its store {store!r} keeps "
+                                    f"{node!r} is longer than its store {store!r} keeps "
                                     f"history ({history} ms): history retention must be at "
                                     f"least the grace period")
-        stream = (self._repartitioned(ks, vs, None, None)
-                  if self._repartition_required else self)
+        stream: KStream = (self._repartitioned(ks, vs, None, None)
+                           if self._repartition_required else self)
         if left:
-            stream._relax_null_keys()
+            relax_null_keys(self._graph, stream._node)
         name = name or self._graph.next_name("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN")
         buffer = None if grace is None else f"{name}-Buffer"
         out = stream._then("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", functools.partial(
             ops_joins.StreamTableJoinProcessor, getter, joiner, left, grace, buffer), name,
-            stream._key_serde, None, keep_serdes=False)
-        self._graph.connect((out._node,), getter.stores)
+            stream._key_serde, None, keep_serdes=False, stores=tuple(getter.stores))
         if buffer is not None:
             from kspark._engine.state.internal_serdes import GraceBufferSerde
             from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
@@ -396,25 +357,25 @@ class KStream:
             self._graph.add_store(KeyValueStoreBuilder(
                 KeyValueBytesStoreSupplier(buffer, False),
                 ops_joins.TimeFirstKeySerde(ks or stream._key_serde),
-                GraceBufferSerde(vs if vs is not None else stream._value_serde)), (out._node,))
-        _copartition(self._graph, stream, table)
+                GraceBufferSerde(vs if vs is not None else stream._value_serde)), (name,))
+        copartition(self._graph, stream._node, node)
         return out
 
     def _global_join(self, table: Any, key_selector: Any, joiner: Any, left: bool,
-                     name: str | None) -> "KStream":
+                     name: str | None) -> KStream:
         if not callable(key_selector) or not callable(joiner):
             raise TopologyError("a join with a GlobalKTable takes (global_table, key_selector, "
                                 "joiner): key_selector(key, value) -> the table's key, "
                                 "joiner(value, table_value) -> the result")
         if left:
-            self._relax_null_keys()
+            relax_null_keys(self._graph, self._node)
         name = name or self._graph.next_name("KSTREAM-LEFTJOIN")  # Java's name for both kinds
         return self._then("KSTREAM-LEFTJOIN", functools.partial(
             ops_joins.GlobalTableJoinProcessor, table.store_name, key_selector, joiner, left),
             name, self._key_serde, None, keep_serdes=False)
 
     def left_join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
-                  joined: Any = None, *, name: str | None = None) -> "KStream":
+                  joined: Any = None, *, name: str | None = None) -> KStream:
         """Like :meth:`join`, but records without a partner are joined with None (for a
         stream, once their join window has closed)."""
         from kspark.dsl.global_table import GlobalKTable
@@ -425,15 +386,15 @@ class KStream:
             return self._stream_join(other, joiner, windows, "left", joined)
         return self.join(other, joiner, joined=joined, left=True, name=name)
 
-    def outer_join(self, other: "KStream", joiner: Callable[[Any, Any], Any],
-                   windows: Any, joined: Any = None) -> "KStream":
+    def outer_join(self, other: KStream, joiner: Callable[[Any, Any], Any],
+                   windows: Any, joined: Any = None) -> KStream:
         """Windowed stream-stream outer join: unpartnered records of either side join None."""
         return self._stream_join(other, joiner, windows, "outer", joined)
 
-    def _stream_join(self, other: "KStream", joiner: Callable[[Any, Any], Any], windows: Any,
-                     kind: str, joined: Any) -> "KStream":
+    def _stream_join(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: Any,
+                     kind: str, joined: Any) -> KStream:
         from kspark._engine.joins.stream_stream import (PendingKeySerde, PendingValuesSerde,
-                                                 StreamStreamJoinProcessor)
+                                                        StreamStreamJoinProcessor)
         from kspark.dsl.joined import StreamJoined
         from kspark.state.stores import (
             KeyValueBytesStoreSupplier,
@@ -447,15 +408,16 @@ class KStream:
         sj = joined or StreamJoined()
         ks = sj.key_serde
         this_vs = sj.value_serde if sj.value_serde is not None else self._value_serde
-        that_vs = sj.other_value_serde if sj.other_value_serde is not None else other._value_serde
-        left = (self._repartitioned(ks, this_vs, None, None)
-                if self._repartition_required else self)
-        right = (other._repartitioned(ks, that_vs, None, None)
-                 if other._repartition_required else other)
-        if kind != "inner":
-            left._relax_null_keys()
-            right._relax_null_keys()
+        that_vs = (sj.other_value_serde if sj.other_value_serde is not None
+                   else other._value_serde)
+        left: KStream = (self._repartitioned(ks, this_vs, None, None)
+                         if self._repartition_required else self)
+        right: KStream = (other._repartitioned(ks, that_vs, None, None)
+                          if other._repartition_required else other)
         g = self._graph
+        if kind != "inner":
+            relax_null_keys(g, left._node)
+            relax_null_keys(g, right._node)
         this = g.next_name("KSTREAM-JOINTHIS")
         that = g.next_name("KSTREAM-JOINOTHER")
         if sj.store_name is None:
@@ -467,14 +429,14 @@ class KStream:
                       that: f"{base}-{'other' if kind == 'inner' else 'outer-other'}-join-store"}
             pending = f"{base}-{'left' if kind == 'left' else 'outer'}-shared-join-store"
         retention = windows.size_ms() + windows.grace_ms
-        for n, side in ((this, left), (that, right)):
+        for n, parent in ((this, left._node), (that, right._node)):
             g.add(ProcessorSpec(n, functools.partial(
                 StreamStreamJoinProcessor, stores[n], stores[that if n == this else this], pending,
-                joiner, windows, kind, n == this), (side._node,)))
-        for n, s, vs in ((this, left, this_vs), (that, right, that_vs)):
+                joiner, windows, kind, n == this), (parent,)))
+        for n, side_ks, vs in ((this, left._key_serde, this_vs), (that, right._key_serde, that_vs)):
             g.add_store(WindowStoreBuilder(
                 WindowBytesStoreSupplier(stores[n], True, retention, windows.size_ms() + 1, True),
-                ks if ks is not None else s._key_serde, vs, logging_enabled=sj.logging,
+                ks if ks is not None else side_ks, vs, logging_enabled=sj.logging,
                 log_config=sj.log_config), (this, that))
         g.add_store(KeyValueStoreBuilder(
             KeyValueBytesStoreSupplier(pending, False),
@@ -483,7 +445,7 @@ class KStream:
             log_config=sj.log_config), (this, that))
         merge = g.next_name("KSTREAM-MERGE")
         g.add(ProcessorSpec(merge, ops.PassThroughProcessor, (this, that)))
-        _copartition(g, left, right)
+        copartition(g, left._node, right._node)
         return KStream(g, merge, self._key_serde, None)
 
     def group_by_key(self, *, key_serde: Any = None,
@@ -493,18 +455,17 @@ class KStream:
 
         ks = key_serde if key_serde is not None else self._key_serde
         vs = value_serde if value_serde is not None else self._value_serde
-        stream = self
-        if self._repartition_required:
-            name = self._graph.next_name("KSTREAM-AGGREGATE")
-            stream = self.repartition(key_serde=ks, value_serde=vs, name=name)
-        return KGroupedStream(KStream(self._graph, stream._node, ks, vs))
+        stream: KStream = (self.repartition(key_serde=ks, value_serde=vs,
+                                            name=self._graph.next_name("KSTREAM-AGGREGATE"))
+                           if self._repartition_required else self)
+        return KGroupedStream(Upstream(self._graph, stream._node, ks, vs))
 
     def group_by(self, fn: Callable[[Any, Any], Any], *, key_serde: Any = None,
                  value_serde: Any = None) -> KGroupedStream:
         """Group by ``fn(key, value)`` (always repartitions by the new key)."""
         return self.select_key(fn).group_by_key(key_serde=key_serde, value_serde=value_serde)
 
-    def peek(self, action: Callable[[Any, Any], None], name: str | None = None) -> "KStream":
+    def peek(self, action: Callable[[Any, Any], None], name: str | None = None) -> KStream:
         """Call ``action(key, value)`` for each record and pass it on unchanged."""
         return self._then("KSTREAM-PEEK", functools.partial(ops.PeekProcessor, action), name)
 

@@ -6,9 +6,11 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kspark._engine.tables import getters, processors as tables
 from kspark._engine.state.build import StoreKind, store_kind
+from kspark._engine.tables import getters
+from kspark._engine.tables import processors as tables
 from kspark._graph.graph import ProcessorSpec, TopologyGraph
+from kspark.dsl._upstream import Upstream, copartition
 from kspark.dsl.materialized import Materialized
 from kspark.errors import TopologyError
 
@@ -30,13 +32,14 @@ class KTable:
 
     def __init__(self, graph: TopologyGraph, node: str, key_serde: Any, value_serde: Any,
                  store_name: str | None = None, getter: Callable[[], Any] | None = None,
-                 queryable: bool = True, source: "tables.Switch | None" = None):
+                 queryable: bool = True, source: tables.Switch | None = None,
+                 window_grace: int | None = None):
         self._graph = graph
         self._node = node
         self._key_serde = key_serde
         self._value_serde = value_serde
         self._store_name = store_name
-        self._window_grace: int | None = None  # set on windowed aggregation results
+        self._window_grace = window_grace  # of a windowed aggregation's result: for suppress
         # A source table (builder.table, to_table) without a store name is used as Kafka
         # Streams does: unmaterialized (no cache, every update forwarded at once) until a join
         # reads it or an operator needs its old values; ``source`` switches that on.
@@ -68,6 +71,11 @@ class KTable:
         materialized."""
         return None if self._getter is None else self._getter()
 
+    def _join_side(self) -> tuple[Any, str, bool]:
+        """What a stream-table join needs of this table (``KStream.join``): its reader (as
+        :meth:`_reader`), its node, and whether it reads a versioned store."""
+        return self._reader(), self._node, self._versioned
+
     def queryable_store_name(self) -> str | None:
         """The store holding this table, if it is materialized."""
         return self._store_name
@@ -79,9 +87,12 @@ class KTable:
         return self._old.on
 
     def _derived(self, prefix: str, make: Callable[[str | None], Any],
-                 materialized: Materialized | None,
-                 value_serde: Any, getter: Any) -> "KTable":
-        """A filter or mapper of this table; with ``materialized`` it keeps its own store."""
+                 materialized: Materialized | None, value_serde: Any, getter: Any,
+                 old: tables.OldValues | None = None,
+                 old_policy: Callable[[bool], bool] | None = None) -> KTable:
+        """A filter or mapper of this table; with ``materialized`` it keeps its own store.
+        ``old``: its processor's switch for sending old values; ``old_policy``: how it answers
+        a request to send them when it has no store (by default: as this table does)."""
         name = self._graph.next_name(prefix)
         store = None
         if materialized is not None and materialized.store_name is not None:
@@ -94,13 +105,15 @@ class KTable:
             self._graph.add_store(materialized.builder(store, ks, value_serde), (name,))
         out = KTable(self._graph, name, self._key_serde, value_serde, store,
                      None if store is not None else getter)
+        if old is not None:
+            out._old = old
         if store is None:
-            out._old_policy = lambda force: self._enable_old(force)
+            out._old_policy = old_policy or (lambda force: self._enable_old(force))
             out._versioned = self._versioned  # read through this table's store
         return out
 
     def filter(self, predicate: Callable[[Any, Any], bool],
-               materialized: Materialized | None = None) -> "KTable":
+               materialized: Materialized | None = None) -> KTable:
         """Keep the rows for which ``predicate(key, value)`` holds (others read as deleted).
 
         As Kafka Streams' KTableFilter, a filter whose old values nobody downstream needs
@@ -117,28 +130,22 @@ class KTable:
         return self._filter(predicate, False, materialized)
 
     def filter_not(self, predicate: Callable[[Any, Any], bool],
-                   materialized: Materialized | None = None) -> "KTable":
+                   materialized: Materialized | None = None) -> KTable:
         """Keep the rows for which ``predicate(key, value)`` does not hold."""
         return self._filter(predicate, True, materialized)
 
     def _filter(self, predicate: Callable, negate: bool,
-                materialized: Materialized | None) -> "KTable":
+                materialized: Materialized | None) -> KTable:
         old = tables.OldValues(self._enable_old(False))
         getter = None if self._getter is None else (
             lambda: getters.FilterGetter(self._reader(), predicate, negate))
-        out = self._derived("KTABLE-FILTER", lambda store: functools.partial(
+        return self._derived("KTABLE-FILTER", lambda store: functools.partial(
             tables.TableFilterProcessor, predicate, negate, old, store, self._versioned),
-            materialized,
-            self._value_serde, getter)
-        out._old = old
-        if out._store_name is not None:
-            out._old_policy = lambda force: True
-        else:
-            out._old_policy = lambda force: self._enable_old(force) or old.on
-        return out
+            materialized, self._value_serde, getter, old,
+            lambda force: self._enable_old(force) or old.on)
 
     def map_values(self, fn: Callable[..., Any], materialized: Materialized | None = None, *,
-                   with_key: bool = False) -> "KTable":
+                   with_key: bool = False) -> KTable:
         """Map each value with ``fn(value)`` (``fn(key, value)`` with_key); with
         ``materialized`` the result is kept in its own store."""
         getter = None if self._getter is None else (
@@ -148,7 +155,7 @@ class KTable:
 
     def transform_values(self, transformer_supplier: Callable[[], Any],
                          materialized: Materialized | None = None,
-                         *store_names: str) -> "KTable":
+                         *store_names: str) -> KTable:
         """Transform each value with a stateful ``ValueTransformerWithKey``: the supplier makes
         one per task, with ``init(context)``, ``transform(key, value)`` and ``close()``.
 
@@ -171,38 +178,35 @@ class KTable:
         old = tables.OldValues(materialized is not None and materialized.store_name is not None)
         getter = None if self._getter is None else (
             lambda: TransformGetter(self._reader(), transformer_supplier))
-        out = self._derived("KTABLE-TRANSFORMVALUES", lambda store: functools.partial(
+
+        def enable(force: bool) -> bool:
+            old.on = self._enable_old(force)
+            return old.on
+
+        out: KTable = self._derived("KTABLE-TRANSFORMVALUES", lambda store: functools.partial(
             TableTransformValuesProcessor, transformer_supplier, old, store), materialized,
-            None, getter)
+            None, getter, old_policy=enable)
         if store_names:
             self._graph.connect((out._node,), tuple(store_names))
-        if out._store_name is None:
-            def enable(force: bool) -> bool:
-                old.on = self._enable_old(force)
-                return old.on
-            out._old_policy = enable
         return out
 
-    def _source_topics(self, internal: bool = False) -> set[str]:
-        from kspark.dsl.kstream import KStream
-
-        return KStream(self._graph, self._node, None, None)._source_topics(internal)
-
-    def _join(self, other: "KTable", joiner: Callable[[Any, Any], Any], kind: str,
-              materialized: Materialized | None = None) -> "KTable":
+    def _join(self, other: KTable, joiner: Callable[[Any, Any], Any], kind: str,
+              materialized: Materialized | None = None) -> KTable:
         from kspark._engine.joins.table_table import TableTableJoinProcessor
 
-        for t in (self, other):
-            if t._getter is None:
+        for readable, node in ((self._getter is not None, self._node),
+                               (other._getter is not None, other._node)):
+            if not readable:
                 raise TopologyError(
-                    f"table {t._node!r} cannot be joined: it has no store and its rows cannot "
+                    f"table {node!r} cannot be joined: it has no store and its rows cannot "
                     f"be read through one (a suppressed table); materialize it first")
         this_reader, other_reader = self._reader(), other._reader()
         if kind in ("left", "outer"):
             self._enable_old(True)
         if kind == "outer":
             other._enable_old(True)
-        prefix = {"inner": "KTABLE-JOIN", "left": "KTABLE-LEFTJOIN", "outer": "KTABLE-OUTERJOIN"}[kind]
+        prefix = {"inner": "KTABLE-JOIN", "left": "KTABLE-LEFTJOIN",
+                  "outer": "KTABLE-OUTERJOIN"}[kind]
         this = self._graph.next_name(prefix + "THIS")
         that = self._graph.next_name(prefix + "OTHER")
         self._graph.add(ProcessorSpec(this, functools.partial(
@@ -221,9 +225,7 @@ class KTable:
                 tables.TableMaterializeProcessor, store), (this, that)))
             ks = materialized.key_serde if materialized.key_serde is not None else self._key_serde
             self._graph.add_store(materialized.builder(store, ks, value_serde), (merge,))
-        from kspark.dsl.kstream import _copartition
-
-        _copartition(self._graph, self, other)
+        copartition(self._graph, self._node, other._node)
         getter = None if store is not None else (
             lambda: getters.JoinGetter(this_reader, other_reader, joiner, kind))
         out = KTable(self._graph, merge, self._key_serde, value_serde, store, getter)
@@ -235,9 +237,9 @@ class KTable:
         out._old_policy = enable
         return out
 
-    def join(self, other: "KTable", joiner: Callable[..., Any],
+    def join(self, other: KTable, joiner: Callable[..., Any],
              fk_joiner: Callable[[Any, Any], Any] | None = None, *,
-             materialized: Materialized | None = None) -> "KTable":
+             materialized: Materialized | None = None) -> KTable:
         """Rows present in both tables, valued ``joiner(value, other_value)``.
 
         ``join(other, foreign_key_extractor, joiner)`` is a foreign-key join: each row joins
@@ -258,9 +260,9 @@ class KTable:
             return self._fk_join(other, joiner, fk_joiner, False, materialized)
         return self._join(other, joiner, "inner", materialized)
 
-    def left_join(self, other: "KTable", joiner: Callable[..., Any],
+    def left_join(self, other: KTable, joiner: Callable[..., Any],
                   fk_joiner: Callable[[Any, Any], Any] | None = None, *,
-                  materialized: Materialized | None = None) -> "KTable":
+                  materialized: Materialized | None = None) -> KTable:
         """Every row of this table; ``other_value`` is None where the other has none.
 
         ``left_join(other, foreign_key_extractor, joiner)``: the foreign-key variant.
@@ -269,9 +271,9 @@ class KTable:
             return self._fk_join(other, joiner, fk_joiner, True, materialized)
         return self._join(other, joiner, "left", materialized)
 
-    def _fk_join(self, other: "KTable", extractor: Callable[[Any], Any],
+    def _fk_join(self, other: KTable, extractor: Callable[[Any], Any],
                  joiner: Callable[[Any, Any], Any], left: bool,
-                 materialized: Materialized | None) -> "KTable":
+                 materialized: Materialized | None) -> KTable:
         from kspark._engine.joins import foreign_key as fk
         from kspark._graph.graph import SinkSpec, SourceSpec
         from kspark.serde import Serdes
@@ -340,18 +342,19 @@ class KTable:
         return KTable(g, resolve, self._key_serde, m.value_serde, result,
                       queryable=m.store_name is not None, source=output)
 
-    def outer_join(self, other: "KTable", joiner: Callable[[Any, Any], Any], *,
-                   materialized: Materialized | None = None) -> "KTable":
+    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], *,
+                   materialized: Materialized | None = None) -> KTable:
         """Rows present in either table (the missing side is None)."""
         return self._join(other, joiner, "outer", materialized)
 
     def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], *, key_serde: Any = None,
-                 value_serde: Any = None) -> "KGroupedTable":
+                 value_serde: Any = None) -> KGroupedTable:
         """Re-group the table's rows by ``selector(key, value) -> (new_key, new_value)``."""
         self._enable_old(True)  # the regrouping subtracts each row's old value
-        return KGroupedTable(self, selector, key_serde, value_serde)
+        return KGroupedTable(Upstream(self._graph, self._node, self._key_serde,
+                                      self._value_serde), selector, key_serde, value_serde)
 
-    def suppress(self, suppressed: Any) -> "KTable":
+    def suppress(self, suppressed: Any) -> KTable:
         """Hold updates back: final window results (``Suppressed.until_window_closes``) or at
         most one per key per time limit (``Suppressed.until_time_limit``)."""
         from kspark._engine.state.internal_serdes import SuppressBufferSerde
@@ -403,9 +406,9 @@ class KGroupedTable:
         >>> per_city = users.group_by(lambda user, city: (city, user)).count()
     """
 
-    def __init__(self, table: KTable, selector: Callable, key_serde: Any, value_serde: Any):
-        self._table, self._selector = table, selector
-        self._key_serde, self._value_serde = key_serde, value_serde
+    def __init__(self, table: Upstream, selector: Callable, key_serde: Any, value_serde: Any):
+        self._table, self._selector = table, selector  # the table regrouped, and how
+        self._key_serde, self._value_serde = key_serde, value_serde  # of the regrouped rows
 
     def _aggregate(self, initializer: Callable[[], Any], adder: Callable, subtractor: Callable,
                    materialized: Materialized | None, value_serde: Any) -> KTable:
@@ -413,10 +416,10 @@ class KGroupedTable:
         from kspark._engine.tables.processors import TableAggregateProcessor
         from kspark._graph.graph import SinkSpec, SourceSpec
 
-        g, t = self._table._graph, self._table
+        g = self._table.graph
         select = g.next_name("KTABLE-SELECT")
         g.add(ProcessorSpec(select, functools.partial(tables.TableGroupByProcessor, self._selector),
-                            (t._node,), key_changing=True))
+                            (self._table.node,), key_changing=True))
         name = g.next_name("KTABLE-AGGREGATE")
         topic = f"{name}-repartition"
         g.add(SinkSpec(g.next_name("KSTREAM-SINK"), topic, (select,), self._key_serde,
@@ -447,6 +450,7 @@ class KGroupedTable:
                                self._value_serde)
 
     def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
-                  subtractor: Callable[[Any, Any, Any], Any], materialized: Materialized | None = None) -> KTable:
+                  subtractor: Callable[[Any, Any, Any], Any],
+                  materialized: Materialized | None = None) -> KTable:
         """``adder(key, value, agg)`` / ``subtractor(key, value, agg)`` from ``initializer()``."""
         return self._aggregate(initializer, adder, subtractor, materialized, None)

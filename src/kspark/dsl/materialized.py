@@ -89,7 +89,8 @@ class Materialized:
                 logging_enabled=self.logging, log_config=self.log_config, caching_enabled=False)
         supplier = stores.KeyValueBytesStoreSupplier(self.store_name or default_name,
                                                      self.persistent)
+        vs = self.value_serde if self.value_serde is not None else value_serde
         return stores.KeyValueStoreBuilder(
             supplier, self.key_serde if self.key_serde is not None else key_serde,
-            ValueAndTimestampSerde(self.value_serde if self.value_serde is not None else value_serde),
+            ValueAndTimestampSerde(vs),
             logging_enabled=self.logging, log_config=self.log_config, caching_enabled=self.caching)

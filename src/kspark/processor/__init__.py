@@ -15,5 +15,5 @@ from kspark._engine.async_.runtime import RetryPolicy
 from kspark._engine.punctuation import Cancellable, PunctuationType
 from kspark.processor.topology import Topology
 
-__all__ = ["AsyncProcessor", "Cancellable", "Processor", "ProcessorContext", "PunctuationType", "Record",
-           "RecordMetadata", "RetryPolicy", "Topology"]
+__all__ = ["AsyncProcessor", "Cancellable", "Processor", "ProcessorContext", "PunctuationType",
+           "Record", "RecordMetadata", "RetryPolicy", "Topology"]

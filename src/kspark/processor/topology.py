@@ -40,7 +40,8 @@ class Topology:
                                    timestamp_extractor, offset_reset))
         return self
 
-    def add_processor(self, name: str, supplier: Callable[[], Any], *parent_names: str) -> "Topology":
+    def add_processor(self, name: str, supplier: Callable[[], Any],
+                      *parent_names: str) -> Topology:
         """Add a processor node; ``supplier()`` must return a new Processor per task."""
         self._graph.add(ProcessorSpec(name, supplier, tuple(parent_names)))
         return self
@@ -49,7 +50,8 @@ class Topology:
                  key_serde: Any = None, value_serde: Any = None,
                  partitioner: Callable[..., int | None] | None = None) -> "Topology":
         """Add a sink node writing to ``topic`` (or to the topic a ``fn(k, v, meta)`` names)."""
-        self._graph.add(SinkSpec(name, topic, tuple(parent_names), key_serde, value_serde, partitioner))
+        self._graph.add(SinkSpec(name, topic, tuple(parent_names), key_serde, value_serde,
+                                 partitioner))
         return self
 
     def add_global_store(self, store_builder: Any, source_name: str, topic: str,
@@ -74,7 +76,8 @@ class Topology:
         self._graph.add_store(builder, tuple(processor_names))
         return self
 
-    def connect_processor_and_state_stores(self, processor_name: str, *store_names: str) -> "Topology":
+    def connect_processor_and_state_stores(self, processor_name: str,
+                                           *store_names: str) -> Topology:
         """Give a processor access to stores added before."""
         self._graph.connect((processor_name,), tuple(store_names))
         return self
@@ -102,7 +105,8 @@ class Topology:
             topic = spec.topic if isinstance(spec.topic, str) else "<topic extractor>"
             head = f"    Sink: {spec.name} (topic: {topic})"
         else:
-            head = f"    Processor: {spec.name} (stores: [{', '.join(self._graph.stores_of(spec.name))}])"
+            stores = ", ".join(self._graph.stores_of(spec.name))
+            head = f"    Processor: {spec.name} (stores: [{stores}])"
         out = [head]
         children = [c.name for c in self._graph.children(spec.name)]
         if children:

@@ -28,8 +28,9 @@ from kspark.state.stores import (
     WindowStoreBuilder,
 )
 
-__all__ = ["DelayedRecordsStore", "DelayedRecordsStoreBuilder", "KeyValue", "KeyValueIterator", "KeyValueStore", "KeyValueBytesStoreSupplier",
-           "KeyValueStoreBuilder", "Stores", "WindowBytesStoreSupplier", "WindowStore",
-           "WindowStoreBuilder", "SessionStore", "SessionBytesStoreSupplier", "SessionStoreBuilder",
-           "ValueAndTimestamp", "VersionedBytesStoreSupplier", "VersionedKeyValueStore",
-           "VersionedKeyValueStoreBuilder", "VersionedRecord"]
+__all__ = ["DelayedRecordsStore", "DelayedRecordsStoreBuilder", "KeyValue", "KeyValueIterator",
+           "KeyValueStore", "KeyValueBytesStoreSupplier", "KeyValueStoreBuilder", "Stores",
+           "WindowBytesStoreSupplier", "WindowStore", "WindowStoreBuilder", "SessionStore",
+           "SessionBytesStoreSupplier", "SessionStoreBuilder", "ValueAndTimestamp",
+           "VersionedBytesStoreSupplier", "VersionedKeyValueStore", "VersionedKeyValueStoreBuilder",
+           "VersionedRecord"]

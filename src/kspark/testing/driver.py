@@ -6,7 +6,7 @@ import copy
 import shutil
 import tempfile
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +69,8 @@ class TopologyTestDriver:
             props["state.dir"] = self._tmp_state
         props.update(config or {})
         self.config = StreamsConfig(props)
-        self._graph = topology._graph
+        # As Java's driver reads Topology's internal builder through package access
+        self._graph = topology._graph  # noqa: SLF001 - the driver runs the topology's own graph
         self._wall_clock_ms = initial_wall_clock_time_ms
         self._collector = MemoryCollector()
         # Global stores are updated at once when their topic is piped into, as in Java.
@@ -91,17 +92,20 @@ class TopologyTestDriver:
         self._looped = 0  # records written to topics the topology also reads, fed back so far
 
     def create_input_topic(self, name: str, key_serde: Any, value_serde: Any,
-                           start_timestamp_ms: int = 0, auto_advance_ms: int = 0) -> "TestInputTopic":
+                           start_timestamp_ms: int = 0,
+                           auto_advance_ms: int = 0) -> TestInputTopic:
         """An input topic to pipe records into; ``name`` must be a source topic."""
         if name not in self._graph.source_topics(self.config["application.id"]) + \
                 self._graph.global_topics():
             raise TopologyError(f"topic {name!r} is not a source topic of the topology; "
                                 f"its source topics are {self._graph.user_source_topics()}")
-        return TestInputTopic(self, name, key_serde, value_serde, start_timestamp_ms, auto_advance_ms)
+        return TestInputTopic(self._pipe, name, key_serde, value_serde, start_timestamp_ms,
+                              auto_advance_ms)
 
-    def create_output_topic(self, name: str, key_serde: Any, value_serde: Any) -> "TestOutputTopic":
+    def create_output_topic(self, name: str, key_serde: Any,
+                            value_serde: Any) -> TestOutputTopic:
         """An output topic to read what the topology wrote to ``name``."""
-        return TestOutputTopic(self, name, key_serde, value_serde)
+        return TestOutputTopic(self._records_for, name, key_serde, value_serde)
 
     def advance_wall_clock_time(self, ms: int) -> None:
         """Move the mocked wall clock forward by ``ms``: async retries whose backoff has
@@ -201,7 +205,8 @@ class TopologyTestDriver:
         return self._task.stores[name]
 
     def _typed_store(self, name: str, cls: type, kind: str) -> Any:
-        """Store ``name`` if it is a ``cls``; a DSL store is read with plain values (no timestamps)."""
+        """Store ``name`` if it is a ``cls``; a DSL store is read with plain values (no
+        timestamps)."""
         from kspark._engine.state.timestamped import ValueAndTimestampSerde
 
         store = self.get_state_store(name)
@@ -262,17 +267,19 @@ class _PlainValues:
     def serialize(self, topic: str, data: Any) -> bytes | None:
         from kspark._engine.state.timestamped import ValueAndTimestamp
 
-        return self.timestamped.serialize(topic, None if data is None else ValueAndTimestamp(data, 0))
+        return self.timestamped.serialize(topic,
+                                          None if data is None else ValueAndTimestamp(data, 0))
 
 
 class TestInputTopic:
-    """Pipes records into one source topic of a driver."""
+    """Pipes records into one source topic of a driver (made by its ``create_input_topic``)."""
 
     __test__ = False
 
-    def __init__(self, driver: TopologyTestDriver, name: str, key_serde: Any, value_serde: Any,
-                 start_timestamp_ms: int, auto_advance_ms: int):
-        self._d, self.name = driver, name
+    def __init__(self, pipe: Callable[[str, bytes | None, bytes | None, int, Headers], None],
+                 name: str, key_serde: Any, value_serde: Any, start_timestamp_ms: int,
+                 auto_advance_ms: int):
+        self._pipe, self.name = pipe, name  # pipe: the driver's, as Java's pipeRecord
         self._ks, self._vs = key_serde, value_serde
         self._next_ts = start_timestamp_ms
         self._advance = auto_advance_ms
@@ -287,8 +294,8 @@ class TestInputTopic:
         if timestamp_ms is None:
             timestamp_ms = self._next_ts
             self._next_ts += self._advance
-        self._d._pipe(self.name, self._ks.serialize(self.name, key),
-                      self._vs.serialize(self.name, value), timestamp_ms, normalize_headers(headers))
+        self._pipe(self.name, self._ks.serialize(self.name, key),
+                   self._vs.serialize(self.name, value), timestamp_ms, normalize_headers(headers))
 
     def pipe_key_value_list(self, pairs: Iterable[tuple[Any, Any]]) -> None:
         for k, v in pairs:
@@ -304,17 +311,19 @@ class TestInputTopic:
 
 
 class TestOutputTopic:
-    """Reads, in order, what the topology wrote to one topic."""
+    """Reads, in order, what the topology wrote to one topic (made by a driver's
+    ``create_output_topic``)."""
 
     __test__ = False
 
-    def __init__(self, driver: TopologyTestDriver, name: str, key_serde: Any, value_serde: Any):
-        self._d, self.name = driver, name
+    def __init__(self, records_for: Callable[[str], list], name: str, key_serde: Any,
+                 value_serde: Any):
+        self._records_for, self.name = records_for, name  # what the driver's task wrote
         self._ks, self._vs = key_serde, value_serde
         self._pos = 0
 
     def _unread(self) -> deque:
-        return deque(self._d._records_for(self.name)[self._pos:])
+        return deque(self._records_for(self.name)[self._pos:])
 
     def read_record(self) -> TestRecord:
         """The next record; raises if there is none."""
@@ -353,7 +362,7 @@ class TestOutputTopic:
         return out
 
     def get_queue_size(self) -> int:
-        return len(self._d._records_for(self.name)) - self._pos
+        return len(self._records_for(self.name)) - self._pos
 
     def is_empty(self) -> bool:
         return self.get_queue_size() == 0

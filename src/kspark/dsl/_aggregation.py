@@ -1,0 +1,172 @@
+"""How the DSL adds an aggregation: the aggregating node(s), their store and the result table.
+
+Grouped streams and cogroups share it, as Kafka Streams' ``GroupedStreamAggregateBuilder``
+and ``CogroupedStreamAggregateBuilder`` do: each function takes the grouped stream's
+:class:`~kspark.dsl._upstream.Upstream` and, for a cogroup, its other streams as ``more``
+((upstream, aggregator) pairs).
+
+Example:
+    >>> from kspark import Serdes
+    >>> from kspark._graph.graph import SourceSpec, TopologyGraph
+    >>> g = TopologyGraph()
+    >>> _ = g.add(SourceSpec("src", ("words",)))
+    >>> counts = aggregate(Upstream(g, "src", Serdes.String(), Serdes.String()),
+    ...                    "KSTREAM-AGGREGATE", lambda: 0, lambda k, v, n: n + 1, None,
+    ...                    Serdes.Long())
+    >>> sorted(g.stores)
+    ['KSTREAM-AGGREGATE-0000000000-STATE-STORE']
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kspark._engine.aggregates.stream import StreamAggregateProcessor
+from kspark._engine.operators import PassThroughProcessor
+from kspark._graph.graph import ProcessorSpec
+from kspark.dsl._upstream import Upstream, copartition
+from kspark.dsl.materialized import Materialized
+from kspark.errors import TopologyError
+
+if TYPE_CHECKING:
+    from kspark.dsl.ktable import KTable
+
+__all__ = ["Aggregator", "Part", "add_aggregation", "aggregate", "windowed_aggregate",
+           "session_aggregate"]
+
+Aggregator = Callable[[Any, Any, Any], Any]
+Part = tuple[Upstream, Aggregator]  # one of a cogroup's other grouped streams
+
+
+def add_aggregation(up: Upstream, prefix: str, materialized: Materialized | None,
+                    value_serde: Any, make_processor: Callable[..., Any],
+                    make_builder: Callable[[Materialized, str, Any, Any], Any],
+                    table_key_serde: Callable[[Any], Any] = lambda ks: ks,
+                    grace_ms: int | None = None, more: tuple[Part, ...] = ()) -> KTable:
+    """Add an aggregation node and its store after ``up``; returns the resulting KTable.
+
+    A cogroup passes its other streams as ``more``: each stream gets its own aggregating
+    node, all writing the one store, and their results meet in a merge node (as Java's
+    CogroupedStreamAggregateBuilder)."""
+    from kspark.dsl.ktable import KTable
+
+    g = up.graph
+    m = materialized or Materialized()
+    name = g.next_name(prefix)
+    store = m.store_name or f"{name}-STATE-STORE"
+    key_serde = m.key_serde if m.key_serde is not None else up.key_serde
+    value_serde = m.value_serde if m.value_serde is not None else value_serde
+    builder = make_builder(m, store, key_serde, value_serde)  # may refuse: before any node
+    g.add(ProcessorSpec(name, make_processor(store), (up.node,)))
+    nodes = [name]
+    for other, aggregator in more:
+        nodes.append(g.next_name(prefix))
+        g.add(ProcessorSpec(nodes[-1], make_processor(store, aggregator), (other.node,)))
+    g.add_store(builder, tuple(nodes))
+    if more:
+        name = g.next_name("COGROUPKSTREAM-MERGE")
+        g.add(ProcessorSpec(name, PassThroughProcessor, tuple(nodes)))
+        copartition(g, up.node, *(other.node for other, _ in more))
+    return KTable(g, name, None if key_serde is None else table_key_serde(key_serde),
+                  value_serde, store, window_grace=grace_ms)
+
+
+def aggregate(up: Upstream, prefix: str, initializer: Callable[[], Any] | None,
+              aggregator: Aggregator, materialized: Materialized | None, value_serde: Any,
+              more: tuple[Part, ...] = ()) -> KTable:
+    """A key-value aggregation of ``up`` (and of a cogroup's ``more``)."""
+    return add_aggregation(
+        up, prefix, materialized, value_serde,
+        lambda store, agg=aggregator: functools.partial(StreamAggregateProcessor, store,
+                                                        initializer, agg),
+        lambda m, store, ks, vs: m.builder(store, ks, vs), more=more)
+
+
+def windowed_aggregate(up: Upstream, windows: Any, final: bool, prefix: str,
+                       initializer: Callable[[], Any] | None, aggregator: Aggregator,
+                       materialized: Materialized | None, value_serde: Any,
+                       more: tuple[Part, ...] = ()) -> KTable:
+    """An aggregation in time or sliding windows; ``final``: emit on window close."""
+    from kspark._engine.aggregates.windows import TimeWindowedSerde
+    from kspark.state.stores import WindowBytesStoreSupplier, WindowStoreBuilder
+
+    processor, size, retention, minimum, cache_final = _window_layout(windows)
+    return add_aggregation(
+        up, prefix, materialized, value_serde,
+        lambda store, agg=aggregator: functools.partial(processor, store, windows,
+                                                        initializer, agg, final),
+        _timestamped_builder(WindowStoreBuilder, lambda store, m: WindowBytesStoreSupplier(
+            store, m.persistent, _retention(m, retention, minimum),
+            size, time_first=final and m.persistent),
+            uncached=final and not cache_final),
+        lambda ks: TimeWindowedSerde(ks, size), windows.grace_ms, more)
+
+
+def _window_layout(windows: Any) -> tuple[Any, int, int, str, bool]:
+    """The aggregating processor, the window size, the store's retention, what that
+    retention must cover, and whether a final-results store is cached: Kafka Streams caches
+    one of time windows, not of sliding windows (SlidingWindowStoreMaterializer)."""
+    from kspark._engine.aggregates.windows import SlidingWindows
+
+    if isinstance(windows, SlidingWindows):
+        from kspark._engine.aggregates.sliding import (SlidingWindowAggregateProcessor,
+                                                       sliding_store_retention)
+
+        return (SlidingWindowAggregateProcessor, windows.time_difference_ms,
+                sliding_store_retention(windows), "twice its time difference plus grace", False)
+    from kspark._engine.aggregates.windowed import WindowAggregateProcessor
+
+    return (WindowAggregateProcessor, windows.size_ms, windows.size_ms + windows.grace_ms,
+            "its window size plus grace", True)
+
+
+def session_aggregate(up: Upstream, windows: Any, final: bool, prefix: str,
+                      initializer: Callable[[], Any] | None, aggregator: Aggregator,
+                      merger: Aggregator, materialized: Materialized | None, value_serde: Any,
+                      more: tuple[Part, ...] = ()) -> KTable:
+    """An aggregation in session windows; ``merger(key, agg1, agg2)`` joins two sessions."""
+    from kspark._engine.aggregates.windowed import SessionAggregateProcessor
+    from kspark._engine.aggregates.windows import SessionWindowedSerde
+    from kspark.state.stores import SessionBytesStoreSupplier, SessionStoreBuilder
+
+    w = windows
+    return add_aggregation(
+        up, prefix, materialized, value_serde,
+        lambda store, agg=aggregator: functools.partial(SessionAggregateProcessor, store, w,
+                                                        initializer, agg, merger, final),
+        _timestamped_builder(SessionStoreBuilder, lambda store, m: SessionBytesStoreSupplier(
+            store, m.persistent, _retention(m, w.gap_ms + w.grace_ms,
+                                            "its inactivity gap plus grace")),
+            uncached=final),  # as Java's SessionStoreMaterializer for final results
+        SessionWindowedSerde, w.gap_ms + w.grace_ms, more)  # suppress: gap + grace, as Java
+
+
+def _retention(m: Materialized, minimum: int, what: str) -> int:
+    """The store retention ``m`` asks for (by default ``minimum``), refused if too short."""
+    if m.retention_ms is None:
+        return minimum
+    if m.retention_ms < minimum:
+        raise TopologyError(
+            f"the retention period of the store {m.store_name or '(unnamed)'} must be no smaller "
+            f"than {what} ({minimum} ms); got retention {m.retention_ms} ms: raise it with "
+            f"Materialized.with_retention")
+    return m.retention_ms
+
+
+def _timestamped_builder(builder_cls: Any, supplier: Callable[[str, Materialized], Any],
+                         uncached: bool = False) -> Callable:
+    """A ``make_builder`` for window and session stores holding ValueAndTimestamp values;
+    ``uncached``: never cache the store, whatever ``Materialized`` says."""
+    from kspark._engine.state.timestamped import ValueAndTimestampSerde
+
+    def make(m: Materialized, store: str, key_serde: Any, value_serde: Any) -> Any:
+        if m.history_retention_ms is not None:
+            raise TopologyError(f"store {store!r}: a windowed aggregation cannot be kept in a "
+                                f"versioned key-value store; use a window or session store")
+        return builder_cls(supplier(store, m), key_serde, ValueAndTimestampSerde(value_serde),
+                           logging_enabled=m.logging, log_config=m.log_config,
+                           caching_enabled=False if uncached else m.caching)
+
+    return make

@@ -1,0 +1,88 @@
+"""What the DSL's classes hand one another, and the graph walks their joins share.
+
+An :class:`Upstream` is the node of the topology being built that an object's records come
+out of, with their serdes: Kafka Streams keeps the same in ``AbstractStream``'s
+package-private fields. A producer passes it to what it makes (``group_by_key`` to
+``KGroupedStream``, ``split`` to ``BranchedKStream``), so no class reads another's
+private attributes.
+
+Example:
+    >>> from kspark._graph.graph import SourceSpec, TopologyGraph
+    >>> g = TopologyGraph()
+    >>> _ = g.add(SourceSpec("src", ("clicks",)))
+    >>> Upstream(g, "src", None, None).node, source_topics(g, "src")
+    ('src', {'clicks'})
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kspark._graph.graph import SinkSpec, SourceSpec, TopologyGraph
+
+__all__ = ["Upstream", "source_topics", "copartition", "relax_null_keys"]
+
+
+@dataclass(frozen=True, eq=False)
+class Upstream:
+    """A node of the topology being built, and the serdes of the records it forwards.
+
+    Compared by identity: two groupings of one stream are two upstreams (a cogroup tells
+    its grouped streams apart so)."""
+
+    graph: TopologyGraph
+    node: str
+    key_serde: Any
+    value_serde: Any
+
+
+def source_topics(graph: TopologyGraph, node: str, internal: bool = False) -> set[str]:
+    """The user source topics ``node``'s records come from (for co-partitioning), or with
+    ``internal`` the nearest repartition topics upstream."""
+    out: set[str] = set()
+    todo, seen = [node], set()
+    while todo:
+        spec = graph.nodes[todo.pop()]
+        if spec.name in seen:
+            continue
+        seen.add(spec.name)
+        if isinstance(spec, SourceSpec) and spec.internal == internal:
+            out.update(spec.topics)
+        todo.extend(spec.parents)
+    return out
+
+
+def copartition(graph: TopologyGraph, *nodes: str) -> None:
+    """Register a join's co-partitioning, as Kafka Streams does: the user topics the sides
+    (``nodes``) read must have equal partition counts (checked at start), and repartition
+    topics just upstream of a side get the partition count of those user topics."""
+    user = sorted(set().union(*(source_topics(graph, node) for node in nodes)))
+    if len(user) > 1:
+        graph.copartition(*user)
+    if user:
+        for node in nodes:
+            for topic in source_topics(graph, node, internal=True):
+                graph.partitions_like.setdefault(topic, user[0])
+
+
+def relax_null_keys(graph: TopologyGraph, node: str) -> None:
+    """A left or outer join reads ``node``: every repartition upstream keeps null keys
+    (Java's NodesWithRelaxedNullKeyJoinDownstream)."""
+    todo, seen = [node], set()
+    writers: dict[str, list[str]] = {}
+    for spec in graph.nodes.values():
+        if isinstance(spec, SinkSpec) and isinstance(spec.topic, str):
+            writers.setdefault(spec.topic, []).append(spec.name)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in graph.null_key_filters:
+            graph.null_key_filters[name].on = True
+        spec = graph.nodes[name]
+        todo.extend(spec.parents)
+        if isinstance(spec, SourceSpec):
+            for topic in spec.topics:
+                todo.extend(writers.get(topic, ()))
