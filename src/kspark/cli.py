@@ -76,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "state.dir's default); <state-dir>/<application-id> is deleted")
     reset.add_argument("--checkpoint-location", default=None, help="the application's "
                        "checkpoint.location, if set (a local path)")
-    reset.add_argument("--dry-run", action="store_true", help="print what would be done, do nothing")
+    reset.add_argument("--dry-run", action="store_true",
+                       help="print what would be done, do nothing")
     changelog = sub.add_parser("changelog", help="rebuild a lost changelog topic from local state")
     changelog.add_argument("action", choices=["rebuild"])
     changelog.add_argument("--bootstrap-servers", default=None,
@@ -103,7 +104,8 @@ def client_config(args: argparse.Namespace) -> "Any":
         try:
             props = parse_properties(args.config.read_text())
         except OSError as e:
-            raise ConfigError(f"--config {str(args.config)!r} cannot be read ({e.strerror})") from None
+            raise ConfigError(
+                f"--config {str(args.config)!r} cannot be read ({e.strerror})") from None
     if props.get("application.id", args.application_id) != args.application_id:
         raise ConfigError(f"--application-id {args.application_id!r} differs from "
                           f"application.id={props['application.id']!r} in {args.config}")

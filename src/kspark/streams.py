@@ -40,10 +40,12 @@ class KafkaStreams:
     def start(self) -> None:
         """Check topics and brokers, then start the streaming query (returns at once)."""
         if self._state != "CREATED":
-            raise StreamsError(f"cannot start a KafkaStreams in state {self._state}; build a new one")
+            raise StreamsError(
+                f"cannot start a KafkaStreams in state {self._state}; build a new one")
         from kspark._spark.app import SparkApplication
 
-        self._app = SparkApplication(self._topology._graph, self.config, self._spark)
+        graph = self._topology._graph  # noqa: SLF001 - kspark's own topology graph
+        self._app = SparkApplication(graph, self.config, self._spark)
         self._app.start()
         self._state = "RUNNING"
 

@@ -70,7 +70,7 @@ class SparkApplication:
         self._reported = False  # await_termination() raised the query's failure
         self._session: SparkSession | None = None
         self._batch_run: BatchRun | None = None  # autostop.at=eol: the run's stop offsets
-        self._counters: tuple[Any, Any] | None = None
+        self._counters: tuple[Any, ...] | None = None
         self.stop_offsets: dict[tuple[str, int], int] | None = None
         self.finished = False  # a batch run reached its stop offsets
         self.start_timings = StartTimings(config["application.id"])
@@ -88,7 +88,8 @@ class SparkApplication:
         private_state_dir(c["state.dir"])
         settings = ClientSettings.from_config(c)
         admin = Admin(settings, c["request.timeout.ms"])
-        user_sources = [t for t in self.graph.user_source_topics() if t not in self.graph.sink_topics()]
+        user_sources = [t for t in self.graph.user_source_topics()
+                        if t not in self.graph.sink_topics()]
         dead_letters = [c["errors.dead.letter.queue.topic.name"]] if c[
             "errors.dead.letter.queue.topic.name"] else []
         admin.check_topics(user_sources, self.graph.sink_topics() + dead_letters)
@@ -227,7 +228,8 @@ class SparkApplication:
 
     def _finish_run(self) -> None:
         """The query ended by itself (not stopped, not failed): a batch run is finished."""
-        if self._batch_run is not None and self._query.exception() is None:
+        if (self._batch_run is not None and self._session is not None
+                and self._query.exception() is None):
             run, self._batch_run = self._batch_run, None
             run.finish(SparkCheckpoint(self._session, self.checkpoint_dir))
             self.finished = True

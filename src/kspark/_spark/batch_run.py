@@ -53,7 +53,8 @@ class BatchRun:
         if c["autostop.at"] != "eol":
             if meta.delete(state):
                 log.info("application %r starts streaming: the stop offsets of its last batch "
-                         "run were deleted from %r; the next batch run is a new one", app, meta.topic)
+                         "run were deleted from %r; the next batch run is a new one", app,
+                         meta.topic)
             return None
         tps = [(t, p) for t in topics for p in range(counts[t])]
         if state.resumable:
@@ -95,4 +96,5 @@ class BatchRun:
                     f"topic {t!r} partition {p}, before its stop offset {o}; it stays "
                     "unfinished and the next start resumes it")
         self.meta.finish()
-        log.info("application %r finished its batch run at %s", self.meta.app_id, format_offsets(self.stop))
+        log.info("application %r finished its batch run at %s", self.meta.app_id,
+                 format_offsets(self.stop))

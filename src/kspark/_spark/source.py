@@ -113,7 +113,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_globals: Offsets = {}
         self.start: Offsets = dict(options.start)
         # an incremental batch run's stop offsets (KIP-95; see kspark._kafka.stopoffsets)
-        self.stop: Offsets | None = options.stop
+        # (not ``self.stop``: that is the reader's stop() method, which Spark calls)
+        self.stop_offsets: Offsets | None = options.stop
         # "records": the records; "ranges": only a task marker with the task's ranges
         self.emit = options.emit
         self.clock_ms = options.clock_ms  # 0: no clock pinned (see CLOCK)
@@ -174,7 +175,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._stop_at is not None:  # AvailableNow: global ends and clock frozen with the stop
             ends = {t: v for t, v in self._stop_at.items()
                     if t not in self.global_topics and t != CLOCK}
-            pinned = {t: v for t, v in self._stop_at.items() if t in self.global_topics or t == CLOCK}
+            pinned = {t: v for t, v in self._stop_at.items()
+                      if t in self.global_topics or t == CLOCK}
         else:
             ends, pinned = self._ends(self._admin()), {**self._global_ends(), **self._clock()}
         ends = {t: {p: max(e, start.get(t, {}).get(p, 0)) for p, e in parts.items()}
@@ -189,7 +191,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         """AvailableNow: stop at the run's stop offsets, which the driver took from (or wrote
         to) the metadata topic, so a restarted run stops where its first start would have."""
-        self._stop_at = {**(self.stop if self.stop is not None else self._ends(self._admin())),
+        self._stop_at = {**(self.stop_offsets if self.stop_offsets is not None
+                            else self._ends(self._admin())),
                          **self._global_ends(), **self._clock()}
 
     def partitions(self, start: Offsets, end: Offsets) -> list[TaskInput]:
@@ -205,11 +208,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     tasks[int(p)].ranges.append((topic, int(p), s, e))
         return tasks
 
-    def read(self, partition: TaskInput) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: TaskInput) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         from kspark._kafka.clients import read_range
 
         if self.emit == "ranges":
-            yield marker_batch(TaskMarker(partition.task, tuple(partition.ranges), partition.globals_,
+            yield marker_batch(TaskMarker(partition.task, tuple(partition.ranges),
+                                          partition.globals_,
                                            partition.clock))
             return
         for topic, p, s, e in partition.ranges:
@@ -222,7 +226,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 def _cap(start: Offsets, ends: Offsets, max_rows: int) -> Offsets:
     """Limit the batch to ``max_rows`` records, shared among partitions in proportion to lag."""
-    lags = {(t, p): e - start.get(t, {}).get(p, 0) for t, parts in ends.items() for p, e in parts.items()}
+    lags = {(t, p): e - start.get(t, {}).get(p, 0)
+            for t, parts in ends.items() for p, e in parts.items()}
     total = sum(lags.values())
     if total <= max_rows:
         return ends
