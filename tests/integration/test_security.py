@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kspark import KafkaStreams, Serdes, StreamsBuilder
 from kspark._kafka.admin import Admin
@@ -96,11 +96,11 @@ class App:
     def read(self, topic: str, expected_count: int = 0) -> list[tuple[str, object]]:
         c = Consumer({**self.secure.admin_conf, "group.id": f"check-{uuid.uuid4().hex}",
                       "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                      "enable.partition.eof": True})
-        c.subscribe([topic])
+                      "enable.partition.eof": True, "fetch.wait.max.ms": 10})
+        c.assign([TopicPartition(topic, 0, 0)])  # the app's topics have one partition
         out, eof, deadline = [], False, time.monotonic() + 60
         while time.monotonic() < deadline and not (eof and len(out) >= expected_count):
-            for m in c.consume(500, 0.5):
+            for m in c.consume(500, 0.1):
                 if m.error() is not None:
                     eof = eof or m.error().code() == -191  # _PARTITION_EOF
                     continue
