@@ -24,7 +24,10 @@ from kspark.errors import (
 __all__ = ["Admin"]
 
 log = logging.getLogger("kspark")
-_NO_LEADER_YET = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+# A new (or just recreated) topic's leader may not be known yet, or the broker's metadata
+# lags the request's leader epoch: Java's clients retry these (InvalidMetadataException).
+_NO_LEADER_YET = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                  KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH)
 
 
 
