@@ -55,7 +55,8 @@ def normalize_headers(headers: Any) -> Headers:
     items = headers.items() if isinstance(headers, Mapping) else headers
     out = []
     for k, v in items:
-        out.append((str(k), None if v is None else (v.encode() if isinstance(v, str) else bytes(v))))
+        out.append((str(k), None if v is None
+                    else (v.encode() if isinstance(v, str) else bytes(v))))
     return tuple(out)
 
 

@@ -28,7 +28,8 @@ class RecordCollector(ABC):
     @abstractmethod
     def send(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int,
              headers: Headers, partition: int | None) -> None:
-        """Accept one serialized record for ``topic`` (``partition`` None: the default partitioner)."""
+        """Accept one serialized record for ``topic`` (``partition`` None: the default
+        partitioner)."""
 
     def flush(self) -> None:
         """Make sure everything sent so far is written; raise if anything failed."""

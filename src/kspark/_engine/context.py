@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, cast
 
 from kspark._engine.api import ProcessorContext, Record, RecordMetadata
 
@@ -11,7 +11,23 @@ if TYPE_CHECKING:
     from kspark._engine.nodes import ProcessorNode, RawRecord
     from kspark._engine.task import StreamTask
 
-__all__ = ["NodeContext"]
+__all__ = ["NodeContext", "DropsRecords", "record_dropped"]
+
+
+class DropsRecords(Protocol):
+    """What a built-in processor that drops records needs of its context beyond the
+    Processor API: the engine's ``NodeContext`` provides it."""
+
+    def record_dropped(self, reason: str) -> None: ...
+
+
+def record_dropped(context: ProcessorContext, reason: str) -> None:
+    """Count and log a record a built-in processor drops (Java's dropped-records sensor).
+
+    Built-in processors run only in a task, whose context is a ``NodeContext``; the call
+    goes to it as is (any other context fails here, as it always did).
+    """
+    cast(DropsRecords, context).record_dropped(reason)
 
 
 class NodeContext(ProcessorContext):

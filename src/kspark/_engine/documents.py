@@ -23,7 +23,7 @@ __all__ = ["Invalid", "need_int", "need_str", "need_dict", "need_list", "check_o
            "check_progress"]
 
 
-class Invalid(ValueError):
+class Invalid(ValueError):  # noqa: N818 - its name shows in _spark's offset-log errors
     """A document of the wrong shape (the message names the field)."""
 
 

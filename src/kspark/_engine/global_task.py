@@ -82,8 +82,10 @@ class GlobalTableSourceProcessor(Processor):
     def process(self, record: Record) -> None:
         if record.key is None:
             meta = self.context.record_metadata()
-            log.warning("global store %r skips a record with a null key (topic %r, partition "
-                        "%d, offset %d)", self.store_name, meta.topic, meta.partition, meta.offset)
+            where = ("no input record" if meta is None else
+                     f"topic {meta.topic!r}, partition {meta.partition}, offset {meta.offset}")
+            log.warning("global store %r skips a record with a null key (%s)", self.store_name,
+                        where)
             return
         if record.value is None:
             self.store.delete(record.key)

@@ -41,10 +41,12 @@ def deserialize_record(raw: RawRecord, key_serde: Any, value_serde: Any,
     Example:
         >>> from kspark import Serdes
         >>> raw = RawRecord("t", 0, 7, 0, b"k", b"\\xff")
-        >>> deserialize_record(raw, Serdes.String(), Serdes.String())
+        >>> s = Serdes.String()
+        >>> deserialize_record(raw, s, s)  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        kspark.errors.SerializationError: cannot deserialize the VALUE of the record at topic 't', partition 0, offset 7 ...
+        kspark.errors.SerializationError: cannot deserialize the VALUE of the record at topic
+        't', partition 0, offset 7 ...
     """
     part, serde, data = "KEY", key_serde, raw.key
     try:
@@ -111,7 +113,8 @@ class SourceNode(ProcessorNode):
         self.task = task
 
     def deserialize(self, raw: RawRecord) -> Record:
-        """The record with key and value deserialized (timestamp as stored); raises SerializationError."""
+        """The record with key and value deserialized (timestamp as stored); raises
+        SerializationError."""
         key, value = deserialize_record(raw, self.key_serde, self.value_serde)
         return Record(key, value, raw.timestamp, raw.headers)
 
@@ -140,7 +143,7 @@ class SinkNode(ProcessorNode):
         try:
             key = self.key_serde.serialize(topic, record.key)
             value = self.value_serde.serialize(topic, record.value)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - serdes are user code: any error is theirs
             error = SerializationError(
                 f"sink {self.name!r} cannot serialize a record for topic {topic!r} in task "
                 f"{self.task.task_id} with key serde {self.key_serde!r} and value serde "

@@ -7,8 +7,9 @@ from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
 
-__all__ = ["NullKeyFilter", "DelayProcessor", "FilterProcessor", "MapValuesProcessor", "MapProcessor", "PeekProcessor", "FlatMapProcessor",
-           "SelectKeyProcessor", "PassThroughProcessor", "BranchProcessor"]
+__all__ = ["NullKeyFilter", "DelayProcessor", "FilterProcessor", "MapValuesProcessor",
+           "MapProcessor", "PeekProcessor", "FlatMapProcessor", "SelectKeyProcessor",
+           "PassThroughProcessor", "BranchProcessor"]
 
 
 class _Operator(Processor):
@@ -64,7 +65,8 @@ class MapProcessor(_Operator):
 
 
 class PeekProcessor(_Operator):
-    """Calls ``action(key, value)`` and forwards the record unchanged (``forward=False``: a terminal foreach)."""
+    """Calls ``action(key, value)`` and forwards the record unchanged (``forward=False``: a
+    terminal foreach)."""
 
     def __init__(self, action: Callable[[Any, Any], None], forward: bool = True):
         self.action = action
@@ -77,7 +79,8 @@ class PeekProcessor(_Operator):
 
 
 class FlatMapProcessor(_Operator):
-    """Forwards each ``(key, value)`` of ``fn(key, value)``; ``values_only``: each value of ``fn(value)``."""
+    """Forwards each ``(key, value)`` of ``fn(key, value)``; ``values_only``: each value of
+    ``fn(value)``."""
 
     def __init__(self, fn: Callable[..., Any], values_only: bool = False, with_key: bool = False):
         self.fn = fn

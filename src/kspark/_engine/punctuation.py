@@ -36,7 +36,8 @@ class PunctuationSchedule:
     key: str = ""  # "<node>#<n>": the node's n-th schedule, to resume it after a restart
 
     def advance(self, now: int) -> None:
-        """Next due time after ``now``; punctuations missed in between are skipped, as in Kafka Streams."""
+        """Next due time after ``now``; punctuations missed in between are skipped, as in
+        Kafka Streams."""
         nxt = self.next_ms + self.interval_ms
         if now >= nxt:
             nxt += self.interval_ms * ((now - nxt) // self.interval_ms + 1)

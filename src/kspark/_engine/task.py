@@ -66,7 +66,8 @@ class StreamTask:
         self.dropped = 0
         self.partition_counts: dict[str, int] = {}  # sink topics' partitions, set by the host
         self.partition_time: dict[tuple[str, int], int] = {}
-        self._default_extractor = config.get("default.timestamp.extractor") or FailOnInvalidTimestamp()
+        self._default_extractor = (config.get("default.timestamp.extractor")
+                                   or FailOnInvalidTimestamp())
         self._on_bad_record = config.get("deserialization.exception.handler", "log_and_fail")
         self._on_write_error = config.get("production.exception.handler", "log_and_fail")
         self.dead_letter_topic = config.get("errors.dead.letter.queue.topic.name")
@@ -98,7 +99,8 @@ class StreamTask:
         # on Spark (a replayed batch fires the same records), the wall clock elsewhere.
         self.batch_clock_ms: int | None = None
         self.delayed_delivery = False  # true while a scheduled record is re-processed
-        self._delayed_stores = [s for s in self.stores.values() if isinstance(s, DelayedRecordsStore)]
+        self._delayed_stores = [s for s in self.stores.values()
+                                if isinstance(s, DelayedRecordsStore)]
         for node in self.nodes:
             node.init(self)
             saved = self._resume_processors.get(node.name)
@@ -271,7 +273,8 @@ class StreamTask:
         if self._stream_punctuations.schedules:
             self.maybe_punctuate_stream_time()
 
-    def _extract(self, source: SourceNode, raw: RawRecord, record: Record, partition_time: int) -> int:
+    def _extract(self, source: SourceNode, raw: RawRecord, record: Record,
+                 partition_time: int) -> int:
         extractor = source.timestamp_extractor or self._default_extractor
         if raw.timestamp >= 0 and type(extractor) is FailOnInvalidTimestamp:
             return raw.timestamp  # the default extractor on a valid timestamp: no call needed
@@ -284,7 +287,8 @@ class StreamTask:
         return int(extractor(view, partition_time))
 
     def _bad_record(self, raw: RawRecord, error: SerializationError) -> None:
-        """A record that cannot be deserialized: dead-letter it if configured, then continue or fail."""
+        """A record that cannot be deserialized: dead-letter it if configured, then continue
+        or fail."""
         self.dead_letter(raw, error)
         self._current = None
         if self._on_bad_record != "log_and_continue":
@@ -315,12 +319,13 @@ class StreamTask:
               ("__streams.errors.partition", str(raw.partition).encode()),
               ("__streams.errors.offset", str(raw.offset).encode())) if raw else ()) + extra_headers
         self.collector.send(self.dead_letter_topic, raw.key if raw else None,
-                            raw.value if raw else None, raw.timestamp if raw else max(self.stream_time, 0),
-                            headers, None)
+                            raw.value if raw else None,
+                            raw.timestamp if raw else max(self.stream_time, 0), headers, None)
 
     def schedule(self, node: ProcessorNode, interval_ms: int, kind: PunctuationType,
                  callback: Callable[[int], None]) -> Cancellable:
-        """Schedule ``callback`` for ``node``; stream time starts at 0, wall clock at now + interval."""
+        """Schedule ``callback`` for ``node``; stream time starts at 0, wall clock at now +
+        interval."""
         if interval_ms < 1:
             raise TopologyError(f"processor {node.name!r} in task {self.task_id} scheduled a "
                                 f"punctuation every {interval_ms} ms; the interval must be >= 1")
@@ -351,7 +356,8 @@ class StreamTask:
                 processors[node.name] = keeper.save_progress()
         stores = {name: s.observed for name, s in self.stores.items() if hasattr(s, "observed")}
         return {"stream_time": self.stream_time, "stores": stores,
-                "partition_time": [[t, p, ts] for (t, p), ts in sorted(self.partition_time.items())],
+                "partition_time": [[t, p, ts]
+                                   for (t, p), ts in sorted(self.partition_time.items())],
                 "punctuations": {s.key: [s.interval_ms, s.next_ms]
                                  for s in self._stream_punctuations.schedules if not s.cancelled},
                 "processors": processors}

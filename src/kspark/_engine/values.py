@@ -18,7 +18,7 @@ from typing import Any
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.tables.change import Change
 from kspark._engine.tables.getters import Lookup, ValueGetter, _MISSING
-from kspark._engine.tables.processors import OldValues, _TableStoreProcessor
+from kspark._engine.tables.processors import OldValues, TableStoreProcessor
 from kspark.errors import ProcessorError
 
 __all__ = ["FixedKeyProcessor", "TableTransformValuesProcessor", "TransformGetter"]
@@ -81,14 +81,14 @@ class FixedKeyProcessor(Processor):
         self.user.close()
 
 
-class TableTransformValuesProcessor(_TableStoreProcessor):
+class TableTransformValuesProcessor(TableStoreProcessor):
     """KTableTransformValues: ``transformer.transform(key, value)`` of each new value — a
     delete's None too — and, when old values are sent, of the old value (materialized: the
     old value is read from its own store instead)."""
 
     def __init__(self, supplier: Callable[[], Any], old_values: OldValues,
                  store_name: str | None = None, node: str = "KTABLE-TRANSFORMVALUES"):
-        super().__init__(store_name)  # type: ignore[arg-type]
+        super().__init__(store_name)
         self.supplier, self.old_values, self.node = supplier, old_values, node
 
     def init(self, context: ProcessorContext) -> None:

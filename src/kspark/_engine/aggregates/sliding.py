@@ -17,10 +17,11 @@ from typing import Any
 from kspark._engine.aggregates.emit import FinalResults, windows_starting_between
 from kspark._engine.aggregates.windows import SlidingWindows, Window, Windowed
 from kspark._engine.api import Record
+from kspark._engine.context import record_dropped
 from kspark._engine.progress import KeepsProgress
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.tables.change import Change
-from kspark._engine.tables.processors import _TableStoreProcessor
+from kspark._engine.tables.processors import TableStoreProcessor
 
 __all__ = ["SlidingWindowAggregateProcessor", "sliding_store_retention"]
 
@@ -35,7 +36,7 @@ def sliding_store_retention(windows: SlidingWindows) -> int:
     return 2 * windows.time_difference_ms + windows.grace_ms
 
 
-class SlidingWindowAggregateProcessor(_TableStoreProcessor, FinalResults, KeepsProgress):
+class SlidingWindowAggregateProcessor(TableStoreProcessor, FinalResults, KeepsProgress):
     """Emits ``Windowed(key, Window(start, start + d))`` -> Change(new, old) per window update."""
 
     progress_fields = ("observed", "last_emit")  # kept in the task's progress across restarts
@@ -175,7 +176,8 @@ class SlidingWindowAggregateProcessor(_TableStoreProcessor, FinalResults, KeepsP
 
     def _late(self, record: Record, start: int, end: int, close: int) -> None:
         self.dropped_late += 1
-        self.context.record_dropped(
+        record_dropped(
+            self.context,
             f"late record (timestamp {record.timestamp}) for sliding window [{start}, {end}] "
             f"of key {record.key!r}: the window closed at stream time {self.observed} "
             f"(end plus grace {self.windows.grace_ms} ms)")

@@ -6,12 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark._engine.api import Record
-from kspark._engine.tables.processors import _TableStoreProcessor
+from kspark._engine.tables.processors import TableStoreProcessor
 
 __all__ = ["StreamAggregateProcessor"]
 
 
-class StreamAggregateProcessor(_TableStoreProcessor):
+class StreamAggregateProcessor(TableStoreProcessor):
     """count / reduce / aggregate of a grouped stream; null keys and values are skipped, and
     a result carries max(record timestamp, previous aggregate's timestamp)."""
 

@@ -10,15 +10,16 @@ from typing import Any
 from kspark._engine.aggregates.emit import FinalResults, windows_starting_between
 from kspark._engine.aggregates.windows import Window, Windowed
 from kspark._engine.api import Record
+from kspark._engine.context import record_dropped
 from kspark._engine.progress import KeepsProgress
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.tables.change import Change
-from kspark._engine.tables.processors import _TableStoreProcessor
+from kspark._engine.tables.processors import TableStoreProcessor
 
 __all__ = ["WindowAggregateProcessor", "SessionAggregateProcessor"]
 
 
-class WindowAggregateProcessor(_TableStoreProcessor, FinalResults, KeepsProgress):
+class WindowAggregateProcessor(TableStoreProcessor, FinalResults, KeepsProgress):
     """Windowed count / reduce / aggregate; records for windows closed past grace are dropped.
     As KStreamWindowAggregate, only null keys are skipped: a null value reaches the
     aggregator (count counts it; a reduce's first null value leaves the window empty)."""
@@ -60,7 +61,8 @@ class WindowAggregateProcessor(_TableStoreProcessor, FinalResults, KeepsProgress
         for w in self.windows.windows_for(ts):
             if w.end + self.windows.grace_ms <= self.observed:
                 self.dropped_late += 1
-                self.context.record_dropped(
+                record_dropped(
+                    self.context,
                     f"late record for window [{w.start}, {w.end}) of key {record.key!r}: stream "
                     f"time {self.observed} is past the window's end plus grace "
                     f"({self.windows.grace_ms} ms)")
@@ -82,7 +84,7 @@ class WindowAggregateProcessor(_TableStoreProcessor, FinalResults, KeepsProgress
         self._emit_final(record, self.observed - self.windows.grace_ms)
 
 
-class SessionAggregateProcessor(_TableStoreProcessor, FinalResults, KeepsProgress):
+class SessionAggregateProcessor(TableStoreProcessor, FinalResults, KeepsProgress):
     """Session count / reduce / aggregate: a record joins (and merges) the sessions within
     the gap; merged sessions are removed downstream (a change to None)."""
 
@@ -122,7 +124,8 @@ class SessionAggregateProcessor(_TableStoreProcessor, FinalResults, KeepsProgres
             agg = kv.value.value if agg is None else self.merger(record.key, agg, kv.value.value)
             start, end = min(start, kv.key.window.start), max(end, kv.key.window.end)
         if end < close:
-            self.context.record_dropped(
+            record_dropped(
+                self.context,
                 f"late record for a session of key {record.key!r} at {ts}: stream time "
                 f"{self.observed} is past its end plus gap and grace "
                 f"({self.windows.grace_ms} ms)")

@@ -129,7 +129,8 @@ class TimeWindowedSerde:
     def serialize(self, topic: str, data: Windowed | None) -> bytes | None:
         if data is None:
             return None
-        return self.inner.serialize(topic, data.key) + data.window.start.to_bytes(8, "big", signed=True)
+        return (self.inner.serialize(topic, data.key)
+                + data.window.start.to_bytes(8, "big", signed=True))
 
     def deserialize(self, topic: str, data: bytes | None) -> Windowed | None:
         if data is None:
@@ -175,7 +176,8 @@ class SessionWindowedSerde:
     def serialize(self, topic: str, data: Windowed | None) -> bytes | None:
         if data is None:
             return None
-        return (self.inner.serialize(topic, data.key) + data.window.end.to_bytes(8, "big", signed=True)
+        return (self.inner.serialize(topic, data.key)
+                + data.window.end.to_bytes(8, "big", signed=True)
                 + data.window.start.to_bytes(8, "big", signed=True))
 
     def deserialize(self, topic: str, data: bytes | None) -> Windowed | None:

@@ -32,8 +32,10 @@ def summarize_metrics(raw: dict[str, dict[str, float]]) -> dict[str, dict[str, f
     call, retries and backoffs included).
 
     Example:
-        >>> summarize_metrics({"p": {**new_metrics(), "finished": 2, "total_latency_s": 0.1}})
-        {'p': {'in_flight': 0, 'in_flight_peak': 0, 'completed': 0, 'retried': 0, 'dead_lettered': 0, 'latency_avg_ms': 50.0}}
+        >>> raw = {"p": {**new_metrics(), "finished": 2, "total_latency_s": 0.1}}
+        >>> summarize_metrics(raw)  # doctest: +NORMALIZE_WHITESPACE
+        {'p': {'in_flight': 0, 'in_flight_peak': 0, 'completed': 0, 'retried': 0,
+               'dead_lettered': 0, 'latency_avg_ms': 50.0}}
     """
     return {name: {"in_flight": m["in_flight"], "in_flight_peak": m["in_flight_peak"],
                    "completed": m["completed"], "retried": m["retried"],

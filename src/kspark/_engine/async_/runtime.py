@@ -95,8 +95,10 @@ class ThreadRuntime:
 
     def __init__(self, threads: int = 64):
         self.loop = asyncio.new_event_loop()
-        self.pool = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="kspark-async")
-        threading.Thread(target=self.loop.run_forever, daemon=True, name="kspark-async-loop").start()
+        self.pool = concurrent.futures.ThreadPoolExecutor(threads,
+                                                          thread_name_prefix="kspark-async")
+        threading.Thread(target=self.loop.run_forever, daemon=True,
+                         name="kspark-async-loop").start()
 
     @classmethod
     def shared(cls) -> "ThreadRuntime":

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.tables.change import Change, out_of_order
-from kspark._engine.tables.processors import _TableStoreProcessor
+from kspark._engine.tables.processors import TableStoreProcessor
 from kspark.serde import Serdes
 
 _BYTES = Serdes.ByteArray()
@@ -129,11 +129,8 @@ class SubscribeProcessor(Processor):
 
     def __init__(self, extractor: Callable[..., Any], version_store: str, key_serde: Any,
                  value_serde: Any):
-        if _takes_key(extractor):
-            self.extractor = None
-            self.keyed_extractor = extractor
-        else:
-            self.extractor, self.keyed_extractor = extractor, None
+        self.extractor = extractor
+        self.keyed = _takes_key(extractor)  # fn(key, value) rather than fn(value)
         self.version_store = version_store
         self.key_serde, self.value_serde = key_serde, value_serde
 
@@ -168,9 +165,7 @@ class SubscribeProcessor(Processor):
         self._send(new_fk, RESUBSCRIBE if moved else SUBSCRIBE, version, key, value, record)
 
     def _fk(self, key: Any, value: Any) -> Any:
-        if self.keyed_extractor is not None:
-            return self.keyed_extractor(key, value)
-        return self.extractor(value)
+        return self.extractor(key, value) if self.keyed else self.extractor(value)
 
     def _send(self, fk: Any, instruction: int, version: int, key: bytes, value: bytes | None,
               record: Record) -> None:
@@ -263,7 +258,7 @@ class RightChangeProcessor(Processor):
                                         record.timestamp, record.headers))
 
 
-class ResolveProcessor(_TableStoreProcessor):
+class ResolveProcessor(TableStoreProcessor):
     """Left partitioning again: the newest response per left key becomes the join result."""
 
     def __init__(self, result_store: str, version_store: str, joiner: Callable[[Any, Any], Any],
@@ -290,7 +285,8 @@ class ResolveProcessor(_TableStoreProcessor):
         self.versions.put(record.key, r.version)
         key = self.key_serde.deserialize("", record.key)
         left = None if r.left_value is None else self.value_serde.deserialize("", r.left_value)
-        right = None if r.right_value is None else self.right_value_serde.deserialize("", r.right_value)
+        right = (None if r.right_value is None
+                 else self.right_value_serde.deserialize("", r.right_value))
         new = None
         if left is not None and (right is not None or self.left):
             new = self.joiner(left, right)

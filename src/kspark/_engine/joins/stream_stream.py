@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark._engine.context import record_dropped
 from kspark._engine.progress import KeepsProgress
 
 __all__ = ["JoinWindows", "StreamStreamJoinProcessor"]
@@ -71,7 +72,8 @@ class StreamStreamJoinProcessor(Processor, KeepsProgress):
     def __init__(self, this_store: str, other_store: str, pending_store: str,
                  joiner: Callable[[Any, Any], Any], windows: JoinWindows, kind: str,
                  this_is_left: bool):
-        self.this_store, self.other_store, self.pending_store = this_store, other_store, pending_store
+        self.this_store, self.other_store = this_store, other_store
+        self.pending_store = pending_store
         self.joiner, self.windows, self.kind, self.left = joiner, windows, kind, this_is_left
 
     def init(self, context: ProcessorContext) -> None:
@@ -103,8 +105,8 @@ class StreamStreamJoinProcessor(Processor, KeepsProgress):
             self.context.forward(record.with_value(self._join(record.value, None)))
             return
         if record.key is None or record.value is None:
-            self.context.record_dropped(f"a stream-stream join skips a record with a null "
-                                        f"{'key' if record.key is None else 'value'}")
+            record_dropped(self.context, f"a stream-stream join skips a record with a null "
+                                         f"{'key' if record.key is None else 'value'}")
             return
         stream_time = self._stream_time()
         if ts == stream_time:
@@ -144,7 +146,8 @@ class StreamStreamJoinProcessor(Processor, KeepsProgress):
         if self._min_time() + after + w.grace_ms >= stream_time:
             return
         self._set_min_time(_NEVER)
-        done, open_sides = [], set()
+        done: list[Any] = []
+        open_sides: set[bool] = set()  # sides whose oldest waiting record's window is open
         with self.pending.all() as it:
             for kv in it:
                 ts, is_left, key = kv.key

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark._engine.context import record_dropped
 from kspark._engine.progress import KeepsProgress
 from kspark.errors import StreamsError
 
@@ -23,7 +24,8 @@ class GlobalTableJoinProcessor(Processor):
 
     def __init__(self, store: str, key_selector: Callable[[Any, Any], Any],
                  joiner: Callable[[Any, Any], Any], left: bool):
-        self.store_name, self.key_selector, self.joiner, self.left = store, key_selector, joiner, left
+        self.store_name, self.key_selector = store, key_selector
+        self.joiner, self.left = joiner, left
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
@@ -33,7 +35,7 @@ class GlobalTableJoinProcessor(Processor):
         keep_null_key = self.left and record.key is None and record.value is not None
         if not keep_null_key:
             if record.value is None or self.key_selector(record.key, record.value) is None:
-                self.context.record_dropped("null join key or value")
+                record_dropped(self.context, "null join key or value")
                 return
         mapped = self.key_selector(record.key, record.value)
         found = None if mapped is None else self.store.get(mapped)
@@ -67,7 +69,8 @@ class StreamTableJoinProcessor(Processor, KeepsProgress):
     def init(self, context: ProcessorContext) -> None:
         self.context = context
         self.lookup = self.table.bind(context)
-        self.buffer = None if self.buffer_name is None else context.get_state_store(self.buffer_name)
+        self.buffer = (None if self.buffer_name is None
+                       else context.get_state_store(self.buffer_name))
         self.seq = 0
         if self.buffer is not None:
             self.seq = max((kv.key[2] for kv in self.buffer.all()), default=0)
@@ -77,13 +80,17 @@ class StreamTableJoinProcessor(Processor, KeepsProgress):
             return
         if record.key is None and not self.left:
             return
-        if self.buffer is not None and record.key is None:
+        # a buffer, its name and a grace period come together (the DSL sets all or none)
+        if self.buffer is None or self.buffer_name is None or self.grace_ms is None:
+            self._join(record)
+            return
+        if record.key is None:
             raise StreamsError(
                 f"task {self.context.task_id()}: the grace period of stream-table join "
                 f"{self.buffer_name[:-len('-Buffer')]!r} cannot hold a record with a null key "
                 f"({_where(self.context)}); as in Kafka Streams a grace period needs keys: "
                 f"filter null keys out before the join, or join without a grace period")
-        if self.buffer is None or record.timestamp < self.buffer_time - self.grace_ms:
+        if record.timestamp < self.buffer_time - self.grace_ms:
             self._join(record)
             return
         self.seq = (self.seq + 1) & 0x7FFFFFFF

@@ -114,7 +114,7 @@ class RocksDBBytesStore:
     def approximate_num_entries(self) -> int:
         try:
             return int(self._db.property_int_value("rocksdb.estimate-num-keys") or 0)
-        except Exception:
+        except Exception:  # noqa: BLE001 - rocksdict raises a bare Exception for RocksDB errors
             return sum(1 for _ in self._db.keys())
 
     def flush(self) -> None:

@@ -34,7 +34,7 @@ Example:
     >>> encode_plain({1, 2})
     Traceback (most recent call last):
     ...
-    kspark._engine.state.encoding.Unrepresentable: a value of type builtins.set
+    kspark._engine.state.encoding.UnrepresentableError: a value of type builtins.set
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from typing import Any
 from kspark._engine.aggregates.windows import Window, Windowed
 from kspark._engine.tables.change import Change
 
-__all__ = ["MAGIC", "VERSION", "MAX_DEPTH", "Reader", "Malformed", "Unrepresentable",
+__all__ = ["MAGIC", "VERSION", "MAX_DEPTH", "Reader", "MalformedError", "UnrepresentableError",
            "header", "read_header", "encode_plain", "write_plain", "decode_plain"]
 
 MAGIC = b"K"
@@ -56,11 +56,11 @@ _I64 = struct.Struct(">q")
 _WINDOW = struct.Struct(">qq")
 
 
-class Malformed(ValueError):
+class MalformedError(ValueError):
     """Bytes that are not kspark's encoding (the reason is the message)."""
 
 
-class Unrepresentable(ValueError):
+class UnrepresentableError(ValueError):
     """A value this encoding cannot hold (the message names its type)."""
 
 
@@ -74,7 +74,7 @@ class Reader:
 
     def take(self, n: int) -> bytes:
         if n > len(self.data) - self.pos:
-            raise Malformed(f"truncated: {n} byte(s) needed at byte {self.pos}, "
+            raise MalformedError(f"truncated: {n} byte(s) needed at byte {self.pos}, "
                             f"{len(self.data) - self.pos} left")
         out = self.data[self.pos:self.pos + n]
         self.pos += n
@@ -96,13 +96,13 @@ class Reader:
         """A count of items, each taking at least ``per_item`` bytes."""
         n = self.u32()
         if n * per_item > len(self.data) - self.pos:
-            raise Malformed(f"a count of {n} items at byte {self.pos - 4}, but only "
+            raise MalformedError(f"a count of {n} items at byte {self.pos - 4}, but only "
                             f"{len(self.data) - self.pos} bytes left")
         return n
 
     def end(self) -> None:
         if self.pos != len(self.data):
-            raise Malformed(f"{len(self.data) - self.pos} unexpected byte(s) after the entry")
+            raise MalformedError(f"{len(self.data) - self.pos} unexpected byte(s) after the entry")
 
 
 def header(kind: bytes) -> bytes:
@@ -115,16 +115,16 @@ def read_header(r: Reader, kind: bytes) -> None:
     first = bytes(r.data[r.pos:r.pos + 2])
     if first[:1] != MAGIC:
         hint = " (a Python pickle: kspark no longer reads those)" if first[:1] == b"\x80" else ""
-        raise Malformed(f"no kspark header: it starts with {first!r}{hint}")
+        raise MalformedError(f"no kspark header: it starts with {first!r}{hint}")
     head = r.take(3)
     if head[1] != VERSION:
-        raise Malformed(f"format version {head[1]}, but this kspark reads version {VERSION}")
+        raise MalformedError(f"format version {head[1]}, but this kspark reads version {VERSION}")
     if head[2:3] != kind:
-        raise Malformed(f"an entry of kind {head[2:3]!r} where kind {kind!r} belongs")
+        raise MalformedError(f"an entry of kind {head[2:3]!r} where kind {kind!r} belongs")
 
 
 def encode_plain(value: Any) -> bytes:
-    """The plain item for ``value`` (no header); raises Unrepresentable."""
+    """The plain item for ``value`` (no header); raises UnrepresentableError."""
     out = bytearray()
     write_plain(out, value)
     return bytes(out)
@@ -132,14 +132,14 @@ def encode_plain(value: Any) -> bytes:
 
 def _length(n: int) -> bytes:
     if n >= 1 << 32:
-        raise Unrepresentable(f"a value of {n} bytes or items (the limit is 4 GiB)")
+        raise UnrepresentableError(f"a value of {n} bytes or items (the limit is 4 GiB)")
     return n.to_bytes(4, "big")
 
 
 def write_plain(out: bytearray, v: Any, depth: int = 0) -> None:
     """Append the plain item for ``v`` to ``out``."""
     if depth > MAX_DEPTH:
-        raise Unrepresentable(f"a value nested deeper than {MAX_DEPTH} levels")
+        raise UnrepresentableError(f"a value nested deeper than {MAX_DEPTH} levels")
     t = type(v)
     if v is None:
         out += b"N"
@@ -154,7 +154,7 @@ def write_plain(out: bytearray, v: Any, depth: int = 0) -> None:
         try:
             raw = v.encode("utf-8")
         except UnicodeEncodeError as e:
-            raise Unrepresentable(f"a str that is not valid Unicode ({e})") from e
+            raise UnrepresentableError(f"a str that is not valid Unicode ({e})") from e
         out += b"S" + _length(len(raw)) + raw
     elif t is bytes:
         out += b"B" + _length(len(v)) + v
@@ -177,20 +177,20 @@ def write_plain(out: bytearray, v: Any, depth: int = 0) -> None:
         write_plain(out, v.new, depth + 1)
         write_plain(out, v.old, depth + 1)
     else:
-        raise Unrepresentable(f"a value of type {t.__module__}.{t.__qualname__}")
+        raise UnrepresentableError(f"a value of type {t.__module__}.{t.__qualname__}")
 
 
 def _window(w: Window) -> bytes:
     try:
         return _WINDOW.pack(w.start, w.end)
     except struct.error as e:
-        raise Unrepresentable(f"a window {w!r} whose bounds are not 64-bit integers") from e
+        raise UnrepresentableError(f"a window {w!r} whose bounds are not 64-bit integers") from e
 
 
 def decode_plain(r: Reader, depth: int = 0) -> Any:
-    """The plain item at the front of ``r``; raises Malformed."""
+    """The plain item at the front of ``r``; raises MalformedError."""
     if depth > MAX_DEPTH:
-        raise Malformed(f"nested deeper than {MAX_DEPTH} levels")
+        raise MalformedError(f"nested deeper than {MAX_DEPTH} levels")
     at = r.pos
     tag = r.take(1)
     if tag == b"N":
@@ -206,7 +206,7 @@ def decode_plain(r: Reader, depth: int = 0) -> Any:
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise Malformed(f"a str at byte {at} that is not UTF-8 ({e})") from None
+            raise MalformedError(f"a str at byte {at} that is not UTF-8 ({e})") from None
     if tag == b"B":
         return r.take(r.u32())
     if tag == b"L" or tag == b"U":
@@ -219,7 +219,8 @@ def decode_plain(r: Reader, depth: int = 0) -> Any:
             try:
                 out[k] = v
             except TypeError:
-                raise Malformed(f"a dict key of type {type(k).__name__} (not hashable)") from None
+                raise MalformedError(
+                    f"a dict key of type {type(k).__name__} (not hashable)") from None
         return out
     if tag == b"w":
         return Window(r.i64(), r.i64())
@@ -229,6 +230,6 @@ def decode_plain(r: Reader, depth: int = 0) -> Any:
     if tag == b"C":
         latest = r.byte()
         if latest > 1:
-            raise Malformed(f"a Change flag {latest} at byte {at + 1} (0 or 1 belongs there)")
+            raise MalformedError(f"a Change flag {latest} at byte {at + 1} (0 or 1 belongs there)")
         return Change(decode_plain(r, depth + 1), decode_plain(r, depth + 1), latest == 1)
-    raise Malformed(f"unknown type tag {tag!r} at byte {at}")
+    raise MalformedError(f"unknown type tag {tag!r} at byte {at}")

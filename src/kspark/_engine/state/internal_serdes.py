@@ -34,9 +34,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark._engine.state.encoding import (
-    Malformed,
+    MalformedError,
     Reader,
-    Unrepresentable,
+    UnrepresentableError,
     decode_plain,
     header,
     read_header,
@@ -65,7 +65,7 @@ class InternalSerde(ABC):
         out = bytearray(header(self.kind))
         try:
             self._write(out, topic, data)
-        except Unrepresentable as e:
+        except UnrepresentableError as e:
             raise SerializationError(
                 f"store {topic!r} ({self.what}) cannot hold {e}: without a value serde kspark "
                 f"keeps only plain data there (None, bool, int, float, str, bytes, list, "
@@ -77,14 +77,14 @@ class InternalSerde(ABC):
             return None
         try:
             return self.parse(topic, data)
-        except Malformed as e:
+        except MalformedError as e:
             raise CorruptStateError(
                 f"store {topic!r} ({self.what}) holds a value that is not in kspark's internal "
                 f"format ({e}); kspark never runs such data. Its local files or its changelog "
                 f"were damaged or written by something else: {RESET_ADVICE}") from None
 
     def parse(self, topic: str, data: bytes) -> Any:
-        """The entry in ``data``; raises Malformed."""
+        """The entry in ``data``; raises MalformedError."""
         r = Reader(data)
         read_header(r, self.kind)
         value = self._read(r, topic)
@@ -97,7 +97,7 @@ class InternalSerde(ABC):
 
     @abstractmethod
     def _read(self, r: Reader, topic: str) -> Any:
-        """The body read from ``r`` (after the header); raises Malformed."""
+        """The body read from ``r`` (after the header); raises MalformedError."""
 
 
 def _put_slot(out: bytearray, serde: Any, topic: str, value: Any) -> None:
@@ -124,14 +124,16 @@ def _take_slot(r: Reader, serde: Any, topic: str) -> Any:
     if tag == 2:
         return decode_plain(r)
     if tag != 1:
-        raise Malformed(f"unknown value slot {tag} at byte {at}")
+        raise MalformedError(f"unknown value slot {tag} at byte {at}")
     raw = r.take(r.u32())
     if serde is None:
-        raise Malformed(f"a value in serde bytes at byte {at}, but the store has no value serde")
+        raise MalformedError(
+            f"a value in serde bytes at byte {at}, but the store has no value serde")
     try:
         return serde.deserialize(topic, raw)
     except Exception as e:
-        raise Malformed(f"value serde {serde!r} cannot read the value at byte {at}: {e}") from e
+        raise MalformedError(
+            f"value serde {serde!r} cannot read the value at byte {at}: {e}") from e
 
 
 def _put_headers(out: bytearray, headers: Any) -> None:
@@ -139,7 +141,7 @@ def _put_headers(out: bytearray, headers: Any) -> None:
     out += len(items).to_bytes(4, "big")
     for k, v in items:
         if type(k) is not str or not (v is None or isinstance(v, (bytes, bytearray, memoryview))):
-            raise Unrepresentable(f"a header ({k!r}, {v!r}): headers are (str, bytes) pairs")
+            raise UnrepresentableError(f"a header ({k!r}, {v!r}): headers are (str, bytes) pairs")
         key = k.encode("utf-8", "surrogatepass")
         out += len(key).to_bytes(4, "big") + key
         out += b"\xff\xff\xff\xff" if v is None else len(v).to_bytes(4, "big") + bytes(v)
@@ -152,10 +154,10 @@ def _take_headers(r: Reader) -> tuple:
         try:
             key = r.take(r.u32()).decode("utf-8", "surrogatepass")
         except UnicodeDecodeError:
-            raise Malformed(f"a header key at byte {at} that is not UTF-8") from None
+            raise MalformedError(f"a header key at byte {at} that is not UTF-8") from None
         n = r.i32()
         if n < -1:
-            raise Malformed(f"a header value length of {n} at byte {r.pos - 4}")
+            raise MalformedError(f"a header value length of {n} at byte {r.pos - 4}")
         out.append((key, None if n == -1 else r.take(n)))
     return tuple(out)
 
@@ -185,7 +187,7 @@ class SuppressBufferSerde(_WithValueSerde):
         due, ts, change, headers = data
         for n in (due, ts):
             if type(n) is not int or not -(1 << 63) <= n < (1 << 63):
-                raise Unrepresentable(f"a time {n!r} that is not a 64-bit integer")
+                raise UnrepresentableError(f"a time {n!r} that is not a 64-bit integer")
             out += n.to_bytes(8, "big", signed=True)
         _put_slot(out, self.value_serde, topic, change.new)
         _put_slot(out, self.value_serde, topic, change.old)

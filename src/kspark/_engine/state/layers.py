@@ -208,11 +208,10 @@ class CachingLayer(Layer):
         return key in self._entries
 
     def _set(self, key: bytes, value: bytes | None) -> None:
-        old = self._entries.pop(key, _MISSING)
-        if old is _MISSING:
-            bisect.insort(self._keys, key)
+        if key in self._entries:  # re-inserted below: now the most recently used
+            self._grow(-self._size(key, self._entries.pop(key)))
         else:
-            self._grow(-self._size(key, old))
+            bisect.insort(self._keys, key)
         self._entries[key] = value
         self._grow(self._size(key, value))
 
@@ -270,16 +269,17 @@ class CachingLayer(Layer):
         before = (lambda a, b: a > b) if reverse else (lambda a, b: a < b)
         n, pending = 0, next(below, None)
         while n < len(mine) or pending is not None:
-            if n < len(mine) and (pending is None or not before(pending[0], mine[n])):
+            if pending is not None and (n == len(mine) or before(pending[0], mine[n])):
+                yield pending[0], pending[1], False
+                pending = next(below, None)
+            else:
                 k = mine[n]
                 n += 1
                 if pending is not None and pending[0] == k:
                     pending = next(below, None)
-                if entries.get(k) is not None:
-                    yield k, entries[k], True
-            else:
-                yield pending[0], pending[1], False
-                pending = next(below, None)
+                v = entries.get(k)
+                if v is not None:
+                    yield k, v, True
 
     def range(self, lo: bytes | None, hi: bytes | None, reverse: bool = False) -> Iterator[Entry]:
         for k, v, _ in self.range_tagged(lo, hi, reverse):

@@ -23,7 +23,7 @@ from typing import Any
 
 from kspark._engine.documents import Invalid
 from kspark._engine.state.delayed import SEQ_KEY, DelayedRecordsStore, parse_entry, parse_sequence
-from kspark._engine.state.encoding import Malformed
+from kspark._engine.state.encoding import MalformedError
 from kspark._engine.state.internal_serdes import RESET_ADVICE, InternalSerde
 from kspark.errors import CorruptStateError
 
@@ -32,8 +32,8 @@ __all__ = ["restore_checker", "Check"]
 Check = Callable[[bytes | None, bytes | None, str, int, int], None]
 
 
-def _parser(store: Any) -> tuple[str, Callable[[bytes, bytes], Any]] | None:
-    """What the store holds and a parse of one (key, value), raising Malformed or Invalid."""
+def _parser(store: Any) -> tuple[str, Callable[[bytes | None, bytes], Any]] | None:
+    """What the store holds and a parse of one (key, value), raising MalformedError or Invalid."""
     if isinstance(store, DelayedRecordsStore):
         return "delayed records", lambda k, v: parse_sequence(v) if k == SEQ_KEY else parse_entry(v)
     serde = getattr(store, "value_serde", None)
@@ -42,9 +42,9 @@ def _parser(store: Any) -> tuple[str, Callable[[bytes, bytes], Any]] | None:
     inner = getattr(serde, "inner", None)
     if isinstance(inner, InternalSerde):  # a timestamped store: 8 bytes of timestamp first
 
-        def timestamped(k: bytes, v: bytes) -> Any:
+        def timestamped(k: bytes | None, v: bytes) -> Any:
             if len(v) < 8:
-                raise Malformed(f"{len(v)} bytes, too short for its 8-byte timestamp")
+                raise MalformedError(f"{len(v)} bytes, too short for its 8-byte timestamp")
             return inner.parse(store.name(), v[8:])
 
         return inner.what, timestamped
@@ -67,7 +67,7 @@ def restore_checker(store: Any, task_id: str) -> Check | None:
             return
         try:
             parse(key, value)
-        except (Malformed, Invalid) as e:
+        except (MalformedError, Invalid) as e:
             why = str(e)
             if value[:1] == b"\x80" and "pickle" not in why:  # behind a timestamp, say
                 why += "; the record is a Python pickle, which kspark no longer reads"

@@ -34,7 +34,8 @@ class SessionStore(StoreBase):
         >>> s = Stores.session_store_builder(Stores.in_memory_session_store("s", 100),
         ...     Serdes.String(), Serdes.Integer()).build()
         >>> s.put(Windowed("a", Window(0, 5)), 2)
-        >>> [(kv.key.window.start, kv.key.window.end, kv.value) for kv in s.find_sessions("a", 3, 9)]
+        >>> [(kv.key.window.start, kv.key.window.end, kv.value)
+        ...  for kv in s.find_sessions("a", 3, 9)]
         [(0, 5, 2)]
     """
 

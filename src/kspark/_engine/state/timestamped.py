@@ -21,7 +21,8 @@ class ValueAndTimestampSerde:
     def serialize(self, topic: str, data: ValueAndTimestamp | None) -> bytes | None:
         if data is None or data.value is None:
             return None
-        return data.timestamp.to_bytes(8, "big", signed=True) + self.inner.serialize(topic, data.value)
+        return (data.timestamp.to_bytes(8, "big", signed=True)
+                + self.inner.serialize(topic, data.value))
 
     def deserialize(self, topic: str, data: bytes | None) -> ValueAndTimestamp | None:
         if data is None:

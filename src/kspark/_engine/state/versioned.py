@@ -13,8 +13,10 @@ Example:
     ...     Serdes.Long()).with_logging_disabled().build()
     >>> s.put("a", 1, 10), s.put("a", 2, 20), s.put("a", 0, 5)
     (-1, -1, 10)
-    >>> s.get("a"), s.get("a", 15), s.get("a", 4)
-    (VersionedRecord(value=2, timestamp=20, valid_to=None), VersionedRecord(value=1, timestamp=10, valid_to=None), None)
+    >>> s.get("a")
+    VersionedRecord(value=2, timestamp=20, valid_to=None)
+    >>> s.get("a", 15), s.get("a", 4)
+    (VersionedRecord(value=1, timestamp=10, valid_to=None), None)
 """
 
 from __future__ import annotations

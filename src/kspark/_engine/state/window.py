@@ -97,7 +97,8 @@ class WindowStore(StoreBase):
             kb += self._seq.to_bytes(4, "big")
         self.inner.put(kb, self.value_serde.serialize(self._name, value))
 
-    def _scan(self, key_bytes: bytes | None, t_from: int, t_to: int, reverse: bool) -> Iterator[tuple[bytes, int, bytes]]:
+    def _scan(self, key_bytes: bytes | None, t_from: int, t_to: int,
+              reverse: bool) -> Iterator[tuple[bytes, int, bytes]]:
         if key_bytes is not None:
             # timestamps are >= 0; a negative bound would sort after them as signed bytes
             hi = key_bytes + _ts(t_to) + (b"\xff" * 4 if self.retain_duplicates else b"")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from kspark._engine.api import ProcessorContext, Record
+from kspark._engine.context import record_dropped
 
 __all__ = ["Change", "ChangeSerde", "out_of_order"]
 
@@ -26,8 +27,8 @@ def out_of_order(context: ProcessorContext, record: Record, what: str) -> bool:
     which joins and re-grouping skip as Kafka Streams does."""
     if record.value.is_latest:
         return False
-    context.record_dropped(f"{what} skips an out-of-order update of key {record.key!r} at "
-                           f"{record.timestamp} from a versioned table")
+    record_dropped(context, f"{what} skips an out-of-order update of key {record.key!r} at "
+                            f"{record.timestamp} from a versioned table")
     return True
 
 

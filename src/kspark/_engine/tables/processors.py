@@ -8,20 +8,31 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark._engine.context import record_dropped
 from kspark._engine.state.layers import CachingLayer
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.tables.change import Change, out_of_order
 
-__all__ = ["TableSourceProcessor", "TableFilterProcessor", "TableMapValuesProcessor",
-           "TableToStreamProcessor", "TablePassThroughProcessor", "OldValues", "Switch",
+__all__ = ["TableStoreProcessor", "TableSourceProcessor", "TableFilterProcessor",
+           "TableMapValuesProcessor", "TableToStreamProcessor", "TablePassThroughProcessor",
+           "OldValues", "Switch",
            "TableMaterializeProcessor", "TableGroupByProcessor", "TableAggregateProcessor"]
 
 
-class _TableStoreProcessor(Processor):
+class TableStoreProcessor(Processor):
     """Writes to a timestamped store and forwards Change(new, old): at once, or at commit when
-    the store caches (then each key's latest change of the commit goes out once)."""
+    the store caches (then each key's latest change of the commit goes out once).
 
-    def __init__(self, store_name: str, materialized: "Switch | None" = None):
+    Subclassed by the table, aggregation and foreign-key join processors; without a store
+    (``store_name`` None) it only forwards.
+    """
+
+    context: ProcessorContext
+    store: Any  # the store connected as ``store_name``, of the kind the subclass writes
+    emit_on_flush: bool  # changes go out when the store's cache flushes them
+    forward_now: bool  # each change goes out at once (not cached, not held for final results)
+
+    def __init__(self, store_name: str | None, materialized: "Switch | None" = None):
         self.store_name = store_name
         # off: used as an unmaterialized table (no cache holds updates back), as Java does
         # with a result table nobody named, joined or asked old values of
@@ -81,7 +92,8 @@ class _TableStoreProcessor(Processor):
 
         code = self.store.put(record.key, new, ts)
         if code == PUT_RETURN_CODE_NOT_PUT:
-            self.context.record_dropped(
+            record_dropped(
+                self.context,
                 f"update of key {record.key!r} at {ts} is older than versioned store "
                 f"{self.store_name!r}'s history retention")
             return
@@ -93,7 +105,7 @@ class _TableStoreProcessor(Processor):
         return None if vt is None else vt.value
 
 
-class TableSourceProcessor(_TableStoreProcessor):
+class TableSourceProcessor(TableStoreProcessor):
     """Materializes a topic as a table: a value upserts, a null value (tombstone) deletes.
     As KTableSource, a tombstone for a key the table never had is still forwarded (as a
     change from None to None) unless the store caches (a cache has nothing to flush)."""
@@ -127,14 +139,14 @@ class Switch:
 OldValues = Switch
 
 
-class TableFilterProcessor(_TableStoreProcessor):
+class TableFilterProcessor(TableStoreProcessor):
     """Keeps rows that match (``negate``: that do not); others read as deleted. Materialized
     (``store_name``), it writes its result to its own store too."""
 
     def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool = False,
                  old_values: OldValues | None = None, store_name: str | None = None,
                  versioned: bool = False):
-        super().__init__(store_name)  # type: ignore[arg-type]
+        super().__init__(store_name)
         self.predicate, self.negate = predicate, negate
         self.old_values = old_values if old_values is not None else OldValues(True)
         # reading a versioned table, Java forwards even a change from nothing to nothing
@@ -148,7 +160,8 @@ class TableFilterProcessor(_TableStoreProcessor):
         new = self._keep(record.key, ch.new)
         old = None
         if send_old:
-            old = self._keep(record.key, ch.old) if self.store_name is None else self._get(record.key)
+            old = (self._keep(record.key, ch.old) if self.store_name is None
+                   else self._get(record.key))
             if new is None and old is None and not self.versioned:
                 return
         if self.store_name is None:
@@ -157,13 +170,13 @@ class TableFilterProcessor(_TableStoreProcessor):
             self._write(record, new, old)
 
 
-class TableMapValuesProcessor(_TableStoreProcessor):
+class TableMapValuesProcessor(TableStoreProcessor):
     """Maps new and old values with ``fn(value)`` (``fn(key, value)`` with_key); materialized
     (``store_name``), it writes its result to its own store too."""
 
     def __init__(self, fn: Callable[..., Any], with_key: bool = False,
                  store_name: str | None = None):
-        super().__init__(store_name)  # type: ignore[arg-type]
+        super().__init__(store_name)
         self.fn, self.with_key = fn, with_key
 
     def _map(self, key: Any, v: Any) -> Any:
@@ -181,7 +194,7 @@ class TableMapValuesProcessor(_TableStoreProcessor):
             self._write(record, new, self._get(record.key))
 
 
-class TableMaterializeProcessor(_TableStoreProcessor):
+class TableMaterializeProcessor(TableStoreProcessor):
     """Writes each change's new value to a store and forwards it (a materialized join)."""
 
     def process(self, record: Record) -> None:
@@ -241,7 +254,7 @@ class TableGroupByProcessor(Processor):
             self.context.forward(Record(new[0], Change(new[1], None), ts, headers))
 
 
-class TableAggregateProcessor(_TableStoreProcessor):
+class TableAggregateProcessor(TableStoreProcessor):
     """Aggregates a re-grouped table: ``adder`` for new rows, ``subtractor`` for old ones."""
 
     def __init__(self, store_name: str, initializer: Callable[[], Any],
