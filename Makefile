@@ -21,7 +21,7 @@ setup: $(VENV)/.installed
 demo: setup
 	$(VENV)/bin/kspark demo
 
-test: setup
+test: setup lint
 	$(PY) -m pytest -q --durations=15
 
 # ruff (src/ and tests/) and mypy (_engine, _graph, _spark), both configured in pyproject.toml.
