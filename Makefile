@@ -9,7 +9,7 @@ RECORDS ?= 200000
 
 # Idempotent: the virtual environment is rebuilt only when pyproject.toml changes,
 # and Kafka's jars are fetched with Maven only when they are not cached yet.
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py src/kspark-zipless.pth
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
@@ -32,7 +32,7 @@ lint: $(VENV)/.installed
 # The edit loop, under 3 minutes: lint, unit tests, doctests and the driver's conformance to
 # Java Kafka Streams' TopologyTestDriver (no broker, no Spark).
 check: lint
-	$(PY) -m pytest -q -p no:cacheprovider tests/unit src/kspark \
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit src/kspark src/_kspark_zipless.py \
 		tests/conformance/test_java_reference.py
 
 bench: setup

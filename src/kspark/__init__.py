@@ -7,32 +7,38 @@ Example:
     >>> topology = b.build()
 """
 
-from kspark.config import StreamsConfig
-from kspark.dsl import (
-    BufferConfig,
-    EmitStrategy,
-    Joined,
-    StreamJoined,
-    JoinWindows,
-    Suppressed,
-    KGroupedStream,
-    GlobalKTable,
-    KStream,
-    KTable,
-    Materialized,
-    SessionWindowedSerde,
-    SessionWindows,
-    SlidingWindows,
-    StreamsBuilder,
-    TimeWindowedSerde,
-    TimeWindows,
-    Window,
-    Windowed,
-)
-from kspark.errors import KSparkError
-from kspark.processor import Topology
-from kspark.serde import Serde, Serdes
-from kspark.streams import KafkaStreams, spark_session
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kspark.config import StreamsConfig
+    from kspark.dsl import (
+        BufferConfig,
+        EmitStrategy,
+        Joined,
+        StreamJoined,
+        JoinWindows,
+        Suppressed,
+        KGroupedStream,
+        GlobalKTable,
+        KStream,
+        KTable,
+        Materialized,
+        SessionWindowedSerde,
+        SessionWindows,
+        SlidingWindows,
+        StreamsBuilder,
+        TimeWindowedSerde,
+        TimeWindows,
+        Window,
+        Windowed,
+    )
+    from kspark.errors import KSparkError
+    from kspark.processor import Topology
+    from kspark.serde import Serde, Serdes
+    from kspark.streams import KafkaStreams, spark_session
 
 __all__ = [
     "BufferConfig",
@@ -62,4 +68,35 @@ __all__ = [
     "Windowed",
     "spark_session",
 ]
+
+# Where each public name lives. They load on first use (PEP 562): `import kspark` alone stays
+# cheap for the Python processes Spark starts to plan kspark's data source, which import
+# kspark._spark.source and so this package, but need none of the DSL.
+_HOME = {
+    "StreamsConfig": "kspark.config",
+    "KSparkError": "kspark.errors",
+    "Topology": "kspark.processor",
+    "Serde": "kspark.serde",
+    "Serdes": "kspark.serde",
+    "KafkaStreams": "kspark.streams",
+    "spark_session": "kspark.streams",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first use.
+
+    >>> import kspark
+    >>> kspark.Serdes.String().__class__.__name__
+    'StringSerde'
+    """
+    if name not in __all__:
+        raise AttributeError(f"module 'kspark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME.get(name, "kspark.dsl")), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 __version__ = "0.1.0"

@@ -133,7 +133,9 @@ def spark_session(config: Mapping[str, Any] | StreamsConfig | None = None) -> An
     """The SparkSession kspark uses, built from the ``spark.*`` keys of ``config``.
 
     ``spark.master`` defaults to ``local[*]``; ``PYSPARK_PYTHON`` is set to this interpreter.
-    ``config`` may be a StreamsConfig, or a plain dict of ``spark.*`` keys only.
+    ``config`` may be a StreamsConfig, or a plain dict of ``spark.*`` keys only. kspark's
+    Kafka data source is registered with the session in a background thread (Spark starts
+    a Python process for it), which ``KafkaStreams.start()`` waits for.
     """
     from kspark._spark.session import build_session
 

@@ -18,7 +18,7 @@ from kspark._kafka.admin import Admin
 from kspark._kafka.clients import check_client_configs
 from kspark._kafka.settings import ClientSettings
 from kspark._engine.state.build import private_state_dir
-from kspark._spark.session import build_session, ensure_registered
+from kspark._spark.session import build_session, ensure_registered, prepare
 from kspark._spark.source import CLOCK
 from kspark._spark.plan import kafka_sources, plan
 from kspark._spark.planner import build
@@ -88,6 +88,8 @@ class SparkApplication:
         private_state_dir(c["state.dir"])
         settings = ClientSettings.from_config(c)
         admin = Admin(settings, c["request.timeout.ms"])
+        if self._spark is not None:  # Spark's planning processes start while Kafka is checked
+            prepare(self._spark)
         user_sources = [t for t in self.graph.user_source_topics()
                         if t not in self.graph.sink_topics()]
         dead_letters = [c["errors.dead.letter.queue.topic.name"]] if c[
@@ -137,7 +139,7 @@ class SparkApplication:
         c = self.config
         spark = self._spark or build_session({k: v for k, v in c.items() if k.startswith("spark.")})
         self._session = spark
-        ensure_registered(spark)
+        prepare(spark)
         # One Spark task per kspark task: Spark must not merge partitions of like inputs.
         spark.conf.set("spark.sql.unionOutputPartitioning", "false")
         timings = self.start_timings
@@ -149,6 +151,7 @@ class SparkApplication:
         timings.step("stop offsets (metadata topic)")
         self.stop_offsets = None if self._batch_run is None else dict(self._batch_run.stop)
         stop = self._batch_run.stop_offsets() if self._batch_run else None
+        ensure_registered(spark)
         query = build(spark, plan(self.graph, counts, c, start, stop), self.graph, c)
         timings.step("planning (with the data source's load())")
         self._counters = query.counters

@@ -27,7 +27,7 @@ from kspark._spark.options import OPTION, SourceOptions
 from kspark._spark.plan import QueryPlan, Stage
 from kspark._spark.source import source_for
 from kspark._spark.stage import make_stage
-from kspark._spark.wire import FED_SCHEMA, MARKER_TOPIC
+from kspark._spark.wire import FED_SCHEMA, MARKER_TOPIC, SOURCE_SCHEMA
 from kspark.config import StreamsConfig
 
 __all__ = ["build", "BuiltQuery", "MetricsParam"]
@@ -88,8 +88,9 @@ def build(spark: SparkSession, plan: QueryPlan, graph: TopologyGraph,
 
 
 def _kafka_df(spark: SparkSession, settings: ClientSettings, options: SourceOptions) -> DataFrame:
-    # the client settings ride in a per-query source class, never in options (see source_for)
-    return (spark.readStream.format(source_for(spark, settings))
+    # the client settings ride in a per-query source class, never in options (see source_for);
+    # the schema given up front spares load() a Python process that would only infer it
+    return (spark.readStream.format(source_for(spark, settings)).schema(SOURCE_SCHEMA)
             .option(OPTION, options.to_json()).load())
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import uuid
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kspark._spark.documents import check_task_marker
 
@@ -123,6 +122,8 @@ def marker_batch(marker: TaskMarker) -> pa.RecordBatch:
 
 
 def _is_marker(batch: pa.RecordBatch) -> pa.Array:
+    import pyarrow.compute as pc  # here: 40 ms that Spark's planning processes need not pay
+
     return pc.equal(batch.column(0), MARKER_TOPIC)
 
 
@@ -145,5 +146,7 @@ def records_only(batch: pa.RecordBatch) -> pa.RecordBatch:
         >>> records_only(marker_batch(TaskMarker(0))).num_rows
         0
     """
+    import pyarrow.compute as pc
+
     keep = pc.invert(_is_marker(batch))
     return batch if pc.all(keep).as_py() is not False else batch.filter(keep)
