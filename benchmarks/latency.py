@@ -8,6 +8,11 @@ copies them to an output topic whose timestamps are the broker's append times
 failures, so exactly once here): the run fails otherwise.
 
     .venv/bin/python benchmarks/latency.py [--rate 5000] [--seconds 20] [--trigger-ms 100 1000]
+        [--modes micro_batch real_time] [--guarantee at_least_once|exactly_once_v2]
+
+``--modes``: kspark's ``execution.mode`` values to run (each with every ``--trigger-ms``,
+which in real_time mode is the commit interval). Under exactly_once_v2 the output is read
+with read_committed, so a record counts as out when its transaction commits.
 """
 
 from __future__ import annotations
@@ -39,24 +44,34 @@ def steady_input(bootstrap: str, topic: str, rate: int, seconds: float) -> int:
     return n
 
 
-def latencies(bootstrap: str, topic: str, expected: int, timeout_s: float) -> list[tuple[int, int]]:
-    """(send time, append time - send time) of every output record; waits for ``expected``."""
+def latencies(bootstrap: str, topic: str, expected: int | list[int], timeout_s: float,
+              committed: bool = False) -> list[tuple[int, int]]:
+    """(send time, append time - send time) of every output record; waits for ``expected``
+    (or, a list, for its first item, once the writer put it there).
+    ``committed``: read with read_committed while the output is written, and measure to the
+    time a record is read (a transaction's records are visible at its commit)."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lat-{time.time_ns()}",
-                  "enable.auto.commit": False})
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 5,
+                  "isolation.level": "read_committed" if committed else "read_uncommitted"})
     c.assign([TopicPartition(topic, p, 0) for p in range(2)])
     out, deadline = [], time.monotonic() + timeout_s
-    while len(out) < expected and time.monotonic() < deadline:
+    def done() -> bool:
+        want = expected if isinstance(expected, int) else (expected[0] if expected else None)
+        return want is not None and len(out) >= want
+
+    while not done() and time.monotonic() < deadline:
         for m in c.consume(10000, 0.5):
             if m.error() is None:
                 sent = int(m.value())
-                out.append((sent, m.timestamp()[1] - sent))
+                seen = int(time.time() * 1000) if committed else m.timestamp()[1]
+                out.append((sent, seen - sent))
     c.close()
     return out
 
 
 def run(bootstrap: str, spark, work: str, rate: int, seconds: float, warmup: float,
-        trigger_ms: int) -> str:
-    src, dst = f"lat-in-{trigger_ms}", f"lat-out-{trigger_ms}"
+        trigger_ms: int, mode: str = "micro_batch", guarantee: str = "at_least_once") -> str:
+    src, dst = f"lat-in-{mode}-{trigger_ms}", f"lat-out-{mode}-{trigger_ms}"
     admin = Admin(bootstrap)
     admin.create_topics({src: 2})
     admin.create_topics({dst: 2}, {"message.timestamp.type": "LogAppendTime"})
@@ -67,25 +82,34 @@ def run(bootstrap: str, spark, work: str, rate: int, seconds: float, warmup: flo
     streams = KafkaStreams(b.build(), {
         "application.id": f"lat-{trigger_ms}-{time.time_ns()}", "bootstrap.servers": bootstrap,
         "state.dir": os.path.join(work, f"state-{trigger_ms}"), "autostop.at": "none",
-        "commit.interval.ms": trigger_ms, "producer.linger.ms": 5}, spark=spark)
+        "commit.interval.ms": trigger_ms, "producer.linger.ms": 5, "execution.mode": mode,
+        "processing.guarantee": guarantee}, spark=spark)
     streams.start()
     # the first micro-batch starts Python workers: begin the steady input once it has run
     warm = steady_input(bootstrap, src, 10, 1.0)
     latencies(bootstrap, dst, warm, 120)
-    sent: list[int] = []
-    writer = threading.Thread(target=lambda: sent.append(steady_input(bootstrap, src, rate,
-                                                                      seconds)))
+    eos = guarantee == "exactly_once_v2"
+    expected: list[int] = []  # known when the writer is done
+    read: list[list[tuple[int, int]]] = []
+    reader = threading.Thread(target=lambda: read.append(
+        latencies(bootstrap, dst, expected, 120 + seconds, committed=eos)))
+    if eos:  # read as the output commits
+        reader.start()
     t0 = time.time() * 1000
-    writer.start()
-    writer.join()
-    got = latencies(bootstrap, dst, warm + sent[0], 120)
+    sent = steady_input(bootstrap, src, rate, seconds)
+    expected.append(warm + sent)
+    if not eos:
+        reader.start()
+    reader.join()
+    got = read[0]
     streams.close()
-    if len(got) != warm + sent[0]:
-        raise SystemExit(f"trigger {trigger_ms} ms: {len(got)} records out of {warm + sent[0]}")
+    if len(got) != warm + sent:
+        raise SystemExit(f"trigger {trigger_ms} ms: {len(got)} records out of {warm + sent}")
     steady = sorted(lat for t, lat in got if t >= t0 + warmup * 1000)
     pct = lambda q: steady[min(len(steady) - 1, int(q * len(steady)))]  # noqa: E731
-    return (f"trigger {trigger_ms:>5} ms, {rate} records/s for {seconds:.0f} s: latency p50 "
-            f"{pct(0.5)} ms, p90 {pct(0.9)} ms, p99 {pct(0.99)} ms, max {steady[-1]} ms "
+    return (f"{mode:<11} {guarantee:<15} trigger {trigger_ms:>5} ms, {rate} records/s for "
+            f"{seconds:.0f} s: latency p50 {pct(0.5)} ms, p90 {pct(0.9)} ms, "
+            f"p99 {pct(0.99)} ms, max {steady[-1]} ms "
             f"({len(steady)} records after {warmup:.0f} s of warm-up, all {len(got)} out)")
 
 
@@ -95,10 +119,15 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--warmup", type=float, default=5)
     ap.add_argument("--trigger-ms", type=int, nargs="+", default=[100, 1000])
+    ap.add_argument("--modes", nargs="+", default=["micro_batch"],
+                    choices=["micro_batch", "real_time"])
+    ap.add_argument("--guarantee", default="at_least_once",
+                    choices=["at_least_once", "exactly_once_v2"])
     a = ap.parse_args()
-    with local_broker([f"lat-in-{t}" for t in a.trigger_ms], 2) as (bootstrap, work):
+    with local_broker([], 2) as (bootstrap, work):
         spark = spark_session({"spark.master": "local[2]", "spark.ui.enabled": "false"})
-        lines = [run(bootstrap, spark, work, a.rate, a.seconds, a.warmup, t) for t in a.trigger_ms]
+        lines = [run(bootstrap, spark, work, a.rate, a.seconds, a.warmup, t, m, a.guarantee)
+                 for m in a.modes for t in a.trigger_ms]
         spark.stop()
     print("\n".join(lines))
     return 0

@@ -177,6 +177,18 @@ _KEYS = [
               "offsets the application's consumer group committed.",
               lambda v: None if v.strip() else "must not be empty (leave the key out for "
               "the default)"),
+    ConfigKey("execution.mode", str, "micro_batch", "How the Spark host runs the topology: "
+              "'micro_batch' (a Spark micro-batch per commit.interval.ms) or 'real_time' "
+              "(long-running Spark tasks, one per stream thread, each running Kafka Streams' "
+              "poll-process-commit loop; see docs/real-time.md).",
+              _one_of("micro_batch", "real_time")),
+    ConfigKey("real_time.epoch.ms", int, 300_000, "kspark, real_time mode: how long one Spark "
+              "job of long-running tasks lasts; at its end every stream thread commits and "
+              "the next epoch starts at once.", _positive),
+    ConfigKey("num.stream.threads", int, None, "real_time mode: how many stream threads (one "
+              "long-running Spark task each) share the application's tasks; default the "
+              "smaller of the task count and the task slots Spark offers. More threads than "
+              "free task slots is refused at start.", _positive),
     ConfigKey("source.read.timeout.ms", int, 60000, "kspark: a task that cannot read up to its "
               "planned offset within this time fails, naming topic and partition.", _positive),
 ]
@@ -215,6 +227,15 @@ class StreamsConfig(Mapping[str, Any]):
                 values[key.name] = key.default
         check_owned(values)
         self._values = values
+        self._given = frozenset(props)
+
+    def is_set(self, name: str) -> bool:
+        """Whether the user gave ``name`` (rather than its default).
+
+        >>> StreamsConfig({"application.id": "a", "bootstrap.servers": "b:1"}).is_set("state.dir")
+        False
+        """
+        return name in self._given
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]

@@ -24,6 +24,7 @@ from kspark._spark.plan import kafka_sources, plan
 from kspark._spark.planner import build
 from kspark._spark.batch_run import BatchRun
 from kspark._spark.checkpoint import SparkCheckpoint
+from kspark._spark.realtime.query import RealTimeRunError, RealTimeQuery
 from kspark._spark.resume import resume_offsets
 from kspark._kafka.instance import InstanceGuard, instance_group
 from kspark._kafka.transactions import progress_topic
@@ -74,6 +75,11 @@ class SparkApplication:
         self.stop_offsets: dict[tuple[str, int], int] | None = None
         self.finished = False  # a batch run reached its stop offsets
         self.start_timings = StartTimings(config["application.id"])
+        # real_time mode commits as Kafka Streams does by default: 100 ms under exactly-once,
+        # 30 s under at-least-once (micro_batch: a micro-batch per commit.interval.ms)
+        self._interval_ms = int(config["commit.interval.ms"]) if config.is_set(
+            "commit.interval.ms") else 100 if config["processing.guarantee"] == EXACTLY_ONCE_V2 \
+            else 30_000
 
     @property
     def checkpoint_dir(self) -> str:
@@ -144,6 +150,9 @@ class SparkApplication:
         spark.conf.set("spark.sql.unionOutputPartitioning", "false")
         timings = self.start_timings
         timings.step("session")
+        if c["execution.mode"] == "real_time":
+            self._start_real_time(spark, admin, counts)
+            return
         topics, resets = kafka_sources(self.graph)
         start = resume_offsets(spark, c, topics, resets, self.checkpoint_dir)
         timings.step("resume offsets")
@@ -168,6 +177,23 @@ class SparkApplication:
             writer = writer.trigger(processingTime=f"{c['commit.interval.ms']} milliseconds")
         self._query = writer.start()
         timings.step("query start")
+
+    def _start_real_time(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> None:
+        """Real-time mode: the internal topics, then epochs of long-running stream threads
+        (see ``_spark/realtime/``). Kafka alone holds the progress: no Spark checkpoint."""
+        from kspark._kafka.stream_thread_clients import control_topic
+        from kspark._spark.realtime.checks import real_time_member
+        from kspark._spark.realtime.query import real_time_query
+
+        c, app_id = self.config, self.config["application.id"]
+        query_plan = plan(self.graph, counts, c)
+        member = real_time_member(query_plan, self.graph, c)
+        self._create_changelogs(admin, counts, query_plan.store_tasks)
+        self._create_topic(admin, counts, progress_topic(app_id), query_plan.tasks,
+                           "the application's tasks")
+        self._create_topic(admin, counts, control_topic(app_id), 1, "the control topic")
+        self._query = real_time_query(spark, self.graph, c, member, self._interval_ms).start()
+        self.start_timings.step("real-time start")
 
     def _create_changelogs(self, admin: Admin, counts: dict[str, int],
                            store_tasks: dict[str, int]) -> None:
@@ -220,7 +246,7 @@ class SparkApplication:
                 done = True
             else:
                 done = bool(self._query.awaitTermination(timeout_s))
-        except StreamingQueryException as e:
+        except (StreamingQueryException, RealTimeRunError) as e:
             self._release()
             self._reported = True
             raise StreamsError(_explain(self.config["application.id"], e)) from e
@@ -259,6 +285,8 @@ class SparkApplication:
         return {"async": summarize_metrics(raw)}
 
     def progress(self) -> dict[str, int]:
+        if isinstance(self._query, RealTimeQuery):
+            return self._query.progress(kafka_sources(self.graph)[0])
         names = ("records_in", "records_out", None, "restored_records", "task_restores")
         counted = {n: (self._counters[i].value if self._counters else 0)
                    for i, n in enumerate(names) if n}

@@ -1,0 +1,93 @@
+"""The Kafka clients of a real-time stream thread: its input consumer and the stop signal.
+
+The stop signal is a one-partition topic, ``<application.id>-kspark-control``: the driver
+appends a record naming the run to stop; every thread of that run watches the topic from
+the offset the driver noted when it launched the epoch, so a signal sent before a thread
+started is still seen.
+
+Example (needs a broker, so not run)::
+
+    begin = control_end(settings)             # the driver, before launching an epoch
+    watch = StopWatch(settings, app_id, begin, run)   # each thread
+    send_stop(settings, app_id, run)          # the driver, to stop
+    watch.stopped()                           # True, at the thread's next look
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kspark._kafka.factory import new_consumer, new_producer
+from kspark._kafka.settings import ClientSettings, as_settings
+
+__all__ = ["control_topic", "thread_consumer", "StopWatch", "send_stop", "control_end"]
+
+
+def control_topic(app_id: str) -> str:
+    """The application's control topic (one partition).
+
+    >>> control_topic("orders")
+    'orders-kspark-control'
+    """
+    return f"{app_id}-kspark-control"
+
+
+def thread_consumer(where: ClientSettings | str, app_id: str, index: int) -> Any:
+    """A consumer of the group ``app_id`` that is only assigned partitions (never
+    subscribed: a thread's partitions are fixed), read_committed, committing nothing itself
+    (its tasks commit offsets with their markers or in their transactions)."""
+    settings = as_settings(where)
+    return new_consumer(settings.conf("consumer", f"stream-thread-{index}", {
+        "group.id": app_id, "enable.auto.commit": False, "isolation.level": "read_committed",
+        "fetch.wait.max.ms": 5, "enable.partition.eof": False}), f"stream thread {index}")
+
+
+def control_end(where: ClientSettings | str, app_id: str) -> int:
+    """The control topic's end offset: where an epoch's threads start watching."""
+    from confluent_kafka import TopicPartition
+
+    settings = as_settings(where)
+    c = new_consumer(settings.conf("consumer", "control", {"group.id": f"{app_id}-control",
+                                                           "enable.auto.commit": False}),
+                     "control topic")
+    try:
+        _, high = c.get_watermark_offsets(TopicPartition(control_topic(app_id), 0), timeout=30)
+        return int(high)
+    finally:
+        c.close()
+
+
+def send_stop(where: ClientSettings | str, app_id: str, run: str) -> None:
+    """Ask every thread of run ``run`` to commit and end."""
+    settings = as_settings(where)
+    p = new_producer(settings.conf("producer", "control", {"acks": "all"}), "control topic")
+    p.produce(control_topic(app_id), key=b"stop", value=run.encode())
+    p.flush(30)
+
+
+class StopWatch:
+    """A thread's view of the control topic: :meth:`stopped` once its run was asked to stop."""
+
+    def __init__(self, where: ClientSettings | str, app_id: str, begin: int, run: str):
+        from confluent_kafka import TopicPartition
+
+        settings = as_settings(where)
+        self.run = run.encode()
+        self._consumer = new_consumer(settings.conf("consumer", "control", {
+            "group.id": f"{app_id}-control", "enable.auto.commit": False,
+            "fetch.wait.max.ms": 10}), "control topic")
+        self._consumer.assign([TopicPartition(control_topic(app_id), 0, begin)])
+        self._stopped = False
+
+    def stopped(self) -> bool:
+        """Whether a stop of this run has arrived (looks without waiting)."""
+        while not self._stopped:
+            msgs = self._consumer.consume(100, 0)
+            if not msgs:
+                break
+            self._stopped = any(m.error() is None and m.key() == b"stop" and m.value() == self.run
+                                for m in msgs)
+        return self._stopped
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -1,0 +1,55 @@
+"""What real-time mode runs, and what it refuses (naming the alternative), at start.
+
+>>> from kspark.errors import ConfigError
+>>> threads_for(None, tasks=4, slots=2)
+2
+>>> threads_for(8, tasks=4, slots=8)  # no thread without a task
+4
+>>> try:
+...     threads_for(3, tasks=4, slots=2)
+... except ConfigError as e:
+...     print(str(e)[:95])
+execution.mode=real_time runs every stream thread as a Spark task at once: num.stream.threads=3
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kspark._spark.plan import Member, QueryPlan
+from kspark.errors import ConfigError, TopologyError
+
+__all__ = ["real_time_member", "threads_for"]
+
+
+def real_time_member(query: QueryPlan, graph: Any, config: Any) -> Member:
+    """The one sub-topology real-time mode runs; refuses what it does not run yet."""
+    if config["autostop.at"] == "eol":
+        raise ConfigError("autostop.at=eol (an incremental batch run, KIP-95) is not supported "
+                          "with execution.mode=real_time: use execution.mode=micro_batch, "
+                          "which stops at the run's stop offsets")
+    if graph.global_stores:
+        raise TopologyError(
+            f"global stores ({', '.join(sorted(graph.global_stores))}) are not supported with "
+            "execution.mode=real_time yet: use execution.mode=micro_batch")
+    members = [m for s in query.stages for m in s.members]
+    if len(members) != 1 or any(s.exchange is not None for s in query.stages):
+        raise TopologyError(
+            f"this topology has {len(members)} sub-topologies (a repartition, a through() "
+            "topic, or a join or aggregation after a key change); execution.mode=real_time "
+            "runs topologies of one sub-topology for now: use execution.mode=micro_batch")
+    return members[0]
+
+
+def threads_for(wanted: int | None, tasks: int, slots: int) -> int:
+    """How many stream threads to run: ``num.stream.threads`` (``wanted``, capped at the
+    task count), else the smaller of tasks and Spark's task slots; more than the slots is
+    refused, since every thread must run at once."""
+    threads = min(wanted or min(tasks, slots), tasks)
+    if threads > slots:
+        raise ConfigError(
+            "execution.mode=real_time runs every stream thread as a Spark task at once: "
+            f"num.stream.threads={wanted} needs {threads} free task slots, and Spark offers "
+            f"{slots} (spark.default.parallelism). Lower num.stream.threads, give the "
+            "application more executor cores, or use execution.mode=micro_batch")
+    return max(threads, 1)

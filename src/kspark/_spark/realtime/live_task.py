@@ -1,0 +1,146 @@
+"""One kspark task kept open for a whole epoch of a stream thread.
+
+:class:`LiveTask` builds the task once (its stores restored from their changelogs, its
+progress resumed from its marker in Kafka), then goes through ``begin`` / ``feed`` /
+``commit`` once per commit interval, as Kafka Streams' ``StreamTask`` does between its
+thread's commits: the producer, the transaction, the stores and RocksDB stay open. Under
+exactly_once_v2 its transactional producer's ``init_transactions`` fences every older
+attempt of the task (a zombie thread of an earlier epoch or a retried Spark task).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kspark._engine.nodes import RawRecord
+from kspark._engine.state.build import discard_buffered
+from kspark._graph.instantiate import build_task
+from kspark._kafka.clients import commit_offsets, task_producer
+from kspark._kafka.transactions import (Marker, TaskTransactions, encode_marker, progress_topic,
+                                        read_marker)
+from kspark._spark.host_state import TaskHostState
+from kspark._spark.routing import RoutingCollector
+from kspark._spark.state import checkpoint_task, invalidate_checkpoint, restore_task
+from kspark._spark.task_batch import StageContext
+from kspark.errors import TaskFencedError
+
+__all__ = ["LiveTask"]
+
+log = logging.getLogger("kspark")
+
+
+class LiveTask:
+    """Task ``partition`` of ``ctx``'s sub-topology, run by a stream thread in run ``run``
+    (an id unique to the epoch: the batch stamp of its commits is ``(run, n)``)."""
+
+    def __init__(self, ctx: StageContext, partition: int, run: str):
+        self.ctx, self.partition, self.run = ctx, partition, run
+        self.task_id = f"{ctx.plan.stage}_{partition}"
+        self.marker_tp = (progress_topic(ctx.app_id), ctx.plan.first_marker + partition)
+        self.host = TaskHostState()
+        self.tx: TaskTransactions | None = None
+        self.task: Any = None
+        self.commits = 0
+        self.inputs: dict[tuple[str, int], int] = {}  # next offset per input partition
+        self.read = self.sent = 0
+        self._began = False
+        self._dirty = False
+        self._previous: dict | None = None
+
+    def open(self) -> None:
+        """The producer (exactly-once: fencing older attempts), the marker, and the task,
+        restored from its changelogs and resumed from the marker's progress."""
+        ctx = self.ctx
+        if ctx.eos:
+            self.tx = TaskTransactions(ctx.settings, ctx.app_id, self.task_id, self.marker_tp)
+            self.tx.init()
+            marker, producer = self.tx.marker(), self.tx.producer
+        else:
+            marker = read_marker(ctx.settings, ctx.app_id, self.task_id, self.marker_tp)
+            producer = task_producer(ctx.settings, f"{ctx.app_id}-{self.task_id}-producer",
+                                     skip_failed=ctx.skip_failed)
+        self.collector = RoutingCollector(producer, ctx.plan, self.partition, None, None)
+        saved = None if marker is None else marker.progress
+        batch = (self.run, 0)
+        self.task = build_task(
+            ctx.graph, self.task_id, ctx.config, self.collector, only=ctx.plan.nodes,
+            batch_buffer=True,
+            restore=lambda t: restore_task(t, ctx.builders, batch, saved, False, host=self.host))
+        self.host.changelog_offsets = dict(self.task.restored or {})
+        self.task.partition_counts = ctx.plan.partition_counts
+        self.task.batch = batch
+        self._previous = saved
+
+    def begin(self) -> None:
+        """Start a commit interval: its batch stamp, and its transaction (exactly-once)."""
+        if not self._began:
+            self.task.batch = (self.run, self.commits + 1)
+            if self.tx is not None:
+                self.tx.begin()
+            self._began = True
+
+    def feed(self, records: list[RawRecord]) -> None:
+        """Process ``records`` (of this task's partitions, in offset order per partition)."""
+        self.begin()
+        self.task.add_records(records)
+        self.task.process_buffered()
+        for r in records:
+            self.inputs[(r.topic, r.partition)] = r.offset + 1
+        self.read += len(records)
+        self._dirty = True
+
+    def punctuate(self) -> None:
+        """Wall-clock punctuation and delayed records that are due (the real clock)."""
+        self.begin()
+        if self.task.maybe_punctuate_wall_clock():
+            self._dirty = True
+
+    def commit(self) -> bool:
+        """Flush the task and commit: the transaction with the input offsets and the marker
+        (exactly-once), or the offsets with the marker after the output (at-least-once);
+        then checkpoint the stores. Nothing happens when the interval did nothing."""
+        if not self._dirty and self.collector.sent == self.sent:
+            return False
+        ctx, task, host = self.ctx, self.task, self.host
+        if task.stores:
+            invalidate_checkpoint(task)
+        task.flush()
+        marker = Marker(self.run, self.commits + 1, task.progress(), self._previous,
+                        self.tx.instance if self.tx is not None else host.instance_id)
+        if self.tx is not None:
+            self.tx.commit(marker, self.inputs)
+        host.marker = marker
+        host.changelog_offsets = checkpoint_task(task, ctx.builders, host=host)
+        if self.tx is None:
+            commit_offsets(ctx.settings, ctx.app_id, self.inputs,
+                           (self.marker_tp, encode_marker(marker)))
+        self._previous = marker.progress
+        self.commits += 1
+        self.sent = self.collector.sent
+        self._began = self._dirty = False
+        return True
+
+    def abort(self, exc: BaseException) -> BaseException:
+        """Throw away the interval (stores' buffered writes, the transaction) and close the
+        task; the exception to raise for ``exc``."""
+        if self.task is not None:
+            for store in self.task.stores.values():
+                discard_buffered(store)
+            self.task.close()
+            self.task = None
+        if self.tx is None:
+            return exc
+        cause = self.tx.fail(exc)
+        if isinstance(cause, TaskFencedError):
+            log.warning("%s", cause)
+        return cause
+
+    def close(self) -> None:
+        """After a last commit: close the stores and the producer."""
+        if self.task is not None:
+            self.task.close()
+            self.task = None
+        if self.tx is not None:
+            self.tx.close()
+

@@ -1,0 +1,142 @@
+"""The driver side of real-time mode: epochs of long-running Spark tasks, stop, progress.
+
+:class:`RealTimeQuery` runs, in a background thread, one Spark job per epoch: ``threads``
+Spark tasks, each :func:`~kspark._spark.realtime.stream_thread.run_stream_thread`. When an
+epoch ends (every thread committed), the next one starts at once. :meth:`stop` asks the
+running epoch's threads to commit and end through the control topic, and cancels the job
+if they do not within a commit interval plus ``grace_s``. It offers what
+``SparkApplication`` uses of a streaming query: ``isActive``, ``awaitTermination``,
+``stop`` and ``exception``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import Any
+
+from kspark._kafka.clients import committed_offsets
+from kspark._kafka.stream_thread_clients import control_end, send_stop
+from kspark._spark.plan import Member
+from kspark._spark.realtime.checks import threads_for
+from kspark._spark.realtime.stream_thread import Epoch, run_stream_thread
+from kspark._spark.task_batch import StageContext
+
+__all__ = ["RealTimeQuery", "RealTimeRunError", "real_time_query"]
+
+log = logging.getLogger("kspark")
+
+
+class RealTimeRunError(Exception):
+    """The run's failure, as :meth:`RealTimeQuery.awaitTermination` raises it; ``desc`` holds
+    the whole text of the cause (with the Python worker's traceback)."""
+
+    def __init__(self, cause: BaseException):
+        super().__init__(str(cause))
+        self.desc = str(cause)
+        self.cause = cause
+
+
+def real_time_query(spark: Any, graph: Any, config: Any, member: Member,
+                    interval_ms: int) -> RealTimeQuery:
+    """The real-time run of ``member`` (the topology's one sub-topology)."""
+    from kspark._spark.plan import kafka_sources
+
+    topics, resets = kafka_sources(graph)
+    threads = threads_for(config["num.stream.threads"], member.tasks,
+                          spark.sparkContext.defaultParallelism)
+    ctx = StageContext(graph, config.as_dict(), member.stage_plan)
+    epoch = Epoch("", threads, member.tasks, tuple(topics), tuple(sorted(resets.items())),
+                  interval_ms, int(config["real_time.epoch.ms"]), 0)
+    log.info("application %r: real-time mode, %d stream threads for %d tasks, commit every "
+             "%d ms", ctx.app_id, threads, member.tasks, interval_ms)
+    return RealTimeQuery(spark, ctx, epoch)
+
+
+class RealTimeQuery:
+    """Epoch after epoch of ``threads`` stream threads running ``ctx``'s sub-topology."""
+
+    def __init__(self, spark: Any, ctx: StageContext, epoch: Epoch, grace_s: float = 30.0):
+        self.spark, self.ctx, self.grace_s = spark, ctx, grace_s
+        self._template = epoch
+        self._epoch: Epoch | None = None
+        self._stopping = False
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self.epochs = 0
+        self.totals = {"records_in": 0, "records_out": 0, "commits": 0}
+        self._thread = threading.Thread(target=self._run, name="kspark-real-time", daemon=True)
+
+    def start(self) -> RealTimeQuery:
+        self._thread.start()
+        return self
+
+    @property
+    def isActive(self) -> bool:  # noqa: N802 - a streaming query's name
+        return not self._done.is_set()
+
+    def exception(self) -> BaseException | None:
+        return self._error
+
+    def awaitTermination(self, timeout: float | None = None) -> bool:  # noqa: N802
+        """Wait for the run to end; raises its failure (the Spark job's error)."""
+        done = self._done.wait(timeout)
+        if done and self._error is not None:
+            raise RealTimeRunError(self._error)
+        return done
+
+    def stop(self) -> None:
+        """Ask the threads to commit and end; cancel the epoch if they do not in time."""
+        with self._lock:
+            self._stopping = True
+            epoch = self._epoch
+        if epoch is not None:
+            send_stop(self.ctx.settings, self.ctx.app_id, epoch.run)
+        if not self._done.wait(epoch.interval_ms / 1000 + self.grace_s if epoch else 5):
+            log.warning("real-time threads did not stop within %.0f s: cancelling the epoch",
+                        self.grace_s)
+            self.spark.sparkContext.cancelJobGroup(epoch.run if epoch else "")
+            self._done.wait(self.grace_s)
+
+    def progress(self, topics: list[str]) -> dict[str, int]:
+        """Epochs run, the group's committed position over ``topics`` (live: it moves with
+        every commit) and the counts of the finished epochs."""
+        counts = self.ctx.plan.partition_counts
+        tps = [(t, p) for t in topics for p in range(counts[t])]
+        position = sum(committed_offsets(self.ctx.settings, self.ctx.app_id, tps,
+                                         stable=False).values())
+        return {"batches": self.epochs, "position": position, **self.totals}
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    if self._stopping:
+                        return
+                    self._epoch = self._next_epoch()
+                self._run_epoch(self._epoch)
+        except BaseException as e:  # noqa: BLE001 - kept for awaitTermination and stop
+            if not self._stopping:
+                self._error = e
+        finally:
+            self._done.set()
+
+    def _next_epoch(self) -> Epoch:
+        t = self._template
+        return Epoch(f"rt-{uuid.uuid4().hex[:12]}-{self.epochs}", t.threads, t.task_count,
+                     t.topics, t.resets, t.interval_ms, t.length_ms,
+                     control_end(self.ctx.settings, self.ctx.app_id))
+
+    def _run_epoch(self, epoch: Epoch) -> None:
+        ctx = self.ctx
+        sc = self.spark.sparkContext
+        sc.setJobGroup(epoch.run, f"kspark {ctx.app_id}: real-time epoch {self.epochs}",
+                       interruptOnCancel=True)
+        rows = (sc.parallelize(range(epoch.threads), epoch.threads)
+                .map(lambda i: run_stream_thread(ctx, i, epoch)).collect())
+        for row in rows:
+            for k in self.totals:
+                self.totals[k] += row[k]
+        self.epochs += 1

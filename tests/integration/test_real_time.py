@@ -1,0 +1,126 @@
+"""execution.mode=real_time: long-running stream threads on the real broker and Spark.
+
+Each test runs the application until its output is in (read with read_committed), then
+closes it: close() asks the threads to commit and end through the control topic."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+from confluent_kafka import Producer
+
+from kspark import KafkaStreams, Serdes, StreamsBuilder
+from kspark.errors import ConfigError, TopologyError
+from tests.conftest import consume_all
+
+pytestmark = pytest.mark.integration
+S, L = Serdes.String(), Serdes.Long()
+
+
+def _produce(broker, topic, records):
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
+                  "enable.idempotence": True})
+    for k, v, ts in records:
+        p.produce(topic, key=k.encode(), value=v.encode(), timestamp=ts)
+    p.flush(10)
+
+
+def _real_time(app_config, epoch_ms=None, **extra):
+    cfg = app_config(autostop_at="none", execution_mode="real_time", **extra)
+    if epoch_ms is not None:
+        cfg["real_time.epoch.ms"] = epoch_ms  # app_config's keywords turn "_" into "."
+    return cfg
+
+
+def _count_topology(src, dst):
+    b = StreamsBuilder()
+    (b.stream(src, key_serde=S, value_serde=S).group_by_key().count()
+     .to_stream().to(dst, key_serde=S, value_serde=L))
+    return b.build()
+
+
+def _latest(messages):
+    out = {}
+    for m in messages:
+        out[m.key().decode()] = L.deserialize("", m.value())
+    return out
+
+
+def test_count_under_exactly_once_across_restart_and_epochs(
+        broker, spark, admin, topic_name, app_config):
+    """A stateful count, exactly_once_v2, commit every 100 ms, epochs of 3 s: the first run
+    sees 120 records and is closed; a second run (same application) sees 80 more. Every
+    count is exact (no record lost or counted twice across the epoch boundaries and the
+    restart), and no output record is visible twice."""
+    src, dst = topic_name("rt-in"), topic_name("rt-out")
+    admin.create_topics({src: 2, dst: 2})
+    cfg = _real_time(app_config, processing_guarantee="exactly_once_v2",
+                     commit_interval_ms=100, epoch_ms=3000,
+                     statestore_cache_max_bytes=0)
+    first = [(f"k{i % 7}", f"v{i}", 1000 + i) for i in range(120)]
+    _produce(broker, src, first)
+    streams = KafkaStreams(_count_topology(src, dst), cfg, spark=spark)
+    streams.start()
+    out = consume_all(broker, dst, 120, timeout_s=120)
+    streams.close()
+    assert len(out) == 120  # cache off: one update per record, none twice
+    second = [(f"k{i % 7}", f"v{i}", 5000 + i) for i in range(80)]
+    _produce(broker, src, second)
+    streams = KafkaStreams(_count_topology(src, dst), cfg, spark=spark)
+    streams.start()
+    out = consume_all(broker, dst, 200, timeout_s=120)
+    progress = streams.progress()
+    streams.close()
+    expected = collections.Counter(k for k, _, _ in first + second)
+    assert _latest(out) == dict(expected)
+    assert len(out) == 200
+    assert progress["position"] == 200  # the group's committed offsets: all input
+
+
+def test_passthrough_at_least_once_keeps_every_record_in_order(
+        broker, spark, admin, topic_name, app_config):
+    src, dst = topic_name("rt-pass-in"), topic_name("rt-pass-out")
+    admin.create_topics({src: 2, dst: 2})
+    records = [(f"k{i % 5}", f"v{i}", 1000 + i) for i in range(300)]
+    _produce(broker, src, records)
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=S).map_values(str.upper).to(dst, key_serde=S,
+                                                                       value_serde=S)
+    streams = KafkaStreams(b.build(), _real_time(app_config, commit_interval_ms=200),
+                           spark=spark)
+    streams.start()
+    out = consume_all(broker, dst, 300, timeout_s=120)
+    streams.close()
+    by_key = collections.defaultdict(list)
+    for m in out:
+        by_key[m.key().decode()].append(m.value().decode())
+    for k, values in by_key.items():  # a key's records stay in order
+        assert values == [v.upper() for kk, v, _ in records if kk == k]
+    assert len(out) == 300
+
+
+def test_more_threads_than_task_slots_is_refused(broker, spark, admin, topic_name, app_config):
+    src, dst = topic_name("rt-slots-in"), topic_name("rt-slots-out")
+    admin.create_topics({src: 4, dst: 1})
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=S).to(dst)
+    slots = spark.sparkContext.defaultParallelism
+    cfg = _real_time(app_config, num_stream_threads=slots + 1)
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    with pytest.raises(ConfigError, match=f"num.stream.threads={slots + 1} needs"):
+        streams.start()
+    streams.close()
+
+
+def test_a_topology_with_a_repartition_is_refused_naming_micro_batch(
+        broker, spark, admin, topic_name, app_config):
+    src, dst = topic_name("rt-rep-in"), topic_name("rt-rep-out")
+    admin.create_topics({src: 2, dst: 2})
+    b = StreamsBuilder()
+    (b.stream(src, key_serde=S, value_serde=S).group_by(lambda k, v: v).count()
+     .to_stream().to(dst, key_serde=S, value_serde=L))
+    streams = KafkaStreams(b.build(), _real_time(app_config), spark=spark)
+    with pytest.raises(TopologyError, match="execution.mode=micro_batch"):
+        streams.start()
+    streams.close()
