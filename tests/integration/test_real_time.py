@@ -124,3 +124,48 @@ def test_a_topology_with_a_repartition_is_refused_naming_micro_batch(
     with pytest.raises(TopologyError, match="execution.mode=micro_batch"):
         streams.start()
     streams.close()
+
+
+def test_a_new_attempt_of_a_task_fences_its_zombie(broker, admin, topic_name, app_config):
+    """Two attempts of one task (a retried Spark task, or a thread of a new epoch while the
+    old one still runs): the new one's init_transactions fences the old, whose commit then
+    fails with TaskFencedError; only the new attempt's output becomes visible. Runs the
+    stream-thread parts in this process, without Spark."""
+    from kspark._kafka.transactions import progress_topic
+    from kspark._spark.plan import plan
+    from kspark._spark.realtime.checks import real_time_member
+    from kspark._spark.realtime.live_task import LiveTask
+    from kspark._spark.task_batch import StageContext
+    from kspark._engine.nodes import RawRecord
+    from kspark.config import StreamsConfig
+    from kspark.errors import TaskFencedError
+
+    src, dst = topic_name("rt-fence-in"), topic_name("rt-fence-out")
+    admin.create_topics({src: 1, dst: 1})
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=S).to(dst, key_serde=S, value_serde=S)
+    topology = b.build()
+    cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2"))
+    admin.create_topics({progress_topic(cfg["application.id"]): 1})
+    graph = topology._graph
+    member = real_time_member(plan(graph, {src: 1, dst: 1}, cfg), graph, cfg)
+    ctx = StageContext(graph, cfg.as_dict(), member.stage_plan)
+
+    def record(i):
+        return RawRecord(src, 0, i, 1000 + i, b"k", f"v{i}".encode(), ())
+
+    zombie = LiveTask(ctx, 0, "rt-zombie")
+    zombie.open()
+    zombie.feed([record(0), record(1)])
+    attempt = LiveTask(ctx, 0, "rt-attempt")
+    attempt.open()  # fences the zombie: its open transaction is aborted
+    with pytest.raises(Exception) as failed:  # its writes are refused
+        zombie.commit()
+    cause = zombie.abort(failed.value)  # what run_stream_thread raises for the thread
+    assert isinstance(cause, TaskFencedError), cause
+    assert "task 0_0 was fenced" in str(cause)
+    attempt.feed([record(0), record(1), record(2)])
+    assert attempt.commit()
+    attempt.close()
+    out = consume_all(broker, dst, 3, timeout_s=30)
+    assert [m.value() for m in out] == [b"v0", b"v1", b"v2"]

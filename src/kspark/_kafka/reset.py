@@ -9,8 +9,9 @@ A full reset, so that the next start reprocesses its input from scratch:
    topics are ``--input-topics``, else every non-internal topic the group has offsets for;
 2. the internal topics are deleted: the stores' changelogs (``<id>-*-changelog``),
    ``<id>-*-repartition`` and ``<id>-*-topic`` as in Kafka, and kspark's
-   ``<id>-kspark-progress``, ``<id>-kspark-instance`` and ``<id>-kspark-metadata`` (the
-   stop offsets of incremental batch runs);
+   ``<id>-kspark-progress``, ``<id>-kspark-instance``, ``<id>-kspark-metadata`` (the
+   stop offsets of incremental batch runs) and ``<id>-kspark-control`` (real-time mode's
+   stop signals);
 3. the local state directory ``<state-dir>/<application.id>`` is deleted, and with it the
    Spark checkpoint unless ``--checkpoint-location`` puts it elsewhere (a local path only).
 
@@ -24,6 +25,8 @@ application runs: a running application's driver is a member of the consumer gro
 Example:
     >>> is_internal("hourly", "hourly-counts-changelog"), is_internal("hourly", "hourly-in")
     (True, False)
+    >>> is_internal("hourly", "hourly-kspark-control")
+    True
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from urllib.parse import urlparse
 from kspark._kafka.admin import Admin
 from kspark._kafka.instance import InstanceGuard, instance_group
 from kspark._kafka.stopoffsets import StopOffsets, metadata_topic
+from kspark._kafka.stream_thread_clients import control_topic
 from kspark._kafka.transactions import progress_topic
 from kspark.errors import InstanceAlreadyRunningError, KSparkError
 
@@ -48,7 +52,8 @@ _SUFFIXES = ("-changelog", "-repartition", "-topic")
 
 def is_internal(app_id: str, topic: str) -> bool:
     """Whether ``topic`` is one of the application's internal topics."""
-    ours = (progress_topic(app_id), instance_group(app_id), metadata_topic(app_id))
+    ours = (progress_topic(app_id), instance_group(app_id), metadata_topic(app_id),
+            control_topic(app_id))
     return topic in ours or (topic.startswith(f"{app_id}-") and topic.endswith(_SUFFIXES))
 
 
