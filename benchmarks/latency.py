@@ -105,6 +105,12 @@ def run(bootstrap: str, spark, work: str, rate: int, seconds: float, warmup: flo
     streams.close()
     if len(got) != warm + sent:
         raise SystemExit(f"trigger {trigger_ms} ms: {len(got)} records out of {warm + sent}")
+    if os.environ.get("LATENCY_TIMELINE"):  # p50 per 2 s of send time, to find stalls
+        buckets: dict[int, list[int]] = {}
+        for t, lat in got:
+            buckets.setdefault(int((t - t0) // 2000), []).append(lat)
+        print(mode, " ".join(f"{2 * b}s:{sorted(v)[len(v) // 2]}" for b, v in
+                             sorted(buckets.items())), flush=True)
     steady = sorted(lat for t, lat in got if t >= t0 + warmup * 1000)
     pct = lambda q: steady[min(len(steady) - 1, int(q * len(steady)))]  # noqa: E731
     return (f"{mode:<11} {guarantee:<15} trigger {trigger_ms:>5} ms, {rate} records/s for "
@@ -124,7 +130,7 @@ def main() -> int:
     ap.add_argument("--guarantee", default="at_least_once",
                     choices=["at_least_once", "exactly_once_v2"])
     a = ap.parse_args()
-    with local_broker([], 2) as (bootstrap, work):
+    with local_broker(["lat-warm"], 2) as (bootstrap, work):
         spark = spark_session({"spark.master": "local[2]", "spark.ui.enabled": "false"})
         lines = [run(bootstrap, spark, work, a.rate, a.seconds, a.warmup, t, m, a.guarantee)
                  for m in a.modes for t in a.trigger_ms]

@@ -88,7 +88,7 @@ def _loop(consumer: Any, tasks: dict[int, LiveTask], watch: StopWatch, epoch: Ep
     while True:
         wait = max(0.0, min(0.05, next_commit - time.monotonic()))
         by_task: dict[int, list[RawRecord]] = defaultdict(list)
-        for m in consumer.consume(2000, wait):
+        for m in _poll(consumer, wait):
             if m.error() is not None:
                 raise StreamsError(f"reading topic {m.topic()!r} partition {m.partition()} "
                                    f"failed: {m.error().str()}")
@@ -107,6 +107,13 @@ def _loop(consumer: Any, tasks: dict[int, LiveTask], watch: StopWatch, epoch: Ep
             next_commit = now + epoch.interval_ms / 1000
         if stopping:
             return
+
+
+def _poll(consumer: Any, wait_s: float) -> list[Any]:
+    """What has arrived, up to 2,000 records: waits up to ``wait_s`` for the first only
+    (``consume(n, timeout)`` would wait the whole timeout unless ``n`` arrived)."""
+    first = consumer.poll(wait_s)
+    return [] if first is None else [first, *consumer.consume(1999, 0)]
 
 
 def _failed(tasks: dict[int, LiveTask], error: BaseException) -> BaseException:
