@@ -189,6 +189,9 @@ _KEYS = [
               "long-running Spark task each) share the application's tasks; default the "
               "smaller of the task count and the task slots Spark offers. More threads than "
               "free task slots is refused at start.", _positive),
+    ConfigKey("repartition.purge.interval.ms", int, 30000, "real_time mode: how often a "
+              "stream thread deletes the records of repartition topics that its tasks have "
+              "committed (Kafka Streams' purge, after a commit).", _positive),
     ConfigKey("source.read.timeout.ms", int, 60000, "kspark: a task that cannot read up to its "
               "planned offset within this time fails, naming topic and partition.", _positive),
 ]

@@ -113,13 +113,56 @@ def test_more_threads_than_task_slots_is_refused(broker, spark, admin, topic_nam
     streams.close()
 
 
-def test_a_topology_with_a_repartition_is_refused_naming_micro_batch(
+def test_sub_topologies_meet_through_purged_repartition_topics(
         broker, spark, admin, topic_name, app_config):
+    """group_by then count: two sub-topologies joined by a repartition topic, created with
+    the input's partition count (as Kafka Streams chooses); exactly_once_v2 counts are
+    exact, and the repartition records the downstream tasks committed are purged."""
+    import time
+
     src, dst = topic_name("rt-rep-in"), topic_name("rt-rep-out")
     admin.create_topics({src: 2, dst: 2})
+    records = [(f"k{i}", f"g{i % 3}", 1000 + i) for i in range(90)]
+    _produce(broker, src, records)
     b = StreamsBuilder()
     (b.stream(src, key_serde=S, value_serde=S).group_by(lambda k, v: v).count()
      .to_stream().to(dst, key_serde=S, value_serde=L))
+    cfg = _real_time(app_config, processing_guarantee="exactly_once_v2",
+                     commit_interval_ms=100, statestore_cache_max_bytes=0,
+                     repartition_purge_interval_ms=200, default_key_serde="String",
+                     default_value_serde="String")
+    app_id = cfg["application.id"]
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    streams.start()
+    try:
+        out = consume_all(broker, dst, 90, timeout_s=120)
+        repartition = [t for t, n in admin.partition_counts().items()
+                       if t.startswith(f"{app_id}-") and t.endswith("-repartition")]
+        assert len(repartition) == 1
+        assert admin.partition_counts()[repartition[0]] == 2
+        tps = [(repartition[0], p) for p in range(2)]
+        deadline = time.monotonic() + 60
+        while True:  # the committed repartition records are deleted (the purge)
+            committed = {tp: o for tp, o in admin.group_offsets(app_id).items() if tp in tps}
+            earliest = admin.end_offsets(tps, earliest=True)
+            if len(committed) == 2 and all(earliest[tp] == committed[tp] > 0 for tp in tps):
+                break
+            assert time.monotonic() < deadline, (committed, earliest)
+            time.sleep(0.2)
+    finally:
+        streams.close()
+    assert _latest(out) == {"g0": 30, "g1": 30, "g2": 30}
+    assert len(out) == 90  # cache off, exactly-once: one update per record, none twice
+
+
+def test_global_stores_are_refused_naming_micro_batch(
+        broker, spark, admin, topic_name, app_config):
+    src, dst, glob = topic_name("rt-gl-in"), topic_name("rt-gl-out"), topic_name("rt-gl")
+    admin.create_topics({src: 1, dst: 1, glob: 1}, {"cleanup.policy": "compact"})
+    b = StreamsBuilder()
+    table = b.global_table(glob, key_serde=S, value_serde=S)
+    (b.stream(src, key_serde=S, value_serde=S)
+     .join(table, lambda k, v: k, lambda v, g: f"{v}{g}").to(dst))
     streams = KafkaStreams(b.build(), _real_time(app_config), spark=spark)
     with pytest.raises(TopologyError, match="execution.mode=micro_batch"):
         streams.start()
@@ -133,7 +176,7 @@ def test_a_new_attempt_of_a_task_fences_its_zombie(broker, admin, topic_name, ap
     stream-thread parts in this process, without Spark."""
     from kspark._kafka.transactions import progress_topic
     from kspark._spark.plan import plan
-    from kspark._spark.realtime.checks import real_time_member
+    from kspark._spark.realtime.checks import real_time_members
     from kspark._spark.realtime.live_task import LiveTask
     from kspark._spark.task_batch import StageContext
     from kspark._engine.nodes import RawRecord
@@ -148,7 +191,7 @@ def test_a_new_attempt_of_a_task_fences_its_zombie(broker, admin, topic_name, ap
     cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2"))
     admin.create_topics({progress_topic(cfg["application.id"]): 1})
     graph = topology._graph
-    member = real_time_member(plan(graph, {src: 1, dst: 1}, cfg), graph, cfg)
+    (member,) = real_time_members(plan(graph, {src: 1, dst: 1}, cfg), graph, cfg)
     ctx = StageContext(graph, cfg.as_dict(), member.stage_plan)
 
     def record(i):

@@ -170,6 +170,21 @@ class Admin:
                 time.sleep(0.2)
         return out
 
+    def delete_records(self, before: Mapping[tuple[str, int], int]) -> None:
+        """Delete the records before ``{(topic, partition): offset}`` (Kafka Streams purges
+        its repartition topics so after a commit)."""
+        if not before:
+            return
+        req = [TopicPartition(t, p, o) for (t, p), o in sorted(before.items())]
+        for tp, fut in self._admin.delete_records(
+                req, request_timeout=self.timeout_s, operation_timeout=self.timeout_s).items():
+            try:
+                fut.result(timeout=self.timeout_s)
+            except KafkaException as e:
+                self._denied(e.args[0].code(), e.args[0].str(), "TOPIC", tp.topic, "DELETE")
+                raise KSparkError(f"could not purge topic {tp.topic!r} partition {tp.partition} "
+                                  f"before offset {tp.offset}: {e.args[0].str()}") from None
+
     def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         """The offsets consumer group ``group`` committed ({} if it has none)."""
         from confluent_kafka import ConsumerGroupTopicPartitions

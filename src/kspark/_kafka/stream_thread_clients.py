@@ -35,11 +35,12 @@ def control_topic(app_id: str) -> str:
 def thread_consumer(where: ClientSettings | str, app_id: str, index: int) -> Any:
     """A consumer of the group ``app_id`` that is only assigned partitions (never
     subscribed: a thread's partitions are fixed), read_committed, committing nothing itself
-    (its tasks commit offsets with their markers or in their transactions)."""
+    (its tasks commit offsets with their markers or in their transactions), telling when a
+    partition is read to its end (a task waits for its partitions that are not)."""
     settings = as_settings(where)
     return new_consumer(settings.conf("consumer", f"stream-thread-{index}", {
         "group.id": app_id, "enable.auto.commit": False, "isolation.level": "read_committed",
-        "fetch.wait.max.ms": 5, "enable.partition.eof": False}), f"stream thread {index}")
+        "fetch.wait.max.ms": 5, "enable.partition.eof": True}), f"stream thread {index}")
 
 
 def control_end(where: ClientSettings | str, app_id: str) -> int:

@@ -182,17 +182,22 @@ class SparkApplication:
         """Real-time mode: the internal topics, then epochs of long-running stream threads
         (see ``_spark/realtime/``). Kafka alone holds the progress: no Spark checkpoint."""
         from kspark._kafka.stream_thread_clients import control_topic
-        from kspark._spark.realtime.checks import real_time_member
+        from kspark._spark.realtime.checks import real_time_members
+        from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG, repartition_topics
         from kspark._spark.realtime.query import real_time_query
 
         c, app_id = self.config, self.config["application.id"]
         query_plan = plan(self.graph, counts, c)
-        member = real_time_member(query_plan, self.graph, c)
+        real_time_members(query_plan, self.graph, c)  # refuses what the mode does not run
         self._create_changelogs(admin, counts, query_plan.store_tasks)
+        for topic, n in repartition_topics(query_plan, self.graph).items():
+            self._create_topic(admin, counts, topic, n, "its readers' tasks",
+                               REPARTITION_TOPIC_CONFIG)
         self._create_topic(admin, counts, progress_topic(app_id), query_plan.tasks,
                            "the application's tasks")
         self._create_topic(admin, counts, control_topic(app_id), 1, "the control topic")
-        self._query = real_time_query(spark, self.graph, c, member, self._interval_ms).start()
+        self._query = real_time_query(spark, self.graph, c, query_plan,
+                                      self._interval_ms).start()
         self.start_timings.step("real-time start")
 
     def _create_changelogs(self, admin: Admin, counts: dict[str, int],

@@ -31,17 +31,20 @@ class RoutingCollector(RecordCollector):
     """Sends user-topic records to Kafka; keeps fed-topic records as rows for the shuffle.
 
     ``pins`` and ``clock``: the global topics' offsets and the clock the micro-batch pinned,
-    passed on in the markers of downstream tasks.
+    passed on in the markers of downstream tasks. ``shuffled=False`` (real-time mode): the
+    fed-topic records go to Kafka too (repartition topics), each to the partition the
+    engine computed, and no rows are kept.
     """
 
     def __init__(self, producer: RecordCollector, plan: StagePlan, task_partition: int,
-                 pins: dict | None = None, clock: int | None = None):
+                 pins: dict | None = None, clock: int | None = None, shuffled: bool = True):
         self.producer = producer
         self.plan = plan
         self.task_partition = task_partition
         self.pins, self.clock = pins, clock
+        self.shuffled = shuffled
         self.rows: list[tuple] = []
-        self.sent = 0  # records sent to user topics
+        self.sent = 0  # records sent to Kafka
 
     def send(self, topic, key, value, timestamp, headers, partition) -> None:
         fed = self.plan.fed.get(topic)
@@ -52,10 +55,11 @@ class RoutingCollector(RecordCollector):
         n, to_kafka = fed
         target = partition if partition is not None else default_partition(
             key, n, self.task_partition)
-        if to_kafka:
+        if to_kafka or not self.shuffled:
             self.producer.send(topic, key, value, timestamp, headers, target)
             self.sent += 1
-        self.rows.append((topic, target, len(self.rows), timestamp, key, value, headers))
+        if self.shuffled:
+            self.rows.append((topic, target, len(self.rows), timestamp, key, value, headers))
 
     def flush(self) -> None:
         self.producer.flush()

@@ -19,11 +19,12 @@ from typing import Any
 from kspark._spark.plan import Member, QueryPlan
 from kspark.errors import ConfigError, TopologyError
 
-__all__ = ["real_time_member", "threads_for"]
+__all__ = ["real_time_members", "threads_for"]
 
 
-def real_time_member(query: QueryPlan, graph: Any, config: Any) -> Member:
-    """The one sub-topology real-time mode runs; refuses what it does not run yet."""
+def real_time_members(query: QueryPlan, graph: Any, config: Any) -> list[Member]:
+    """The sub-topologies real-time mode runs (all of them); refuses what it does not run
+    yet, naming the alternative."""
     if config["autostop.at"] == "eol":
         raise ConfigError("autostop.at=eol (an incremental batch run, KIP-95) is not supported "
                           "with execution.mode=real_time: use execution.mode=micro_batch, "
@@ -32,13 +33,7 @@ def real_time_member(query: QueryPlan, graph: Any, config: Any) -> Member:
         raise TopologyError(
             f"global stores ({', '.join(sorted(graph.global_stores))}) are not supported with "
             "execution.mode=real_time yet: use execution.mode=micro_batch")
-    members = [m for s in query.stages for m in s.members]
-    if len(members) != 1 or any(s.exchange is not None for s in query.stages):
-        raise TopologyError(
-            f"this topology has {len(members)} sub-topologies (a repartition, a through() "
-            "topic, or a join or aggregation after a key change); execution.mode=real_time "
-            "runs topologies of one sub-topology for now: use execution.mode=micro_batch")
-    return members[0]
+    return query.members()
 
 
 def threads_for(wanted: int | None, tasks: int, slots: int) -> int:

@@ -32,10 +32,14 @@ log = logging.getLogger("kspark")
 
 class LiveTask:
     """Task ``partition`` of ``ctx``'s sub-topology, run by a stream thread in run ``run``
-    (an id unique to the epoch: the batch stamp of its commits is ``(run, n)``)."""
+    (an id unique to the epoch: the batch stamp of its commits is ``(run, n)``), reading
+    the topic-partitions ``sources``."""
 
-    def __init__(self, ctx: StageContext, partition: int, run: str):
+    def __init__(self, ctx: StageContext, partition: int, run: str,
+                 sources: tuple[tuple[str, int], ...] = ()):
         self.ctx, self.partition, self.run = ctx, partition, run
+        self.sources = sources
+        self.pending: dict[tuple[str, int], list[RawRecord]] = {}  # polled, not processed
         self.task_id = f"{ctx.plan.stage}_{partition}"
         self.marker_tp = (progress_topic(ctx.app_id), ctx.plan.first_marker + partition)
         self.host = TaskHostState()
@@ -60,7 +64,7 @@ class LiveTask:
             marker = read_marker(ctx.settings, ctx.app_id, self.task_id, self.marker_tp)
             producer = task_producer(ctx.settings, f"{ctx.app_id}-{self.task_id}-producer",
                                      skip_failed=ctx.skip_failed)
-        self.collector = RoutingCollector(producer, ctx.plan, self.partition, None, None)
+        self.collector = RoutingCollector(producer, ctx.plan, self.partition, shuffled=False)
         saved = None if marker is None else marker.progress
         batch = (self.run, 0)
         self.task = build_task(
@@ -79,6 +83,26 @@ class LiveTask:
             if self.tx is not None:
                 self.tx.begin()
             self._began = True
+
+    def add(self, records: list[RawRecord]) -> None:
+        """Hold polled records (of one of the task's partitions, in offset order) until
+        :meth:`ready`."""
+        if records:
+            self.pending.setdefault((records[0].topic, records[0].partition), []).extend(records)
+
+    def ready(self, at_end: set[tuple[str, int]]) -> bool:
+        """Whether to process what is held: every input partition has records held or has
+        none left to fetch (``at_end``), as Kafka Streams' partition group waits
+        (``max.task.idle.ms=0``), so that records are picked by head timestamp across the
+        partitions."""
+        return bool(self.pending) and all(tp in self.pending or tp in at_end
+                                          for tp in self.sources)
+
+    def feed_pending(self) -> None:
+        """Process every record held (see :meth:`ready`)."""
+        records = [r for rs in self.pending.values() for r in rs]
+        self.pending.clear()
+        self.feed(records)
 
     def feed(self, records: list[RawRecord]) -> None:
         """Process ``records`` (of this task's partitions, in offset order per partition)."""

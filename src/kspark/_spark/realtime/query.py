@@ -14,12 +14,14 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from kspark._kafka.clients import committed_offsets
 from kspark._kafka.stream_thread_clients import control_end, send_stop
-from kspark._spark.plan import Member
-from kspark._spark.realtime.checks import threads_for
+from kspark._spark.plan import QueryPlan
+from kspark._spark.realtime.checks import real_time_members, threads_for
+from kspark._spark.realtime.layout import task_specs
 from kspark._spark.realtime.stream_thread import Epoch, run_stream_thread
 from kspark._spark.task_batch import StageContext
 
@@ -38,27 +40,33 @@ class RealTimeRunError(Exception):
         self.cause = cause
 
 
-def real_time_query(spark: Any, graph: Any, config: Any, member: Member,
+def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
                     interval_ms: int) -> RealTimeQuery:
-    """The real-time run of ``member`` (the topology's one sub-topology)."""
+    """The real-time run of every sub-topology of ``plan``."""
     from kspark._spark.plan import kafka_sources
 
-    topics, resets = kafka_sources(graph)
-    threads = threads_for(config["num.stream.threads"], member.tasks,
+    members = real_time_members(plan, graph, config)
+    specs = task_specs(plan, graph)
+    threads = threads_for(config["num.stream.threads"], len(specs),
                           spark.sparkContext.defaultParallelism)
-    ctx = StageContext(graph, config.as_dict(), member.stage_plan)
-    epoch = Epoch("", threads, member.tasks, tuple(topics), tuple(sorted(resets.items())),
-                  interval_ms, int(config["real_time.epoch.ms"]), 0)
-    log.info("application %r: real-time mode, %d stream threads for %d tasks, commit every "
-             "%d ms", ctx.app_id, threads, member.tasks, interval_ms)
-    return RealTimeQuery(spark, ctx, epoch)
+    contexts = {m.sub_topology: StageContext(graph, config.as_dict(), m.stage_plan)
+                for m in members}
+    epoch = Epoch("", threads, tuple(specs), tuple(sorted(kafka_sources(graph)[1].items())),
+                  interval_ms, int(config["real_time.epoch.ms"]), 0,
+                  int(config["repartition.purge.interval.ms"]))
+    log.info("application %r: real-time mode, %d stream threads for %d tasks of %d "
+             "sub-topologies, commit every %d ms", plan.application_id, threads, len(specs),
+             len(members), interval_ms)
+    return RealTimeQuery(spark, contexts, epoch)
 
 
 class RealTimeQuery:
-    """Epoch after epoch of ``threads`` stream threads running ``ctx``'s sub-topology."""
+    """Epoch after epoch of stream threads running every sub-topology (``contexts``)."""
 
-    def __init__(self, spark: Any, ctx: StageContext, epoch: Epoch, grace_s: float = 30.0):
-        self.spark, self.ctx, self.grace_s = spark, ctx, grace_s
+    def __init__(self, spark: Any, contexts: dict[int, StageContext], epoch: Epoch,
+                 grace_s: float = 30.0):
+        self.spark, self.contexts, self.grace_s = spark, contexts, grace_s
+        self.ctx = next(iter(contexts.values()))  # the settings and id all share
         self._template = epoch
         self._epoch: Epoch | None = None
         self._stopping = False
@@ -103,8 +111,7 @@ class RealTimeQuery:
     def progress(self, topics: list[str]) -> dict[str, int]:
         """Epochs run, the group's committed position over ``topics`` (live: it moves with
         every commit) and the counts of the finished epochs."""
-        counts = self.ctx.plan.partition_counts
-        tps = [(t, p) for t in topics for p in range(counts[t])]
+        tps = [tp for s in self._template.tasks for tp in s.sources if tp[0] in topics]
         position = sum(committed_offsets(self.ctx.settings, self.ctx.app_id, tps,
                                          stable=False).values())
         return {"batches": self.epochs, "position": position, **self.totals}
@@ -125,17 +132,16 @@ class RealTimeQuery:
 
     def _next_epoch(self) -> Epoch:
         t = self._template
-        return Epoch(f"rt-{uuid.uuid4().hex[:12]}-{self.epochs}", t.threads, t.task_count,
-                     t.topics, t.resets, t.interval_ms, t.length_ms,
-                     control_end(self.ctx.settings, self.ctx.app_id))
+        return replace(t, run=f"rt-{uuid.uuid4().hex[:12]}-{self.epochs}",
+                       control_begin=control_end(self.ctx.settings, self.ctx.app_id))
 
     def _run_epoch(self, epoch: Epoch) -> None:
-        ctx = self.ctx
+        contexts = self.contexts
         sc = self.spark.sparkContext
-        sc.setJobGroup(epoch.run, f"kspark {ctx.app_id}: real-time epoch {self.epochs}",
+        sc.setJobGroup(epoch.run, f"kspark {self.ctx.app_id}: real-time epoch {self.epochs}",
                        interruptOnCancel=True)
         rows = (sc.parallelize(range(epoch.threads), epoch.threads)
-                .map(lambda i: run_stream_thread(ctx, i, epoch)).collect())
+                .map(lambda i: run_stream_thread(contexts, i, epoch)).collect())
         for row in rows:
             for k in self.totals:
                 self.totals[k] += row[k]

@@ -1,16 +1,19 @@
 """The loop of one real-time stream thread (one long-running Spark task).
 
-Thread ``i`` of ``n`` hosts tasks ``i, i + n, i + 2n, ...`` of the sub-topology, in every
-epoch (a fixed, sticky assignment). It opens them (:class:`LiveTask`), assigns its consumer
-their input partitions at the group's committed offsets, then runs Kafka Streams' loop: poll
-→ process each task's records → punctuate on the wall clock → every ``commit.interval.ms``
-commit every task; it commits a last time and ends when the epoch is over or the driver
-asks the run to stop. Any failure aborts every task's interval (their transactions) and
-fails the Spark task, naming the task.
-"""
+Thread ``i`` of ``n`` hosts every ``n``-th task of the topology (all sub-topologies, see
+``layout.py``), the same ones in every epoch (a sticky assignment). It opens them
+(:class:`LiveTask`), assigns its consumer their input partitions (Kafka and repartition
+topics) at the group's committed offsets, then runs Kafka Streams' loop: poll → hand each
+task its records → process the tasks whose every input partition has records or is read
+to its end (so records are picked by head timestamp across partitions) → punctuate on the
+wall clock → every ``commit.interval.ms`` commit every task, and every
+``repartition.purge.interval.ms`` delete the repartition records committed. It commits a
+last time and ends when the epoch is over or the driver asks the run to stop. Any failure
+aborts every task's interval (their transactions) and fails the Spark task, naming the task."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -19,11 +22,16 @@ from typing import Any
 from kspark._engine.nodes import RawRecord
 from kspark._kafka.clients import committed_offsets
 from kspark._kafka.stream_thread_clients import StopWatch, thread_consumer
+from kspark._spark.realtime.layout import TaskSpec
 from kspark._spark.realtime.live_task import LiveTask
+from kspark._spark.state import admin_for
 from kspark._spark.task_batch import StageContext
 from kspark.errors import KSparkError, StreamsError
 
 __all__ = ["Epoch", "run_stream_thread"]
+
+log = logging.getLogger("kspark")
+TP = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -32,27 +40,35 @@ class Epoch:
 
     run: str  # unique to the epoch: the batch stamp of its commits
     threads: int
-    task_count: int  # tasks of the sub-topology: task p reads partition p of each topic
-    topics: tuple[str, ...]  # the sub-topology's input topics
+    tasks: tuple[TaskSpec, ...]  # every task; thread i runs tasks[i::threads]
     resets: tuple[tuple[str, str], ...]  # per-topic offset reset (earliest by default)
     interval_ms: int  # commit.interval.ms
     length_ms: int  # real_time.epoch.ms
     control_begin: int  # where the threads watch the control topic from
+    purge_ms: int = 30000  # repartition.purge.interval.ms
+
+    def mine(self, index: int) -> tuple[TaskSpec, ...]:
+        """Thread ``index``'s tasks: the same in every epoch (a sticky assignment)."""
+        return self.tasks[index::self.threads]
 
 
-def run_stream_thread(ctx: StageContext, index: int, epoch: Epoch) -> dict[str, Any]:
-    """Run thread ``index`` for one epoch; its counts (records in and out, commits)."""
-    tasks = {p: LiveTask(ctx, p, epoch.run)
-             for p in range(index, epoch.task_count, epoch.threads)}
+def run_stream_thread(contexts: dict[int, StageContext], index: int,
+                      epoch: Epoch) -> dict[str, Any]:
+    """Run thread ``index`` for one epoch (``contexts``: per sub-topology); its counts
+    (records in and out, commits)."""
+    specs = epoch.mine(index)
+    tasks = {s: LiveTask(contexts[s.sub_topology], s.partition, epoch.run, s.sources)
+             for s in specs}
+    ctx = next(iter(contexts.values()))
     watch = StopWatch(ctx.settings, ctx.app_id, epoch.control_begin, epoch.run)
     consumer = None
     try:
         for t in tasks.values():
             t.open()
-        consumer = _assign(ctx, index, epoch, tasks)
-        _loop(consumer, tasks, watch, epoch)
+        consumer = _assign(ctx, index, epoch, specs)
+        _Loop(consumer, tasks, watch, epoch, ctx).run()
     except BaseException as e:
-        raise _failed(tasks, e) from e
+        raise _failed(list(tasks.values()), e) from e
     finally:
         watch.close()
         if consumer is not None:
@@ -64,14 +80,13 @@ def run_stream_thread(ctx: StageContext, index: int, epoch: Epoch) -> dict[str, 
             "commits": sum(t.commits for t in tasks.values())}
 
 
-def _assign(ctx: StageContext, index: int, epoch: Epoch, tasks: dict[int, LiveTask]) -> Any:
+def _assign(ctx: StageContext, index: int, epoch: Epoch, specs: tuple[TaskSpec, ...]) -> Any:
     """The thread's consumer, assigned its tasks' partitions at the group's committed
     offsets (after the tasks opened: under exactly-once their fencing ended any older
     attempt's transaction first), else each topic's reset policy."""
     from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TopicPartition
 
-    counts = ctx.plan.partition_counts
-    tps = [(t, p) for p in tasks for t in epoch.topics if p < counts[t]]
+    tps = [tp for s in specs for tp in s.sources]
     committed = committed_offsets(ctx.settings, ctx.app_id, tps)
     resets = dict(epoch.resets)
     consumer = thread_consumer(ctx.settings, ctx.app_id, index)
@@ -81,32 +96,74 @@ def _assign(ctx: StageContext, index: int, epoch: Epoch, tasks: dict[int, LiveTa
     return consumer
 
 
-def _loop(consumer: Any, tasks: dict[int, LiveTask], watch: StopWatch, epoch: Epoch) -> None:
-    """Poll, process, punctuate; commit every interval; end at the epoch's end or a stop."""
-    now = time.monotonic()
-    end, next_commit = now + epoch.length_ms / 1000, now + epoch.interval_ms / 1000
-    while True:
-        wait = max(0.0, min(0.05, next_commit - time.monotonic()))
-        by_task: dict[int, list[RawRecord]] = defaultdict(list)
-        for m in _poll(consumer, wait):
-            if m.error() is not None:
-                raise StreamsError(f"reading topic {m.topic()!r} partition {m.partition()} "
-                                   f"failed: {m.error().str()}")
-            by_task[m.partition()].append(RawRecord(
-                m.topic(), m.partition(), m.offset(), m.timestamp()[1], m.key(), m.value(),
-                tuple(m.headers() or ())))
-        for p, records in by_task.items():
-            tasks[p].feed(records)
-        for t in tasks.values():
-            t.punctuate()
+class _Loop:
+    """Kafka Streams' loop over one thread's tasks: poll, hand each task its records,
+    process the tasks that are ready, punctuate; commit every interval and purge the
+    committed repartition records every ``purge_ms``; end at the epoch's end or a stop."""
+
+    def __init__(self, consumer: Any, tasks: dict[TaskSpec, LiveTask], watch: StopWatch,
+                 epoch: Epoch, ctx: StageContext):
+        self.consumer, self.tasks, self.watch, self.epoch, self.ctx = (
+            consumer, tasks, watch, epoch, ctx)
+        self.owner = {tp: t for s, t in tasks.items() for tp in s.sources}
+        self.at_end: set[TP] = set()  # partitions with nothing more to fetch for now
+        self.purged: dict[TP, int] = {}
+
+    def run(self) -> None:
+        epoch = self.epoch
         now = time.monotonic()
-        stopping = now >= end or watch.stopped()
-        if now >= next_commit or stopping:
-            for t in tasks.values():
-                t.commit()
-            next_commit = now + epoch.interval_ms / 1000
-        if stopping:
+        end, next_commit = now + epoch.length_ms / 1000, now + epoch.interval_ms / 1000
+        next_purge = now + epoch.purge_ms / 1000
+        while True:
+            self.poll(max(0.0, min(0.05, next_commit - time.monotonic())))
+            for t in self.tasks.values():
+                if t.ready(self.at_end):
+                    t.feed_pending()
+                t.punctuate()
+            now = time.monotonic()
+            stopping = now >= end or self.watch.stopped()
+            if now >= next_commit or stopping:
+                for t in self.tasks.values():
+                    t.commit()
+                next_commit = now + epoch.interval_ms / 1000
+                if now >= next_purge or stopping:
+                    self.purge()
+                    next_purge = now + epoch.purge_ms / 1000
+            if stopping:
+                return
+
+    def poll(self, wait_s: float) -> None:
+        """Hand each task what has arrived; note the partitions read to their end."""
+        from confluent_kafka import KafkaError
+
+        by_tp: dict[TP, list[RawRecord]] = defaultdict(list)
+        for m in _poll(self.consumer, wait_s):
+            tp, error = (m.topic(), m.partition()), m.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise StreamsError(f"reading topic {tp[0]!r} partition {tp[1]} failed: "
+                                       f"{error.str()}")
+                self.at_end.add(tp)
+                continue
+            self.at_end.discard(tp)
+            by_tp[tp].append(RawRecord(tp[0], tp[1], m.offset(), m.timestamp()[1], m.key(),
+                                       m.value(), tuple(m.headers() or ())))
+        for tp, records in by_tp.items():
+            self.owner[tp].add(records)
+
+    def purge(self) -> None:
+        """Delete the repartition records the tasks have committed (as Kafka Streams does
+        after a commit); a failure is logged, not fatal (the records stay)."""
+        todo = {tp: o for s, t in self.tasks.items() for tp, o in t.inputs.items()
+                if tp[0] in s.purged and o > self.purged.get(tp, -1)}
+        if not todo:
             return
+        try:
+            admin_for(self.ctx.config).delete_records(todo)
+        except KSparkError as e:
+            log.warning("could not purge committed repartition records: %s", e)
+            return
+        self.purged.update(todo)
 
 
 def _poll(consumer: Any, wait_s: float) -> list[Any]:
@@ -116,14 +173,13 @@ def _poll(consumer: Any, wait_s: float) -> list[Any]:
     return [] if first is None else [first, *consumer.consume(1999, 0)]
 
 
-def _failed(tasks: dict[int, LiveTask], error: BaseException) -> BaseException:
+def _failed(tasks: list[LiveTask], error: BaseException) -> BaseException:
     """Abort every task's interval; the error to raise, naming the task when it is not a
     kspark error already."""
-    causes = [t.abort(error) for t in tasks.values()]
+    causes = [t.abort(error) for t in tasks]
     cause = next((c for c in causes if c is not error), error)  # a fence explains the rest
     if isinstance(cause, KSparkError):
         return cause
-    first = next(iter(tasks.values()), None)
-    where = f"stream thread of task {first.task_id}" if first else "a stream thread"
+    where = f"stream thread of task {tasks[0].task_id}" if tasks else "a stream thread"
     return StreamsError(f"{where} failed: {type(cause).__module__}."
                         f"{type(cause).__qualname__}: {cause}")
