@@ -232,6 +232,17 @@ class StreamsConfig(Mapping[str, Any]):
         self._values = values
         self._given = frozenset(props)
 
+    def with_values(self, changes: Mapping[str, Any]) -> StreamsConfig:
+        """A copy with ``changes`` given as well (what the user gave stays given, defaults
+        stay defaults: see :meth:`is_set`).
+
+        >>> c = StreamsConfig({"application.id": "a", "bootstrap.servers": "b:1"})
+        >>> c2 = c.with_values({"commit.interval.ms": 50})
+        >>> c2["commit.interval.ms"], c2.is_set("commit.interval.ms"), c2.is_set("state.dir")
+        (50, True, False)
+        """
+        return StreamsConfig({**{k: self._values[k] for k in self._given}, **changes})
+
     def is_set(self, name: str) -> bool:
         """Whether the user gave ``name`` (rather than its default).
 

@@ -10,6 +10,7 @@ not compared. docs/conformance.md ("On Spark") explains which scenarios are samp
 which order Java is fed.
 
     python -m tests.conformance.spark_host --count 100 [--seed 0] [--bootstrap HOST:PORT]
+        [--mode real_time]
     python -m tests.conformance.spark_host --file scenario.txt [--per-trigger 1]
 """
 
@@ -30,9 +31,13 @@ from tests.conformance.lang import L, S, build
 from tests.conformance.reference import run_java
 
 __all__ = ["Case", "Sample", "case_of", "with_java", "sample", "run_on_spark",
-           "disagreements", "report", "SPARK_DIVERGENCES", "PER_TRIGGER"]
+           "disagreements", "report", "SPARK_DIVERGENCES", "PER_TRIGGER", "REAL_TIME"]
 
 PER_TRIGGER = 8  # max.offsets.per.trigger: a scenario's 6 to 30 inputs take 1 to 4 batches
+# execution.mode=real_time: a task processes what it polled once each of its partitions has
+# records or is read to its end, so a scenario's inputs (all written before the start) are
+# merged as one batch: Java is fed them in that order
+REAL_TIME = 10**9
 
 # Scenario families on which kspark on Spark still differs from Java, left out of the sample
 # until fixed (docs/conformance.md lists them): name -> test on the op lines' kinds.
@@ -187,8 +192,11 @@ def sample(count: int, seed: int, per_trigger: int = PER_TRIGGER, run: str = "")
 
 
 def run_on_spark(cases: list[Case], bootstrap: str, spark: Any, admin: Any, state_dir: str,
-                 per_trigger: int = PER_TRIGGER, timeout_s: float = 600) -> None:
-    """Run every case in one KafkaStreams application on Spark; fill in ``case.spark``."""
+                 per_trigger: int = PER_TRIGGER, timeout_s: float = 600,
+                 mode: str = "micro_batch") -> None:
+    """Run every case in one KafkaStreams application on Spark (``mode``: the
+    ``execution.mode``; ``real_time`` runs until every input is committed, then closes);
+    fill in ``case.spark``."""
     from confluent_kafka import Producer
 
     b = StreamsBuilder()
@@ -209,10 +217,17 @@ def run_on_spark(cases: list[Case], bootstrap: str, spark: Any, admin: Any, stat
               "bootstrap.servers": bootstrap, "state.dir": state_dir, "autostop.at": "eol",
               "statestore.cache.max.bytes": 0, "max.offsets.per.trigger": per_trigger,
               "default.key.serde": "String", "default.value.serde": "Long"}
+    if mode == "real_time":
+        config.update({"autostop.at": "none", "execution.mode": "real_time",
+                       "commit.interval.ms": 100})
+        del config["max.offsets.per.trigger"]
     streams = KafkaStreams(b.build(), config, spark=spark)
     streams.start()
     try:
-        if not streams.await_termination(timeout_s):
+        if mode == "real_time":
+            _await_committed(admin, config["application.id"],
+                             sorted({t[1] for x in built for t in x.inputs}), timeout_s)
+        elif not streams.await_termination(timeout_s):
             raise RuntimeError(f"the application did not reach the inputs' end in {timeout_s} s")
     finally:
         streams.close()
@@ -220,6 +235,25 @@ def run_on_spark(cases: list[Case], bootstrap: str, spark: Any, admin: Any, stat
     for case, x in zip(cases, built, strict=True):
         case.spark = [f"record {o[len(case.prefix):]} {k} {v} {ts}"
                       for o in x.outs for k, v, ts in records[o]]
+
+
+def _await_committed(admin: Any, app_id: str, inputs: list[str], timeout_s: float) -> None:
+    """Wait until the application committed every input and repartition record (its
+    committed offsets are the ends; the inputs first, so the repartition ends are final)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        committed = admin.group_offsets(app_id)
+        repartition = [t for t in admin.partition_counts()
+                       if t.startswith(f"{app_id}-") and t.endswith("-repartition")]
+        tps = [(t, 0) for t in inputs + repartition]
+        ends = admin.end_offsets(tps)
+        if committed and all(committed.get(tp, 0) >= ends[tp] for tp in tps):
+            return
+        if time.monotonic() > deadline:
+            behind = [tp for tp in tps if committed.get(tp, 0) < ends[tp]]
+            raise RuntimeError(f"the application did not commit its inputs' ends in "
+                               f"{timeout_s} s; behind: {behind[:3]}")
+        time.sleep(0.25)
 
 
 def _read_all(bootstrap: str, topics: list[str], timeout_s: float = 60) -> dict[str, list]:
@@ -280,10 +314,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--file", action="append", default=[],
                     help="run this scenario file instead, even if in SPARK_DIVERGENCES")
     ap.add_argument("--per-trigger", type=int, default=PER_TRIGGER)
+    ap.add_argument("--mode", choices=("micro_batch", "real_time"), default="micro_batch",
+                    help="the execution.mode (real_time feeds Java each scenario's inputs "
+                    "merged as one batch)")
     ap.add_argument("--bootstrap", help="a running broker (default: start one)")
     ap.add_argument("--show", type=int, default=3)
     a = ap.parse_args(argv)
     t0 = time.monotonic()
+    if a.mode == "real_time":
+        a.per_trigger = REAL_TIME
     if a.file:
         run = uuid.uuid4().hex[:6]
         picked = [case_of(Path(f).read_text().splitlines(), i, run, a.per_trigger, known=True)
@@ -303,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                                "spark.sql.shuffle.partitions": "2"})
         try:
             run_on_spark(got.cases, bootstrap, spark, Admin(bootstrap, 30000), f"{tmp}/state",
-                         a.per_trigger)
+                         a.per_trigger, mode=a.mode)
         finally:
             spark.stop()
             if broker is not None:

@@ -1,6 +1,6 @@
 """A sample of the generated conformance scenarios run through KafkaStreams on Spark + Kafka
 (one application for all of them; one partition per topic, several micro-batches, the cache
-off) and compared with Java Kafka Streams' TopologyTestDriver: every output record (key,
+off; and again in real-time mode) and compared with Java Kafka Streams' TopologyTestDriver: every output record (key,
 value, timestamp, order) must be identical. See ``spark_host.py`` and docs/conformance.md.
 
 ``python -m tests.conformance.spark_host --count 200`` runs more.
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conformance.spark_host import PER_TRIGGER, disagreements, report, run_on_spark, sample
+from tests.conformance.spark_host import (PER_TRIGGER, REAL_TIME, disagreements, report,
+                                          run_on_spark, sample)
 
 pytestmark = pytest.mark.integration
 
@@ -32,3 +33,19 @@ def test_sampled_scenarios_agree_with_java_on_spark(broker, spark, admin, tmp_pa
     bad = disagreements(got.cases)
     assert not bad, (f"{len(bad)} of {COUNT} scenarios (seeds {SEED}-{got.cases[-1].seed}) "
                      f"disagree with Java on Spark; first ones:\n{report(bad)}")
+
+
+@pytest.mark.timeout(900)
+def test_sampled_scenarios_agree_with_java_in_real_time_mode(broker, spark, admin, tmp_path):
+    """The same kind of sample with execution.mode=real_time: long-running stream threads,
+    sub-topologies meeting through repartition topics; Java is fed each scenario's inputs
+    merged as one batch (a task processes once every input partition has records or is
+    read to its end)."""
+    got = sample(COUNT, SEED, REAL_TIME)
+    assert sum(len(c.java) for c in got.cases) > 100, "the sample must produce output"
+    assert any(c.fed_output for c in got.cases), "the sample must cross a repartition topic"
+    run_on_spark(got.cases, broker, spark, admin, str(tmp_path / "state"), REAL_TIME,
+                 mode="real_time")
+    bad = disagreements(got.cases)
+    assert not bad, (f"{len(bad)} of {COUNT} scenarios (seeds {SEED}-{got.cases[-1].seed}) "
+                     f"disagree with Java in real-time mode; first ones:\n{report(bad)}")

@@ -105,9 +105,8 @@ class SparkApplication:
         if "producer.message.max.bytes" not in c:  # records as large as the sink topics take
             largest = admin.max_message_bytes(self.graph.sink_topics() + dead_letters)
             if largest is not None and largest > 1_000_000:
-                given = {k: v for k, v in c.as_dict().items() if v is not None}
-                self.config = c = StreamsConfig({**given,
-                                                 "producer.message.max.bytes": largest + 1024})
+                self.config = c = c.with_values(
+                    {"producer.message.max.bytes": largest + 1024})
         counts = admin.partition_counts()
         self.graph.check_copartitioning(counts)
         if c["processing.guarantee"] == EXACTLY_ONCE_V2:

@@ -19,7 +19,11 @@ from typing import Any
 from kspark._spark.plan import Member, QueryPlan
 from kspark.errors import ConfigError, TopologyError
 
-__all__ = ["real_time_members", "threads_for"]
+__all__ = ["real_time_members", "threads_for", "MICRO_BATCH_ONLY"]
+
+# Config keys of the micro-batch mode alone: set with real_time, they are refused (never
+# silently ignored).
+MICRO_BATCH_ONLY = ("max.offsets.per.trigger", "checkpoint.location")
 
 
 def real_time_members(query: QueryPlan, graph: Any, config: Any) -> list[Member]:
@@ -29,6 +33,12 @@ def real_time_members(query: QueryPlan, graph: Any, config: Any) -> list[Member]
         raise ConfigError("autostop.at=eol (an incremental batch run, KIP-95) is not supported "
                           "with execution.mode=real_time: use execution.mode=micro_batch, "
                           "which stops at the run's stop offsets")
+    ignored = [k for k in MICRO_BATCH_ONLY if config.is_set(k)]
+    if ignored:
+        raise ConfigError(
+            f"{', '.join(ignored)} only applies to execution.mode=micro_batch (real_time "
+            "threads poll continuously and keep their progress in Kafka alone): remove it, "
+            "or use execution.mode=micro_batch")
     if graph.global_stores:
         raise TopologyError(
             f"global stores ({', '.join(sorted(graph.global_stores))}) are not supported with "
