@@ -6,6 +6,7 @@ PY     := $(VENV)/bin/python
 .PHONY: setup demo test lint check bench bench-peers soak conformance clean
 ROUNDS  ?= 20
 RECORDS ?= 200000
+SOAK_MODE ?= micro_batch
 
 # Idempotent: the virtual environment is rebuilt only when pyproject.toml changes,
 # and Kafka's jars are fetched with Maven only when they are not cached yet.
@@ -57,8 +58,8 @@ bench-peers: setup
 # line of each run is "soak: rounds R, duplicates D, lost L, wrong aggregates W, open
 # transactions T". at_least_once runs too: it must show duplicates (the harness sees them).
 soak: setup
-	$(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee exactly_once_v2
-	$(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee at_least_once
+	$(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee exactly_once_v2 --mode $(SOAK_MODE)
+	$(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee at_least_once --mode $(SOAK_MODE)
 
 # kspark against Java Kafka Streams' TopologyTestDriver on COUNT generated scenarios
 # (make test runs 300 of them); prints the first disagreements.

@@ -1,9 +1,8 @@
 """A sample of the generated conformance scenarios run through KafkaStreams on Spark + Kafka
 (one application for all of them; one partition per topic, several micro-batches, the cache
-off; and again in real-time mode) and compared with Java Kafka Streams' TopologyTestDriver: every output record (key,
-value, timestamp, order) must be identical. See ``spark_host.py`` and docs/conformance.md.
-
-``python -m tests.conformance.spark_host --count 200`` runs more.
+off; and again in real-time mode) and compared with Java Kafka Streams' TopologyTestDriver:
+every output record (key, value, timestamp, order) must be identical. See ``spark_host.py``
+and docs/conformance.md.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ count, sum, min and max of the values (a RocksDB store, caching off), emitted to
 
 ``python -m tests.integration.eos_app BOOTSTRAP SRC APP_ID STATE_DIR [options]``; prints
 ``started`` and then ``batches N`` as micro-batches complete; exits 0 when the input present
-at start is consumed (``autostop.at=eol``).
+at start is consumed (``autostop.at=eol``; ``--mode real_time``: once the consumer group
+has committed it, then it closes the application).
 """
 
 from __future__ import annotations
@@ -44,11 +45,17 @@ def topology(src: str, slow_ms: float = 0.0):
 
 
 def config(bootstrap: str, app_id: str, state_dir: str, guarantee: str,
-           max_offsets: int) -> dict:
-    return {"application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-            "autostop.at": "eol", "processing.guarantee": guarantee,
-            "statestore.cache.max.bytes": 0, "max.offsets.per.trigger": max_offsets,
-            "request.timeout.ms": 20000}
+           max_offsets: int, mode: str = "micro_batch") -> dict:
+    cfg = {"application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
+           "autostop.at": "eol", "processing.guarantee": guarantee,
+           "statestore.cache.max.bytes": 0, "max.offsets.per.trigger": max_offsets,
+           "request.timeout.ms": 20000}
+    if mode == "real_time":  # runs until closed; at_least_once commits every second
+        del cfg["max.offsets.per.trigger"]
+        cfg.update({"execution.mode": "real_time", "autostop.at": "none"})
+        if guarantee == "at_least_once":
+            cfg["commit.interval.ms"] = 1000
+    return cfg
 
 
 def main(argv: list[str]) -> int:
@@ -61,6 +68,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--slow-ms", type=float, default=0.0)
     ap.add_argument("--checkpoint", default=None, help="checkpoint.location (default: under "
                     "state.dir)")
+    ap.add_argument("--mode", default="micro_batch", choices=("micro_batch", "real_time"),
+                    help="execution.mode; real_time runs until the input present at start is "
+                    "committed, then closes")
     ap.add_argument("--fail-after-commit", default=None,
                     help="'<task id>:<batch id>': that task's first attempt fails after its commit")
     a = ap.parse_args(argv)
@@ -71,13 +81,16 @@ def main(argv: list[str]) -> int:
 
         install_task_hooks(TaskHooks(after_commit=FailAfterCommit(
             tuple(a.fail_after_commit.split(",")))))
-    cfg = config(a.bootstrap, a.app_id, a.state_dir, a.guarantee, a.max_offsets)
-    if a.checkpoint:
+    cfg = config(a.bootstrap, a.app_id, a.state_dir, a.guarantee, a.max_offsets, a.mode)
+    if a.checkpoint and a.mode == "micro_batch":
         cfg["checkpoint.location"] = a.checkpoint
     streams = KafkaStreams(topology(a.src, a.slow_ms), cfg, spark=spark)
-    streams.start()
-    print("started", flush=True)
-    run_printing_batches(streams)
+    if a.mode == "real_time":
+        run_until_consumed(streams, a.bootstrap, a.app_id, a.src)
+    else:
+        streams.start()
+        print("started", flush=True)
+        run_printing_batches(streams)
     spark.stop()
     return 0
 
@@ -91,6 +104,36 @@ def run_printing_batches(streams: KafkaStreams) -> None:
         if n != shown:
             shown = n
             print(f"batches {n}", flush=True)
+    print(f"done {streams.progress()}", flush=True)
+    streams.close()
+
+
+def run_until_consumed(streams: KafkaStreams, bootstrap: str, app_id: str, src: str) -> None:
+    """Real-time mode: start, print ``batches N`` as the group's committed position moves,
+    and close once it has committed the input present at start and every repartition record
+    written for it (the input's ends first, so the repartition ends are final)."""
+    from kspark._kafka.admin import Admin
+
+    admin = Admin(bootstrap, 20000)
+    inputs = [(src, p) for p in range(admin.partition_counts()[src])]
+    ends = admin.end_offsets(inputs)
+    streams.start()
+    print("started", flush=True)
+    shown, position = 0, None
+    while not streams.await_termination(0.2):
+        committed = admin.group_offsets(app_id)
+        now = sum(committed.get(tp, 0) for tp in inputs)
+        if position is not None and now > position:
+            shown += 1
+            print(f"batches {shown}", flush=True)
+        position = now
+        if all(committed.get(tp, 0) >= ends[tp] for tp in inputs):
+            counts = admin.partition_counts()
+            rep = [(t, p) for t in counts if t.startswith(f"{app_id}-")
+                   and t.endswith("-repartition") for p in range(counts[t])]
+            rep_ends = admin.end_offsets(rep)
+            if all(committed.get(tp, 0) >= rep_ends[tp] for tp in rep):
+                break
     print(f"done {streams.progress()}", flush=True)
     streams.close()
 

@@ -9,7 +9,8 @@ output with ``read_committed`` and prints as its last line::
     soak: rounds R, duplicates D, lost L, wrong aggregates W, open transactions T
 
 ``make soak`` runs it (20 rounds, 200,000 records, exactly_once_v2, then at_least_once,
-where it must see duplicates); ``python -m tests.integration.soak --help`` for the options.
+where it must see duplicates; ``make soak SOAK_MODE=real_time`` in real-time mode);
+``python -m tests.integration.soak --help`` for the options.
 """
 
 from __future__ import annotations
@@ -255,14 +256,14 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
          master: str = "local-cluster[2,1,1024]", seed: int | None = None,
          work_dir: str | None = None, log=print, victims: tuple[str, ...] = ("driver", "executor"),
          max_delay_s: float = 3.0, max_offsets: int | None = None,
-         slow_ms: float = 0.2) -> Figures:
+         slow_ms: float = 0.2, mode: str = "micro_batch") -> Figures:
     """Run the soak against the broker at ``bootstrap``; returns the figures. Each round kills
     one of ``victims`` (at random) up to ``max_delay_s`` after its first micro-batch; the app
     reads ``max_offsets`` records per micro-batch (default: an eighth of a round's)."""
     from kspark._kafka.admin import Admin
 
     rng = random.Random(seed)
-    tag = f"{guarantee}-{os.getpid()}-{rng.randrange(10**6)}"
+    tag = f"{guarantee}-{mode}-{os.getpid()}-{rng.randrange(10**6)}"
     src, app_id = f"soak-{tag}", f"soak-app-{tag}"
     Admin(bootstrap, 20000).create_topics({src: PARTITIONS, f"{src}-echo": PARTITIONS,
                                            f"{src}-agg": PARTITIONS})
@@ -274,7 +275,7 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
     per_batch = max_offsets or max(500, records // rounds // 8)
     cmd = app_command(bootstrap, src, app_id, STATE_DIR, "--master", master, "--guarantee",
                       guarantee, "--max-offsets", str(per_batch), "--slow-ms", str(slow_ms),
-                      "--checkpoint", str(root / "checkpoint"))
+                      "--checkpoint", str(root / "checkpoint"), "--mode", mode)
     produced, kills = 0, []
     for r in range(rounds):
         n = records // rounds + (records % rounds if r == rounds - 1 else 0)
@@ -286,7 +287,7 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
         kills.append(kill_and_finish(cmd, victim, delay, log, env, root))
     figures = verify(bootstrap, src, app_id, produced, keys)
     figures.kills = kills
-    log(f"order: {figures.disordered} records out of input order ({guarantee})")
+    log(f"order: {figures.disordered} records out of input order ({guarantee}, {mode})")
     return figures
 
 
@@ -297,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--guarantee", default="exactly_once_v2")
     ap.add_argument("--keys", type=int, default=100)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--mode", default="micro_batch", choices=("micro_batch", "real_time"),
+                    help="the application's execution.mode")
     ap.add_argument("--bootstrap", default=None, help="default: start a local broker")
     a = ap.parse_args(argv)
     broker = None
@@ -308,8 +311,9 @@ def main(argv: list[str] | None = None) -> int:
         bootstrap = broker.start()
     try:
         began = time.monotonic()
-        f = soak(bootstrap, a.rounds, a.records, a.guarantee, a.keys, seed=a.seed)
-        print(f"({a.guarantee}, {a.records} records, {time.monotonic() - began:.0f}s)")
+        f = soak(bootstrap, a.rounds, a.records, a.guarantee, a.keys, seed=a.seed, mode=a.mode)
+        print(f"({a.guarantee}, {a.mode}, {a.records} records, "
+              f"{time.monotonic() - began:.0f}s)")
         print(f.line(a.rounds), flush=True)
     finally:
         if broker is not None:

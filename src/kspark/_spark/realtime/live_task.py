@@ -11,6 +11,7 @@ attempt of the task (a zombie thread of an earlier epoch or a retried Spark task
 from __future__ import annotations
 
 import logging
+from collections.abc import Container
 from typing import Any
 
 from kspark._engine.nodes import RawRecord
@@ -90,7 +91,14 @@ class LiveTask:
         if records:
             self.pending.setdefault((records[0].topic, records[0].partition), []).extend(records)
 
-    def ready(self, at_end: set[tuple[str, int]]) -> bool:
+    def advance(self, tp: tuple[str, int], end: int) -> None:
+        """Commit ``end`` for ``tp`` next, if beyond the last record processed: the task has
+        read everything before it (the rest were transaction markers or aborted)."""
+        if end > self.inputs.get(tp, -1):
+            self.inputs[tp] = end
+            self._dirty = True
+
+    def ready(self, at_end: Container[tuple[str, int]]) -> bool:
         """Whether to process what is held: every input partition has records held or has
         none left to fetch (``at_end``), as Kafka Streams' partition group waits
         (``max.task.idle.ms=0``), so that records are picked by head timestamp across the

@@ -106,7 +106,7 @@ class _Loop:
         self.consumer, self.tasks, self.watch, self.epoch, self.ctx = (
             consumer, tasks, watch, epoch, ctx)
         self.owner = {tp: t for s, t in tasks.items() for tp in s.sources}
-        self.at_end: set[TP] = set()  # partitions with nothing more to fetch for now
+        self.at_end: dict[TP, int] = {}  # partitions with nothing to fetch now: their end
         self.purged: dict[TP, int] = {}
 
     def run(self) -> None:
@@ -123,6 +123,7 @@ class _Loop:
             now = time.monotonic()
             stopping = now >= end or self.watch.stopped()
             if now >= next_commit or stopping:
+                self.settle()
                 for t in self.tasks.values():
                     t.commit()
                 next_commit = now + epoch.interval_ms / 1000
@@ -143,13 +144,22 @@ class _Loop:
                 if error.code() != KafkaError._PARTITION_EOF:
                     raise StreamsError(f"reading topic {tp[0]!r} partition {tp[1]} failed: "
                                        f"{error.str()}")
-                self.at_end.add(tp)
+                self.at_end[tp] = m.offset()
                 continue
-            self.at_end.discard(tp)
+            self.at_end.pop(tp, None)
             by_tp[tp].append(RawRecord(tp[0], tp[1], m.offset(), m.timestamp()[1], m.key(),
                                        m.value(), tuple(m.headers() or ())))
         for tp, records in by_tp.items():
             self.owner[tp].add(records)
+
+    def settle(self) -> None:
+        """A partition read to its end with nothing held: its task commits the end (past
+        any transaction marker, as Kafka Streams commits the consumer's position), so the
+        group's lag reads 0."""
+        for tp, end in self.at_end.items():
+            task = self.owner[tp]
+            if tp not in task.pending:
+                task.advance(tp, end)
 
     def purge(self) -> None:
         """Delete the repartition records the tasks have committed (as Kafka Streams does
