@@ -123,8 +123,32 @@ def run_application(spec: str, config_file: Path | None, overrides: list[str],
 
 
 def _show(streams: Any, shown: int, out: Callable[[str], None]) -> int:
+    if streams.config["execution.mode"] == "real_time":
+        return _show_live(streams, shown, out)
     p = streams.progress()
     if p["batches"] != shown:
         out(f"kspark run: micro-batch {p['batches']} done: {p['records_in']} records in, "
             f"{p['records_out']} records out so far")
     return p["batches"]
+
+
+_LIVE_EVERY_S = 2.0
+_last_live = [0.0]
+
+
+def _show_live(streams: Any, shown: int, out: Callable[[str], None]) -> int:
+    """Real-time mode: the threads' live counts, lag, rate and commit latency, at most every
+    2 s and only when records came in; ``shown``: the records-in count last shown."""
+    now = time.monotonic()
+    if now - _last_live[0] < _LIVE_EVERY_S:
+        return shown
+    p = streams.progress()
+    if p["records_in"] == shown:
+        return shown
+    _last_live[0] = now
+    threads = streams.metrics().get("stream_threads", {}).values()
+    rate = sum(m["process_rate"] for m in threads)
+    commit = max((m["commit_latency_max_ms"] for m in threads), default=0.0)
+    out(f"kspark run: {p['records_in']} records in, {p['records_out']} out, lag {p['lag']}, "
+        f"{rate:.0f} records/s, commit {commit:.0f} ms (real-time epoch {p['batches'] + 1})")
+    return int(p["records_in"])

@@ -94,7 +94,10 @@ class KafkaStreams:
         process's committed task batches, and what restoring state cost them (changelog
         records read, and how many task batches restored any — on a cluster, mostly tasks
         that moved to another executor): ``{"batches": m, "position": n, "records_in": i,
-        "records_out": o, "restored_records": r, "task_restores": t}``."""
+        "records_out": o, "restored_records": r, "task_restores": t}``. In real-time mode
+        (``execution.mode=real_time``) it is live, from the stream threads' reports:
+        ``batches`` counts finished epochs, ``records_in``/``records_out`` include the running
+        epoch, with ``commits`` and ``lag`` (input records not processed yet)."""
         self._require_started()
         return self._app.progress()
 
@@ -102,7 +105,11 @@ class KafkaStreams:
         """``{"async": {processor: {...}}}``: each async processor's (KIP-311) ``completed``,
         ``retried``, ``dead_lettered``, ``latency_avg_ms`` and ``in_flight_peak`` (per task),
         summed over this process's committed task batches; ``in_flight`` is 0 between
-        micro-batches (each completes its calls before it commits)."""
+        micro-batches (each completes its calls before it commits). In real-time mode:
+        ``{"stream_threads": {"stream-thread-0": {...}}, "lag": {topic: {partition: n}}}``,
+        each thread's ``records_in``, ``records_out``, ``commits``, ``process_rate``
+        (records/s), ``commit_latency_avg_ms`` and ``commit_latency_max_ms``, reported
+        every commit interval (at least every 5 s)."""
         self._require_started()
         return self._app.metrics()
 

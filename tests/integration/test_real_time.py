@@ -33,6 +33,19 @@ def _real_time(app_config, epoch_ms=None, **extra):
     return cfg
 
 
+def _await_live(streams, done, timeout_s=60):
+    """The application's progress() and metrics() once ``done(progress, metrics)``."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        p, m = streams.progress(), streams.metrics()
+        if done(p, m):
+            return p, m
+        assert time.monotonic() < deadline, (p, m)
+        time.sleep(0.2)
+
+
 def _count_topology(src, dst):
     b = StreamsBuilder()
     (b.stream(src, key_serde=S, value_serde=S).group_by_key().count()
@@ -91,7 +104,15 @@ def test_passthrough_at_least_once_keeps_every_record_in_order(
                            spark=spark)
     streams.start()
     out = consume_all(broker, dst, 300, timeout_s=120)
+    live = _await_live(streams, lambda p, m: p["records_in"] == 300 and p["lag"] == 0
+                       and len(m["lag"].get(src, {})) == 2)
     streams.close()
+    progress, metrics = live  # reported by the threads while their epoch still runs
+    assert progress["batches"] == 0 and progress["records_out"] == 300
+    assert progress["commits"] >= 1 and progress["position"] == 300
+    threads = metrics["stream_threads"]
+    assert len(threads) == 2 and sum(t["records_in"] for t in threads.values()) == 300
+    assert all(t["commit_latency_max_ms"] > 0 for t in threads.values())
     by_key = collections.defaultdict(list)
     for m in out:
         by_key[m.key().decode()].append(m.value().decode())
@@ -212,3 +233,52 @@ def test_a_new_attempt_of_a_task_fences_its_zombie(broker, admin, topic_name, ap
     attempt.close()
     out = consume_all(broker, dst, 3, timeout_s=30)
     assert [m.value() for m in out] == [b"v0", b"v1", b"v2"]
+
+
+def test_kspark_run_prints_live_progress_and_stops_on_ctrl_c(broker, admin, topic_name,
+                                                               app_config, tmp_path):
+    """``kspark run`` in real-time mode prints the threads' live counts, lag, rate and
+    commit latency while the epoch runs; Ctrl-C (SIGINT) commits, stops and exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    src, dst = topic_name("rt-run-in"), topic_name("rt-run-out")
+    admin.create_topics({src: 2, dst: 2})
+    _produce(broker, src, [(f"k{i % 5}", f"v{i}", 1000 + i) for i in range(500)])
+    app_file = tmp_path / "rt_app.py"
+    app_file.write_text("from kspark import Serdes, StreamsBuilder\n"
+                        "b = StreamsBuilder()\n"
+                        f"b.stream({src!r}, key_serde=Serdes.String(), "
+                        f"value_serde=Serdes.String()).to({dst!r})\n"
+                        "TOPOLOGY = b.build()\n")
+    cfg = _real_time(app_config, commit_interval_ms=200)
+    cfg.update({"spark.master": "local[2]", "spark.ui.enabled": "false"})
+    cmd = [sys.executable, "-m", "kspark.cli", "run", f"{app_file}:TOPOLOGY",
+           *[a for k, v in cfg.items() for a in ("--set", f"{k}={v}")]]
+    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 180
+        for line in proc.stdout:
+            lines.append(line)
+            if "500 records in, 500 out, lag 0" in line:
+                break
+            assert time.monotonic() < deadline, "".join(lines[-30:])
+        os.kill(proc.pid, signal.SIGINT)
+        rest, _ = proc.communicate(timeout=120)
+        lines.append(rest)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    out = "".join(lines)
+    assert proc.returncode == 130, out[-3000:]
+    assert "records/s, commit" in out and "(real-time epoch 1)" in out
+    assert "interrupted after" in out
+    assert len(consume_all(broker, dst, 500, timeout_s=30)) == 500

@@ -1,9 +1,11 @@
-"""The Kafka clients of a real-time stream thread: its input consumer and the stop signal.
+"""The Kafka clients of a real-time stream thread: its input consumer, the stop signal and
+its live metrics.
 
 The stop signal is a one-partition topic, ``<application.id>-kspark-control``: the driver
 appends a record naming the run to stop; every thread of that run watches the topic from
 the offset the driver noted when it launched the epoch, so a signal sent before a thread
-started is still seen.
+started is still seen. Threads also append their live metrics there (key ``metrics``, a
+JSON value naming the run), which the driver reads (:class:`MetricsReader`).
 
 Example (needs a broker, so not run)::
 
@@ -20,7 +22,8 @@ from typing import Any
 from kspark._kafka.factory import new_consumer, new_producer
 from kspark._kafka.settings import ClientSettings, as_settings
 
-__all__ = ["control_topic", "thread_consumer", "StopWatch", "send_stop", "control_end"]
+__all__ = ["control_topic", "thread_consumer", "StopWatch", "send_stop", "control_end",
+           "MetricsSender", "MetricsReader"]
 
 
 def control_topic(app_id: str) -> str:
@@ -89,6 +92,57 @@ class StopWatch:
             self._stopped = any(m.error() is None and m.key() == b"stop" and m.value() == self.run
                                 for m in msgs)
         return self._stopped
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class MetricsSender:
+    """A thread's sender of its live metrics to the control topic (fire and forget)."""
+
+    def __init__(self, where: ClientSettings | str, app_id: str, run: str):
+        settings = as_settings(where)
+        self.topic, self.run = control_topic(app_id), run
+        self._producer = new_producer(settings.conf("producer", "metrics", {
+            "acks": "1", "linger.ms": 5}), "control topic")
+
+    def send(self, report: dict[str, Any]) -> None:
+        import json
+
+        self._producer.produce(self.topic, key=b"metrics",
+                               value=json.dumps({"run": self.run, **report}).encode())
+        self._producer.poll(0)
+
+    def close(self) -> None:
+        self._producer.flush(5)
+
+
+class MetricsReader:
+    """The driver's reader of the threads' metrics, from offset ``begin`` of the control
+    topic on."""
+
+    def __init__(self, where: ClientSettings | str, app_id: str, begin: int):
+        from confluent_kafka import TopicPartition
+
+        settings = as_settings(where)
+        self._consumer = new_consumer(settings.conf("consumer", "control", {
+            "group.id": f"{app_id}-control", "enable.auto.commit": False,
+            "fetch.wait.max.ms": 10}), "control topic")
+        self._consumer.assign([TopicPartition(control_topic(app_id), 0, begin)])
+
+    def read(self) -> list[tuple[str, dict[str, Any]]]:
+        """The reports that arrived since the last call: (run, report), oldest first."""
+        import json
+
+        out = []
+        while True:
+            msgs = self._consumer.consume(500, 0)
+            if not msgs:
+                return out
+            for m in msgs:
+                if m.error() is None and m.key() == b"metrics":
+                    report = json.loads(m.value())
+                    out.append((report.pop("run"), report))
 
     def close(self) -> None:
         self._consumer.close()

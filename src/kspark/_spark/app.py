@@ -285,6 +285,8 @@ class SparkApplication:
             raise StreamsError(_explain(self.config["application.id"], self._query.exception()))
 
     def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
+        if isinstance(self._query, RealTimeQuery):
+            return self._query.metrics()
         raw = self._counters[2].value if self._counters else {}
         return {"async": summarize_metrics(raw)}
 

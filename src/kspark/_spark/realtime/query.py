@@ -18,11 +18,12 @@ from dataclasses import replace
 from typing import Any
 
 from kspark._kafka.clients import committed_offsets
-from kspark._kafka.stream_thread_clients import control_end, send_stop
+from kspark._kafka.stream_thread_clients import MetricsReader, control_end, send_stop
 from kspark._spark.plan import QueryPlan
 from kspark._spark.realtime.checks import real_time_members, threads_for
 from kspark._spark.realtime.layout import task_specs
 from kspark._spark.realtime.stream_thread import Epoch, run_stream_thread
+from kspark._spark.realtime.thread_metrics import LiveTotals
 from kspark._spark.task_batch import StageContext
 
 __all__ = ["RealTimeQuery", "RealTimeRunError", "real_time_query"]
@@ -74,12 +75,23 @@ class RealTimeQuery:
         self._done = threading.Event()
         self._lock = threading.Lock()
         self.epochs = 0
-        self.totals = {"records_in": 0, "records_out": 0, "commits": 0}
+        self.live = LiveTotals()
+        self._reader: MetricsReader | None = None
+        self._metrics_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="kspark-real-time", daemon=True)
 
     def start(self) -> RealTimeQuery:
+        ctx = self.ctx
+        self._reader = MetricsReader(ctx.settings, ctx.app_id,
+                                     control_end(ctx.settings, ctx.app_id))
         self._thread.start()
         return self
+
+    def _read_reports(self) -> None:
+        """Take in the threads' latest metrics (the caller holds ``_metrics_lock``)."""
+        if self._reader is not None:
+            for run, report in self._reader.read():
+                self.live.add_report(run, report)
 
     @property
     def isActive(self) -> bool:  # noqa: N802 - a streaming query's name
@@ -107,6 +119,11 @@ class RealTimeQuery:
                         self.grace_s)
             self.spark.sparkContext.cancelJobGroup(epoch.run if epoch else "")
             self._done.wait(self.grace_s)
+        with self._metrics_lock:
+            if self._reader is not None:
+                self._read_reports()
+                self._reader.close()
+                self._reader = None
 
     def progress(self, topics: list[str]) -> dict[str, int]:
         """Epochs run, the group's committed position over ``topics`` (live: it moves with
@@ -114,7 +131,15 @@ class RealTimeQuery:
         tps = [tp for s in self._template.tasks for tp in s.sources if tp[0] in topics]
         position = sum(committed_offsets(self.ctx.settings, self.ctx.app_id, tps,
                                          stable=False).values())
-        return {"batches": self.epochs, "position": position, **self.totals}
+        with self._metrics_lock:
+            self._read_reports()
+            return {"batches": self.epochs, "position": position, **self.live.progress()}
+
+    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
+        """The running epoch's threads' latest metrics (see ``thread_metrics.py``)."""
+        with self._metrics_lock:
+            self._read_reports()
+            return self.live.metrics()
 
     def _run(self) -> None:
         try:
@@ -142,7 +167,7 @@ class RealTimeQuery:
                        interruptOnCancel=True)
         rows = (sc.parallelize(range(epoch.threads), epoch.threads)
                 .map(lambda i: run_stream_thread(contexts, i, epoch)).collect())
-        for row in rows:
-            for k in self.totals:
-                self.totals[k] += row[k]
+        with self._metrics_lock:
+            self._read_reports()
+            self.live.end_epoch(epoch.run, rows)
         self.epochs += 1

@@ -21,9 +21,10 @@ from typing import Any
 
 from kspark._engine.nodes import RawRecord
 from kspark._kafka.clients import committed_offsets
-from kspark._kafka.stream_thread_clients import StopWatch, thread_consumer
+from kspark._kafka.stream_thread_clients import MetricsSender, StopWatch, thread_consumer
 from kspark._spark.realtime.layout import TaskSpec
 from kspark._spark.realtime.live_task import LiveTask
+from kspark._spark.realtime.thread_metrics import ThreadMeter
 from kspark._spark.state import admin_for
 from kspark._spark.task_batch import StageContext
 from kspark.errors import KSparkError, StreamsError
@@ -61,16 +62,18 @@ def run_stream_thread(contexts: dict[int, StageContext], index: int,
              for s in specs}
     ctx = next(iter(contexts.values()))
     watch = StopWatch(ctx.settings, ctx.app_id, epoch.control_begin, epoch.run)
+    sender = MetricsSender(ctx.settings, ctx.app_id, epoch.run)
     consumer = None
     try:
         for t in tasks.values():
             t.open()
         consumer = _assign(ctx, index, epoch, specs)
-        _Loop(consumer, tasks, watch, epoch, ctx).run()
+        _Loop(consumer, tasks, watch, epoch, ctx, _Reporter(index, epoch, sender)).run()
     except BaseException as e:
         raise _failed(list(tasks.values()), e) from e
     finally:
         watch.close()
+        sender.close()
         if consumer is not None:
             consumer.close()
     for t in tasks.values():
@@ -102,9 +105,10 @@ class _Loop:
     committed repartition records every ``purge_ms``; end at the epoch's end or a stop."""
 
     def __init__(self, consumer: Any, tasks: dict[TaskSpec, LiveTask], watch: StopWatch,
-                 epoch: Epoch, ctx: StageContext):
+                 epoch: Epoch, ctx: StageContext, reporter: _Reporter):
         self.consumer, self.tasks, self.watch, self.epoch, self.ctx = (
             consumer, tasks, watch, epoch, ctx)
+        self.reporter = reporter
         self.owner = {tp: t for s, t in tasks.items() for tp in s.sources}
         self.at_end: dict[TP, int] = {}  # partitions with nothing to fetch now: their end
         self.purged: dict[TP, int] = {}
@@ -123,15 +127,35 @@ class _Loop:
             now = time.monotonic()
             stopping = now >= end or self.watch.stopped()
             if now >= next_commit or stopping:
-                self.settle()
-                for t in self.tasks.values():
-                    t.commit()
+                self.commit()
                 next_commit = now + epoch.interval_ms / 1000
                 if now >= next_purge or stopping:
                     self.purge()
                     next_purge = now + epoch.purge_ms / 1000
+            self.reporter.maybe_report(self, stopping)
             if stopping:
                 return
+
+    def commit(self) -> None:
+        """Commit every task (a commit round), timed for the metrics."""
+        began = time.monotonic()
+        self.settle()
+        for t in self.tasks.values():
+            t.commit()
+        self.reporter.meter.committed(time.monotonic() - began)
+
+    def lag(self) -> dict[TP, int]:
+        """Per input partition, the records not processed yet (from the consumer's last
+        fetched end; partitions it has not fetched yet are left out)."""
+        from confluent_kafka import TopicPartition
+
+        out = {}
+        for tp, task in self.owner.items():
+            _, high = self.consumer.get_watermark_offsets(TopicPartition(*tp), cached=True)
+            position = task.inputs.get(tp, self.at_end.get(tp))
+            if high is not None and high >= 0 and position is not None:
+                out[tp] = max(0, high - position)
+        return out
 
     def poll(self, wait_s: float) -> None:
         """Hand each task what has arrived; note the partitions read to their end."""
@@ -174,6 +198,24 @@ class _Loop:
             log.warning("could not purge committed repartition records: %s", e)
             return
         self.purged.update(todo)
+
+
+class _Reporter:
+    """Sends the thread's live metrics (see ``thread_metrics.py``) every commit interval,
+    at least every 5 s, and when the thread ends."""
+
+    def __init__(self, index: int, epoch: Epoch, sender: MetricsSender):
+        self.sender = sender
+        self.meter = ThreadMeter(index, min(epoch.interval_ms / 1000, 5.0), time.monotonic())
+
+    def maybe_report(self, loop: _Loop, last: bool) -> None:
+        now = time.monotonic()
+        if not (last or self.meter.due(now)):
+            return
+        tasks = loop.tasks.values()
+        self.sender.send(self.meter.report(
+            sum(t.read for t in tasks), sum(t.collector.sent for t in tasks),
+            sum(t.commits for t in tasks), loop.lag(), now))
 
 
 def _poll(consumer: Any, wait_s: float) -> list[Any]:

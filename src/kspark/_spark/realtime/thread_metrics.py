@@ -1,0 +1,102 @@
+"""Live metrics of real-time stream threads: what each thread reports, and the driver's sum.
+
+A thread reports after a commit round, at most every commit interval and at least every
+5 s (see :class:`ThreadMeter`), through the control topic (``stream_thread_clients``); the
+driver keeps each thread's latest report of the running epoch and adds them to the totals
+of the finished epochs (:class:`LiveTotals`).
+
+Example:
+    >>> m = ThreadMeter(thread=0, every_s=1.0, now=0.0)
+    >>> m.committed(0.004); m.committed(0.010)
+    >>> r = m.report(records_in=500, records_out=480, commits=2,
+    ...              lag={("in", 0): 3}, now=2.0)
+    >>> r["process_rate"], r["commit_latency_avg_ms"], r["commit_latency_max_ms"], r["lag"]
+    (250.0, 7.0, 10.0, {'in:0': 3})
+    >>> totals = LiveTotals()
+    >>> totals.add_report("run-1", r)
+    >>> totals.progress()["records_in"], totals.progress()["lag"]
+    (500, 3)
+    >>> totals.end_epoch("run-1", [{"records_in": 600, "records_out": 590, "commits": 3}])
+    >>> totals.progress()["records_in"], totals.progress()["commits"]
+    (600, 3)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ThreadMeter", "LiveTotals", "COUNTS"]
+
+COUNTS = ("records_in", "records_out", "commits")
+
+
+class ThreadMeter:
+    """One thread's meter over an epoch: commit latencies and the process rate since its
+    last report; :meth:`due` tells when to report next."""
+
+    def __init__(self, thread: int, every_s: float, now: float):
+        self.thread, self.every_s = thread, every_s
+        self._last_at, self._last_in = now, 0
+        self._commit_s: list[float] = []
+
+    def committed(self, seconds: float) -> None:
+        """A commit round took ``seconds``."""
+        self._commit_s.append(seconds)
+
+    def due(self, now: float) -> bool:
+        return now - self._last_at >= self.every_s
+
+    def report(self, records_in: int, records_out: int, commits: int,
+               lag: dict[tuple[str, int], int], now: float) -> dict[str, Any]:
+        """The report (a JSON-able dict), and the start of the next window."""
+        took = max(now - self._last_at, 1e-9)
+        latencies = self._commit_s or [0.0]
+        out = {"thread": self.thread, "records_in": records_in, "records_out": records_out,
+               "commits": commits,
+               "process_rate": round((records_in - self._last_in) / took, 1),
+               "commit_latency_avg_ms": round(1000 * sum(latencies) / len(latencies), 1),
+               "commit_latency_max_ms": round(1000 * max(latencies), 1),
+               "lag": {f"{t}:{p}": n for (t, p), n in sorted(lag.items())}}
+        self._last_at, self._last_in, self._commit_s = now, records_in, []
+        return out
+
+
+class LiveTotals:
+    """The driver's view: finished epochs' counts plus the running epoch's latest reports."""
+
+    def __init__(self) -> None:
+        self.finished = dict.fromkeys(COUNTS, 0)
+        self.live: dict[tuple[str, int], dict[str, Any]] = {}  # (run, thread) -> report
+        self.ended: set[str] = set()
+
+    def add_report(self, run: str, report: dict[str, Any]) -> None:
+        if run not in self.ended:
+            self.live[(run, int(report["thread"]))] = report
+
+    def end_epoch(self, run: str, rows: list[dict[str, Any]]) -> None:
+        """Epoch ``run`` returned ``rows`` (each thread's final counts)."""
+        self.ended.add(run)
+        self.live = {k: v for k, v in self.live.items() if k[0] != run}
+        for row in rows:
+            for k in COUNTS:
+                self.finished[k] += int(row[k])
+
+    def progress(self) -> dict[str, int]:
+        """Counts so far (live), and the input lag the threads last saw."""
+        live = list(self.live.values())
+        out = {k: self.finished[k] + sum(int(r[k]) for r in live) for k in COUNTS}
+        out["lag"] = sum(int(n) for r in live for n in r["lag"].values())
+        return out
+
+    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
+        """``stream_threads``: each thread's latest report; ``lag``: per input topic, each
+        partition's lag (records not yet processed)."""
+        threads: dict[str, dict[str, float]] = {}
+        lag: dict[str, dict[str, float]] = {}
+        for (_, thread), r in sorted(self.live.items(), key=lambda kv: kv[0][1]):
+            threads[f"stream-thread-{thread}"] = {
+                k: float(v) for k, v in r.items() if k not in ("thread", "lag")}
+            for tp, n in r["lag"].items():
+                topic, _, p = tp.rpartition(":")
+                lag.setdefault(topic, {})[p] = float(n)
+        return {"stream_threads": threads, "lag": lag}
