@@ -91,6 +91,38 @@ def test_count_under_exactly_once_across_restart_and_epochs(
     assert progress["position"] == 200  # the group's committed offsets: all input
 
 
+def test_a_thread_keeps_its_in_memory_tasks_across_epochs(
+        broker, spark, admin, topic_name, app_config):
+    """Epochs of 2 s, a thread per Spark task slot: a count over an in-memory store keeps
+    its tasks (stores open, nothing restored) from one epoch to the next, whichever slot
+    Spark gives the worker that holds them, and stays exact as records arrive across the
+    epoch boundaries."""
+    from kspark import Materialized
+    from kspark.state import Stores
+
+    src, dst = topic_name("rt-keep-in"), topic_name("rt-keep-out")
+    admin.create_topics({src: 2, dst: 2})
+    b = StreamsBuilder()
+    (b.stream(src, key_serde=S, value_serde=S).group_by_key()
+     .count(Materialized.as_(Stores.in_memory_key_value_store("counts")))
+     .to_stream().to(dst, key_serde=S, value_serde=L))
+    cfg = _real_time(app_config, processing_guarantee="exactly_once_v2", epoch_ms=2000,
+                     commit_interval_ms=100, statestore_cache_max_bytes=0,
+                     num_stream_threads=spark.sparkContext.defaultParallelism)
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    streams.start()
+    try:
+        _produce(broker, src, [(f"k{i % 3}", "v", 1000 + i) for i in range(30)])
+        consume_all(broker, dst, 30, timeout_s=60)
+        _await_live(streams, lambda p, m: p["batches"] >= 3 and p["tasks_kept"] >= 4)
+        _produce(broker, src, [(f"k{i % 3}", "v", 2000 + i) for i in range(30)])
+        out = consume_all(broker, dst, 60, timeout_s=60)
+    finally:
+        streams.close()
+    assert _latest(out) == {"k0": 20, "k1": 20, "k2": 20}
+    assert len(out) == 60
+
+
 def test_passthrough_at_least_once_keeps_every_record_in_order(
         broker, spark, admin, topic_name, app_config):
     src, dst = topic_name("rt-pass-in"), topic_name("rt-pass-out")

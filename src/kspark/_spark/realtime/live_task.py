@@ -15,15 +15,17 @@ from collections.abc import Container
 from typing import Any
 
 from kspark._engine.nodes import RawRecord
-from kspark._engine.state.build import discard_buffered
+from kspark._engine.state.build import bottom, discard_buffered
 from kspark._graph.instantiate import build_task
 from kspark._kafka.clients import commit_offsets, task_producer
 from kspark._kafka.transactions import (Marker, TaskTransactions, encode_marker, progress_topic,
                                         read_marker)
 from kspark._spark.host_state import TaskHostState
 from kspark._spark.routing import RoutingCollector
-from kspark._spark.state import checkpoint_task, invalidate_checkpoint, restore_task
+from kspark._spark.state import (admin_for, checkpoint_task, invalidate_checkpoint,
+                                 logged_partitions, restore_task)
 from kspark._spark.task_batch import StageContext
+from kspark._worker import registry
 from kspark.errors import TaskFencedError
 
 __all__ = ["LiveTask"]
@@ -42,6 +44,8 @@ class LiveTask:
         self.sources = sources
         self.pending: dict[tuple[str, int], list[RawRecord]] = {}  # polled, not processed
         self.task_id = f"{ctx.plan.stage}_{partition}"
+        self.key = (ctx.app_id, "real_time", self.task_id)  # in the worker's registry
+        self.kept = False  # reused from this worker's previous epoch
         self.marker_tp = (progress_topic(ctx.app_id), ctx.plan.first_marker + partition)
         self.host = TaskHostState()
         self.tx: TaskTransactions | None = None
@@ -68,14 +72,40 @@ class LiveTask:
         self.collector = RoutingCollector(producer, ctx.plan, self.partition, shuffled=False)
         saved = None if marker is None else marker.progress
         batch = (self.run, 0)
-        self.task = build_task(
-            ctx.graph, self.task_id, ctx.config, self.collector, only=ctx.plan.nodes,
-            batch_buffer=True,
-            restore=lambda t: restore_task(t, ctx.builders, batch, saved, False, host=self.host))
-        self.host.changelog_offsets = dict(self.task.restored or {})
+        kept = self._kept(marker)
+        if kept is not None:  # this worker ran the task's last commit: its stores are current
+            self.task, self.host = kept
+            self.task.collector = self.collector
+            self.kept = True
+        else:
+            self.task = build_task(
+                ctx.graph, self.task_id, ctx.config, self.collector, only=ctx.plan.nodes,
+                batch_buffer=True, restore=lambda t: restore_task(
+                    t, ctx.builders, batch, saved, False, host=self.host))
+            self.host.changelog_offsets = dict(self.task.restored or {})
         self.task.partition_counts = ctx.plan.partition_counts
         self.task.batch = batch
         self._previous = saved
+
+    def _kept(self, marker: Marker | None) -> tuple[Any, TaskHostState] | None:
+        """The task as this worker kept it at the end of an earlier epoch, if it made the
+        task's last commit and its changelogs have not moved since; else None (closed)."""
+        kept = registry().pop("tasks", self.key)
+        if kept is None:
+            return None
+        task, host = kept
+        mine = host.marker
+        same = (marker is None and mine is None) or (
+            marker is not None and mine is not None
+            and (mine.query, mine.batch, mine.producer) == (marker.query, marker.batch,
+                                                            marker.producer))
+        parts = logged_partitions(task, self.ctx.builders)
+        if same and parts:
+            same = admin_for(task.config).end_offsets(parts.values()) == host.changelog_offsets
+        if not same:
+            task.close()
+            return None
+        return task, host
 
     def begin(self) -> None:
         """Start a commit interval: its batch stamp, and its transaction (exactly-once)."""
@@ -169,9 +199,14 @@ class LiveTask:
         return cause
 
     def close(self) -> None:
-        """After a last commit: close the stores and the producer."""
+        """After a last commit: keep the task in this worker for its next epoch (unless it
+        has persistent stores: whichever worker runs it next reopens them from its local
+        checkpoint), and close the producer."""
         if self.task is not None:
-            self.task.close()
+            if any(bottom(s).persistent for s in self.task.stores.values()):
+                self.task.close()
+            else:
+                registry().put("tasks", self.key, (self.task, self.host))
             self.task = None
         if self.tx is not None:
             self.tx.close()

@@ -165,8 +165,11 @@ class RealTimeQuery:
         sc = self.spark.sparkContext
         sc.setJobGroup(epoch.run, f"kspark {self.ctx.app_id}: real-time epoch {self.epochs}",
                        interruptOnCancel=True)
-        rows = (sc.parallelize(range(epoch.threads), epoch.threads)
-                .map(lambda i: run_stream_thread(contexts, i, epoch)).collect())
+        # a barrier stage: every thread starts at once (or none does), and the threads can
+        # agree on who is who (see thread_identity)
+        rows = (sc.parallelize(range(epoch.threads), epoch.threads).barrier()
+                .mapPartitions(lambda slots: [run_stream_thread(contexts, s, epoch)
+                                              for s in slots]).collect())
         with self._metrics_lock:
             self._read_reports()
             self.live.end_epoch(epoch.run, rows)

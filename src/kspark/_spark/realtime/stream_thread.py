@@ -13,6 +13,7 @@ aborts every task's interval (their transactions) and fails the Spark task, nami
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import defaultdict
@@ -27,9 +28,10 @@ from kspark._spark.realtime.live_task import LiveTask
 from kspark._spark.realtime.thread_metrics import ThreadMeter
 from kspark._spark.state import admin_for
 from kspark._spark.task_batch import StageContext
+from kspark._worker import registry
 from kspark.errors import KSparkError, StreamsError
 
-__all__ = ["Epoch", "run_stream_thread"]
+__all__ = ["Epoch", "run_stream_thread", "thread_identity", "assign_threads"]
 
 log = logging.getLogger("kspark")
 TP = tuple[str, int]
@@ -53,14 +55,15 @@ class Epoch:
         return self.tasks[index::self.threads]
 
 
-def run_stream_thread(contexts: dict[int, StageContext], index: int,
+def run_stream_thread(contexts: dict[int, StageContext], slot: int,
                       epoch: Epoch) -> dict[str, Any]:
-    """Run thread ``index`` for one epoch (``contexts``: per sub-topology); its counts
-    (records in and out, commits)."""
+    """Run one thread for one epoch in Spark task ``slot`` of the epoch's barrier stage
+    (``contexts``: per sub-topology); its counts (records in and out, commits)."""
+    ctx = next(iter(contexts.values()))
+    index = thread_identity(ctx.app_id, slot, epoch.threads)
     specs = epoch.mine(index)
     tasks = {s: LiveTask(contexts[s.sub_topology], s.partition, epoch.run, s.sources)
              for s in specs}
-    ctx = next(iter(contexts.values()))
     watch = StopWatch(ctx.settings, ctx.app_id, epoch.control_begin, epoch.run)
     sender = MetricsSender(ctx.settings, ctx.app_id, epoch.run)
     consumer = None
@@ -80,7 +83,45 @@ def run_stream_thread(contexts: dict[int, StageContext], index: int,
         t.close()
     return {"thread": index, "records_in": sum(t.read for t in tasks.values()),
             "records_out": sum(t.sent for t in tasks.values()),
-            "commits": sum(t.commits for t in tasks.values())}
+            "commits": sum(t.commits for t in tasks.values()),
+            "tasks_kept": sum(t.kept for t in tasks.values())}
+
+
+def thread_identity(app_id: str, slot: int, threads: int) -> int:
+    """Which thread this Spark task is: the one this Python worker was in the previous epoch
+    when no other task of the epoch claims it (its tasks and stores are still here), else a
+    free one. The tasks of an epoch agree through the barrier stage's ``allGather``, since
+    Spark hands a new epoch's tasks to its idle workers in no fixed order."""
+    from pyspark import BarrierTaskContext
+
+    key = (app_id, "real_time_thread")
+    previous = registry().get("tasks", key)
+    claims = [json.loads(m) for m in BarrierTaskContext.get().allGather(
+        json.dumps([slot, previous]))]
+    index = assign_threads(claims, threads)[slot]
+    registry().put("tasks", key, index)
+    return index
+
+
+def assign_threads(claims: list[list[Any]], threads: int) -> dict[int, int]:
+    """slot -> thread, from each slot's ``[slot, previous thread or None]``: a slot keeps
+    its previous thread unless a lower slot claimed it first; the others take the free
+    threads in slot order.
+
+    >>> assign_threads([[0, 1], [1, None]], 2)
+    {0: 1, 1: 0}
+    >>> assign_threads([[0, 1], [1, 1], [2, 5]], 3)
+    {0: 1, 1: 0, 2: 2}
+    """
+    out: dict[int, int] = {}
+    for slot, previous in sorted(claims):
+        if previous is not None and previous < threads and previous not in out.values():
+            out[slot] = previous
+    free = iter(t for t in range(threads) if t not in out.values())
+    for slot, _ in sorted(claims):
+        if slot not in out:
+            out[slot] = next(free)
+    return out
 
 
 def _assign(ctx: StageContext, index: int, epoch: Epoch, specs: tuple[TaskSpec, ...]) -> Any:
@@ -140,9 +181,8 @@ class _Loop:
         """Commit every task (a commit round), timed for the metrics."""
         began = time.monotonic()
         self.settle()
-        for t in self.tasks.values():
-            t.commit()
-        self.reporter.meter.committed(time.monotonic() - began)
+        if sum(t.commit() for t in self.tasks.values()):
+            self.reporter.meter.committed(time.monotonic() - began)
 
     def lag(self) -> dict[TP, int]:
         """Per input partition, the records not processed yet (from the consumer's last

@@ -38,9 +38,10 @@ class ThreadMeter:
         self.thread, self.every_s = thread, every_s
         self._last_at, self._last_in = now, 0
         self._commit_s: list[float] = []
+        self._latency = (0.0, 0.0)  # avg and max of the last window with commits, in ms
 
     def committed(self, seconds: float) -> None:
-        """A commit round took ``seconds``."""
+        """A commit round that committed something took ``seconds``."""
         self._commit_s.append(seconds)
 
     def due(self, now: float) -> bool:
@@ -50,12 +51,15 @@ class ThreadMeter:
                lag: dict[tuple[str, int], int], now: float) -> dict[str, Any]:
         """The report (a JSON-able dict), and the start of the next window."""
         took = max(now - self._last_at, 1e-9)
-        latencies = self._commit_s or [0.0]
+        if self._commit_s:  # else the last window's figures stand
+            latencies = self._commit_s
+            self._latency = (round(1000 * sum(latencies) / len(latencies), 1),
+                             round(1000 * max(latencies), 1))
         out = {"thread": self.thread, "records_in": records_in, "records_out": records_out,
                "commits": commits,
                "process_rate": round((records_in - self._last_in) / took, 1),
-               "commit_latency_avg_ms": round(1000 * sum(latencies) / len(latencies), 1),
-               "commit_latency_max_ms": round(1000 * max(latencies), 1),
+               "commit_latency_avg_ms": self._latency[0],
+               "commit_latency_max_ms": self._latency[1],
                "lag": {f"{t}:{p}": n for (t, p), n in sorted(lag.items())}}
         self._last_at, self._last_in, self._commit_s = now, records_in, []
         return out
@@ -68,24 +72,29 @@ class LiveTotals:
         self.finished = dict.fromkeys(COUNTS, 0)
         self.live: dict[tuple[str, int], dict[str, Any]] = {}  # (run, thread) -> report
         self.ended: set[str] = set()
+        self.tasks_kept = 0
 
     def add_report(self, run: str, report: dict[str, Any]) -> None:
         if run not in self.ended:
             self.live[(run, int(report["thread"]))] = report
 
     def end_epoch(self, run: str, rows: list[dict[str, Any]]) -> None:
-        """Epoch ``run`` returned ``rows`` (each thread's final counts)."""
+        """Epoch ``run`` returned ``rows`` (each thread's final counts, and how many of its
+        tasks it kept from its previous epoch)."""
         self.ended.add(run)
         self.live = {k: v for k, v in self.live.items() if k[0] != run}
         for row in rows:
             for k in COUNTS:
                 self.finished[k] += int(row[k])
+            self.tasks_kept += int(row.get("tasks_kept", 0))
 
     def progress(self) -> dict[str, int]:
-        """Counts so far (live), and the input lag the threads last saw."""
+        """Counts so far (live), the input lag the threads last saw, and the tasks that
+        finished epochs kept open from the epoch before."""
         live = list(self.live.values())
         out = {k: self.finished[k] + sum(int(r[k]) for r in live) for k in COUNTS}
         out["lag"] = sum(int(n) for r in live for n in r["lag"].values())
+        out["tasks_kept"] = self.tasks_kept
         return out
 
     def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
