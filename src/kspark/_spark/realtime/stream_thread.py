@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +63,12 @@ def run_stream_thread(contexts: dict[int, StageContext], slot: int,
     ctx = next(iter(contexts.values()))
     index = thread_identity(ctx.app_id, slot, epoch.threads)
     specs = epoch.mine(index)
-    tasks = {s: LiveTask(contexts[s.sub_topology], s.partition, epoch.run, s.sources)
+    # Each attempt of the thread stamps its commits and changelog records with a run of its
+    # own: a retried attempt of the same epoch (Spark retries a failed barrier stage whole)
+    # must not take the committed records of the attempt before for its own (a restore
+    # skips the records stamped by its own run: see recovery.stamped_by_this_batch_or_later)
+    attempt_run = f"{epoch.run}.{uuid.uuid4().hex[:8]}"
+    tasks = {s: LiveTask(contexts[s.sub_topology], s.partition, attempt_run, s.sources)
              for s in specs}
     watch = StopWatch(ctx.settings, ctx.app_id, epoch.control_begin, epoch.run)
     sender = MetricsSender(ctx.settings, ctx.app_id, epoch.run)
