@@ -314,3 +314,48 @@ def test_kspark_run_prints_live_progress_and_stops_on_ctrl_c(broker, admin, topi
     assert "records/s, commit" in out and "(real-time epoch 1)" in out
     assert "interrupted after" in out
     assert len(consume_all(broker, dst, 500, timeout_s=30)) == 500
+
+
+def test_a_retried_attempt_of_an_epoch_restores_what_the_attempt_before_committed(
+        broker, admin, topic_name, app_config):
+    """Spark retries a failed epoch (a barrier stage) whole: the new attempt of a task must
+    restore the changelog records the attempt before committed in the same epoch. Each
+    attempt stamps them with a run of its own (``<epoch run>.<attempt>``), so the restore
+    keeps them (it skips only the records stamped by its own run). Runs the stream-thread
+    parts in this process, without Spark."""
+    from kspark._engine.nodes import RawRecord
+    from kspark._kafka.transactions import progress_topic
+    from kspark._spark.plan import plan
+    from kspark._spark.realtime.checks import real_time_members
+    from kspark._spark.realtime.live_task import LiveTask
+    from kspark._spark.task_batch import StageContext
+    from kspark.config import StreamsConfig
+
+    src, dst = topic_name("rt-retry-in"), topic_name("rt-retry-out")
+    admin.create_topics({src: 1, dst: 1})
+    graph = _count_topology(src, dst)._graph
+    cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2",
+                                   statestore_cache_max_bytes=0))
+    app_id = cfg["application.id"]
+    query = plan(graph, {src: 1, dst: 1}, cfg)
+    admin.create_topics({progress_topic(app_id): 1})
+    admin.create_topics({s.changelog: 1 for s in query.stores}, {"cleanup.policy": "compact"})
+    (member,) = real_time_members(query, graph, cfg)
+    ctx = StageContext(graph, cfg.as_dict(), member.stage_plan)
+
+    def record(i):
+        return RawRecord(src, 0, i, 1000 + i, b"k", f"v{i}".encode(), ())
+
+    first = LiveTask(ctx, 0, "rt-epoch.attempt0")
+    first.open()
+    first.feed([record(0), record(1)])
+    assert first.commit()
+    first.feed([record(2)])  # the attempt fails before its next commit
+    first.abort(RuntimeError("executor lost"))
+    retry = LiveTask(ctx, 0, "rt-epoch.attempt1")
+    retry.open()  # restores counts from the changelog: k = 2
+    retry.feed([record(2)])
+    assert retry.commit()
+    retry.close()
+    out = consume_all(broker, dst, 3, timeout_s=30)
+    assert [L.deserialize("", m.value()) for m in out] == [1, 2, 3]
