@@ -11,6 +11,8 @@ NOTES = {
     ("w2", "spark"): "update mode: emits the changed counts once per micro-batch",
     ("w2", "quix"): "RocksDB state with changelog topic (Quix default)",
     ("w2", "kspark"): "kspark's default store, logged",
+    ("w1", "kspark_rt"): "execution.mode=real_time, commit every 1 s",
+    ("w2", "kspark_rt"): "execution.mode=real_time, commit every 1 s",
     ("w1", "bytewax"): "1 worker (run_main)",
     ("w2", "bytewax"): "1 worker (run_main), in-memory state",
 }

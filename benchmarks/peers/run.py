@@ -6,7 +6,7 @@ reading the same input topic and writing a fresh output topic that is read back 
 verified. Runs are interleaved: the order of the systems rotates with each repeat.
 
     .venv/bin/python benchmarks/peers/run.py [--records 1000000] [--repeat 3]
-        [--systems raw,quix,bytewax,spark,kspark] [--workloads w1,w2]
+        [--systems raw,quix,bytewax,spark,kspark,kspark_rt] [--workloads w1,w2]
 
 Quix Streams and Bytewax are installed into their own virtualenv (benchmarks/peers/.venv,
 made on first use), as they pin other confluent-kafka versions than kspark.
@@ -47,6 +47,7 @@ SYSTEMS = {  # name: (script, runs in the peers' virtualenv)
     "bytewax": ("bytewax_flow.py", True),
     "spark": ("spark_native.py", False),
     "kspark": ("kspark_app.py", False),
+    "kspark_rt": ("kspark_rt_app.py", False),  # execution.mode=real_time
 }
 PEER_PACKAGES = {"quix": ("quixstreams==3.28.1", "quixstreams"),
                  "bytewax": ("bytewax==0.21.1", "bytewax")}
@@ -175,6 +176,8 @@ def main() -> int:
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--partitions", type=int, default=2)
+    ap.add_argument("--out", default=str(HERE), help="where results.json and peers.png go "
+                    "(default: beside this script, the published figures)")
     ap.add_argument("--spark-kafka-version", default=pyspark.__version__,
                     help="version of spark-sql-kafka-0-10_2.13 for native Spark "
                          "(default: PySpark's own, %(default)s)")
@@ -231,14 +234,16 @@ def main() -> int:
             "repeat": args.repeat, "systems": systems, "workloads": workloads,
             "skipped": skip, "versions": versions(running),
             "spark_kafka_connector": args.spark_kafka_version if "spark" in running else None}
-    report.write_json(str(HERE / "results.json"), meta, runs, summary)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    report.write_json(str(out / "results.json"), meta, runs, summary)
     try:
-        report.chart(str(HERE / "peers.png"), summary,
+        report.chart(str(out / "peers.png"), summary,
                      f"kspark and peers, {args.records:,} records: {meta['date']}, "
                      f"{meta['cores']} cores, {mem:.0f} GB RAM")
     except ImportError:
         print("matplotlib is not installed: no chart (pip install -e '.[peers]')")
-    print(f"wrote {HERE / 'results.json'} and {HERE / 'peers.png'}")
+    print(f"wrote {out / 'results.json'} and {out / 'peers.png'}")
     return 0 if all(r["ok"] for r in runs) else 1
 
 

@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from workload import cli, w1  # noqa: E402
 
 
-def main() -> None:
-    a = cli()
+def topology(a):
+    """W1 or W2 (``a.workload``) from ``a.src`` to ``a.dst``."""
     raw = Serdes.ByteArray()
     b = StreamsBuilder()
     stream = b.stream(a.src, key_serde=raw, value_serde=raw)
@@ -26,9 +26,14 @@ def main() -> None:
     else:
         (stream.group_by_key().count()
          .to_stream().to(a.dst, key_serde=raw, value_serde=Serdes.Long()))
+    return b.build()
+
+
+def main() -> None:
+    a = cli()
     spark = spark_session({"spark.master": "local[2]", "spark.ui.enabled": "false",
                            "spark.sql.shuffle.partitions": "2"})
-    streams = KafkaStreams(b.build(), {
+    streams = KafkaStreams(topology(a), {
         "application.id": f"peers-{a.dst}-{time.time_ns()}", "bootstrap.servers": a.bootstrap,
         "state.dir": str(Path(a.workdir) / "state"), "autostop.at": "eol",
         "max.offsets.per.trigger": a.max_offsets, "producer.linger.ms": 20,
