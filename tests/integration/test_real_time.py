@@ -208,18 +208,37 @@ def test_sub_topologies_meet_through_purged_repartition_topics(
     assert len(out) == 90  # cache off, exactly-once: one update per record, none twice
 
 
-def test_global_stores_are_refused_naming_micro_batch(
+def test_global_stores_are_bootstrapped_then_updated_continuously(
         broker, spark, admin, topic_name, app_config):
+    """A stream joined with a global table: the global store is read to the topic's end
+    before the threads process anything, then kept up to date while they run (an update to
+    the global topic reaches records joined after it)."""
     src, dst, glob = topic_name("rt-gl-in"), topic_name("rt-gl-out"), topic_name("rt-gl")
-    admin.create_topics({src: 1, dst: 1, glob: 1}, {"cleanup.policy": "compact"})
+    admin.create_topics({src: 2, dst: 1})
+    admin.create_topics({glob: 1}, {"cleanup.policy": "compact"})
+    _produce(broker, glob, [("k0", "A", 1), ("k1", "B", 1)])
+    _produce(broker, src, [("x", "k0", 1000), ("y", "k1", 1001)])
     b = StreamsBuilder()
     table = b.global_table(glob, key_serde=S, value_serde=S)
     (b.stream(src, key_serde=S, value_serde=S)
-     .join(table, lambda k, v: k, lambda v, g: f"{v}{g}").to(dst))
-    streams = KafkaStreams(b.build(), _real_time(app_config), spark=spark)
-    with pytest.raises(TopologyError, match="execution.mode=micro_batch"):
-        streams.start()
-    streams.close()
+     .join(table, lambda k, v: v, lambda v, g: f"{v}={g}").to(dst, key_serde=S, value_serde=S))
+    streams = KafkaStreams(b.build(), _real_time(app_config, commit_interval_ms=100),
+                           spark=spark)
+    streams.start()
+    try:
+        first = consume_all(broker, dst, 2, timeout_s=120)
+        _produce(broker, glob, [("k0", "C", 2)])
+        import time
+
+        deadline, out = time.monotonic() + 60, []
+        while not any(m.value() == b"k0=C" for m in out):  # the update reaches the threads
+            assert time.monotonic() < deadline, [m.value() for m in out]
+            _produce(broker, src, [("z", "k0", 2000)])
+            out = consume_all(broker, dst, len(out) + 1, timeout_s=30)
+            time.sleep(0.3)
+    finally:
+        streams.close()
+    assert sorted(m.value() for m in first) == [b"k0=A", b"k1=B"]
 
 
 def test_a_new_attempt_of_a_task_fences_its_zombie(broker, admin, topic_name, app_config):

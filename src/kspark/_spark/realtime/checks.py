@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from kspark._spark.plan import Member, QueryPlan
-from kspark.errors import ConfigError, TopologyError
+from kspark.errors import ConfigError
 
 __all__ = ["real_time_members", "threads_for", "MICRO_BATCH_ONLY"]
 
@@ -39,10 +39,6 @@ def real_time_members(query: QueryPlan, graph: Any, config: Any) -> list[Member]
             f"{', '.join(ignored)} only applies to execution.mode=micro_batch (real_time "
             "threads poll continuously and keep their progress in Kafka alone): remove it, "
             "or use execution.mode=micro_batch")
-    if graph.global_stores:
-        raise TopologyError(
-            f"global stores ({', '.join(sorted(graph.global_stores))}) are not supported with "
-            "execution.mode=real_time yet: use execution.mode=micro_batch")
     return query.members()
 
 

@@ -57,9 +57,11 @@ class LiveTask:
         self._dirty = False
         self._previous: dict | None = None
 
-    def open(self) -> None:
+    def open(self, global_stores: dict[str, Any] | None = None) -> None:
         """The producer (exactly-once: fencing older attempts), the marker, and the task,
-        restored from its changelogs and resumed from the marker's progress."""
+        restored from its changelogs and resumed from the marker's progress
+        (``global_stores``: the worker's global stores, read-only, kept up to date by the
+        thread)."""
         ctx = self.ctx
         if ctx.eos:
             self.tx = TaskTransactions(ctx.settings, ctx.app_id, self.task_id, self.marker_tp)
@@ -80,7 +82,7 @@ class LiveTask:
         else:
             self.task = build_task(
                 ctx.graph, self.task_id, ctx.config, self.collector, only=ctx.plan.nodes,
-                batch_buffer=True, restore=lambda t: restore_task(
+                batch_buffer=True, global_stores=global_stores, restore=lambda t: restore_task(
                     t, ctx.builders, batch, saved, False, host=self.host))
             self.host.changelog_offsets = dict(self.task.restored or {})
         self.task.partition_counts = ctx.plan.partition_counts

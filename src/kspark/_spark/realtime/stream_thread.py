@@ -73,11 +73,14 @@ def run_stream_thread(contexts: dict[int, StageContext], slot: int,
     watch = StopWatch(ctx.settings, ctx.app_id, epoch.control_begin, epoch.run)
     sender = MetricsSender(ctx.settings, ctx.app_id, epoch.run)
     consumer = None
+    globals_ = _Globals(ctx, epoch) if ctx.graph.global_stores else None
     try:
+        stores = None if globals_ is None else globals_.refresh().read_only()
         for t in tasks.values():
-            t.open()
+            t.open(stores)
         consumer = _assign(ctx, index, epoch, specs)
-        _Loop(consumer, tasks, watch, epoch, ctx, _Reporter(index, epoch, sender)).run()
+        _Loop(consumer, tasks, watch, epoch, ctx, _Reporter(index, epoch, sender),
+              globals_).run()
     except BaseException as e:
         raise _failed(list(tasks.values()), e) from e
     finally:
@@ -152,10 +155,11 @@ class _Loop:
     committed repartition records every ``purge_ms``; end at the epoch's end or a stop."""
 
     def __init__(self, consumer: Any, tasks: dict[TaskSpec, LiveTask], watch: StopWatch,
-                 epoch: Epoch, ctx: StageContext, reporter: _Reporter):
+                 epoch: Epoch, ctx: StageContext, reporter: _Reporter,
+                 globals_: _Globals | None = None):
         self.consumer, self.tasks, self.watch, self.epoch, self.ctx = (
             consumer, tasks, watch, epoch, ctx)
-        self.reporter = reporter
+        self.reporter, self.globals = reporter, globals_
         self.owner = {tp: t for s, t in tasks.items() for tp in s.sources}
         self.at_end: dict[TP, int] = {}  # partitions with nothing to fetch now: their end
         self.purged: dict[TP, int] = {}
@@ -166,6 +170,8 @@ class _Loop:
         end, next_commit = now + epoch.length_ms / 1000, now + epoch.interval_ms / 1000
         next_purge = now + epoch.purge_ms / 1000
         while True:
+            if self.globals is not None:
+                self.globals.maybe_refresh()
             self.poll(max(0.0, min(0.05, next_commit - time.monotonic())))
             for t in self.tasks.values():
                 if t.ready(self.at_end):
@@ -244,6 +250,33 @@ class _Loop:
             log.warning("could not purge committed repartition records: %s", e)
             return
         self.purged.update(todo)
+
+
+class _Globals:
+    """This worker's copy of the global stores (``_spark/globals.py``, KIP-406 included),
+    brought to the global topics' current ends before the thread's tasks open and then every
+    commit interval, at least every second: Kafka Streams' global thread, between polls."""
+
+    def __init__(self, ctx: StageContext, epoch: Epoch):
+        self.ctx = ctx
+        counts = ctx.plan.partition_counts
+        self.tps = [(t, p) for t in ctx.graph.global_topics() for p in range(counts[t])]
+        self.every_s = min(epoch.interval_ms / 1000, 1.0)
+        self.next = 0.0
+
+    def refresh(self) -> Any:
+        """The worker's global state, caught up to the topics' read_committed ends."""
+        from kspark._spark.globals import global_state
+
+        pins: dict[str, dict[str, int]] = {}
+        for (t, p), end in admin_for(self.ctx.config).end_offsets(self.tps).items():
+            pins.setdefault(t, {})[str(p)] = end
+        self.next = time.monotonic() + self.every_s
+        return global_state(self.ctx.graph, self.ctx.config, pins)
+
+    def maybe_refresh(self) -> None:
+        if time.monotonic() >= self.next:
+            self.refresh()
 
 
 class _Reporter:
