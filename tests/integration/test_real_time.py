@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kspark import KafkaStreams, Serdes, StreamsBuilder
-from kspark.errors import ConfigError, TopologyError
+from kspark.errors import ConfigError
 from tests.conftest import consume_all
 
 pytestmark = pytest.mark.integration
@@ -162,6 +162,20 @@ def test_more_threads_than_task_slots_is_refused(broker, spark, admin, topic_nam
     cfg = _real_time(app_config, num_stream_threads=slots + 1)
     streams = KafkaStreams(b.build(), cfg, spark=spark)
     with pytest.raises(ConfigError, match=f"num.stream.threads={slots + 1} needs"):
+        streams.start()
+    streams.close()
+
+
+def test_micro_batch_settings_are_refused_not_ignored(broker, spark, admin, topic_name,
+                                                      app_config):
+    src, dst = topic_name("rt-mb-in"), topic_name("rt-mb-out")
+    admin.create_topics({src: 1, dst: 1})
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=S).to(dst)
+    cfg = _real_time(app_config, max_offsets_per_trigger=100)
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    with pytest.raises(ConfigError, match="max.offsets.per.trigger only applies to "
+                                          "execution.mode=micro_batch"):
         streams.start()
     streams.close()
 
