@@ -166,6 +166,49 @@ def test_more_threads_than_task_slots_is_refused(broker, spark, admin, topic_nam
     streams.close()
 
 
+def _slow_upper(v):
+    import time
+
+    time.sleep(0.002)
+    return v.upper()
+
+
+def test_async_steps_and_delayed_records_run_on_the_real_clock(
+        broker, spark, admin, topic_name, app_config):
+    """An async step (KIP-311, completed before each commit) then a delay of 500 ms of
+    wall-clock time (fired by the threads' wall-clock check), exactly-once: every record
+    comes out once, in order per key, with its own timestamp; the async step's metrics come
+    from the threads."""
+    import time
+
+    src, dst = topic_name("rt-async-in"), topic_name("rt-async-out")
+    admin.create_topics({src: 2, dst: 2})
+    b = StreamsBuilder()
+    (b.stream(src, key_serde=S, value_serde=S)
+     .map_values_async(_slow_upper, "enrich", max_in_flight=8)
+     .delay(500, "hold", value_serde=S).to(dst, key_serde=S, value_serde=S))
+    cfg = _real_time(app_config, processing_guarantee="exactly_once_v2",
+                     delayed_records_check_interval_ms=100)
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    streams.start()
+    try:
+        sent = int(time.time() * 1000)
+        records = [(f"k{i % 4}", f"v{i}", sent) for i in range(40)]
+        _produce(broker, src, records)
+        out = consume_all(broker, dst, 40, timeout_s=120)
+        _, metrics = _await_live(
+            streams, lambda p, m: m["async"].get("enrich", {}).get("completed") == 40)
+    finally:
+        streams.close()
+    by_key = collections.defaultdict(list)
+    for m in out:
+        by_key[m.key().decode()].append(m.value().decode())
+        assert m.timestamp()[1] >= sent  # the record's own timestamp is kept
+    for k, values in by_key.items():
+        assert values == [v.upper() for kk, v, _ in records if kk == k]
+    assert len(out) == 40 and metrics["async"]["enrich"]["in_flight"] == 0
+
+
 def test_micro_batch_settings_are_refused_not_ignored(broker, spark, admin, topic_name,
                                                       app_config):
     src, dst = topic_name("rt-mb-in"), topic_name("rt-mb-out")

@@ -9,6 +9,8 @@ consumer group's committed offsets and each task's marker.
 - ``live_task.py``: :class:`LiveTask`, one kspark task kept open for an epoch;
 - ``stream_thread.py``: :func:`run_stream_thread`, the loop of one thread;
 - ``query.py``: :class:`RealTimeQuery`, the driver side (epochs, stop, progress);
+- ``layout.py``: every task of every sub-topology, and the repartition topics between them;
+- ``thread_metrics.py``: the threads' live metrics, and the driver's sum of them;
 - ``checks.py``: what the mode runs, and what it refuses (with the alternative).
 """
 

@@ -21,6 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from kspark._engine.async_.metrics import async_metrics, merge_metrics
 from kspark._engine.nodes import RawRecord
 from kspark._kafka.clients import committed_offsets
 from kspark._kafka.stream_thread_clients import MetricsSender, StopWatch, thread_consumer
@@ -74,13 +75,13 @@ def run_stream_thread(contexts: dict[int, StageContext], slot: int,
     sender = MetricsSender(ctx.settings, ctx.app_id, epoch.run)
     consumer = None
     globals_ = _Globals(ctx, epoch) if ctx.graph.global_stores else None
+    reporter = _Reporter(index, epoch, sender)
     try:
         stores = None if globals_ is None else globals_.refresh().read_only()
         for t in tasks.values():
             t.open(stores)
         consumer = _assign(ctx, index, epoch, specs)
-        _Loop(consumer, tasks, watch, epoch, ctx, _Reporter(index, epoch, sender),
-              globals_).run()
+        _Loop(consumer, tasks, watch, epoch, ctx, reporter, globals_).run()
     except BaseException as e:
         raise _failed(list(tasks.values()), e) from e
     finally:
@@ -93,7 +94,7 @@ def run_stream_thread(contexts: dict[int, StageContext], slot: int,
     return {"thread": index, "records_in": sum(t.read for t in tasks.values()),
             "records_out": sum(t.sent for t in tasks.values()),
             "commits": sum(t.commits for t in tasks.values()),
-            "tasks_kept": sum(t.kept for t in tasks.values())}
+            "tasks_kept": sum(t.kept for t in tasks.values()), "async": reporter.async_raw}
 
 
 def thread_identity(app_id: str, slot: int, threads: int) -> int:
@@ -286,15 +287,20 @@ class _Reporter:
     def __init__(self, index: int, epoch: Epoch, sender: MetricsSender):
         self.sender = sender
         self.meter = ThreadMeter(index, min(epoch.interval_ms / 1000, 5.0), time.monotonic())
+        self.async_raw: dict[str, dict[str, float]] = {}  # the epoch's async counters
 
     def maybe_report(self, loop: _Loop, last: bool) -> None:
         now = time.monotonic()
         if not (last or self.meter.due(now)):
             return
         tasks = loop.tasks.values()
-        self.sender.send(self.meter.report(
+        for t in tasks:
+            if t.task is not None and t.task.async_nodes:
+                merge_metrics(self.async_raw, async_metrics(t.task, take=True))
+        report = self.meter.report(
             sum(t.read for t in tasks), sum(t.collector.sent for t in tasks),
-            sum(t.commits for t in tasks), loop.lag(), now))
+            sum(t.commits for t in tasks), loop.lag(), now)
+        self.sender.send({**report, "async": self.async_raw})
 
 
 def _poll(consumer: Any, wait_s: float) -> list[Any]:

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kspark._engine.async_.metrics import merge_metrics, summarize_metrics
+
 __all__ = ["ThreadMeter", "LiveTotals", "COUNTS"]
 
 COUNTS = ("records_in", "records_out", "commits")
@@ -73,8 +75,10 @@ class LiveTotals:
         self.live: dict[tuple[str, int], dict[str, Any]] = {}  # (run, thread) -> report
         self.ended: set[str] = set()
         self.tasks_kept = 0
+        self.finished_async: dict[str, dict[str, float]] = {}  # async steps' raw counters
 
     def add_report(self, run: str, report: dict[str, Any]) -> None:
+        """The latest report of a thread of epoch ``run`` (ignored once the epoch ended)."""
         if run not in self.ended:
             self.live[(run, int(report["thread"]))] = report
 
@@ -87,6 +91,7 @@ class LiveTotals:
             for k in COUNTS:
                 self.finished[k] += int(row[k])
             self.tasks_kept += int(row.get("tasks_kept", 0))
+            merge_metrics(self.finished_async, row.get("async", {}))
 
     def progress(self) -> dict[str, int]:
         """Counts so far (live), the input lag the threads last saw, and the tasks that
@@ -99,13 +104,16 @@ class LiveTotals:
 
     def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
         """``stream_threads``: each thread's latest report; ``lag``: per input topic, each
-        partition's lag (records not yet processed)."""
+        partition's lag (records not yet processed); ``async``: the async steps (KIP-311),
+        as the micro-batch mode reports them."""
         threads: dict[str, dict[str, float]] = {}
         lag: dict[str, dict[str, float]] = {}
+        raw = merge_metrics({}, self.finished_async)
         for (_, thread), r in sorted(self.live.items(), key=lambda kv: kv[0][1]):
             threads[f"stream-thread-{thread}"] = {
-                k: float(v) for k, v in r.items() if k not in ("thread", "lag")}
+                k: float(v) for k, v in r.items() if k not in ("thread", "lag", "async")}
+            merge_metrics(raw, r.get("async", {}))
             for tp, n in r["lag"].items():
                 topic, _, p = tp.rpartition(":")
                 lag.setdefault(topic, {})[p] = float(n)
-        return {"stream_threads": threads, "lag": lag}
+        return {"stream_threads": threads, "lag": lag, "async": summarize_metrics(raw)}
