@@ -209,6 +209,40 @@ def test_async_steps_and_delayed_records_run_on_the_real_clock(
     assert len(out) == 40 and metrics["async"]["enrich"]["in_flight"] == 0
 
 
+def test_a_batch_run_stops_at_its_stop_offsets_with_repartition_topics_drained(
+        broker, spark, admin, topic_name, app_config):
+    """autostop.at=eol (KIP-95) in real-time mode: the run takes the input's ends at its
+    start as stop offsets, processes nothing after them (records written later wait for the
+    next run), drains the repartition topic, then ends by itself and is finished; the next
+    batch run takes the rest."""
+    src, dst = topic_name("rt-eol-in"), topic_name("rt-eol-out")
+    admin.create_topics({src: 2, dst: 2})
+    b = StreamsBuilder()
+    (b.stream(src, key_serde=S, value_serde=S).group_by(lambda k, v: v).count()
+     .to_stream().to(dst, key_serde=S, value_serde=L))
+    cfg = _real_time(app_config, processing_guarantee="exactly_once_v2",
+                     statestore_cache_max_bytes=0, default_key_serde="String",
+                     default_value_serde="String")
+    cfg["autostop.at"] = "eol"
+    _produce(broker, src, [(f"k{i}", f"g{i % 2}", 1000 + i) for i in range(60)])
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    streams.start()
+    stop = streams.stop_offsets()
+    _produce(broker, src, [(f"k{i}", "late", 2000 + i) for i in range(10)])  # after the start
+    assert streams.await_termination(180)
+    assert streams.batch_finished()
+    streams.close()
+    assert sum(stop.values()) == 60
+    out = consume_all(broker, dst, 60, timeout_s=30)
+    assert _latest(out) == {"g0": 30, "g1": 30} and len(out) == 60
+    streams = KafkaStreams(b.build(), cfg, spark=spark)  # the next batch run
+    streams.start()
+    assert streams.await_termination(180) and streams.batch_finished()
+    streams.close()
+    out = consume_all(broker, dst, 70, timeout_s=30)
+    assert _latest(out) == {"g0": 30, "g1": 30, "late": 10} and len(out) == 70
+
+
 def test_micro_batch_settings_are_refused_not_ignored(broker, spark, admin, topic_name,
                                                       app_config):
     src, dst = topic_name("rt-mb-in"), topic_name("rt-mb-out")

@@ -188,6 +188,8 @@ class SparkApplication:
         c, app_id = self.config, self.config["application.id"]
         query_plan = plan(self.graph, counts, c)
         real_time_members(query_plan, self.graph, c)  # refuses what the mode does not run
+        self._batch_run = BatchRun.at_start(c, admin, kafka_sources(self.graph)[0], counts)
+        self.stop_offsets = None if self._batch_run is None else dict(self._batch_run.stop)
         self._create_changelogs(admin, counts, query_plan.store_tasks)
         for topic, n in repartition_topics(query_plan, self.graph).items():
             self._create_topic(admin, counts, topic, n, "its readers' tasks",
@@ -195,8 +197,8 @@ class SparkApplication:
         self._create_topic(admin, counts, progress_topic(app_id), query_plan.tasks,
                            "the application's tasks")
         self._create_topic(admin, counts, control_topic(app_id), 1, "the control topic")
-        self._query = real_time_query(spark, self.graph, c, query_plan,
-                                      self._interval_ms).start()
+        self._query = real_time_query(spark, self.graph, c, query_plan, self._interval_ms,
+                                      self.stop_offsets).start()
         self.start_timings.step("real-time start")
 
     def _create_changelogs(self, admin: Admin, counts: dict[str, int],
@@ -264,7 +266,10 @@ class SparkApplication:
         if (self._batch_run is not None and self._session is not None
                 and self._query.exception() is None):
             run, self._batch_run = self._batch_run, None
-            run.finish(SparkCheckpoint(self._session, self.checkpoint_dir))
+            if isinstance(self._query, RealTimeQuery) and self._query.batch_end is not None:
+                run.finish_at(self._query.batch_end.committed())
+            else:
+                run.finish(SparkCheckpoint(self._session, self.checkpoint_dir))
             self.finished = True
 
     def _release(self) -> None:

@@ -16,6 +16,7 @@ Example (needs a broker, so not run)::
     stop = run.stop_offsets()        # {"orders": {"0": 120, "1": 98}}
     ...                              # the query runs to them
     run.finish(checkpoint)           # checks they were reached; writes the finished marker
+                                     # (real-time mode: run.finish_at(committed offsets))
 """
 
 from __future__ import annotations
@@ -88,8 +89,15 @@ class BatchRun:
         committed = checkpoint.last_committed()
         reached = checkpoint.offsets(committed) if committed is not None else {}
         start = checkpoint.pinned_start() or {}
+        self.finish_at({(t, p): at for (t, p) in self.stop
+                        if (at := reached.get(t, {}).get(str(p),
+                                                   start.get(t, {}).get(str(p)))) is not None})
+
+    def finish_at(self, reached: Mapping[TP, int]) -> None:
+        """The run ended having reached ``reached`` (real-time mode: the consumer group's
+        committed offsets): check every stop offset, then write the finished marker."""
         for (t, p), o in sorted(self.stop.items()):
-            at = reached.get(t, {}).get(str(p), start.get(t, {}).get(str(p)))
+            at = reached.get((t, p))
             if at is None or at < o:
                 raise StreamsError(
                     f"application {self.meta.app_id!r}: the batch run ended at offset {at} of "

@@ -11,6 +11,7 @@ consumer group's committed offsets and each task's marker.
 - ``query.py``: :class:`RealTimeQuery`, the driver side (epochs, stop, progress);
 - ``layout.py``: every task of every sub-topology, and the repartition topics between them;
 - ``thread_metrics.py``: the threads' live metrics, and the driver's sum of them;
+- ``batch_end.py``: when a batch run (``autostop.at=eol``) is over;
 - ``checks.py``: what the mode runs, and what it refuses (with the alternative).
 """
 

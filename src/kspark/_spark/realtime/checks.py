@@ -29,10 +29,6 @@ MICRO_BATCH_ONLY = ("max.offsets.per.trigger", "checkpoint.location")
 def real_time_members(query: QueryPlan, graph: Any, config: Any) -> list[Member]:
     """The sub-topologies real-time mode runs (all of them); refuses what it does not run
     yet, naming the alternative."""
-    if config["autostop.at"] == "eol":
-        raise ConfigError("autostop.at=eol (an incremental batch run, KIP-95) is not supported "
-                          "with execution.mode=real_time: use execution.mode=micro_batch, "
-                          "which stops at the run's stop offsets")
     ignored = [k for k in MICRO_BATCH_ONLY if config.is_set(k)]
     if ignored:
         raise ConfigError(

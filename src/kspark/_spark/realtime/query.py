@@ -20,6 +20,7 @@ from typing import Any
 from kspark._kafka.clients import committed_offsets
 from kspark._kafka.stream_thread_clients import MetricsReader, control_end, send_stop
 from kspark._spark.plan import QueryPlan
+from kspark._spark.realtime.batch_end import BatchEnd
 from kspark._spark.realtime.checks import real_time_members, threads_for
 from kspark._spark.realtime.layout import task_specs
 from kspark._spark.realtime.stream_thread import Epoch, run_stream_thread
@@ -42,8 +43,10 @@ class RealTimeRunError(Exception):
 
 
 def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
-                    interval_ms: int) -> RealTimeQuery:
-    """The real-time run of every sub-topology of ``plan``."""
+                    interval_ms: int, stop: dict[tuple[str, int], int] | None = None
+                    ) -> RealTimeQuery:
+    """The real-time run of every sub-topology of ``plan`` (``stop``: a batch run's stop
+    offsets, KIP-95)."""
     from kspark._spark.plan import kafka_sources
 
     members = real_time_members(plan, graph, config)
@@ -54,7 +57,8 @@ def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
                 for m in members}
     epoch = Epoch("", threads, tuple(specs), tuple(sorted(kafka_sources(graph)[1].items())),
                   interval_ms, int(config["real_time.epoch.ms"]), 0,
-                  int(config["repartition.purge.interval.ms"]))
+                  int(config["repartition.purge.interval.ms"]),
+                  tuple(sorted((stop or {}).items())))
     log.info("application %r: real-time mode, %d stream threads for %d tasks of %d "
              "sub-topologies, commit every %d ms", plan.application_id, threads, len(specs),
              len(members), interval_ms)
@@ -75,6 +79,11 @@ class RealTimeQuery:
         self._done = threading.Event()
         self._lock = threading.Lock()
         self.epochs = 0
+        self.batch_end: BatchEnd | None = None  # a batch run's end (autostop.at=eol)
+        if epoch.stop:
+            drained = sorted({tp for t in epoch.tasks for tp in t.sources if tp[0] in t.purged})
+            self.batch_end = BatchEnd(self.ctx.settings, self.ctx.config, self.ctx.app_id,
+                                      dict(epoch.stop), drained)
         self.live = LiveTotals()
         self._reader: MetricsReader | None = None
         self._metrics_lock = threading.Lock()
@@ -85,7 +94,27 @@ class RealTimeQuery:
         self._reader = MetricsReader(ctx.settings, ctx.app_id,
                                      control_end(ctx.settings, ctx.app_id))
         self._thread.start()
+        if self.batch_end is not None:
+            threading.Thread(target=self._watch_end, name="kspark-batch-end",
+                             daemon=True).start()
         return self
+
+    def _watch_end(self) -> None:
+        """A batch run: stop the threads once it is over (see ``batch_end.py``)."""
+        assert self.batch_end is not None
+        while not self._done.wait(0.5):
+            try:
+                over = self.batch_end.reached()
+            except Exception as e:  # noqa: BLE001 - looked at again in half a second
+                log.warning("checking whether the batch run is over failed: %s", e)
+                continue
+            if over:
+                with self._lock:
+                    self._stopping = True
+                    epoch = self._epoch
+                if epoch is not None:
+                    send_stop(self.ctx.settings, self.ctx.app_id, epoch.run)
+                return
 
     def _read_reports(self) -> None:
         """Take in the threads' latest metrics (the caller holds ``_metrics_lock``)."""

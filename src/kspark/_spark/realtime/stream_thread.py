@@ -51,6 +51,7 @@ class Epoch:
     length_ms: int  # real_time.epoch.ms
     control_begin: int  # where the threads watch the control topic from
     purge_ms: int = 30000  # repartition.purge.interval.ms
+    stop: tuple[tuple[tuple[str, int], int], ...] = ()  # a batch run's stop offsets (KIP-95)
 
     def mine(self, index: int) -> tuple[TaskSpec, ...]:
         """Thread ``index``'s tasks: the same in every epoch (a sticky assignment)."""
@@ -164,6 +165,7 @@ class _Loop:
         self.owner = {tp: t for s, t in tasks.items() for tp in s.sources}
         self.at_end: dict[TP, int] = {}  # partitions with nothing to fetch now: their end
         self.purged: dict[TP, int] = {}
+        self.stop = dict(epoch.stop)  # a batch run: nothing at or after these is processed
 
     def run(self) -> None:
         epoch = self.epoch
@@ -221,13 +223,24 @@ class _Loop:
                 if error.code() != KafkaError._PARTITION_EOF:
                     raise StreamsError(f"reading topic {tp[0]!r} partition {tp[1]} failed: "
                                        f"{error.str()}")
-                self.at_end[tp] = m.offset()
+                self.at_end[tp] = min(m.offset(), self.stop.get(tp, m.offset()))
+                continue
+            if tp in self.stop and m.offset() >= self.stop[tp]:
+                self.reached_stop(tp)
                 continue
             self.at_end.pop(tp, None)
             by_tp[tp].append(RawRecord(tp[0], tp[1], m.offset(), m.timestamp()[1], m.key(),
                                        m.value(), tuple(m.headers() or ())))
         for tp, records in by_tp.items():
             self.owner[tp].add(records)
+
+    def reached_stop(self, tp: TP) -> None:
+        """A batch run's partition got to its stop offset: it is read no further (paused),
+        and counts as read to its end there (KIP-95)."""
+        from confluent_kafka import TopicPartition
+
+        self.consumer.pause([TopicPartition(*tp)])
+        self.at_end[tp] = self.stop[tp]
 
     def settle(self) -> None:
         """A partition read to its end with nothing held: its task commits the end (past
