@@ -307,9 +307,15 @@ class _Reporter:
         if not (last or self.meter.due(now)):
             return
         tasks = loop.tasks.values()
+        in_flight: dict[str, float] = {}  # now, not the epoch's peak
         for t in tasks:
             if t.task is not None and t.task.async_nodes:
-                merge_metrics(self.async_raw, async_metrics(t.task, take=True))
+                taken = async_metrics(t.task, take=True)
+                merge_metrics(self.async_raw, taken)
+                for name, m in taken.items():
+                    in_flight[name] = in_flight.get(name, 0) + m["in_flight"]
+        for name, n in in_flight.items():
+            self.async_raw[name]["in_flight"] = n
         report = self.meter.report(
             sum(t.read for t in tasks), sum(t.collector.sent for t in tasks),
             sum(t.commits for t in tasks), loop.lag(), now)

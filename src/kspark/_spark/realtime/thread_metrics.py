@@ -16,6 +16,8 @@ Example:
     >>> totals.add_report("run-1", r)
     >>> totals.progress()["records_in"], totals.progress()["lag"]
     (500, 3)
+    >>> totals.metrics()["lag"], totals.metrics()["stream_threads"]["stream-thread-0"]["commits"]
+    ({'in': {'0': 3.0}}, 2.0)
     >>> totals.end_epoch("run-1", [{"records_in": 600, "records_out": 590, "commits": 3}])
     >>> totals.progress()["records_in"], totals.progress()["commits"]
     (600, 3)
@@ -109,11 +111,16 @@ class LiveTotals:
         threads: dict[str, dict[str, float]] = {}
         lag: dict[str, dict[str, float]] = {}
         raw = merge_metrics({}, self.finished_async)
+        in_flight: dict[str, float] = {}  # now: the sum of the threads' latest reports
         for (_, thread), r in sorted(self.live.items(), key=lambda kv: kv[0][1]):
             threads[f"stream-thread-{thread}"] = {
                 k: float(v) for k, v in r.items() if k not in ("thread", "lag", "async")}
             merge_metrics(raw, r.get("async", {}))
+            for name, m in r.get("async", {}).items():
+                in_flight[name] = in_flight.get(name, 0) + m["in_flight"]
             for tp, n in r["lag"].items():
                 topic, _, p = tp.rpartition(":")
                 lag.setdefault(topic, {})[p] = float(n)
+        for name, m in raw.items():
+            m["in_flight"] = in_flight.get(name, 0)
         return {"stream_threads": threads, "lag": lag, "async": summarize_metrics(raw)}
