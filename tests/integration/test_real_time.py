@@ -46,6 +46,30 @@ def _await_live(streams, done, timeout_s=60):
         time.sleep(0.2)
 
 
+def _one_task_context(admin, graph, cfg, src, dst):
+    """The StageContext of a one-partition topology's one task, with its progress topic and
+    changelogs created: for tests that run LiveTasks in this process, without Spark."""
+    from kspark._kafka.transactions import progress_topic
+    from kspark._spark.plan import plan
+    from kspark._spark.realtime.checks import real_time_members
+    from kspark._spark.task_batch import StageContext
+
+    query = plan(graph, {src: 1, dst: 1}, cfg)
+    admin.create_topics({progress_topic(cfg["application.id"]): 1})
+    if query.stores:
+        admin.create_topics({s.changelog: 1 for s in query.stores},
+                            {"cleanup.policy": "compact"})
+    (member,) = real_time_members(query, graph, cfg)
+    return StageContext(graph, cfg.as_dict(), member.stage_plan)
+
+
+def _one_task_record(src):
+    """Record ``i`` of ``src`` partition 0: key ``k``, value ``v<i>``, timestamp 1000 + i."""
+    from kspark._engine.nodes import RawRecord
+
+    return lambda i: RawRecord(src, 0, i, 1000 + i, b"k", f"v{i}".encode(), ())
+
+
 def _count_topology(src, dst):
     b = StreamsBuilder()
     (b.stream(src, key_serde=S, value_serde=S).group_by_key().count()
@@ -337,12 +361,7 @@ def test_a_new_attempt_of_a_task_fences_its_zombie(broker, admin, topic_name, ap
     old one still runs): the new one's init_transactions fences the old, whose commit then
     fails with TaskFencedError; only the new attempt's output becomes visible. Runs the
     stream-thread parts in this process, without Spark."""
-    from kspark._kafka.transactions import progress_topic
-    from kspark._spark.plan import plan
-    from kspark._spark.realtime.checks import real_time_members
     from kspark._spark.realtime.live_task import LiveTask
-    from kspark._spark.task_batch import StageContext
-    from kspark._engine.nodes import RawRecord
     from kspark.config import StreamsConfig
     from kspark.errors import TaskFencedError
 
@@ -350,15 +369,9 @@ def test_a_new_attempt_of_a_task_fences_its_zombie(broker, admin, topic_name, ap
     admin.create_topics({src: 1, dst: 1})
     b = StreamsBuilder()
     b.stream(src, key_serde=S, value_serde=S).to(dst, key_serde=S, value_serde=S)
-    topology = b.build()
     cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2"))
-    admin.create_topics({progress_topic(cfg["application.id"]): 1})
-    graph = topology._graph
-    (member,) = real_time_members(plan(graph, {src: 1, dst: 1}, cfg), graph, cfg)
-    ctx = StageContext(graph, cfg.as_dict(), member.stage_plan)
-
-    def record(i):
-        return RawRecord(src, 0, i, 1000 + i, b"k", f"v{i}".encode(), ())
+    ctx = _one_task_context(admin, b.build()._graph, cfg, src, dst)
+    record = _one_task_record(src)
 
     zombie = LiveTask(ctx, 0, "rt-zombie")
     zombie.open()
@@ -433,12 +446,7 @@ def test_a_retried_attempt_of_an_epoch_restores_what_the_attempt_before_committe
     attempt stamps them with a run of its own (``<epoch run>.<attempt>``), so the restore
     keeps them (it skips only the records stamped by its own run). Runs the stream-thread
     parts in this process, without Spark."""
-    from kspark._engine.nodes import RawRecord
-    from kspark._kafka.transactions import progress_topic
-    from kspark._spark.plan import plan
-    from kspark._spark.realtime.checks import real_time_members
     from kspark._spark.realtime.live_task import LiveTask
-    from kspark._spark.task_batch import StageContext
     from kspark.config import StreamsConfig
 
     src, dst = topic_name("rt-retry-in"), topic_name("rt-retry-out")
@@ -446,15 +454,8 @@ def test_a_retried_attempt_of_an_epoch_restores_what_the_attempt_before_committe
     graph = _count_topology(src, dst)._graph
     cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2",
                                    statestore_cache_max_bytes=0))
-    app_id = cfg["application.id"]
-    query = plan(graph, {src: 1, dst: 1}, cfg)
-    admin.create_topics({progress_topic(app_id): 1})
-    admin.create_topics({s.changelog: 1 for s in query.stores}, {"cleanup.policy": "compact"})
-    (member,) = real_time_members(query, graph, cfg)
-    ctx = StageContext(graph, cfg.as_dict(), member.stage_plan)
-
-    def record(i):
-        return RawRecord(src, 0, i, 1000 + i, b"k", f"v{i}".encode(), ())
+    ctx = _one_task_context(admin, graph, cfg, src, dst)
+    record = _one_task_record(src)
 
     first = LiveTask(ctx, 0, "rt-epoch.attempt0")
     first.open()

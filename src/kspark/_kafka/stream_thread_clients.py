@@ -17,10 +17,13 @@ Example (needs a broker, so not run)::
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kspark._kafka.factory import new_consumer, new_producer
 from kspark._kafka.settings import ClientSettings, as_settings
+
+log = logging.getLogger("kspark")
 
 __all__ = ["control_topic", "thread_consumer", "StopWatch", "send_stop", "control_end",
            "MetricsSender", "MetricsReader"]
@@ -141,8 +144,14 @@ class MetricsReader:
                 return out
             for m in msgs:
                 if m.error() is None and m.key() == b"metrics":
-                    report = json.loads(m.value())
-                    out.append((report.pop("run"), report))
+                    try:
+                        report = json.loads(m.value())
+                        run = str(report.pop("run"))
+                        int(report["thread"]), dict(report["lag"])  # a report's shape
+                        out.append((run, report))
+                    except (ValueError, TypeError, KeyError, AttributeError):
+                        log.warning("control topic offset %d: a metrics record that is not "
+                                    "a thread's report was skipped", m.offset())
 
     def close(self) -> None:
         self._consumer.close()
