@@ -9,10 +9,16 @@ failures, so exactly once here): the run fails otherwise.
 
     .venv/bin/python benchmarks/latency.py [--rate 5000] [--seconds 20] [--trigger-ms 100 1000]
         [--modes micro_batch real_time] [--guarantee at_least_once|exactly_once_v2]
+        [--peers quix spark] [--spark-kafka-version 4.2.0]
 
 ``--modes``: kspark's ``execution.mode`` values to run (each with every ``--trigger-ms``,
 which in real_time mode is the commit interval). Under exactly_once_v2 the output is read
 with read_committed, so a record counts as out when its transaction commits.
+
+``--peers``: the same passthrough, measured the same way in the same run, by Quix Streams
+(``peers/systems/quix_latency.py``, in the peers' virtualenv, at its defaults) and native
+PySpark (``peers/systems/spark_latency.py``: Spark's own Kafka source and sink, no trigger
+set), each in a process of its own, started before the warm-up and stopped after the run.
 """
 
 from __future__ import annotations
@@ -20,7 +26,10 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from _common import local_broker, producer, send
 from confluent_kafka import Consumer, TopicPartition
@@ -135,12 +144,68 @@ def run(bootstrap: str, spark, work: str, rate: int, seconds: float, warmup: flo
             buckets.setdefault(int((t - t0) // 2000), []).append(lat)
         print(mode, " ".join(f"{2 * b}s:{sorted(v)[len(v) // 2]}" for b, v in
                              sorted(buckets.items())), flush=True)
+    return _summary(mode, guarantee, str(trigger_ms), rate, seconds, warmup, t0, got)
+
+
+PEERS = Path(__file__).resolve().parent / "peers"
+
+
+def run_peer(bootstrap: str, work: str, peer: str, rate: int, seconds: float, warmup: float,
+             python: str, env: dict[str, str]) -> str:
+    """The passthrough latency of one peer (``quix`` or ``spark``), its own process."""
+    src, dst = f"lat-in-{peer}", f"lat-out-{peer}"
+    admin = Admin(bootstrap)
+    admin.create_topics({src: 2})
+    admin.create_topics({dst: 2}, {"message.timestamp.type": "LogAppendTime"})
+    rundir = os.path.join(work, f"peer-{peer}")
+    os.makedirs(rundir)
+    script = PEERS / "systems" / f"{peer}_latency.py"
+    with open(os.path.join(rundir, "log.txt"), "w") as log:
+        proc = subprocess.Popen([python, str(script), "--bootstrap", bootstrap, "--src", src,
+                                 "--dst", dst, "--workdir", rundir], stdout=log,
+                                stderr=subprocess.STDOUT, env=env)
+    try:
+        warm = steady_input(bootstrap, src, 10, 1.0)
+        if len(latencies(bootstrap, dst, warm, 180)) < warm or proc.poll() is not None:
+            raise SystemExit(f"{peer} did not copy its warm-up records: see "
+                             f"{os.path.join(rundir, 'log.txt')}")
+        t0 = time.time() * 1000
+        sent = steady_input(bootstrap, src, rate, seconds)
+        got = latencies(bootstrap, dst, warm + sent, 120 + seconds)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    if len(got) != warm + sent:
+        raise SystemExit(f"{peer}: {len(got)} records out of {warm + sent}")
+    return _summary(peer, "at_least_once", "default", rate, seconds, warmup, t0, got)
+
+
+def _summary(name: str, guarantee: str, trigger: str, rate: int, seconds: float,
+             warmup: float, t0: float, got: list[tuple[int, int]]) -> str:
     steady = sorted(lat for t, lat in got if t >= t0 + warmup * 1000)
     pct = lambda q: steady[min(len(steady) - 1, int(q * len(steady)))]  # noqa: E731
-    return (f"{mode:<11} {guarantee:<15} trigger {trigger_ms:>5} ms, {rate} records/s for "
+    return (f"{name:<11} {guarantee:<15} trigger {trigger:>5} ms, {rate} records/s for "
             f"{seconds:.0f} s: latency p50 {pct(0.5)} ms, p90 {pct(0.9)} ms, "
             f"p99 {pct(0.99)} ms, max {steady[-1]} ms "
             f"({len(steady)} records after {warmup:.0f} s of warm-up, all {len(got)} out)")
+
+
+def prepare_peers(peers: list[str], spark_kafka_version: str) -> tuple[dict, dict]:
+    """{peer: python} and the environment they run in (the peers runner's preparation)."""
+    sys.path.insert(0, str(PEERS))
+    import run as peers_run  # noqa: PLC0415  (benchmarks/peers/run.py; needs psutil)
+    skip = peers_run.prepare_peers(peers)
+    jars = None
+    if "spark" in peers:
+        s, jars = peers_run.prepare_spark(spark_kafka_version)
+        skip.update(s)
+    if skip:
+        raise SystemExit("; ".join(f"{p}: {why}" for p, why in skip.items()))
+    pythons = {p: str(peers_run.PEERS_PYTHON) if p == "quix" else sys.executable for p in peers}
+    return pythons, dict(os.environ, PEERS_SPARK_JARS=jars or "")
 
 
 def main() -> int:
@@ -153,11 +218,17 @@ def main() -> int:
                     choices=["micro_batch", "real_time"])
     ap.add_argument("--guarantee", default="at_least_once",
                     choices=["at_least_once", "exactly_once_v2"])
+    ap.add_argument("--peers", nargs="*", default=[], choices=["quix", "spark"])
+    ap.add_argument("--spark-kafka-version", default="4.2.0",
+                    help="spark-sql-kafka-0-10_2.13 for the native Spark peer")
     a = ap.parse_args()
+    pythons, env = prepare_peers(a.peers, a.spark_kafka_version) if a.peers else ({}, {})
     with local_broker(["lat-warm"], 2) as (bootstrap, work):
+        lines = [run_peer(bootstrap, work, p, a.rate, a.seconds, a.warmup, pythons[p], env)
+                 for p in a.peers]
         spark = spark_session({"spark.master": "local[2]", "spark.ui.enabled": "false"})
-        lines = [run(bootstrap, spark, work, a.rate, a.seconds, a.warmup, t, m, a.guarantee)
-                 for m in a.modes for t in a.trigger_ms]
+        lines += [run(bootstrap, spark, work, a.rate, a.seconds, a.warmup, t, m, a.guarantee)
+                  for m in a.modes for t in a.trigger_ms]
         spark.stop()
     print("\n".join(lines))
     return 0
