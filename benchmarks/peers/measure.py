@@ -5,7 +5,8 @@ Spark's Python workers included) every 100 ms, and kills the tree on a timeout.
 ``read_output`` reads the output topic back; the topics are created with
 ``message.timestamp.type=LogAppendTime``, so each record carries the broker's append time and
 the first and last output times do not depend on when the runner reads them.
-``verify`` compares the output with what the generated input must give.
+``verify`` compares the output with what the generated input must give; ``processed_by``
+tells from the output how many input records a system had processed by a given time.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 import psutil
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, TopicPartition
 
-from workload import THRESHOLD, Expected
+from workload import KEYS, THRESHOLD, Expected
 
 
 @dataclass
@@ -92,6 +93,7 @@ class Output:
     first: float | None                      # epoch seconds of the first append
     last: float | None                       # epoch seconds of the last append
     problem: str | None = None
+    times: list[float] | None = None         # epoch seconds of each record's append
 
 
 def read_output(bootstrap: str, topic: str, partitions: int, timeout_s: float = 120) -> Output:
@@ -101,6 +103,7 @@ def read_output(bootstrap: str, topic: str, partitions: int, timeout_s: float = 
                   "isolation.level": "read_committed", "fetch.max.bytes": 52428800})
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     records: list[tuple[int, bytes, bytes]] = []
+    times: list[float] = []
     first = last = None
     problem = None
     at_end: set[int] = set()
@@ -118,10 +121,39 @@ def read_output(bootstrap: str, topic: str, partitions: int, timeout_s: float = 
             first = t if first is None else min(first, t)
             last = t if last is None else max(last, t)
             records.append((m.partition(), m.key(), m.value()))
+            times.append(t)
     c.close()
     if len(at_end) < partitions:
         problem = f"could not read {topic} to its end within {timeout_s:.0f}s"
-    return Output(records, first, last, problem)
+    return Output(records, first, last, problem, times)
+
+
+_STEP = pow(7919, -1, KEYS)  # workload.generate: user = i * 7919 % KEYS
+
+
+def input_index(workload: str, key: bytes, value: bytes) -> int:
+    """The index of the input record an output record reflects: W1's ``id``; W2's key and
+    count (the count-th record of that user).
+
+    >>> input_index("w1", b"u-000000", b'{"id": 1000042}')
+    42
+    >>> i = 123_456
+    >>> input_index("w2", f"u-{i * 7919 % KEYS:06d}".encode(), (2).to_bytes(8, "big"))
+    123456
+    """
+    if workload == "w1":
+        return json.loads(value)["id"] - 1_000_000
+    n = int.from_bytes(value, "big") if len(value) == 8 else int(value)
+    return int(key[2:]) * _STEP % KEYS + (n - 1) * KEYS
+
+
+def processed_by(workload: str, out: Output, t: float) -> int:
+    """How many input records the system had processed when the output appended by ``t``
+    was written (what that output reflects: records are read in order per partition)."""
+    times = out.times or [out.last] * len(out.records)
+    seen = [input_index(workload, k, v)
+            for (_, k, v), at in zip(out.records, times, strict=True) if at <= t]
+    return max(seen) + 1 if seen else 0
 
 
 def verify(workload: str, out: Output, expected: Expected) -> str | None:

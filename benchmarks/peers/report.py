@@ -73,9 +73,10 @@ def table(summary: dict, records: int, repeat: int) -> str:
             for e in row["errors"]:
                 lines.append(f"  FAILED {s} {e}")
     lines.append("\nrecords/s are input records per second. whole run: from starting the system's process "
-                 "to the broker's append of its last output record. after start-up: between the "
-                 "appends of the first and the last output record (for micro-batch systems with "
-                 "few batches, mostly the output phase). peak RSS: the whole process tree.")
+                 "to the broker's append of its last output record. after start-up: the input records "
+                 "processed from 0.5 s after the first output's append to the last output's "
+                 "(what was processed by then is read from the output itself), per second. "
+                 "peak RSS: the whole process tree.")
     return "\n".join(lines)
 
 

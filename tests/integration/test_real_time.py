@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kspark import KafkaStreams, Serdes, StreamsBuilder
+from kspark.processor import Processor, PunctuationType
 from kspark.errors import ConfigError
 from tests.conftest import consume_all
 
@@ -265,6 +266,16 @@ def test_a_batch_run_stops_at_its_stop_offsets_with_repartition_topics_drained(
     streams.close()
     out = consume_all(broker, dst, 70, timeout_s=30)
     assert _latest(out) == {"g0": 30, "g1": 30, "late": 10} and len(out) == 70
+    # kspark reset deletes the repartition topic with the other internal topics
+    from kspark.cli import main
+
+    app_id = cfg["application.id"]
+    internal = lambda: sorted(t for t in admin.partition_counts()  # noqa: E731
+                              if t.startswith(f"{app_id}-") and t.endswith("-repartition"))
+    assert len(internal()) == 1
+    assert main(["reset", "--application-id", app_id, "--bootstrap-servers", broker,
+                 "--state-dir", cfg["state.dir"]]) == 0
+    assert internal() == []
 
 
 def test_micro_batch_settings_are_refused_not_ignored(broker, spark, admin, topic_name,
@@ -470,3 +481,112 @@ def test_a_retried_attempt_of_an_epoch_restores_what_the_attempt_before_committe
     retry.close()
     out = consume_all(broker, dst, 3, timeout_s=30)
     assert [L.deserialize("", m.value()) for m in out] == [1, 2, 3]
+
+
+class _WallTicker(Processor):
+    """Forwards each record, and on every wall-clock punctuation (100 ms) a tick carrying
+    the last record's key, while no record arrives."""
+
+    def init(self, context):
+        self.context, self.last = context, None
+        context.schedule(100, PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+    def tick(self, now):
+        if self.last is not None:
+            self.context.forward(self.last.with_value(f"tick-{self.context.task_id()}"))
+
+    def process(self, record):
+        self.last = record
+        self.context.forward(record)
+
+
+def test_wall_clock_punctuation_ticks_on_the_real_clock_and_bad_records_go_to_the_dlq(
+        broker, spark, admin, topic_name, app_config):
+    """Wall-clock punctuation fires on the real clock while the threads wait for records
+    (ticks keep coming with no input); a record that fails to deserialize goes to the
+    dead-letter topic and processing goes on."""
+    src, dst, dlq = topic_name("rt-wall-in"), topic_name("rt-wall-out"), topic_name("rt-dlq")
+    admin.create_topics({src: 1, dst: 1, dlq: 1})
+    p = Producer({"bootstrap.servers": broker, "enable.idempotence": True})
+    integer = Serdes.Integer()
+    for k, v in ((b"a", integer.serialize(src, 1)), (b"b", b"bad"),
+                 (b"c", integer.serialize(src, 3))):
+        p.produce(src, key=k, value=v, timestamp=1000)
+    p.flush(10)
+    b = StreamsBuilder()
+    (b.stream(src, key_serde=S, value_serde=integer).process(_WallTicker).map_values(str)
+     .to(dst, key_serde=S, value_serde=S))
+    cfg = _real_time(app_config, commit_interval_ms=100,
+                     **{"deserialization_exception_handler": "log_and_continue",
+                        "errors_dead_letter_queue_topic_name": dlq})
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    streams.start()
+    try:
+        out = consume_all(broker, dst, 6, timeout_s=120, until_quiet=False)
+        values = [m.value().decode() for m in out]
+        assert values[:2] == ["1", "3"]
+        assert set(values[2:]) == {"tick-0_0"}  # no record came in: the real clock ticked
+        dead = consume_all(broker, dlq, 1, timeout_s=30)
+    finally:
+        streams.close()
+    assert [(m.key(), m.value()) for m in dead] == [(b"b", b"bad")]
+
+
+def test_global_store_rebuilds_when_its_records_are_deleted_kip406(
+        broker, spark, admin, topic_name, app_config):
+    """KIP-406 while the threads run: the global topic's records are deleted past the
+    worker copy's offset (an open transaction holds the read_committed end back meanwhile);
+    the copy is wiped and rebuilt from the topic's new start (a key deleted from the topic
+    joins nothing after), records joined after that see the new content, and nothing is
+    lost or duplicated."""
+    import time
+
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    src, dst, glob = topic_name("rt-406-in"), topic_name("rt-406-out"), topic_name("rt-406")
+    admin.create_topics({src: 1, dst: 1})
+    admin.create_topics({glob: 1}, {"cleanup.policy": "compact,delete"})
+    _produce(broker, glob, [("k0", "A", 1), ("k1", "K", 1)])
+    _produce(broker, src, [("x0", "k0", 1000)])
+    b = StreamsBuilder()
+    table = b.global_table(glob, key_serde=S, value_serde=S)
+    (b.stream(src, key_serde=S, value_serde=S)
+     .join(table, lambda k, v: v, lambda v, g: f"{v}={g}").to(dst, key_serde=S, value_serde=S))
+    cfg = _real_time(app_config, processing_guarantee="exactly_once_v2", commit_interval_ms=100)
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    streams.start()
+    try:
+        assert [m.value() for m in consume_all(broker, dst, 1, timeout_s=120)] == [b"k0=A"]
+        tx = Producer({"bootstrap.servers": broker, "transactional.id": f"{glob}-truncate"})
+        tx.init_transactions(30)
+        tx.begin_transaction()
+        tx.produce(glob, key=b"k0", value=b"never-seen")
+        tx.flush(30)
+        c = Consumer({"bootstrap.servers": broker, "group.id": f"hw-{glob}",
+                      "isolation.level": "read_uncommitted"})
+        _, high = c.get_watermark_offsets(TopicPartition(glob, 0), timeout=30)
+        c.close()
+        raw = AdminClient({"bootstrap.servers": broker})  # kept: its futures need it alive
+        (fut,) = raw.delete_records([TopicPartition(glob, 0, high)]).values()
+        fut.result(30)
+        tx.abort_transaction(30)
+        _produce(broker, glob, [("k0", "B", 2)])
+        deadline, n = time.monotonic() + 90, 1
+        while True:  # records joined once the copy is rebuilt see B
+            _produce(broker, src, [(f"x{n}", "k0", 1000 + n)])
+            n += 1
+            out = consume_all(broker, dst, n, timeout_s=30)
+            if out[-1].value() == b"k0=B":
+                break
+            assert time.monotonic() < deadline, [m.value() for m in out]
+            time.sleep(0.3)
+        # the copy was wiped, not moved on: k1 (deleted from the topic) joins nothing now
+        _produce(broker, src, [("y", "k1", 3000), (f"x{n}", "k0", 3001)])
+        out = consume_all(broker, dst, n + 1, timeout_s=60)
+    finally:
+        streams.close()
+    values = [m.value() for m in out]
+    assert len(values) == n + 1 and values[0] == b"k0=A" and values[-1] == b"k0=B"
+    assert b"never-seen" not in b"".join(values)
+    assert sorted(m.key() for m in out) == sorted(f"x{i}".encode() for i in range(n + 1))

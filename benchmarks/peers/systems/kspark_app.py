@@ -2,9 +2,12 @@
 
 W1: map_values(w1) then filter out the dropped records (one JSON parse per record, as the
 other Python systems do). W2: ``group_by_key().count()`` (kspark's default store, logged)
-``.to_stream().to(dst)`` with a Long value serde.
+``.to_stream().to(dst)`` with a Long value serde. Settings in ``PEERS_KSPARK_CONFIG`` (JSON)
+are added to the config.
 """
 
+import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -37,7 +40,8 @@ def main() -> None:
         "application.id": f"peers-{a.dst}-{time.time_ns()}", "bootstrap.servers": a.bootstrap,
         "state.dir": str(Path(a.workdir) / "state"), "autostop.at": "eol",
         "max.offsets.per.trigger": a.max_offsets, "producer.linger.ms": 20,
-        "producer.batch.num.messages": 10000}, spark=spark)
+        "producer.batch.num.messages": 10000,
+        **json.loads(os.environ.get("PEERS_KSPARK_CONFIG") or "{}")}, spark=spark)
     streams.start()
     streams.await_termination()
     streams.close()
