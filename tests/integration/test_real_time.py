@@ -12,7 +12,7 @@ from confluent_kafka import Producer
 
 from kspark import KafkaStreams, Serdes, StreamsBuilder
 from kspark.processor import Processor, PunctuationType
-from kspark.errors import ConfigError
+from kspark.errors import ConfigError, InstanceAlreadyRunningError
 from tests.conftest import consume_all
 
 pytestmark = pytest.mark.integration
@@ -150,6 +150,9 @@ def test_a_thread_keeps_its_in_memory_tasks_across_epochs(
 
 def test_passthrough_at_least_once_keeps_every_record_in_order(
         broker, spark, admin, topic_name, app_config):
+    """Every record out once, in order per key; live progress and metrics while the epoch
+    runs; a second instance of the running application is refused (the one-instance
+    guard)."""
     src, dst = topic_name("rt-pass-in"), topic_name("rt-pass-out")
     admin.create_topics({src: 2, dst: 2})
     records = [(f"k{i % 5}", f"v{i}", 1000 + i) for i in range(300)]
@@ -157,12 +160,15 @@ def test_passthrough_at_least_once_keeps_every_record_in_order(
     b = StreamsBuilder()
     b.stream(src, key_serde=S, value_serde=S).map_values(str.upper).to(dst, key_serde=S,
                                                                        value_serde=S)
-    streams = KafkaStreams(b.build(), _real_time(app_config, commit_interval_ms=200),
-                           spark=spark)
+    cfg = _real_time(app_config, commit_interval_ms=200)
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
     streams.start()
     out = consume_all(broker, dst, 300, timeout_s=120)
     live = _await_live(streams, lambda p, m: p["records_in"] == 300 and p["lag"] == 0
                        and p["commits"] >= 1 and len(m["lag"].get(src, {})) == 2)
+    with pytest.raises(InstanceAlreadyRunningError, match="already running"):  # the guard
+        KafkaStreams(b.build(), {**cfg, "state.dir": cfg["state.dir"] + "-other"},
+                     spark=spark).start()
     streams.close()
     progress, metrics = live  # reported by the threads while their epoch still runs
     assert progress["batches"] == 0 and progress["records_out"] == 300

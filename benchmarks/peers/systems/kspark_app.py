@@ -3,7 +3,9 @@
 W1: map_values(w1) then filter out the dropped records (one JSON parse per record, as the
 other Python systems do). W2: ``group_by_key().count()`` (kspark's default store, logged)
 ``.to_stream().to(dst)`` with a Long value serde. Settings in ``PEERS_KSPARK_CONFIG`` (JSON)
-are added to the config.
+are added to the config (of ``kspark_rt_app.py`` too), then those in ``PEERS_KSPARK_MB_CONFIG``
+(this one's only), e.g. ``{"max.offsets.per.trigger": 100000}`` to commit about as often as
+the real-time run.
 """
 
 import json
@@ -41,7 +43,8 @@ def main() -> None:
         "state.dir": str(Path(a.workdir) / "state"), "autostop.at": "eol",
         "max.offsets.per.trigger": a.max_offsets, "producer.linger.ms": 20,
         "producer.batch.num.messages": 10000,
-        **json.loads(os.environ.get("PEERS_KSPARK_CONFIG") or "{}")}, spark=spark)
+        **json.loads(os.environ.get("PEERS_KSPARK_CONFIG") or "{}"),
+        **json.loads(os.environ.get("PEERS_KSPARK_MB_CONFIG") or "{}")}, spark=spark)
     streams.start()
     streams.await_termination()
     streams.close()

@@ -6,7 +6,9 @@ Commits every second (``commit.interval.ms=1000``): W2's cache is flushed at eac
 as in Kafka Streams, so W2 writes about one output and one changelog record per input record
 (the micro-batch run flushes once per 500,000 records: about one per five). Settings in
 ``PEERS_KSPARK_CONFIG`` (JSON) are added to both kspark runs' config, e.g.
-``{"statestore.cache.max.bytes": 0}`` to make them do the same work per record.
+``{"statestore.cache.max.bytes": 0}`` to make them do the same work per record; settings in
+``PEERS_KSPARK_RT_CONFIG`` to this one's only, e.g. ``{"commit.interval.ms": 5000}`` to
+commit about as often as the micro-batch run.
 """
 
 import json
@@ -34,7 +36,8 @@ def main() -> None:
         "state.dir": str(Path(a.workdir) / "state"), "execution.mode": "real_time",
         "commit.interval.ms": 1000, "producer.linger.ms": 20,
         "producer.batch.num.messages": 10000,
-        **json.loads(os.environ.get("PEERS_KSPARK_CONFIG") or "{}")}, spark=spark)
+        **json.loads(os.environ.get("PEERS_KSPARK_CONFIG") or "{}"),
+        **json.loads(os.environ.get("PEERS_KSPARK_RT_CONFIG") or "{}")}, spark=spark)
     admin = Admin(a.bootstrap, 20000)
     inputs = [(a.src, p) for p in range(a.partitions)]
     ends = admin.end_offsets(inputs)
