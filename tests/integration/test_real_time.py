@@ -284,6 +284,24 @@ def test_a_batch_run_stops_at_its_stop_offsets_with_repartition_topics_drained(
     assert internal() == []
 
 
+def test_a_batch_run_ends_once_drained_without_waiting_for_the_commit_interval(
+        broker, spark, admin, topic_name, app_config):
+    """A thread that has read every partition to its stop offset commits at once: a batch
+    run with a 10-minute commit interval ends as soon as its input is processed."""
+    src, dst = topic_name("rt-drain-in"), topic_name("rt-drain-out")
+    admin.create_topics({src: 2, dst: 2})
+    _produce(broker, src, [(f"k{i}", f"v{i}", 1000 + i) for i in range(20)])
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=S).to(dst, key_serde=S, value_serde=S)
+    cfg = _real_time(app_config, commit_interval_ms=600_000)
+    cfg["autostop.at"] = "eol"
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    streams.start()
+    assert streams.await_termination(120) and streams.batch_finished()
+    streams.close()
+    assert len(consume_all(broker, dst, 20, timeout_s=30)) == 20
+
+
 def test_micro_batch_settings_are_refused_not_ignored(broker, spark, admin, topic_name,
                                                       app_config):
     src, dst = topic_name("rt-mb-in"), topic_name("rt-mb-out")

@@ -76,12 +76,19 @@ def add_aggregation(up: Upstream, prefix: str, materialized: Materialized | None
 def aggregate(up: Upstream, prefix: str, initializer: Callable[[], Any] | None,
               aggregator: Aggregator, materialized: Materialized | None, value_serde: Any,
               more: tuple[Part, ...] = ()) -> KTable:
-    """A key-value aggregation of ``up`` (and of a cogroup's ``more``)."""
-    return add_aggregation(
+    """A key-value aggregation of ``up`` (and of a cogroup's ``more``). The result table
+    sends old values only once an operator downstream asks (Kafka Streams'
+    enableSendingOldValues); until then a cache flush does not read them."""
+    from kspark._engine.tables.processors import OldValues
+
+    old = OldValues(False)
+    table = add_aggregation(
         up, prefix, materialized, value_serde,
         lambda store, agg=aggregator: functools.partial(StreamAggregateProcessor, store,
-                                                        initializer, agg),
+                                                        initializer, agg, old),
         lambda m, store, ks, vs: m.builder(store, ks, vs), more=more)
+    table._old = old  # noqa: SLF001 - the table's switch is its processors'
+    return table
 
 
 def windowed_aggregate(up: Upstream, windows: Any, final: bool, prefix: str,

@@ -16,10 +16,12 @@ class StreamAggregateProcessor(TableStoreProcessor):
     a result carries max(record timestamp, previous aggregate's timestamp)."""
 
     def __init__(self, store_name: str, initializer: Callable[[], Any] | None,
-                 aggregator: Callable[[Any, Any, Any], Any]):
+                 aggregator: Callable[[Any, Any, Any], Any], old_values: Any = None):
         super().__init__(store_name)
         self.initializer = initializer
         self.aggregator = aggregator
+        # the result table's sendOldValues switch: off, a cache flush reads no old value
+        self.flush_old_values = old_values
 
     def process(self, record: Record) -> None:
         if record.key is None or record.value is None:

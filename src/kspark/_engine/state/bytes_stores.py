@@ -92,6 +92,18 @@ class RocksDBBytesStore:
             del self._db[key]
         return old
 
+    def put_all(self, items: list[tuple[bytes, bytes | None]]) -> None:
+        """Write ``items`` in order (a None value deletes) as one RocksDB write batch."""
+        from rocksdict import WriteBatch
+
+        batch = WriteBatch(raw_mode=True)
+        for k, v in items:
+            if v is None:
+                batch.delete(k)
+            else:
+                batch.put(k, v)
+        self._db.write(batch)
+
     def range(self, lo: bytes | None, hi: bytes | None, reverse: bool = False) -> Iterator[Entry]:
         it = self._db.iter()
         if reverse:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["ChangeLoggingLayer", "WriteBuffer", "CachingLayer", "RecordCache", "ENTRY_OVERHEAD",
-           "Layer", "layer_stack"]
+           "Layer", "layer_stack", "put_all"]
 
 Entry = tuple[bytes, bytes]
 
@@ -46,6 +46,24 @@ class Layer:
         self.inner.destroy()
 
 
+def put_all(store: Any, items: list[Entry] | list[tuple[bytes, bytes | None]]) -> None:
+    """Write ``items`` (in order; a None value deletes) to ``store``: in one write when it
+    can (``store.put_all``: a RocksDB write batch), else one ``put`` each.
+
+    Example:
+        >>> from kspark._engine.state.bytes_stores import InMemoryBytesStore
+        >>> s = InMemoryBytesStore("s")
+        >>> put_all(s, [(b"a", b"1"), (b"b", b"2"), (b"a", None)]); s.get(b"a"), s.get(b"b")
+        (None, b'2')
+    """
+    many = getattr(store, "put_all", None)
+    if many is not None:
+        many(items)
+        return
+    for k, v in items:
+        store.put(k, v)
+
+
 def layer_stack(top: Any) -> Iterator[Any]:
     """``top`` and every layer below it, ending with the byte store they stack over.
 
@@ -70,6 +88,11 @@ class ChangeLoggingLayer(Layer):
     def put(self, key: bytes, value: bytes | None) -> None:
         self.inner.put(key, value)
         self.log(key, value)
+
+    def put_all(self, items: list[tuple[bytes, bytes | None]]) -> None:
+        put_all(self.inner, items)
+        for k, v in items:
+            self.log(k, v)
 
     def delete(self, key: bytes) -> bytes | None:
         old = self.inner.delete(key)
@@ -126,8 +149,7 @@ class WriteBuffer(Layer):
 
     def flush(self) -> None:
         held, self._held = self._held, {}
-        for k, v in held.items():
-            self.inner.put(k, v)
+        put_all(self.inner, list(held.items()))
         self.inner.flush()
 
     def discard(self) -> None:
@@ -174,6 +196,11 @@ class CachingLayer(Layer):
     ``fill_on_read``: a ``get`` that misses the cache puts the store's value in, clean (a
     key-value store's cache does; window and session caches do not).
 
+    ``old_values``: a switch (``.on``) saying whether ``on_flush`` needs a written-down
+    key's old value; when it is off, the store below is read only for deletes and ``old`` is
+    None otherwise, as Java's caching key-value store reads the old value only with
+    sendOldValues or for a delete. None (the default): always read.
+
     Example:
         >>> from kspark._engine.state.bytes_stores import InMemoryBytesStore
         >>> c = CachingLayer(InMemoryBytesStore("s"), cache=RecordCache(10_000))
@@ -191,6 +218,7 @@ class CachingLayer(Layer):
         # told each key written down, after on_flush: a window or session store's stream
         # time advances then, as Java's store below its cache sees writes only then
         self.on_write_down: Callable[[bytes], None] | None = None
+        self.old_values: Any = None
         self.budget = cache or _NO_BUDGET
         self.fill_on_read = fill_on_read
         self._entries: dict[bytes, bytes | None] = {}  # least recently used first
@@ -297,9 +325,10 @@ class CachingLayer(Layer):
         order = ([evicted] if evicted is not None else []) + [
             (k, self._entries[k]) for k in self._dirty]
         self._dirty = {}
+        read_old = self.old_values is None or self.old_values.on
         for k, v in order:
             if self.on_flush:
-                old = self.inner.get(k)
+                old = self.inner.get(k) if read_old or v is None else None
                 if v is None and old is None:
                     continue  # as Java's caching stores: nothing to write down or forward
                 self.inner.put(k, v)

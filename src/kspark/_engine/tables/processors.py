@@ -31,6 +31,9 @@ class TableStoreProcessor(Processor):
     store: Any  # the store connected as ``store_name``, of the kind the subclass writes
     emit_on_flush: bool  # changes go out when the store's cache flushes them
     forward_now: bool  # each change goes out at once (not cached, not held for final results)
+    # whether a cache flush must read each key's old value for the change it forwards (a
+    # Switch: whether the result table sends old values); None: always
+    flush_old_values: "Switch | None" = None
 
     def __init__(self, store_name: str | None, materialized: "Switch | None" = None):
         self.store_name = store_name
@@ -51,6 +54,7 @@ class TableStoreProcessor(Processor):
             layer = self.store.layer(CachingLayer)
             if layer is not None:
                 layer.on_flush = self._flushed
+                layer.old_values = self.flush_old_values
             else:
                 self.emit_on_flush = False
         # each update goes out at once: not held by a cache, not held for final results
