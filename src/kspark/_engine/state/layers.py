@@ -46,7 +46,7 @@ class Layer:
         self.inner.destroy()
 
 
-def put_all(store: Any, items: list[Entry] | list[tuple[bytes, bytes | None]]) -> None:
+def put_all(store: Any, items: list[tuple[bytes, bytes | None]]) -> None:
     """Write ``items`` (in order; a None value deletes) to ``store``: in one write when it
     can (``store.put_all``: a RocksDB write batch), else one ``put`` each.
 
