@@ -125,10 +125,13 @@ class StreamTask:
         app_id = self.config["application.id"]
         topic = changelog_topic(app_id, builder.name)
 
+        stamp: list[Any] = [None, ()]  # the batch, and its header (made once per batch)
+
         def log(key: bytes, value: bytes | None) -> None:
-            headers = () if self.batch is None else (
-                (BATCH_HEADER, f"{self.batch[0]}:{self.batch[1]}".encode()),)
-            self.collector.send(topic, key, value, max(self.current_timestamp, 0), headers,
+            if stamp[0] != self.batch:
+                stamp[:] = [self.batch, () if self.batch is None else (
+                    (BATCH_HEADER, f"{self.batch[0]}:{self.batch[1]}".encode()),)]
+            self.collector.send(topic, key, value, max(self.current_timestamp, 0), stamp[1],
                                 self.partition)
 
         directory = task_store_dir(self.config["state.dir"], app_id, self.task_id)
