@@ -36,7 +36,8 @@ __all__ = ["StreamsConfig", "ConfigKey", "CONFIG_KEYS"]
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
-PASS_THROUGH_PREFIXES = ("spark.", "consumer.", "producer.", "admin.", "restore.consumer.")
+PASS_THROUGH_PREFIXES = ("spark.", "consumer.", "producer.", "admin.", "restore.consumer.",
+                         "topic.")
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,10 @@ _KEYS = [
               "creates (changelogs, the progress, metadata and instance topics); -1 takes the "
               "brokers' default.replication.factor, as Kafka Streams does.",
               lambda v: None if v == -1 or v > 0 else "must be -1 or > 0"),
+    ConfigKey("windowstore.changelog.additional.retention.ms", int, 24 * 3600 * 1000,
+              "Added to a window or session store's retention for its changelog topic's "
+              "retention.ms (compact,delete), as Kafka Streams does: allows for clock drift.",
+              _non_negative),
     ConfigKey("request.timeout.ms", int, 30000, "How long kspark waits for the brokers to answer "
               "a metadata or admin request before failing with an error naming them.", _positive),
     ConfigKey("max.offsets.per.trigger", int, 200_000, "kspark: upper bound on the records one "
@@ -263,6 +268,21 @@ class StreamsConfig(Mapping[str, Any]):
     def with_prefix(self, prefix: str) -> dict[str, Any]:
         """The pass-through keys under ``prefix`` (e.g. ``"producer."``), prefix removed."""
         return {k[len(prefix):]: v for k, v in self._values.items() if k.startswith(prefix)}
+
+    def topic_overrides(self) -> dict[str, str]:
+        """The ``topic.*`` keys, prefix removed: topic configs of every internal topic kspark
+        creates (changelogs and repartition topics), over its defaults, as Kafka Streams'
+        ``topic.`` prefix; librdkafka's ``topic.metadata.*`` client keys are not among them.
+
+        >>> StreamsConfig({"application.id": "a", "bootstrap.servers": "k:9092",
+        ...                "topic.segment.bytes": 1048576,
+        ...                "topic.metadata.refresh.interval.ms": 1000}).topic_overrides()
+        {'segment.bytes': '1048576'}
+        """
+        from kspark._kafka.settings import is_common_key
+
+        return {k[len("topic."):]: str(v) for k, v in self._values.items()
+                if k.startswith("topic.") and not is_common_key(k)}
 
     def as_dict(self) -> dict[str, Any]:
         """A plain copy of every key and value (defaults included)."""

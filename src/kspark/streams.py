@@ -93,8 +93,10 @@ class KafkaStreams:
         of every input partition), the records read from and written to Kafka by this
         process's committed task batches, and what restoring state cost them (changelog
         records read, and how many task batches restored any — on a cluster, mostly tasks
-        that moved to another executor): ``{"batches": m, "position": n, "records_in": i,
-        "records_out": o, "restored_records": r, "task_restores": t}``. In real-time mode
+        that moved to another executor) and how many task batches ran elsewhere than the
+        task's last commit (another host or ``state.dir``): ``{"batches": m, "position": n,
+        "records_in": i, "records_out": o, "restored_records": r, "task_restores": t,
+        "task_moves": v}``. In real-time mode
         (``execution.mode=real_time``) it is live, from the stream threads' reports:
         ``batches`` counts finished epochs, ``records_in``/``records_out`` include the running
         epoch, with ``commits`` and ``lag`` (input records not processed yet)."""

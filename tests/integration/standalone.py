@@ -243,6 +243,25 @@ class StandaloneCluster:
         self.killed.extend(pids)
         return pids
 
+    def kill_executors(self, i: int, timeout_s: float = 20) -> list[int]:
+        """SIGKILL worker ``i``'s executors and their Python workers, not the worker: it
+        starts a new executor (a new id and working directory: empty local state). Returns
+        the pids killed, once none of them runs any more."""
+        pids = sorted({q for p in self.executors(i) for q in (p, *descendants(p))})
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + timeout_s
+        while any(_alive(p) for p in pids):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"still running after SIGKILL: "
+                                   f"{[p for p in pids if _alive(p)]}")
+            time.sleep(0.1)
+        self.killed.extend(pids)
+        return pids
+
     def stop(self, timeout_s: float = 20) -> None:
         """Stop every worker (and its executors) and the master: SIGTERM to each process
         group, SIGKILL to what is left after ``timeout_s``."""

@@ -9,10 +9,15 @@ is SIGKILLed together with its executor while that runs a task; Spark goes on wi
 other worker's executor and both runs must finish with the right output: exact under
 exactly_once_v2 (read_committed), right final values per key and window under
 at_least_once (duplicates allowed). In both, late records stay dropped.
+
+A second submission (tests/integration/standalone_rt_app.py) runs a stateful application in
+real-time mode over many epochs: its stream threads return to the executor whose disk holds
+their tasks' stores, and after an executor is killed only its tasks move and restore, once.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import time
@@ -295,3 +300,61 @@ def _diff(got: dict, want: dict, n: int = 8) -> str:
     keys = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
     return f"{len(keys)} keys differ, e.g.: " + "; ".join(
         f"{k}: got {got.get(k)} want {want.get(k)}" for k in keys[:n])
+
+
+# -- real-time mode: threads stay with their state --------------------------------------
+RT_APP = Path(__file__).resolve().parent / "standalone_rt_app.py"
+RT_ROUNDS, RT_PER_ROUND, RT_KEYS = 6, 400, 40
+
+
+def test_real_time_threads_return_to_the_executor_holding_their_state(
+        broker, admin, standalone_cluster, tmp_path):
+    """Real-time mode on the two workers, each executor with its own state.dir, 2 threads
+    of 2 tasks, a new epoch (a new Spark job, placed anew by Spark) every 3 s while input
+    arrives. Python workers are not reused (``spark.python.worker.reuse=false``), so only
+    the stores on each executor's disk can bring a thread back to it. In the fourth epoch,
+    worker 1's executor is SIGKILLed (the worker starts a new one, with an empty work
+    directory). Then exactly the 2 tasks of the lost executor's thread move, once, and only
+    they restore; every other task epoch stays where its state is; the output is exact."""
+    cluster = standalone_cluster
+    cluster.revive()
+    tag = uuid.uuid4().hex[:6]
+    src, dst, app_id = f"placement-in-{tag}", f"placement-out-{tag}", f"placement-{tag}"
+    admin.create_topics({src: PARTITIONS, dst: PARTITIONS})
+    log = tmp_path / "driver.log"
+    proc = cluster.submit(RT_APP, [broker, src, dst, app_id, "kspark-state", str(RT_ROUNDS),
+                                   str(RT_PER_ROUND), str(RT_KEYS), "3000"],
+                          conf={**CONF, "spark.python.worker.reuse": "false"},
+                          cwd=tmp_path / "driver", log=log)
+
+    def tail() -> str:
+        return log.read_text(errors="replace")[-6000:] if log.exists() else ""
+
+    try:
+        deadline = time.monotonic() + 240
+        # mid-epoch: Spark also loses the other executor when one dies while its sibling
+        # barrier task waits in the epoch's allGather
+        while "round 3 processed" not in (log.read_text(errors="replace")
+                                          if log.exists() else ""):
+            assert proc.poll() is None, f"the driver ended early ({proc.returncode}):\n{tail()}"
+            assert time.monotonic() < deadline, f"no fourth epoch in time:\n{tail()}"
+            time.sleep(0.2)
+        assert cluster.kill_executors(1), "worker 1 runs no executor"
+        try:
+            rc = proc.wait(300)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the driver did not finish in time:\n{tail()}") from None
+        assert rc == 0, f"spark-submit exited {rc}:\n{tail()}"
+    finally:
+        stop_process_group(proc)
+    done = [x for x in log.read_text(errors="replace").splitlines() if x.startswith("done ")]
+    assert done, tail()
+    progress = json.loads(done[-1][len("done "):])
+    print(f"\nstandalone real-time placement: {progress}")
+    assert progress["batches"] >= RT_ROUNDS, progress
+    assert (progress["task_moves"], progress["task_restores"]) == (2, 2), progress
+    assert 0 < progress["restored_records"] <= RT_ROUNDS * RT_PER_ROUND, progress
+    got = read(broker, dst, L, RT_ROUNDS * RT_PER_ROUND)
+    per_key = RT_ROUNDS * RT_PER_ROUND // RT_KEYS
+    assert got == {f"k{k}": list(range(1, per_key + 1)) for k in range(RT_KEYS)}, _diff(
+        got, {f"k{k}": list(range(1, per_key + 1)) for k in range(RT_KEYS)})

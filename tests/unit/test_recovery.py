@@ -223,6 +223,27 @@ def test_a_planned_wipe_empties_the_store_first_and_an_empty_range_reads_nothing
         raw.close()
 
 
+def test_a_restore_writes_rocksdb_in_one_write_batch_per_fetch_with_deletes(tmp_path,
+                                                                              monkeypatch):
+    """Each fetched list of changelog records goes down as one write batch (put_all), in
+    offset order: a tombstone after a put of the same key deletes it."""
+    logs = MemoryChangelogs()
+    for key, value in [(b"a", b"1"), (b"b", b"2"), (b"a", None), (b"c", b"3"), (b"c", b"4")]:
+        logs.append("c", 0, key, value)
+    raw = RocksDBBytesStore("s", tmp_path / "s")
+    writes = []
+    real = raw.put_all
+    monkeypatch.setattr(raw, "put_all", lambda items: (writes.append(list(items)), real(items)))
+    monkeypatch.setattr(raw, "put", lambda *_: pytest.fail("a record written one by one"))
+    try:
+        assert restore_store(logs, "0_0", raw, StoreRestore("s", "c", 0, 0, 5, False),
+                             None) == 5
+        assert [len(w) for w in writes] == [2, 2, 1]  # the reader's fetches (two per poll)
+        assert list(raw.range(None, None)) == [(b"b", b"2"), (b"c", b"4")]
+    finally:
+        raw.close()
+
+
 def test_a_restore_check_rejects_a_record_naming_it():
     def check(key, value, topic, partition, offset):
         if value == b"v1":

@@ -140,9 +140,29 @@ class Admin:
         while time.monotonic() < deadline and set(todo) & set(self.partition_counts()):
             time.sleep(0.2)
 
+    def settled_end_offsets(self, partitions: Iterable[tuple[str, int]],
+                            wait_s: float = 5.0) -> dict[tuple[str, int], int]:
+        """The read_committed ends once every transaction written so far is settled: a
+        committed transaction's markers are written after ``commit_transaction`` returns,
+        and until then the last stable offset stays at the transaction's first record (a
+        checkpoint taken then would have the next restore read the whole transaction
+        again). Waits up to ``wait_s`` for the last stable offset to reach the end written
+        so far, then returns what it is (an older end is safe, only slower to restore from).
+        """
+        parts = sorted(set(partitions))
+        written = self.end_offsets(parts, committed=False)
+        deadline = time.monotonic() + wait_s
+        while True:
+            ends = self.end_offsets(parts)
+            if all(ends[tp] >= written[tp] for tp in parts) or time.monotonic() >= deadline:
+                return ends
+            time.sleep(0.005)
+
     def end_offsets(self, partitions: Iterable[tuple[str, int]],
-                    earliest: bool = False) -> dict[tuple[str, int], int]:
-        """The read_committed end (last stable offset) of each topic-partition, or its start."""
+                    earliest: bool = False, committed: bool = True) -> dict[tuple[str, int], int]:
+        """The read_committed end (last stable offset) of each topic-partition, or its start
+        (``committed=False``: the end of what is written, committed or not: the high
+        watermark)."""
         from confluent_kafka import IsolationLevel
         from confluent_kafka.admin import OffsetSpec
 
@@ -152,7 +172,9 @@ class Admin:
         deadline = time.monotonic() + self.timeout_s
         while todo:
             req = {TopicPartition(t, p): spec for t, p in todo}
-            res = self._admin.list_offsets(req, isolation_level=IsolationLevel.READ_COMMITTED,
+            isolation = (IsolationLevel.READ_COMMITTED if committed
+                         else IsolationLevel.READ_UNCOMMITTED)
+            res = self._admin.list_offsets(req, isolation_level=isolation,
                                            request_timeout=self.timeout_s)
             for tp, fut in res.items():
                 try:

@@ -64,6 +64,7 @@ class Marker:
     progress: dict[str, Any] | None
     previous: dict[str, Any] | None
     producer: str = ""  # the producer instance that committed it
+    where: str = ""  # where it was committed: the host and state directory (see state_location)
 
     def covers(self, batch: tuple[str, int] | None) -> bool:
         """True if ``batch`` of the same query is already committed (a replay)."""
@@ -73,7 +74,7 @@ class Marker:
 def encode_marker(m: Marker) -> str:
     """Offset-commit metadata: compressed JSON (the broker's limit is 4096 bytes by default)."""
     raw = json.dumps({"q": m.query, "b": m.batch, "p": m.progress, "v": m.previous,
-                      "i": m.producer},
+                      "i": m.producer, "w": m.where},
                      separators=(",", ":")).encode()
     return _PREFIX + base64.b64encode(zlib.compress(raw, 6)).decode()
 
@@ -105,7 +106,8 @@ def decode_marker(metadata: str | None, where: str = "a task's marker") -> Marke
             raise Invalid(f"the marker lacks {', '.join(map(repr, missing))}")
         progress, previous = (None if d[k] is None else check_progress(d[k]) for k in "pv")
         return Marker(need_str(d["q"], "'q' (query)"), need_int(d["b"], "'b' (batch)"),
-                      progress, previous, need_str(d.get("i", ""), "'i' (producer)"))
+                      progress, previous, need_str(d.get("i", ""), "'i' (producer)"),
+                      need_str(d.get("w", ""), "'w' (where)"))
     except (Invalid, ValueError, RecursionError, zlib.error) as e:
         raise CorruptStateError(
             f"{where} is malformed: {e}. It was damaged or not written by kspark; reset the "

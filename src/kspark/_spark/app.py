@@ -193,7 +193,7 @@ class SparkApplication:
         self._create_changelogs(admin, counts, query_plan.store_tasks)
         for topic, n in repartition_topics(query_plan, self.graph).items():
             self._create_topic(admin, counts, topic, n, "its readers' tasks",
-                               REPARTITION_TOPIC_CONFIG)
+                               {**REPARTITION_TOPIC_CONFIG, **self.config.topic_overrides()})
         self._create_topic(admin, counts, progress_topic(app_id), query_plan.tasks,
                            "the application's tasks")
         self._create_topic(admin, counts, control_topic(app_id), 1, "the control topic")
@@ -203,8 +203,11 @@ class SparkApplication:
 
     def _create_changelogs(self, admin: Admin, counts: dict[str, int],
                            store_tasks: dict[str, int]) -> None:
-        """A compacted changelog topic per logged store, one partition per task."""
-        from kspark._engine.state.build import changelog_topic
+        """A changelog topic per logged store, one partition per task, configured as Kafka
+        Streams configures it (see ``changelog_config``; an existing topic is left as is)."""
+        from kspark._engine.state.build import changelog_config, changelog_topic
+
+        extra_ms = self.config["windowstore.changelog.additional.retention.ms"]
 
         for name, n in store_tasks.items():
             builder = self.graph.stores[name][0]
@@ -213,8 +216,8 @@ class SparkApplication:
             topic = changelog_topic(self.config["application.id"], name)
             if topic not in counts:
                 self._check_no_local_state_of(topic)
-            self._create_topic(admin, counts, topic, n, f"store {name!r}'s tasks",
-                               {"cleanup.policy": "compact", **dict(builder.log_config)})
+            config = changelog_config(builder, self.config.topic_overrides(), extra_ms)
+            self._create_topic(admin, counts, topic, n, f"store {name!r}'s tasks", config)
 
     def _check_no_local_state_of(self, topic: str) -> None:
         """A missing changelog while local state has a checkpoint of it: refuse (creating
@@ -298,7 +301,8 @@ class SparkApplication:
     def progress(self) -> dict[str, int]:
         if isinstance(self._query, RealTimeQuery):
             return self._query.progress(kafka_sources(self.graph)[0])
-        names = ("records_in", "records_out", None, "restored_records", "task_restores")
+        names = ("records_in", "records_out", None, "restored_records", "task_restores",
+                 "task_moves")
         counted = {n: (self._counters[i].value if self._counters else 0)
                    for i, n in enumerate(names) if n}
         last = self._query.lastProgress if self._query else None

@@ -9,11 +9,13 @@ restored. These live in one declared record, never as attributes set on the task
 
 from __future__ import annotations
 
+import os
+import socket
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TaskHostState"]
+__all__ = ["TaskHostState", "state_location", "moved"]
 
 
 @dataclass
@@ -51,3 +53,27 @@ class TaskHostState:
         """
         n, self.restored_records = self.restored_records, 0
         return n
+
+
+def state_location(state_dir: str) -> str:
+    """Where a task's local state is when it runs here: this host and ``state.dir`` as it
+    resolves here (a relative one lands in each executor's own working directory).
+
+    Example:
+        >>> import socket
+        >>> state_location("/tmp/kspark") == f"{socket.gethostname()}:/tmp/kspark"
+        True
+    """
+    return f"{socket.gethostname()}:{os.path.realpath(state_dir)}"
+
+
+def moved(marker: Any, here: str) -> bool:
+    """Whether a task whose last commit is ``marker`` moved to run ``here``: its last commit
+    was made with another host or state directory (its local copy there, if any, is older).
+
+    Example:
+        >>> from kspark._kafka.transactions import Marker
+        >>> moved(Marker("q", 1, None, None, where="h:/a"), "h:/b"), moved(None, "h:/b")
+        (True, False)
+    """
+    return marker is not None and bool(marker.where) and marker.where != here

@@ -47,7 +47,8 @@ class MetricsParam(AccumulatorParam):
 class BuiltQuery:
     """The DataFrame whose execution runs the whole topology for one micro-batch, the plan it
     was built from, and the accumulators of committed task batches: records read, records
-    written, async metrics, records restored, restores."""
+    written, async metrics, records restored, restores, moves (a task batch whose task's
+    last commit was made on another host or state directory)."""
 
     df: DataFrame
     plan: QueryPlan
@@ -71,7 +72,7 @@ def build(spark: SparkSession, plan: QueryPlan, graph: TopologyGraph,
     which is data only (and printable: the client settings may hold secrets)."""
     sc = spark.sparkContext  # records in, records out, async metrics, restored, restores
     counters = (sc.accumulator(0), sc.accumulator(0), sc.accumulator({}, MetricsParam()),
-                sc.accumulator(0), sc.accumulator(0))
+                sc.accumulator(0), sc.accumulator(0), sc.accumulator(0))
     settings = as_settings(config)
     outputs: dict[int, DataFrame] = {}  # by stage index
     for stage in plan.stages:

@@ -40,6 +40,7 @@ from kspark._kafka.clients import read_range
 from kspark._kafka.settings import as_settings
 from kspark._spark.host_state import TaskHostState
 from kspark._worker import registry
+from kspark.config import EXACTLY_ONCE_V2
 from kspark.errors import CorruptStateError
 
 __all__ = ["LOCAL_PROGRESS", "restore_task", "checkpoint_task", "invalidate_checkpoint",
@@ -179,7 +180,11 @@ def checkpoint_task(task: StreamTask, builders: dict[str, Any], *,
     parts = logged_partitions(task, builders)
     if not parts:
         return {}
-    ends = admin_for(task.config).end_offsets(parts.values())
+    admin = admin_for(task.config)
+    if task.config.get("processing.guarantee") == EXACTLY_ONCE_V2:  # its commit markers
+        ends = admin.settled_end_offsets(parts.values())
+    else:
+        ends = admin.end_offsets(parts.values())
     ids = host.changelog_ids
     if ids:
         write_progress(_checkpoint_path(task, ".changelog-ids"), ids)

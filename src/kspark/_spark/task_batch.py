@@ -34,7 +34,7 @@ from kspark._kafka.transactions import (Marker, encode_marker, progress_topic, r
                                         task_transactions)
 from kspark._spark.globals import global_state, pins_from_offset_log
 from kspark._spark.hooks import TaskHooks
-from kspark._spark.host_state import TaskHostState
+from kspark._spark.host_state import TaskHostState, moved, state_location
 from kspark._spark.routing import (DISCARD, Ordered, RoutingCollector, in_writer_order,
                                    ranges_of, shuffled_records)
 from kspark._spark.state import (admin_for, checkpoint_task, invalidate_checkpoint,
@@ -256,7 +256,8 @@ class TaskBatch:
     def _new_marker(self, producer: str) -> Marker:
         q, n = self.batch if self.batch is not None else ("", -1)
         return Marker(q, n, self.task.progress(),
-                      None if self.marker is None else self.marker.progress, producer)
+                      None if self.marker is None else self.marker.progress, producer,
+                      state_location(self.ctx.config["state.dir"]))
 
     def _count(self) -> None:
         counters, task = self.ctx.counters, self.task
@@ -270,6 +271,8 @@ class TaskBatch:
         if restored:  # a task that restored records here (it moved, or was rebuilt)
             counters[3].add(restored)
             counters[4].add(1)
+        if moved(self.marker, state_location(self.ctx.config["state.dir"])):
+            counters[5].add(1)  # its last commit was made elsewhere
 
     def release(self) -> None:
         """Keep the task for this worker's next batch of it; a task with RocksDB stores is

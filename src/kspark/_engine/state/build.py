@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from kspark._engine.state.layers import CachingLayer, ChangeLoggingLayer, Record
 from kspark.errors import StateStoreError, TopologyError
 
 __all__ = ["build_store", "StoreKind", "store_kind", "supplier_kind", "changelog_topic",
+           "changelog_config",
            "task_store_dir", "bottom", "discard_buffered", "private_state_dir"]
 
 
@@ -71,6 +72,49 @@ def store_kind(builder: Any) -> StoreKind:
 def changelog_topic(application_id: str, store: str) -> str:
     """``<application.id>-<store>-changelog``, as Kafka Streams names it."""
     return f"{application_id}-{store}-changelog"
+
+
+# Kafka Streams' internal topic defaults: the record's own timestamp is kept (a restore
+# brings back the timestamps the task wrote)
+_INTERNAL_TOPIC_DEFAULTS = {"message.timestamp.type": "CreateTime"}
+_DAY_MS = 24 * 3600 * 1000
+
+
+def changelog_config(builder: Any, topic_overrides: Mapping[str, Any] | None = None,
+                     additional_retention_ms: int = _DAY_MS) -> dict[str, str]:
+    """The topic configs of ``builder``'s changelog, as Kafka Streams sets them: compacted
+    (its length tracks keys, not updates); a window or session store's is also deleted
+    after its retention plus ``additional_retention_ms``; a versioned store's keeps history
+    at least its history retention plus a day before compaction. Then ``topic_overrides``
+    (the config's ``topic.*`` keys) and the store's own ``with_logging_enabled`` map, each
+    over what comes before.
+
+    Example:
+        >>> from kspark import Serdes
+        >>> from kspark.state import Stores
+        >>> S = Serdes.String()
+        >>> b = Stores.key_value_store_builder(Stores.persistent_key_value_store("c"), S, S)
+        >>> changelog_config(b)["cleanup.policy"]
+        'compact'
+        >>> w = Stores.window_store_builder(Stores.persistent_window_store("w", 1000, 100), S, S)
+        >>> c = changelog_config(w, {"segment.bytes": 1 << 20}, 500)
+        >>> c["cleanup.policy"], c["retention.ms"], c["segment.bytes"]
+        ('compact,delete', '1500', '1048576')
+    """
+    out = dict(_INTERNAL_TOPIC_DEFAULTS)
+    supplier, own = builder.supplier, dict(builder.log_config)
+    kind = getattr(supplier, "kind", None)
+    if kind in (StoreKind.WINDOW, StoreKind.SESSION):
+        out["cleanup.policy"] = "compact,delete"
+        if "retention.ms" not in own:
+            out["retention.ms"] = str(supplier.retention_ms + additional_retention_ms)
+    else:
+        out["cleanup.policy"] = "compact"
+        if kind is StoreKind.VERSIONED and "min.compaction.lag.ms" not in own:
+            out["min.compaction.lag.ms"] = str(supplier.history_retention_ms + _DAY_MS)
+    out.update({k: str(v) for k, v in (topic_overrides or {}).items()})
+    out.update({k: str(v) for k, v in own.items()})
+    return out
 
 
 def build_store(builder: Any, directory: Path | None = None,

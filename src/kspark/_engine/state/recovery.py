@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kspark._engine.state.layers import put_all
 from kspark._engine.task import BATCH_HEADER
 from kspark.errors import ChangelogLostError, CorruptStateError
 
@@ -217,13 +218,15 @@ def restore_store(reader: ChangelogReader, task_id: str, raw: Any, plan: StoreRe
     log.info("task %s: restoring store %r from %s partition %d, offsets %d..%d",
              task_id, name, tp[0], tp[1], plan.start, plan.end)
     for msgs in reader.read(tp[0], tp[1], plan.start, plan.end):
+        items: list[Any] = []  # (key, value or None: a delete)
         for m in msgs:
             if batch is not None and stamped_by_this_batch_or_later(m, batch, tp):
                 skipped += 1  # written by an earlier attempt of this batch (or a later one)
                 continue
             if check is not None:
                 check(m.key(), m.value(), tp[0], tp[1], m.offset())
-            raw.put(m.key(), m.value())
+            items.append((m.key(), m.value()))
+        put_all(raw, items)  # RocksDB: one write batch per fetch, not one write per record
         done += len(msgs)
         if done % 50_000 < len(msgs):
             log.info("task %s: restoring %r: %d of at most %d records", task_id, name, done, total)

@@ -20,7 +20,7 @@ from kspark._graph.instantiate import build_task
 from kspark._kafka.clients import commit_offsets, task_producer
 from kspark._kafka.transactions import (Marker, TaskTransactions, encode_marker, progress_topic,
                                         read_marker)
-from kspark._spark.host_state import TaskHostState
+from kspark._spark.host_state import TaskHostState, moved, state_location
 from kspark._spark.routing import RoutingCollector
 from kspark._spark.state import (admin_for, checkpoint_task, invalidate_checkpoint,
                                  logged_partitions, restore_task)
@@ -46,6 +46,9 @@ class LiveTask:
         self.task_id = f"{ctx.plan.stage}_{partition}"
         self.key = (ctx.app_id, "real_time", self.task_id)  # in the worker's registry
         self.kept = False  # reused from this worker's previous epoch
+        self.moved = False  # its last commit was made on another host or state directory
+        self.restored = 0  # changelog records restored when it opened
+        self.here = state_location(ctx.config["state.dir"])
         self.marker_tp = (progress_topic(ctx.app_id), ctx.plan.first_marker + partition)
         self.host = TaskHostState()
         self.tx: TaskTransactions | None = None
@@ -73,6 +76,7 @@ class LiveTask:
                                      skip_failed=ctx.skip_failed)
         self.collector = RoutingCollector(producer, ctx.plan, self.partition, shuffled=False)
         saved = None if marker is None else marker.progress
+        self.moved = moved(marker, self.here)
         batch = (self.run, 0)
         kept = self._kept(marker)
         if kept is not None:  # this worker ran the task's last commit: its stores are current
@@ -85,6 +89,7 @@ class LiveTask:
                 batch_buffer=True, global_stores=global_stores, restore=lambda t: restore_task(
                     t, ctx.builders, batch, saved, False, host=self.host))
             self.host.changelog_offsets = dict(self.task.restored or {})
+            self.restored = self.host.take_restored()
         self.task.partition_counts = ctx.plan.partition_counts
         self.task.batch = batch
         self._previous = saved
@@ -171,7 +176,8 @@ class LiveTask:
             invalidate_checkpoint(task)
         task.flush()
         marker = Marker(self.run, self.commits + 1, task.progress(), self._previous,
-                        self.tx.instance if self.tx is not None else host.instance_id)
+                        self.tx.instance if self.tx is not None else host.instance_id,
+                        self.here)
         if self.tx is not None:
             self.tx.commit(marker, self.inputs)
         host.marker = marker

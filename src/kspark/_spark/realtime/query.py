@@ -32,6 +32,32 @@ __all__ = ["RealTimeQuery", "RealTimeRunError", "real_time_query"]
 log = logging.getLogger("kspark")
 
 
+# How many epochs in a row may lose an executor or a Python worker before the run fails (as
+# Spark's spark.stage.maxConsecutiveAttempts)
+MAX_LOST_EPOCHS = 4
+_LOST = ("ExecutorLostFailure", "Python worker exited unexpectedly", "Executor heartbeat timed out")
+
+
+def lost_worker(error: BaseException) -> bool:
+    """Whether an epoch's Spark job failed because an executor or a Python worker was lost
+    (a new epoch is then the retry), not because a thread raised (kspark's or the topology's
+    error: the run fails with it).
+
+    >>> lost_worker(RuntimeError("Job aborted ... ExecutorLostFailure (executor 1 exited ...)"))
+    True
+    >>> lost_worker(RuntimeError("... ExecutorLostFailure ... PythonException: Traceback ..."))
+    False
+    """
+    text = str(error)
+    return "PythonException" not in text and any(s in text for s in _LOST)
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [x for x in str(error).splitlines() if x.strip()]
+    cause = next((x for x in lines if any(s in x for s in _LOST)), lines[0] if lines else "")
+    return cause.strip()[:300]
+
+
 class RealTimeRunError(Exception):
     """The run's failure, as :meth:`RealTimeQuery.awaitTermination` raises it; ``desc`` holds
     the whole text of the cause (with the Python worker's traceback)."""
@@ -171,13 +197,28 @@ class RealTimeQuery:
             return self.live.metrics()
 
     def _run(self) -> None:
+        failed = 0  # epochs in a row that lost an executor or a Python worker
         try:
             while True:
                 with self._lock:
                     if self._stopping:
                         return
                     self._epoch = self._next_epoch()
-                self._run_epoch(self._epoch)
+                try:
+                    self._run_epoch(self._epoch)
+                    failed = 0
+                except Exception as e:
+                    if self._stopping or not lost_worker(e) or failed >= MAX_LOST_EPOCHS:
+                        raise
+                    failed += 1
+                    with self._metrics_lock:  # its threads' counts went with them
+                        self.live.end_epoch(self._epoch.run, [])
+                    # Spark cannot retry a barrier job: a new epoch is the retry (its threads
+                    # resume from the committed offsets; fencing ends the lost attempt's
+                    # transactions)
+                    log.warning("real-time epoch %d lost a Spark executor or Python worker "
+                                "(%s); starting a new epoch (%d of %d in a row)", self.epochs,
+                                _first_line(e), failed, MAX_LOST_EPOCHS)
         except BaseException as e:  # noqa: BLE001 - kept for awaitTermination and stop
             if not self._stopping:
                 self._error = e

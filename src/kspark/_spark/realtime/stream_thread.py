@@ -33,7 +33,7 @@ from kspark._spark.task_batch import StageContext
 from kspark._worker import registry
 from kspark.errors import KSparkError, StreamsError
 
-__all__ = ["Epoch", "run_stream_thread", "thread_identity", "assign_threads"]
+__all__ = ["Epoch", "run_stream_thread", "thread_identity", "assign_threads", "local_state"]
 
 log = logging.getLogger("kspark")
 TP = tuple[str, int]
@@ -63,7 +63,7 @@ def run_stream_thread(contexts: dict[int, StageContext], slot: int,
     """Run one thread for one epoch in Spark task ``slot`` of the epoch's barrier stage
     (``contexts``: per sub-topology); its counts (records in and out, commits)."""
     ctx = next(iter(contexts.values()))
-    index = thread_identity(ctx.app_id, slot, epoch.threads)
+    index = thread_identity(ctx.app_id, slot, epoch, ctx.config["state.dir"])
     specs = epoch.mine(index)
     # Each attempt of the thread stamps its commits and changelog records with a run of its
     # own: a retried attempt of the same epoch (Spark retries a failed barrier stage whole)
@@ -95,41 +95,78 @@ def run_stream_thread(contexts: dict[int, StageContext], slot: int,
     return {"thread": index, "records_in": sum(t.read for t in tasks.values()),
             "records_out": sum(t.sent for t in tasks.values()),
             "commits": sum(t.commits for t in tasks.values()),
-            "tasks_kept": sum(t.kept for t in tasks.values()), "async": reporter.async_raw}
+            "tasks_kept": sum(t.kept for t in tasks.values()),
+            "restored_records": sum(t.restored for t in tasks.values()),
+            "task_restores": sum(t.restored > 0 for t in tasks.values()),
+            "task_moves": sum(t.moved for t in tasks.values()), "async": reporter.async_raw}
 
 
-def thread_identity(app_id: str, slot: int, threads: int) -> int:
-    """Which thread this Spark task is: the one this Python worker was in the previous epoch
-    when no other task of the epoch claims it (its tasks and stores are still here), else a
-    free one. The tasks of an epoch agree through the barrier stage's ``allGather``, since
-    Spark hands a new epoch's tasks to its idle workers in no fixed order."""
+def thread_identity(app_id: str, slot: int, epoch: Epoch, state_dir: str) -> int:
+    """Which thread this Spark task is. The tasks of an epoch agree through the barrier
+    stage's ``allGather`` (Spark hands a new epoch's tasks to its executors in no fixed
+    order): each tells the thread this Python worker was in the previous epoch and how much
+    of each thread's state its ``state_dir`` holds (see :func:`local_state`), so that a
+    thread runs where its state is (see :func:`assign_threads`)."""
     from pyspark import BarrierTaskContext
 
     key = (app_id, "real_time_thread")
-    previous = registry().get("tasks", key)
+    previous = registry().get("tasks", key)  # [thread, when this worker last ran it]
+    local = local_state(state_dir, app_id, epoch)
     claims = [json.loads(m) for m in BarrierTaskContext.get().allGather(
-        json.dumps([slot, previous]))]
-    index = assign_threads(claims, threads)[slot]
-    registry().put("tasks", key, index)
+        json.dumps([slot, previous, local]))]
+    index = assign_threads(claims, epoch.threads)[slot]
+    registry().put("tasks", key, [index, time.time()])
     return index
 
 
-def assign_threads(claims: list[list[Any]], threads: int) -> dict[int, int]:
-    """slot -> thread, from each slot's ``[slot, previous thread or None]``: a slot keeps
-    its previous thread unless a lower slot claimed it first; the others take the free
-    threads in slot order.
+def local_state(state_dir: str, app_id: str, epoch: Epoch) -> dict[str, int]:
+    """Per thread (as a string), how much of its tasks' state ``state_dir`` holds here: for
+    each task with a valid local checkpoint, 1 plus its changelog offsets (a fresher copy
+    counts more); threads with none are left out."""
+    from kspark._engine.state.build import task_store_dir
+    from kspark._engine.state.checkpoint import read_checkpoint
 
-    >>> assign_threads([[0, 1], [1, None]], 2)
+    out: dict[str, int] = {}
+    for i in range(epoch.threads):
+        score = 0
+        for spec in epoch.mine(i):
+            offsets = read_checkpoint(task_store_dir(state_dir, app_id, spec.task_id)
+                                      / ".checkpoint")
+            if offsets is not None:
+                score += 1 + sum(offsets.values())
+        if score:
+            out[str(i)] = score
+    return out
+
+
+def assign_threads(claims: list[list[Any]], threads: int) -> dict[int, int]:
+    """slot -> thread, from each slot's ``[slot, previous, {thread: local state}]``
+    (``previous``: ``[thread, when]`` its Python worker last ran, or None): a slot keeps
+    the thread its worker ran last (its tasks may still be open there), the latest claim
+    first; then the threads go where most of their state is (a sticky placement: on a
+    cluster whose executors have their own disks, a thread returns to the executor that
+    holds its stores); the rest take the free threads in slot order.
+
+    >>> assign_threads([[0, [1, 5.0], {}], [1, None, {}]], 2)
     {0: 1, 1: 0}
-    >>> assign_threads([[0, 1], [1, 1], [2, 5]], 3)
-    {0: 1, 1: 0, 2: 2}
+    >>> assign_threads([[0, [1, 5.0], {}], [1, [1, 7.0], {}], [2, [5, 7.0], {}]], 3)
+    {1: 1, 0: 0, 2: 2}
+    >>> assign_threads([[0, None, {"1": 9}], [1, None, {"0": 4, "1": 2}]], 2)
+    {0: 1, 1: 0}
     """
     out: dict[int, int] = {}
-    for slot, previous in sorted(claims):
-        if previous is not None and previous < threads and previous not in out.values():
-            out[slot] = previous
+    latest_first = sorted((c for c in claims if c[1] is not None),
+                          key=lambda c: (-c[1][1], c[0]))
+    for slot, (thread, _), _ in latest_first:
+        if thread < threads and thread not in out.values():
+            out[slot] = thread
+    by_state = sorted((-score, slot, int(t)) for slot, _, local in claims
+                      for t, score in local.items() if int(t) < threads)
+    for _, slot, thread in by_state:
+        if slot not in out and thread not in out.values():
+            out[slot] = thread
     free = iter(t for t in range(threads) if t not in out.values())
-    for slot, _ in sorted(claims):
+    for slot, _, _ in sorted(claims):
         if slot not in out:
             out[slot] = next(free)
     return out

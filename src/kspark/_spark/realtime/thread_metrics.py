@@ -32,6 +32,8 @@ from kspark._engine.async_.metrics import merge_metrics, summarize_metrics
 __all__ = ["ThreadMeter", "LiveTotals", "COUNTS"]
 
 COUNTS = ("records_in", "records_out", "commits")
+# counted when an epoch ends: what opening its tasks cost (restores) and tasks that moved
+EPOCH_COUNTS = ("restored_records", "task_restores", "task_moves")
 
 
 class ThreadMeter:
@@ -77,6 +79,7 @@ class LiveTotals:
         self.live: dict[tuple[str, int], dict[str, Any]] = {}  # (run, thread) -> report
         self.ended: set[str] = set()
         self.tasks_kept = 0
+        self.opened = dict.fromkeys(EPOCH_COUNTS, 0)
         self.finished_async: dict[str, dict[str, float]] = {}  # async steps' raw counters
 
     def add_report(self, run: str, report: dict[str, Any]) -> None:
@@ -93,15 +96,19 @@ class LiveTotals:
             for k in COUNTS:
                 self.finished[k] += int(row[k])
             self.tasks_kept += int(row.get("tasks_kept", 0))
+            for k in EPOCH_COUNTS:
+                self.opened[k] += int(row.get(k, 0))
             merge_metrics(self.finished_async, row.get("async", {}))
 
     def progress(self) -> dict[str, int]:
-        """Counts so far (live), the input lag the threads last saw, and the tasks that
-        finished epochs kept open from the epoch before."""
+        """Counts so far (live), the input lag the threads last saw, the tasks that
+        finished epochs kept open from the epoch before, and what opening the tasks of
+        finished epochs cost: records restored, tasks that restored any, tasks that moved."""
         live = list(self.live.values())
         out = {k: self.finished[k] + sum(int(r[k]) for r in live) for k in COUNTS}
         out["lag"] = sum(int(n) for r in live for n in r["lag"].values())
         out["tasks_kept"] = self.tasks_kept
+        out.update(self.opened)
         return out
 
     def metrics(self) -> dict[str, dict[str, dict[str, float]]]:

@@ -1,0 +1,94 @@
+"""A real-time kspark application for ``spark-submit`` onto a Spark standalone cluster
+(tests/integration/test_standalone_cluster.py, the placement test).
+
+A logged RocksDB count per key (caching off: every update goes out) of ``SRC`` to ``DST``,
+run by two stream threads in ``execution.mode=real_time`` under exactly_once_v2, with
+epochs of ``EPOCH_MS``: each epoch is a new Spark job, whose tasks Spark hands to the
+executors in no fixed order. The driver writes ``ROUNDS`` rounds of ``PER_ROUND`` records
+over ``KEYS`` keys, one round per epoch, waits until the consumer group has committed all
+of them, then prints ``done <progress as JSON>`` and exits 0.
+
+Usage (argv)::
+
+    spark-submit --master spark://HOST:PORT ... standalone_rt_app.py \\
+        BOOTSTRAP SRC DST APP_ID STATE_DIR ROUNDS PER_ROUND KEYS EPOCH_MS
+
+``STATE_DIR`` is meant to be relative: each executor keeps its tasks' stores in its own
+working directory, as on separate machines. It prints ``round R processed`` once an epoch's
+threads have processed round ``R`` (they run: past the epoch's start), and ``epochs N`` as
+epochs end.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from kspark import KafkaStreams, Materialized, Serdes, StreamsBuilder
+from kspark.state import Stores
+
+S, L = Serdes.String(), Serdes.Long()
+
+
+def topology(src: str, dst: str):
+    b = StreamsBuilder()
+    (b.stream(src, key_serde=S, value_serde=S).group_by_key()
+      .count(Materialized.as_(Stores.persistent_key_value_store("counts"))
+             .with_caching_disabled())
+      .to_stream().to(dst, key_serde=S, value_serde=L))
+    return b.build()
+
+
+def produce(bootstrap: str, src: str, first: int, n: int, keys: int) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                  "linger.ms": 5, "partitioner": "murmur2_random"})
+    for i in range(first, first + n):
+        p.produce(src, key=f"k{i % keys}".encode(), value=str(i).encode(), timestamp=1000 + i)
+    assert p.flush(30) == 0
+
+
+def main(argv: list[str]) -> int:
+    from pyspark.sql import SparkSession
+
+    from kspark._kafka.admin import Admin
+
+    bootstrap, src, dst, app_id, state_dir = argv[:5]
+    rounds, per_round, keys, epoch_ms = map(int, argv[5:9])
+    spark = SparkSession.builder.getOrCreate()  # spark-submit's --master and --conf
+    streams = KafkaStreams(topology(src, dst), {
+        "application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
+        "processing.guarantee": "exactly_once_v2", "execution.mode": "real_time",
+        "real_time.epoch.ms": epoch_ms, "commit.interval.ms": 200, "num.stream.threads": 2,
+        "statestore.cache.max.bytes": 0, "request.timeout.ms": 20000}, spark=spark)
+    streams.start()
+    admin = Admin(bootstrap, 20000)
+    deadline = time.monotonic() + 600
+    shown = -1
+    for r in range(rounds):
+        produce(bootstrap, src, r * per_round, per_round, keys)
+        while streams.progress()["position"] < (r + 1) * per_round:  # the group committed it
+            assert time.monotonic() < deadline, "the round was not processed in time"
+            assert not streams.await_termination(0.2), "the application stopped"
+        print(f"round {r} processed", flush=True)
+        while streams.progress()["batches"] <= r:  # the next round in the next epoch
+            assert time.monotonic() < deadline, "epochs did not end in time"
+            assert not streams.await_termination(0.2), "the application stopped"
+            if (n := streams.progress()["batches"]) != shown:
+                shown = n
+                print(f"epochs {n}", flush=True)
+    inputs = [(src, p) for p in range(admin.partition_counts()[src])]
+    ends = admin.end_offsets(inputs)
+    while not all(admin.group_offsets(app_id).get(tp, 0) >= ends[tp] for tp in inputs):
+        assert time.monotonic() < deadline, "the input was not committed in time"
+        assert not streams.await_termination(0.2), "the application stopped"
+    streams.close()
+    print(f"done {json.dumps(streams.progress())}", flush=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,90 @@
+"""Where tasks run and what their changelogs are: the pieces of sticky placement that need
+no cluster (real-time threads' claims, a marker's ``where``, changelog topic configs). The
+cluster itself is checked in tests/integration/test_standalone_cluster.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from kspark import Serdes
+from kspark._engine.state.build import changelog_config
+from kspark._engine.state.checkpoint import write_checkpoint
+from kspark._kafka.transactions import Marker, decode_marker, encode_marker
+from kspark._spark.host_state import moved, state_location
+from kspark._spark.realtime.layout import TaskSpec
+from kspark._spark.realtime.stream_thread import Epoch, assign_threads, local_state
+from kspark.config import StreamsConfig
+from kspark.state import Stores
+
+S = Serdes.String()
+
+
+def _epoch(tasks: int, threads: int) -> Epoch:
+    specs = tuple(TaskSpec(0, p, (("in", p),), ()) for p in range(tasks))
+    return Epoch(run="r", threads=threads, tasks=specs, resets=(), interval_ms=100,
+                 length_ms=1000, control_begin=0)
+
+
+def test_local_state_scores_each_thread_by_the_checkpoints_on_this_disk(tmp_path):
+    """Thread i runs tasks i, i+n, ...: a thread scores 1 plus the changelog offsets of each
+    of its tasks with a valid checkpoint here; fresher copies score more."""
+    state = str(tmp_path / "state")
+    epoch = _epoch(4, 2)  # thread 0: 0_0 and 0_2; thread 1: 0_1 and 0_3
+    write_checkpoint(tmp_path / "state" / "app" / "0_1" / ".checkpoint", {("c", 1): 40})
+    write_checkpoint(tmp_path / "state" / "app" / "0_3" / ".checkpoint", {("c", 3): 2})
+    (tmp_path / "state" / "app" / "0_2").mkdir(parents=True)  # no checkpoint: nothing
+    assert local_state(state, "app", epoch) == {"1": 44}
+    assert local_state(str(tmp_path / "elsewhere"), "app", epoch) == {}
+
+
+def test_threads_go_where_their_state_is_whichever_slot_spark_gave_each_executor():
+    """Two executors, each holding one thread's state; Spark hands the slots out in any
+    order: each slot takes the thread whose state is on its disk."""
+    on_a, on_b = {"0": 10}, {"1": 12}
+    assert assign_threads([[0, None, on_a], [1, None, on_b]], 2) == {0: 0, 1: 1}
+    assert assign_threads([[0, None, on_b], [1, None, on_a]], 2) == {0: 1, 1: 0}
+
+
+def test_a_worker_that_ran_a_thread_last_keeps_it_and_a_new_executor_takes_the_rest():
+    """The Python worker that ran a thread in the latest epoch keeps it (its in-memory
+    tasks are still open), over a staler claim; an executor with nothing takes what is
+    left (its tasks restore there, once)."""
+    claims = [[0, [0, 5.0], {"0": 3}], [1, [0, 9.0], {"0": 8}], [2, None, {}]]
+    assert assign_threads(claims, 3) == {1: 0, 0: 1, 2: 2}
+    survivor_and_new = [[0, None, {}], [1, None, {"1": 7, "0": 1}]]
+    assert assign_threads(survivor_and_new, 2) == {1: 1, 0: 0}
+
+
+def test_a_marker_keeps_where_it_was_committed_and_a_move_is_told_from_it():
+    m = Marker("q", 3, {"stream_time": 5}, None, "p1", "host:/state")
+    back = decode_marker(encode_marker(m))
+    assert back == m
+    assert not moved(back, "host:/state") and moved(back, "host:/other")
+    old = Marker("q", 3, None, None, "p1")  # written before markers kept where: no move
+    assert decode_marker(encode_marker(old)).where == "" and not moved(old, "host:/state")
+    assert state_location("rel").endswith("/rel")
+
+
+@pytest.mark.parametrize("supplier, policy, extra", [
+    (Stores.persistent_key_value_store("kv"), "compact", {}),
+    (Stores.persistent_versioned_key_value_store("v", 5000), "compact",
+     {"min.compaction.lag.ms": str(5000 + 86_400_000)}),
+    (Stores.persistent_session_store("s", 7000), "compact,delete",
+     {"retention.ms": str(7000 + 86_400_000)}),
+])
+def test_changelogs_are_configured_as_kafka_streams_configures_them(supplier, policy, extra):
+    builders = {"kv": Stores.key_value_store_builder, "v": Stores.versioned_key_value_store_builder,
+                "s": Stores.session_store_builder}
+    config = changelog_config(builders[supplier.name](supplier, S, S))
+    assert config == {"message.timestamp.type": "CreateTime", "cleanup.policy": policy, **extra}
+
+
+def test_topic_overrides_go_over_the_defaults_and_a_stores_own_map_over_both():
+    w = Stores.window_store_builder(Stores.persistent_window_store("w", 1000, 100), S, S)
+    own = w.with_logging_enabled({"retention.ms": "99", "segment.bytes": "2048"})
+    config = changelog_config(own, {"segment.bytes": "1024", "min.insync.replicas": "2"})
+    assert config == {"message.timestamp.type": "CreateTime", "cleanup.policy": "compact,delete",
+                      "retention.ms": "99", "segment.bytes": "2048", "min.insync.replicas": "2"}
+    streams = StreamsConfig({"application.id": "a", "bootstrap.servers": "k:9092",
+                             "topic.segment.bytes": 1024, "socket.timeout.ms": 100})
+    assert streams.topic_overrides() == {"segment.bytes": "1024"}
