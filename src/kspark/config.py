@@ -154,10 +154,6 @@ _KEYS = [
               "creates (changelogs, the progress, metadata and instance topics); -1 takes the "
               "brokers' default.replication.factor, as Kafka Streams does.",
               lambda v: None if v == -1 or v > 0 else "must be -1 or > 0"),
-    ConfigKey("windowstore.changelog.additional.retention.ms", int, 24 * 3600 * 1000,
-              "Added to a window or session store's retention for its changelog topic's "
-              "retention.ms (compact,delete), as Kafka Streams does: allows for clock drift.",
-              _non_negative),
     ConfigKey("request.timeout.ms", int, 30000, "How long kspark waits for the brokers to answer "
               "a metadata or admin request before failing with an error naming them.", _positive),
     ConfigKey("max.offsets.per.trigger", int, 200_000, "kspark: upper bound on the records one "

@@ -165,7 +165,8 @@ def test_passthrough_at_least_once_keeps_every_record_in_order(
     streams.start()
     out = consume_all(broker, dst, 300, timeout_s=120)
     live = _await_live(streams, lambda p, m: p["records_in"] == 300 and p["lag"] == 0
-                       and p["commits"] >= 1 and len(m["lag"].get(src, {})) == 2)
+                       and p["commits"] >= 1 and p["position"] == 300
+                       and len(m["lag"].get(src, {})) == 2)
     with pytest.raises(InstanceAlreadyRunningError, match="already running"):  # the guard
         KafkaStreams(b.build(), {**cfg, "state.dir": cfg["state.dir"] + "-other"},
                      spark=spark).start()

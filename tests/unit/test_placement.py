@@ -69,8 +69,7 @@ def test_a_marker_keeps_where_it_was_committed_and_a_move_is_told_from_it():
     (Stores.persistent_key_value_store("kv"), "compact", {}),
     (Stores.persistent_versioned_key_value_store("v", 5000), "compact",
      {"min.compaction.lag.ms": str(5000 + 86_400_000)}),
-    (Stores.persistent_session_store("s", 7000), "compact,delete",
-     {"retention.ms": str(7000 + 86_400_000)}),
+    (Stores.persistent_session_store("s", 7000), "compact", {}),  # not deleted by wall clock
 ])
 def test_changelogs_are_configured_as_kafka_streams_configures_them(supplier, policy, extra):
     builders = {"kv": Stores.key_value_store_builder, "v": Stores.versioned_key_value_store_builder,
@@ -83,7 +82,7 @@ def test_topic_overrides_go_over_the_defaults_and_a_stores_own_map_over_both():
     w = Stores.window_store_builder(Stores.persistent_window_store("w", 1000, 100), S, S)
     own = w.with_logging_enabled({"retention.ms": "99", "segment.bytes": "2048"})
     config = changelog_config(own, {"segment.bytes": "1024", "min.insync.replicas": "2"})
-    assert config == {"message.timestamp.type": "CreateTime", "cleanup.policy": "compact,delete",
+    assert config == {"message.timestamp.type": "CreateTime", "cleanup.policy": "compact",
                       "retention.ms": "99", "segment.bytes": "2048", "min.insync.replicas": "2"}
     streams = StreamsConfig({"application.id": "a", "bootstrap.servers": "k:9092",
                              "topic.segment.bytes": 1024, "socket.timeout.ms": 100})

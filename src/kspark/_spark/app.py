@@ -207,7 +207,6 @@ class SparkApplication:
         Streams configures it (see ``changelog_config``; an existing topic is left as is)."""
         from kspark._engine.state.build import changelog_config, changelog_topic
 
-        extra_ms = self.config["windowstore.changelog.additional.retention.ms"]
 
         for name, n in store_tasks.items():
             builder = self.graph.stores[name][0]
@@ -216,7 +215,7 @@ class SparkApplication:
             topic = changelog_topic(self.config["application.id"], name)
             if topic not in counts:
                 self._check_no_local_state_of(topic)
-            config = changelog_config(builder, self.config.topic_overrides(), extra_ms)
+            config = changelog_config(builder, self.config.topic_overrides())
             self._create_topic(admin, counts, topic, n, f"store {name!r}'s tasks", config)
 
     def _check_no_local_state_of(self, topic: str) -> None:

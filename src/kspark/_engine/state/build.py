@@ -80,14 +80,19 @@ _INTERNAL_TOPIC_DEFAULTS = {"message.timestamp.type": "CreateTime"}
 _DAY_MS = 24 * 3600 * 1000
 
 
-def changelog_config(builder: Any, topic_overrides: Mapping[str, Any] | None = None,
-                     additional_retention_ms: int = _DAY_MS) -> dict[str, str]:
-    """The topic configs of ``builder``'s changelog, as Kafka Streams sets them: compacted
-    (its length tracks keys, not updates); a window or session store's is also deleted
-    after its retention plus ``additional_retention_ms``; a versioned store's keeps history
-    at least its history retention plus a day before compaction. Then ``topic_overrides``
-    (the config's ``topic.*`` keys) and the store's own ``with_logging_enabled`` map, each
-    over what comes before.
+def changelog_config(builder: Any, topic_overrides: Mapping[str, Any] | None = None
+                     ) -> dict[str, str]:
+    """The topic configs of ``builder``'s changelog: compacted (its length tracks keys, not
+    updates), record timestamps kept, and for a versioned store history kept at least its
+    history retention plus a day before compaction, as Kafka Streams sets them. Then
+    ``topic_overrides`` (the config's ``topic.*`` keys) and the store's own
+    ``with_logging_enabled`` map, each over what comes before.
+
+    Window and session stores' changelogs stay ``compact``: Kafka Streams makes them
+    ``compact,delete`` with ``retention.ms`` = retention + 1 day, which the broker applies to
+    the records' timestamps against its wall clock, so a run over older data (a reprocess,
+    or timestamps from the past) would lose the changelog of windows still open in stream
+    time, and a restore would silently miss them. Give a store that map yourself to have it.
 
     Example:
         >>> from kspark import Serdes
@@ -97,21 +102,15 @@ def changelog_config(builder: Any, topic_overrides: Mapping[str, Any] | None = N
         >>> changelog_config(b)["cleanup.policy"]
         'compact'
         >>> w = Stores.window_store_builder(Stores.persistent_window_store("w", 1000, 100), S, S)
-        >>> c = changelog_config(w, {"segment.bytes": 1 << 20}, 500)
-        >>> c["cleanup.policy"], c["retention.ms"], c["segment.bytes"]
-        ('compact,delete', '1500', '1048576')
+        >>> c = changelog_config(w, {"segment.bytes": 1 << 20})
+        >>> c["cleanup.policy"], c["segment.bytes"]
+        ('compact', '1048576')
     """
-    out = dict(_INTERNAL_TOPIC_DEFAULTS)
+    out = {**_INTERNAL_TOPIC_DEFAULTS, "cleanup.policy": "compact"}
     supplier, own = builder.supplier, dict(builder.log_config)
-    kind = getattr(supplier, "kind", None)
-    if kind in (StoreKind.WINDOW, StoreKind.SESSION):
-        out["cleanup.policy"] = "compact,delete"
-        if "retention.ms" not in own:
-            out["retention.ms"] = str(supplier.retention_ms + additional_retention_ms)
-    else:
-        out["cleanup.policy"] = "compact"
-        if kind is StoreKind.VERSIONED and "min.compaction.lag.ms" not in own:
-            out["min.compaction.lag.ms"] = str(supplier.history_retention_ms + _DAY_MS)
+    versioned = getattr(supplier, "kind", None) is StoreKind.VERSIONED
+    if versioned and "min.compaction.lag.ms" not in own:
+        out["min.compaction.lag.ms"] = str(supplier.history_retention_ms + _DAY_MS)
     out.update({k: str(v) for k, v in (topic_overrides or {}).items()})
     out.update({k: str(v) for k, v in own.items()})
     return out
