@@ -16,8 +16,12 @@ records, changelog records restored per batch and per record written, and the me
 duration (micro-batch) or the mean time a thread took to open its tasks (real-time). Every
 output is checked: the final count of every key.
 
+Two topologies: ``count`` (``group_by_key().count()``: the tasks reading Kafka count) and
+``rekeyed`` (``group_by(...).count()``: the counting tasks read a shuffle, in real-time
+mode a repartition topic).
+
 ``python benchmarks/task_moves.py [--records N] [--keys K] [--batches B] [--modes ...]
-[--executors 2 4] [--epoch-ms E]``; starts its own broker. Each run is its own process (a
+[--executors 2 4] [--topologies count rekeyed] [--epoch-ms E]``; starts its own broker. Each run is its own process (a
 Spark application of its own).
 """
 
@@ -37,7 +41,7 @@ RUN = "--run"
 
 
 def app_main(bootstrap: str, src: str, dst: str, app_id: str, state_dir: str, master: str,
-             mode: str, guarantee: str, records: int, keys: int, batches: int,
+             mode: str, guarantee: str, topology: str, records: int, keys: int, batches: int,
              epoch_ms: int) -> None:
     """One run (a subprocess): print a JSON line with its progress and batch durations."""
     import time
@@ -48,8 +52,10 @@ def app_main(bootstrap: str, src: str, dst: str, app_id: str, state_dir: str, ma
 
     S, L = Serdes.String(), Serdes.Long()
     b = StreamsBuilder()
-    (b.stream(src, key_serde=S, value_serde=S).group_by_key()
-      .count(Materialized.as_(Stores.persistent_key_value_store("counts"))
+    stream = b.stream(src, key_serde=S, value_serde=S)
+    grouped = (stream.group_by_key() if topology == "count"  # counted where it is read
+               else stream.group_by(lambda k, v: k, key_serde=S, value_serde=S))  # shuffled
+    (grouped.count(Materialized.as_(Stores.persistent_key_value_store("counts"))
              .with_caching_disabled())
       .to_stream().to(dst, key_serde=S, value_serde=L))
     spark = spark_session({"spark.master": master, "spark.ui.enabled": "false",
@@ -115,6 +121,10 @@ def main() -> None:
     ap.add_argument("--epoch-ms", type=int, default=4000, help="real_time: one epoch")
     ap.add_argument("--guarantees", nargs="+", default=["at_least_once", "exactly_once_v2"],
                     choices=["at_least_once", "exactly_once_v2"])
+    ap.add_argument("--topologies", nargs="+", default=["count", "rekeyed"],
+                    choices=["count", "rekeyed"],
+                    help="count: counted by the tasks reading Kafka; rekeyed: group_by "
+                         "first, so the counting tasks are after a shuffle")
     args = ap.parse_args()
     from kspark._kafka.admin import Admin
     from kspark._kafka.broker import LocalBroker, free_port
@@ -135,10 +145,11 @@ def main() -> None:
         produce(bootstrap, batch_src, args.records, args.keys)
         expected = {f"k{k}": args.records // args.keys + (k < args.records % args.keys)
                     for k in range(args.keys)}
-        runs = [(m, g, n, d) for m in args.modes for g in args.guarantees
-                for n in args.executors for d in args.disks]
-        for mode, guarantee, n, disks in runs:
-            app_id = f"moves-{mode[0]}{guarantee[0]}{n}-{disks}-{uuid.uuid4().hex[:6]}"
+        runs = [(t, m, g, n, d) for t in args.topologies for m in args.modes
+                for g in args.guarantees for n in args.executors for d in args.disks]
+        for topology, mode, guarantee, n, disks in runs:
+            app_id = (f"moves-{topology[0]}{mode[0]}{guarantee[0]}{n}-{disks}-"
+                      f"{uuid.uuid4().hex[:6]}")
             src, dst = batch_src, f"{app_id}-out"
             if mode == "real_time":  # its input arrives while it runs
                 src = f"{app_id}-in"
@@ -147,7 +158,7 @@ def main() -> None:
             state = "kspark-state" if disks == "separate" else str(work / app_id)
             out = subprocess.run(
                 [sys.executable, __file__, RUN, bootstrap, src, dst, app_id, state,
-                 f"local-cluster[{n},1,1024]", mode, guarantee, str(args.records),
+                 f"local-cluster[{n},1,1024]", mode, guarantee, topology, str(args.records),
                  str(args.keys), str(args.batches), str(args.epoch_ms)],
                 capture_output=True, text=True, timeout=1800,
                 cwd=Path(__file__).resolve().parents[1])
@@ -159,8 +170,8 @@ def main() -> None:
             latest = {m.key().decode(): int.from_bytes(m.value(), "big")
                       for m in read_all(bootstrap, dst)}
             written = len(read_all(bootstrap, f"{app_id}-counts-changelog"))
-            print(report(mode, guarantee, n, disks, result, written, latest == expected),
-                  flush=True)
+            print(report(topology, mode, guarantee, n, disks, result, written,
+                         latest == expected), flush=True)
     finally:
         broker.stop()
         import shutil
@@ -169,16 +180,18 @@ def main() -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def report(mode: str, guarantee: str, n: int, disks: str, result: dict, written: int,
-           exact: bool) -> str:
+def report(topology: str, mode: str, guarantee: str, n: int, disks: str, result: dict,
+           written: int, exact: bool) -> str:
     """One run's line (``written``: the changelog records the run wrote)."""
     prog = result["progress"]
     batches = max(1, prog["batches"])
-    tasks = 4  # task batches per batch (or task epochs per epoch): one task per partition
+    # task batches per batch (or task epochs per epoch): one task per partition and
+    # sub-topology (rekeyed: 4 reading Kafka, 4 counting after the shuffle)
+    tasks = 4 if topology == "count" else 8
     unit, one = ("batches", "batch") if mode == "micro_batch" else ("epochs", "epoch")
     took = (f"median batch {statistics.median(result['durations_ms']):.0f} ms"
             if result["durations_ms"] else f"{prog.get('tasks_kept', 0)} tasks kept open")
-    return (f"task_moves: {mode}, {guarantee}, {n} executors, {disks} disk: "
+    return (f"task_moves: {topology}, {mode}, {guarantee}, {n} executors, {disks} disk: "
             f"{prog['batches']} {unit}, "
             f"{prog.get('task_moves', 0)} of {batches * tasks} task {unit} moved "
             f"({100 * prog.get('task_moves', 0) / (batches * tasks):.1f} %), "
@@ -192,7 +205,7 @@ def report(mode: str, guarantee: str, n: int, disks: str, result: dict, written:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == RUN:
         a = sys.argv[2:]
-        app_main(*a[:8], *map(int, a[8:]))
+        app_main(*a[:9], *map(int, a[9:]))
     else:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         main()

@@ -1,22 +1,23 @@
-"""A real-time kspark application for ``spark-submit`` onto a Spark standalone cluster
-(tests/integration/test_standalone_cluster.py, the placement test).
+"""A stateful kspark application for ``spark-submit`` onto a Spark standalone cluster
+(tests/integration/test_standalone_cluster.py, the placement tests).
 
-A logged RocksDB count per key (caching off: every update goes out) of ``SRC`` to ``DST``,
-run by two stream threads in ``execution.mode=real_time`` under exactly_once_v2, with
-epochs of ``EPOCH_MS``: each epoch is a new Spark job, whose tasks Spark hands to the
-executors in no fixed order. The driver writes ``ROUNDS`` rounds of ``PER_ROUND`` records
+A logged RocksDB count per key (caching off: every update goes out) of ``SRC`` to ``DST``
+under exactly_once_v2, in ``MODE`` (default ``real_time``): real-time, run by two stream
+threads with epochs of ``EPOCH_MS``, each epoch a new Spark job, whose tasks Spark hands to
+the executors in no fixed order; micro-batch, a micro-batch every ``EPOCH_MS``. The
+driver writes ``ROUNDS`` rounds of ``PER_ROUND`` records
 over ``KEYS`` keys, one round per epoch, waits until the consumer group has committed all
 of them, then prints ``done <progress as JSON>`` and exits 0.
 
 Usage (argv)::
 
     spark-submit --master spark://HOST:PORT ... standalone_rt_app.py \\
-        BOOTSTRAP SRC DST APP_ID STATE_DIR ROUNDS PER_ROUND KEYS EPOCH_MS
+        BOOTSTRAP SRC DST APP_ID STATE_DIR ROUNDS PER_ROUND KEYS EPOCH_MS [MODE]
 
 ``STATE_DIR`` is meant to be relative: each executor keeps its tasks' stores in its own
 working directory, as on separate machines. It prints ``round R processed`` once an epoch's
 threads have processed round ``R`` (they run: past the epoch's start), and ``epochs N`` as
-epochs end.
+epochs (micro-batches) end.
 """
 
 from __future__ import annotations
@@ -57,12 +58,17 @@ def main(argv: list[str]) -> int:
 
     bootstrap, src, dst, app_id, state_dir = argv[:5]
     rounds, per_round, keys, epoch_ms = map(int, argv[5:9])
+    mode = argv[9] if len(argv) > 9 else "real_time"
     spark = SparkSession.builder.getOrCreate()  # spark-submit's --master and --conf
-    streams = KafkaStreams(topology(src, dst), {
-        "application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-        "processing.guarantee": "exactly_once_v2", "execution.mode": "real_time",
-        "real_time.epoch.ms": epoch_ms, "commit.interval.ms": 200, "num.stream.threads": 2,
-        "statestore.cache.max.bytes": 0, "request.timeout.ms": 20000}, spark=spark)
+    config = {"application.id": app_id, "bootstrap.servers": bootstrap,
+              "state.dir": state_dir, "processing.guarantee": "exactly_once_v2",
+              "statestore.cache.max.bytes": 0, "request.timeout.ms": 20000}
+    if mode == "real_time":
+        config.update({"execution.mode": "real_time", "real_time.epoch.ms": epoch_ms,
+                       "commit.interval.ms": 200, "num.stream.threads": 2})
+    else:
+        config.update({"commit.interval.ms": epoch_ms})
+    streams = KafkaStreams(topology(src, dst), config, spark=spark)
     streams.start()
     admin = Admin(bootstrap, 20000)
     deadline = time.monotonic() + 600

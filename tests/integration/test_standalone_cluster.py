@@ -10,9 +10,10 @@ other worker's executor and both runs must finish with the right output: exact u
 exactly_once_v2 (read_committed), right final values per key and window under
 at_least_once (duplicates allowed). In both, late records stay dropped.
 
-A second submission (tests/integration/standalone_rt_app.py) runs a stateful application in
-real-time mode over many epochs: its stream threads return to the executor whose disk holds
-their tasks' stores, and after an executor is killed only its tasks move and restore, once.
+Two more submissions (tests/integration/standalone_rt_app.py) run a stateful application
+over many epochs in real-time mode and over many micro-batches: its tasks return to the
+executor whose disk holds their stores, and after an executor is killed only its tasks move
+and restore, once.
 """
 
 from __future__ import annotations
@@ -302,28 +303,32 @@ def _diff(got: dict, want: dict, n: int = 8) -> str:
         f"{k}: got {got.get(k)} want {want.get(k)}" for k in keys[:n])
 
 
-# -- real-time mode: threads stay with their state --------------------------------------
+# -- placement: tasks stay with their state, in both modes ------------------------------
 RT_APP = Path(__file__).resolve().parent / "standalone_rt_app.py"
 RT_ROUNDS, RT_PER_ROUND, RT_KEYS = 6, 400, 40
 
 
-def test_real_time_threads_return_to_the_executor_holding_their_state(
-        broker, admin, standalone_cluster, tmp_path):
-    """Real-time mode on the two workers, each executor with its own state.dir, 2 threads
-    of 2 tasks, a new epoch (a new Spark job, placed anew by Spark) every 3 s while input
-    arrives. Python workers are not reused (``spark.python.worker.reuse=false``), so only
-    the stores on each executor's disk can bring a thread back to it. In the fourth epoch,
-    worker 1's executor is SIGKILLed (the worker starts a new one, with an empty work
-    directory). Then exactly the 2 tasks of the lost executor's thread move, once, and only
-    they restore; every other task epoch stays where its state is; the output is exact."""
+@pytest.mark.parametrize("mode", ["real_time", "micro_batch"])
+def test_tasks_return_to_the_executor_holding_their_state(
+        broker, admin, standalone_cluster, tmp_path, mode):
+    """A logged RocksDB count of 4 tasks on the two workers, each executor with its own
+    state.dir, while input arrives in rounds. Real-time: 2 threads of 2 tasks, a new epoch
+    (a new Spark job, placed anew by Spark) every 3 s. Micro-batch: a micro-batch every
+    second, each a new Spark job. Python workers are not reused
+    (``spark.python.worker.reuse=false``), so only the stores on each executor's disk can
+    bring a task back to it. After the fourth round, worker 1's executor is SIGKILLed (the
+    worker starts a new one, with an empty work directory; real-time: mid-epoch). Then
+    exactly the 2 tasks of the lost executor move, once, and only they restore; every other
+    task batch (task epoch) stays where its state is; the output is exact."""
     cluster = standalone_cluster
     cluster.revive()
     tag = uuid.uuid4().hex[:6]
     src, dst, app_id = f"placement-in-{tag}", f"placement-out-{tag}", f"placement-{tag}"
     admin.create_topics({src: PARTITIONS, dst: PARTITIONS})
     log = tmp_path / "driver.log"
+    interval = "3000" if mode == "real_time" else "1000"
     proc = cluster.submit(RT_APP, [broker, src, dst, app_id, "kspark-state", str(RT_ROUNDS),
-                                   str(RT_PER_ROUND), str(RT_KEYS), "3000"],
+                                   str(RT_PER_ROUND), str(RT_KEYS), interval, mode],
                           conf={**CONF, "spark.python.worker.reuse": "false"},
                           cwd=tmp_path / "driver", log=log)
 
@@ -332,13 +337,16 @@ def test_real_time_threads_return_to_the_executor_holding_their_state(
 
     try:
         deadline = time.monotonic() + 240
-        # mid-epoch: Spark also loses the other executor when one dies while its sibling
-        # barrier task waits in the epoch's allGather
+        # real-time: mid-epoch (Spark also loses the other executor when one dies while its
+        # sibling barrier task waits in the epoch's allGather)
         while "round 3 processed" not in (log.read_text(errors="replace")
                                           if log.exists() else ""):
             assert proc.poll() is None, f"the driver ended early ({proc.returncode}):\n{tail()}"
-            assert time.monotonic() < deadline, f"no fourth epoch in time:\n{tail()}"
+            assert time.monotonic() < deadline, f"no fourth round in time:\n{tail()}"
             time.sleep(0.2)
+        while mode == "micro_batch" and cluster.running_tasks(1):  # between micro-batches
+            assert time.monotonic() < deadline, f"worker 1 never idle:\n{tail()}"
+            time.sleep(0.02)
         assert cluster.kill_executors(1), "worker 1 runs no executor"
         try:
             rc = proc.wait(300)
@@ -350,7 +358,7 @@ def test_real_time_threads_return_to_the_executor_holding_their_state(
     done = [x for x in log.read_text(errors="replace").splitlines() if x.startswith("done ")]
     assert done, tail()
     progress = json.loads(done[-1][len("done "):])
-    print(f"\nstandalone real-time placement: {progress}")
+    print(f"\nstandalone {mode} placement: {progress}")
     assert progress["batches"] >= RT_ROUNDS, progress
     assert (progress["task_moves"], progress["task_restores"]) == (2, 2), progress
     assert 0 < progress["restored_records"] <= RT_ROUNDS * RT_PER_ROUND, progress

@@ -1,5 +1,6 @@
 """Where tasks run and what their changelogs are: the pieces of sticky placement that need
-no cluster (real-time threads' claims, a marker's ``where``, changelog topic configs). The
+no cluster (micro-batch placement, real-time threads' claims, a marker's ``where``,
+changelog topic configs). The
 cluster itself is checked in tests/integration/test_standalone_cluster.py."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from kspark._engine.state.build import changelog_config
 from kspark._engine.state.checkpoint import write_checkpoint
 from kspark._kafka.transactions import Marker, decode_marker, encode_marker
 from kspark._spark.host_state import moved, state_location
+from kspark._spark.placement import held_state, place
 from kspark._spark.realtime.layout import TaskSpec
 from kspark._spark.realtime.stream_thread import Epoch, assign_threads, local_state
 from kspark.config import StreamsConfig
@@ -87,3 +89,75 @@ def test_topic_overrides_go_over_the_defaults_and_a_stores_own_map_over_both():
     streams = StreamsConfig({"application.id": "a", "bootstrap.servers": "k:9092",
                              "topic.segment.bytes": 1024, "socket.timeout.ms": 100})
     assert streams.topic_overrides() == {"segment.bytes": "1024"}
+
+
+# micro-batch placement (kspark/_spark/placement.py): executors "0".."n-1", each its own disk
+def _disks(n: int) -> dict[str, str]:
+    return {str(e): f"h{e}:/s" for e in range(n)}
+
+
+def _load(placed: dict[str, str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for e in placed.values():
+        out[e] = out.get(e, 0) + 1
+    return out
+
+
+def test_a_task_goes_to_the_executor_of_its_last_commit_and_stays_there():
+    tasks = [[f"0_{p}" for p in range(4)]]
+    first = place(tasks, _disks(2), {}, {}, {})
+    assert _load(first) == {"0": 2, "1": 2}
+    where = {t: f"h{e}:/s" for t, e in first.items()}
+    again = place(tasks, _disks(2), where, {}, first)
+    assert again == first
+    # the executors listed in another order, nothing remembered: the disks decide
+    assert place(tasks, dict(reversed(list(_disks(2).items()))), where, {}, {}) == first
+
+
+def test_each_stage_is_spread_evenly():
+    groups = [[f"0_{p}" for p in range(4)], [f"1_{p}" for p in range(2)]]
+    placed = place(groups, _disks(2), {}, {}, {})
+    assert _load({t: e for t, e in placed.items() if t.startswith("0_")}) == {"0": 2, "1": 2}
+    assert _load({t: e for t, e in placed.items() if t.startswith("1_")}) == {"0": 1, "1": 1}
+
+
+def test_a_lost_executor_moves_only_its_tasks():
+    tasks = [[f"0_{p}" for p in range(6)]]
+    before = place(tasks, _disks(3), {}, {}, {})
+    where = {t: f"h{e}:/s" for t, e in before.items()}
+    survivors = {e: d for e, d in _disks(3).items() if e != "2"}
+    after = place(tasks, survivors, where, {}, before)
+    assert {t for t in after if after[t] != before[t]} == {t for t, e in before.items()
+                                                           if e == "2"}
+    assert _load(after) == {"0": 3, "1": 3}
+
+
+def test_an_added_executor_takes_only_the_tasks_over_the_even_share():
+    tasks = [[f"0_{p}" for p in range(4)]]
+    before = place(tasks, _disks(1), {}, {}, {})
+    where = {t: "h0:/s" for t in before}
+    after = place(tasks, _disks(2), where, {}, before)
+    assert _load(after) == {"0": 2, "1": 2}
+    assert sum(after[t] != before[t] for t in after) == 2
+
+
+def test_without_a_last_commit_the_disk_holding_most_of_the_state_wins():
+    tasks = [["0_0", "0_1"]]
+    held = {"0": {"0_1": 10}, "1": {"0_0": 5, "0_1": 3}}
+    assert place(tasks, _disks(2), {}, held, {}) == {"0_1": "0", "0_0": "1"}
+
+
+def test_executors_sharing_a_disk_keep_the_previous_placement():
+    tasks = [[f"0_{p}" for p in range(4)]]
+    shared = {"0": "h:/s", "1": "h:/s"}
+    before = {"0_0": "1", "0_1": "1", "0_2": "0", "0_3": "0"}
+    where = dict.fromkeys(before, "h:/s")
+    assert place(tasks, shared, where, {}, before) == before
+
+
+def test_held_state_scores_the_tasks_with_a_checkpoint_on_this_disk(tmp_path):
+    from kspark._engine.state.build import task_store_dir
+
+    write_checkpoint(task_store_dir(str(tmp_path), "app", "1_0") / ".checkpoint",
+                     {("app-s-changelog", 0): 41})
+    assert held_state(str(tmp_path), "app", ["1_0", "1_1"]) == {"1_0": 42}

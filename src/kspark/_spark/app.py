@@ -21,6 +21,7 @@ from kspark._engine.state.build import private_state_dir
 from kspark._spark.session import build_session, ensure_registered, prepare
 from kspark._spark.source import CLOCK
 from kspark._spark.plan import kafka_sources, plan
+from kspark._spark.micro_batch import MicroBatchHost
 from kspark._spark.planner import build
 from kspark._spark.batch_run import BatchRun
 from kspark._spark.checkpoint import SparkCheckpoint
@@ -168,7 +169,9 @@ class SparkApplication:
         self._create_topic(admin, counts, progress_topic(c["application.id"]), query.tasks,
                            "the application's tasks")
         timings.step("changelog and progress topics")
-        writer = (query.df.writeStream.format("noop").queryName(c["application.id"])
+        host = MicroBatchHost(spark, query, c)
+        timings.step("placement shim")
+        writer = (query.df.writeStream.foreachBatch(host).queryName(c["application.id"])
                   .option("checkpointLocation", self.checkpoint_dir))
         if c["autostop.at"] == "eol":
             writer = writer.trigger(availableNow=True)

@@ -1,18 +1,21 @@
 """Build the DataFrames of a :class:`~kspark._spark.plan.QueryPlan`: one streaming query.
 
 The plan (``plan.py``) decides the stages, their exchanges and each Kafka source's options;
-:func:`build` only turns it into Spark: a Kafka data source per source, a ``mapInArrow``
-per stage, a ``repartition`` per exchange, and the union of the terminal stages.
+:func:`build` turns it into Spark: a Kafka data source per source, whose rows (one task
+marker per task) are the streaming query's; :func:`batch_frames` makes, for one
+micro-batch, a ``mapInArrow`` per stage over its sources' markers or its exchange (a
+``repartition``), each stage's partitions placed by the caller (``micro_batch.py``), and
+the union of the terminal stages, whose execution runs the topology for that batch.
 
 Example (needs Spark, so not run)::
 
-    query_plan = plan(graph, partition_counts, config, start, stop)
-    built = build(spark, query_plan, graph, config)
-    built.df.writeStream.format("noop").start()
+    built = build(spark, plan(graph, partition_counts, config, start, stop), graph, config)
+    built.df.writeStream.foreachBatch(MicroBatchHost(spark, built, config)).start()
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +33,10 @@ from kspark._spark.stage import make_stage
 from kspark._spark.wire import FED_SCHEMA, MARKER_TOPIC, SOURCE_SCHEMA
 from kspark.config import StreamsConfig
 
-__all__ = ["build", "BuiltQuery", "MetricsParam"]
+__all__ = ["build", "batch_frames", "source_tasks", "BuiltQuery", "MetricsParam",
+           "LatestParam", "SOURCE_TAG"]
 
+SOURCE_TAG = "kspark_source"  # the streaming rows' column naming their sub-topology
 
 class MetricsParam(AccumulatorParam):
     """A Spark accumulator of async processors' metrics (see async_.metrics.merge_metrics)."""
@@ -43,16 +48,31 @@ class MetricsParam(AccumulatorParam):
         return merge_metrics(a, b)
 
 
+class LatestParam(AccumulatorParam):
+    """A Spark accumulator of a dict whose later additions win per key (where each task
+    last committed: ``{task id: state location}``)."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, a: dict, b: dict) -> dict:  # noqa: N802 - Spark's name
+        a.update(b)
+        return a
+
+
 @dataclass(frozen=True)
 class BuiltQuery:
-    """The DataFrame whose execution runs the whole topology for one micro-batch, the plan it
-    was built from, and the accumulators of committed task batches: records read, records
-    written, async metrics, records restored, restores, moves (a task batch whose task's
-    last commit was made on another host or state directory)."""
+    """The streaming DataFrame of the topology's Kafka sources (one task marker per task and
+    micro-batch, tagged with its sub-topology in :data:`SOURCE_TAG`), the plan it was built
+    from, each stage's ``mapInArrow`` function, and the accumulators of committed task
+    batches: records read, records written, async metrics, records restored, restores, moves
+    (a task batch whose task's last commit was made on another host or state directory),
+    and where each task last committed."""
 
     df: DataFrame
     plan: QueryPlan
     counters: tuple[Any, ...]
+    functions: dict[int, Callable[..., Any]]
 
     @property
     def store_tasks(self) -> dict[str, int]:
@@ -67,25 +87,57 @@ class BuiltQuery:
 
 def build(spark: SparkSession, plan: QueryPlan, graph: TopologyGraph,
           config: StreamsConfig) -> BuiltQuery:
-    """The DataFrames of ``plan``. ``graph`` makes the tasks' processors and ``config``
-    gives their settings and the sources' client settings; neither goes into the plan,
-    which is data only (and printable: the client settings may hold secrets)."""
-    sc = spark.sparkContext  # records in, records out, async metrics, restored, restores
+    """The streaming DataFrame and stage functions of ``plan``. ``graph`` makes the tasks'
+    processors and ``config`` gives their settings and the sources' client settings;
+    neither goes into the plan, which is data only (and printable: the client settings may
+    hold secrets)."""
+    sc = spark.sparkContext  # records in, records out, async metrics, restored, restores,
     counters = (sc.accumulator(0), sc.accumulator(0), sc.accumulator({}, MetricsParam()),
-                sc.accumulator(0), sc.accumulator(0), sc.accumulator(0))
+                sc.accumulator(0), sc.accumulator(0), sc.accumulator(0),  # moves, where
+                sc.accumulator({}, LatestParam()))
     settings = as_settings(config)
-    outputs: dict[int, DataFrame] = {}  # by stage index
+    functions = {}
     for stage in plan.stages:
-        df = _stage_input(spark, settings, stage, outputs)
         members = [(m.first, m.tasks, m.stage_plan) for m in stage.members]
         keys = plan.shuffle_keys[stage.exchange.size] if stage.exchange else None
-        run = make_stage(graph, config.as_dict(), members, keys, counters)
-        outputs[stage.index] = df.mapInArrow(run, FED_SCHEMA)
-    terminal = [outputs[s.index] for s in plan.stages if s.terminal]
+        functions[stage.index] = make_stage(graph, config.as_dict(), members, keys, counters)
+    sources = [_kafka_df(spark, settings, m.source).withColumn(SOURCE_TAG, lit(m.sub_topology))
+               for m in plan.members() if m.source is not None]
+    df = sources[0]
+    for other in sources[1:]:
+        df = df.unionByName(other)
+    return BuiltQuery(df, plan, counters, functions)
+
+
+def batch_frames(built: BuiltQuery, markers: Callable[[int], DataFrame],
+                 place: Callable[[Stage, DataFrame], DataFrame]) -> DataFrame:
+    """The DataFrame running the whole topology for one micro-batch: each stage's input
+    (``markers(sub_topology)``: that Kafka source's task markers of the batch, one partition
+    per task, without :data:`SOURCE_TAG`), handed to ``place`` (which chooses where each of
+    its partitions runs), then its ``mapInArrow``; the union of the terminal stages."""
+    outputs: dict[int, DataFrame] = {}  # by stage index
+    for stage in built.plan.stages:
+        df = place(stage, _stage_input(markers, stage, outputs))
+        outputs[stage.index] = df.mapInArrow(built.functions[stage.index], FED_SCHEMA)
+    terminal = [outputs[s.index] for s in built.plan.stages if s.terminal]
     result = terminal[0]
     for df in terminal[1:]:
         result = result.unionByName(df)
-    return BuiltQuery(result, plan, counters)
+    return result
+
+
+def source_tasks(plan: QueryPlan) -> dict[int, int]:
+    """Per Kafka-reading sub-topology, in the order of the streaming query's union of the
+    sources (:meth:`QueryPlan.members` order), its tasks (one partition each).
+
+    >>> from types import SimpleNamespace as N
+    >>> p = N(members=lambda: [N(sub_topology=0, tasks=2, source=1),
+    ...                        N(sub_topology=1, tasks=3, source=None),
+    ...                        N(sub_topology=2, tasks=1, source=1)])
+    >>> source_tasks(p)
+    {0: 2, 2: 1}
+    """
+    return {m.sub_topology: m.tasks for m in plan.members() if m.source is not None}
 
 
 def _kafka_df(spark: SparkSession, settings: ClientSettings, options: SourceOptions) -> DataFrame:
@@ -95,22 +147,21 @@ def _kafka_df(spark: SparkSession, settings: ClientSettings, options: SourceOpti
             .option(OPTION, options.to_json()).load())
 
 
-def _stage_input(spark: SparkSession, settings: ClientSettings, stage: Stage,
+def _stage_input(markers: Callable[[int], DataFrame], stage: Stage,
                  outputs: dict[int, DataFrame]) -> DataFrame:
-    """A stage's input: its Kafka source (one input partition per task), or its exchange of
-    its members' Kafka sources and its upstream stages' fed rows."""
+    """A stage's input: its Kafka source's markers (one partition per task), or its exchange
+    of its members' markers and its upstream stages' fed rows."""
     if stage.exchange is None:
         (m,) = stage.members
         assert m.source is not None, "a stage without an exchange reads Kafka"
-        return _kafka_df(spark, settings, m.source)
+        return markers(m.sub_topology)
     ex = stage.exchange
     parts: list[DataFrame] = []
     for m in stage.members:
         if m.source is not None:
-            kafka = _kafka_df(spark, settings, m.source)
             lookup = ex.shuffle_keys[m.first:]
             mapping = create_map(*[x for p, k in enumerate(lookup) for x in (lit(p), lit(k))])
-            parts.append(kafka.withColumn("src_task", lit(-1))
+            parts.append(markers(m.sub_topology).withColumn("src_task", lit(-1))
                          .withColumn("shuffle_key", mapping[col("partition")]))
     fed_names = [*ex.topics, MARKER_TOPIC]
     for up in ex.upstream:

@@ -271,8 +271,11 @@ class TaskBatch:
         if restored:  # a task that restored records here (it moved, or was rebuilt)
             counters[3].add(restored)
             counters[4].add(1)
-        if moved(self.marker, state_location(self.ctx.config["state.dir"])):
+        here = state_location(self.ctx.config["state.dir"])
+        if moved(self.marker, here):
             counters[5].add(1)  # its last commit was made elsewhere
+        if len(counters) > 6:  # where it committed: the next batch's placement (placement.py)
+            counters[6].add({self.task_id: here})
 
     def release(self) -> None:
         """Keep the task for this worker's next batch of it; a task with RocksDB stores is

@@ -123,17 +123,13 @@ def local_state(state_dir: str, app_id: str, epoch: Epoch) -> dict[str, int]:
     """Per thread (as a string), how much of its tasks' state ``state_dir`` holds here: for
     each task with a valid local checkpoint, 1 plus its changelog offsets (a fresher copy
     counts more); threads with none are left out."""
-    from kspark._engine.state.build import task_store_dir
-    from kspark._engine.state.checkpoint import read_checkpoint
+    from kspark._spark.placement import held_state
 
+    held = held_state(state_dir, app_id, [s.task_id for i in range(epoch.threads)
+                                          for s in epoch.mine(i)])
     out: dict[str, int] = {}
     for i in range(epoch.threads):
-        score = 0
-        for spec in epoch.mine(i):
-            offsets = read_checkpoint(task_store_dir(state_dir, app_id, spec.task_id)
-                                      / ".checkpoint")
-            if offsets is not None:
-                score += 1 + sum(offsets.values())
+        score = sum(held.get(spec.task_id, 0) for spec in epoch.mine(i))
         if score:
             out[str(i)] = score
     return out

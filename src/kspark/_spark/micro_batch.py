@@ -1,0 +1,180 @@
+"""The micro-batch mode's ``foreachBatch``: place every task, then run the topology's batch.
+
+The streaming query reads only the Kafka sources' task markers (``planner.build``); for
+each micro-batch :class:`MicroBatchHost` builds the stages over them
+(``planner.batch_frames``), places each stage's partitions with the placement shim
+(``located.py``) as :func:`~kspark._spark.placement.place` decides, and runs the batch. So
+a task runs on the executor holding its state, batch after batch; it moves only when that
+executor is lost (to a replacement, if one starts within :data:`REPLACEMENT_WAIT_S`) or
+executors are added.
+
+What the placement knows comes from the batches themselves: where each task last committed
+(an accumulator its task batches add to) and, when the set of executors changes, a probe
+job on each executor telling where its ``state.dir`` is and which tasks' state it holds.
+
+Example (needs Spark, so not run)::
+
+    host = MicroBatchHost(spark, built, config)
+    built.df.writeStream.foreachBatch(host).start()
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from kspark._spark.located import Rows, live_executors, load, located
+from kspark._spark.placement import place
+from kspark._spark.plan import Stage
+from kspark._spark.planner import SOURCE_TAG, BuiltQuery, batch_frames, source_tasks
+
+__all__ = ["MicroBatchHost"]
+
+log = logging.getLogger("kspark")
+
+# How long a micro-batch waits, after executors were lost, for the cluster manager to start
+# as many again before their tasks move to the survivors (a task then moves once)
+REPLACEMENT_WAIT_S = 15.0
+
+
+class MicroBatchHost:
+    """The ``foreachBatch`` function of a micro-batch query (see the module)."""
+
+    def __init__(self, spark: SparkSession, built: BuiltQuery, config: Any):
+        self.spark, self.built = spark, built
+        self.app_id, self.state_dir = config["application.id"], config["state.dir"]
+        self.placing = load(spark)
+        self.groups = [[_task_id(stage, p) for p in range(stage.partitions)]
+                       for stage in built.plan.stages]
+        self.executors: dict[str, str] = {}  # executor id -> location string
+        self.disks: dict[str, str] = {}  # executor id -> state location there
+        self.held: dict[str, dict[str, int]] = {}  # executor id -> {task id: state held}
+        self.assigned: dict[str, str] = {}  # task id -> executor id
+        self.sources = source_tasks(built.plan)  # sub-topology -> its tasks, in union order
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        if self.placing:
+            self._place()
+        rows = Rows.of(batch)  # planned once: each source's markers are a slice of it
+        slices = self._slices(rows, batch_id)
+
+        def markers(sub_topology: int) -> DataFrame:
+            return located(self.spark, rows, None, slices[sub_topology]).drop(SOURCE_TAG)
+
+        batch_frames(self.built, markers, self._located).write.format("noop").mode(
+            "overwrite").save()
+
+    def _slices(self, rows: Rows, batch_id: int) -> dict[int, list[int]]:
+        """Per source (sub-topology), its partitions in ``rows``: its tasks, or none when
+        Spark left it out of the batch, as it does a source whose offsets did not change
+        since the previous batch (it plans an empty relation in its place)."""
+        out, first = {}, 0
+        for (sub_topology, tasks), changed in zip(self.sources.items(),
+                                                  self._changed(batch_id), strict=True):
+            n = tasks if changed else 0
+            out[sub_topology], first = list(range(first, first + n)), first + n
+        if first != rows.partitions:
+            raise RuntimeError(f"micro-batch {batch_id} has {rows.partitions} source "
+                               f"partitions, but its sources' tasks are {first}: {out}")
+        return out
+
+    def _changed(self, batch_id: int) -> list[bool]:
+        """Per source, in the query's order, whether its offsets in Spark's offset log
+        differ from the previous batch's (Spark's own rule for reading a source)."""
+        sc = self.spark.sparkContext
+        query_id = sc.getLocalProperty("sql.streaming.queryId")
+        offsets = (self.spark._jsparkSession.streams().get(query_id)  # noqa: SLF001
+                   .streamingQuery().offsetLog())
+        now = offsets.get(batch_id).get().offsets()
+        before = offsets.get(batch_id - 1) if batch_id > 0 else None
+        before = before.get().offsets() if before is not None and before.isDefined() else None
+        out = []
+        for i in range(now.size()):
+            old = None if before is None or not before.apply(i).isDefined() else before.apply(i)
+            new = now.apply(i)
+            out.append(new.isDefined() and (old is None or old.get().json() != new.get().json()))
+        if len(out) != len(self.sources):
+            raise RuntimeError(f"micro-batch {batch_id} has offsets of {len(out)} sources, "
+                               f"but the query has {len(self.sources)} Kafka sources")
+        return out
+
+    def _place(self) -> None:
+        """This batch's placement: probe the executors if they changed, then :func:`place`."""
+        executors = live_executors(self.spark)
+        if len(executors) < len(self.executors):
+            executors = self._await_replacements(executors)
+        if set(executors) != set(self.executors):
+            self.executors = executors
+            self._probe()
+        where = self.built.counters[6].value
+        self.assigned = place(self.groups, self.disks, where, self.held, self.assigned)
+
+    def _await_replacements(self, executors: dict[str, str]) -> dict[str, str]:
+        """Executors were lost: wait up to :data:`REPLACEMENT_WAIT_S` for as many to be
+        there again (a cluster manager starts replacements), so that the lost executors'
+        tasks move once, to a replacement, rather than to a survivor and later again."""
+        lost = sorted(set(self.executors) - set(executors))
+        log.info("application %r: executor(s) %s lost; waiting up to %.0f s for "
+                 "replacements before moving their tasks", self.app_id, lost,
+                 REPLACEMENT_WAIT_S)
+        deadline = time.monotonic() + REPLACEMENT_WAIT_S
+        while len(executors) < len(self.executors) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            executors = live_executors(self.spark)
+        return executors
+
+    def _probe(self) -> None:
+        """Ask each live executor where its ``state.dir`` is and which tasks' state it holds
+        (one small task on each; with one executor, nothing to choose)."""
+        ids = sorted(self.executors)
+        if len(ids) < 2:
+            self.disks, self.held = dict.fromkeys(ids, ""), {}
+            return
+        tasks = [t for group in self.groups for t in group]
+        app_id, state_dir = self.app_id, self.state_dir
+
+        def probe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from kspark._spark.host_state import state_location
+            from kspark._spark.placement import held_state
+
+            for b in batches:
+                for i in b.column(0).to_pylist():
+                    yield pa.RecordBatch.from_pylist(
+                        [{"i": i, "disk": state_location(state_dir),
+                          "held": json.dumps(held_state(state_dir, app_id, tasks))}])
+
+        df = located(self.spark, self.spark.range(0, len(ids), 1, len(ids)),
+                     [[self.executors[e]] for e in ids])
+        rows = df.mapInArrow(probe, "i long, disk string, held string").collect()
+        self.disks = {e: "" for e in ids}
+        self.held = {}
+        for r in rows:
+            self.disks[ids[r.i]] = r.disk
+            self.held[ids[r.i]] = json.loads(r.held)
+        log.debug("application %r: executors %s, state held %s", self.app_id, self.disks,
+                  self.held)
+
+    def _located(self, stage: Stage, df: DataFrame) -> DataFrame:
+        """The stage's input, each partition on its task's executor (a stage reading only
+        a Kafka source without new data has no partitions: nothing to place)."""
+        if not self.placing:
+            return df
+        rows = Rows.of(df)
+        if rows.partitions == 0:
+            return df
+        return located(self.spark, rows, [[self.executors[self.assigned[t]]]
+                                          for t in self.groups[stage.index]])
+
+
+def _task_id(stage: Stage, partition: int) -> str:
+    """The id (``<sub-topology>_<task>``) of the task run by a stage's partition."""
+    for m in stage.members:
+        if m.first <= partition < m.first + m.tasks:
+            return f"{m.sub_topology}_{partition - m.first}"
+    raise ValueError(f"stage partition {partition} belongs to no sub-topology")

@@ -1,0 +1,103 @@
+"""Which executor runs each task of a micro-batch: sticky, state-first, spread evenly.
+
+Kafka Streams keeps a stateful task on the instance that holds its stores; kspark's
+micro-batch mode does the same with :func:`place`, recomputed before every micro-batch
+from what the driver knows (the plan is pure: no Spark here):
+
+- ``executors``: the live executors, each with the state location its tasks see
+  (``host:state.dir`` as it resolves there, see ``host_state.state_location``);
+- ``where``: each task's state location at its last commit (reported by the tasks);
+- ``held``: per executor, how much of each task's state its disk holds (a probe job's
+  answer, see :func:`held_state`), asked when the set of executors changes;
+- ``previous``: the last placement.
+
+A task goes, in order, to an executor at the state location of its last commit (the
+previous one of those, if several share a disk), else to the executor whose disk holds
+most of its state, else where it ran before, else to the least loaded executor. Each
+stage's tasks are spread evenly (at most ceil(tasks / executors) per executor), since a
+stage's tasks run at once: a task over that share moves only when executors are added.
+
+Example:
+    >>> executors = {"0": "h1:/s", "1": "h2:/s"}
+    >>> place([["0_0", "0_1", "0_2", "0_3"]], executors, {"0_0": "h2:/s"}, {}, {})
+    {'0_0': '1', '0_1': '0', '0_2': '0', '0_3': '1'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+__all__ = ["place", "held_state"]
+
+
+def place(groups: Sequence[Sequence[str]], executors: Mapping[str, str],
+          where: Mapping[str, str], held: Mapping[str, Mapping[str, int]],
+          previous: Mapping[str, str]) -> dict[str, str]:
+    """Task id -> executor id for every task of ``groups`` (the tasks of each stage), see
+    the module's rules. ``executors`` must not be empty.
+
+    >>> place([["a", "b"]], {"0": "x", "1": "y"}, {}, {"1": {"a": 5}}, {"b": "1"})
+    {'a': '1', 'b': '0'}
+    """
+    if not executors:
+        raise ValueError("no live executor to place tasks on")
+    ids = sorted(executors, key=_order)
+    total = dict.fromkeys(ids, 0)
+    out: dict[str, str] = {}
+    for group in groups:
+        share = -(-len(group) // len(ids))
+        load = dict.fromkeys(ids, 0)
+
+        def take(task: str, executor: str) -> bool:
+            if task in out or load[executor] >= share:  # noqa: B023 - this group's loads
+                return False
+            out[task] = executor
+            load[executor] += 1  # noqa: B023
+            total[executor] += 1
+            return True
+
+        def least(candidates: Iterable[str]) -> str | None:
+            free = [e for e in candidates if load[e] < share]  # noqa: B023
+            return min(free, key=lambda e: (load[e], total[e], _order(e)),  # noqa: B023
+                       default=None)
+
+        for task in group:  # 1. the disk of its last commit
+            there = [e for e in ids if where.get(task) and executors[e] == where[task]]
+            choice = previous.get(task) if previous.get(task) in there else least(there)
+            if choice is not None:
+                take(task, choice)
+        by_state = sorted((-score, task, e) for e in ids for task, score in
+                          held.get(e, {}).items() if task in group and score > 0)
+        for _, task, e in by_state:  # 2. the disk holding most of its state
+            take(task, e)
+        for task in group:  # 3. where it ran before, 4. the least loaded executor
+            if task not in out and not (previous.get(task) in load
+                                        and take(task, previous[task])):
+                choice = least(ids)
+                assert choice is not None, "a group's share fits all its tasks"
+                take(task, choice)
+    return out
+
+
+def _order(executor: str) -> tuple[int, str]:
+    """Executor ids in numeric order where numeric ("2" before "10")."""
+    return (int(executor), "") if executor.isdigit() else (1 << 62, executor)
+
+
+def held_state(state_dir: str, app_id: str, task_ids: Iterable[str]) -> dict[str, int]:
+    """Per task id, how much of its state ``state_dir`` holds here: 1 plus its changelog
+    offsets for a task with a valid local checkpoint (a fresher copy counts more); tasks
+    with none are left out.
+
+    >>> held_state("/nonexistent", "app", ["0_0"])
+    {}
+    """
+    from kspark._engine.state.build import task_store_dir
+    from kspark._engine.state.checkpoint import read_checkpoint
+
+    out: dict[str, int] = {}
+    for task_id in task_ids:
+        offsets = read_checkpoint(task_store_dir(state_dir, app_id, task_id) / ".checkpoint")
+        if offsets is not None:
+            out[task_id] = 1 + sum(offsets.values())
+    return out
