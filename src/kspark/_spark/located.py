@@ -107,7 +107,8 @@ def load(spark: SparkSession) -> bool:
     try:
         jar = placement_jar()
     except PrerequisiteError as e:  # local mode has one executor: nothing to place
-        local = sc.master.startswith("local") and not sc.master.startswith("local-cluster")
+        master = str(sc.master)
+        local = master.startswith("local") and not master.startswith("local-cluster")
         (log.debug if local else log.warning)("tasks are not placed where their state is: %s",
                                               e)
         return False
