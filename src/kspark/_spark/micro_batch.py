@@ -28,6 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.functions import col
 
 from kspark._spark.located import Rows, live_executors, load, located
 from kspark._spark.placement import place
@@ -61,11 +62,15 @@ class MicroBatchHost:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         if self.placing:
             self._place()
-        rows = Rows.of(batch)  # planned once: each source's markers are a slice of it
-        slices = self._slices(rows, batch_id)
+            rows = Rows.of(batch)  # planned once: each source's markers are a slice of it
+            slices = self._slices(rows, batch_id)
 
-        def markers(sub_topology: int) -> DataFrame:
-            return located(self.spark, rows, None, slices[sub_topology]).drop(SOURCE_TAG)
+            def markers(sub_topology: int) -> DataFrame:
+                return located(self.spark, rows, None, slices[sub_topology]).drop(SOURCE_TAG)
+        else:  # no shim: each source's rows by their tag (the others' partitions run empty)
+
+            def markers(sub_topology: int) -> DataFrame:
+                return batch.where(col(SOURCE_TAG) == sub_topology).drop(SOURCE_TAG)
 
         batch_frames(self.built, markers, self._located).write.format("noop").mode(
             "overwrite").save()
@@ -162,8 +167,9 @@ class MicroBatchHost:
 
     def _located(self, stage: Stage, df: DataFrame) -> DataFrame:
         """The stage's input, each partition on its task's executor (a stage reading only
-        a Kafka source without new data has no partitions: nothing to place)."""
-        if not self.placing:
+        a Kafka source without new data has no partitions, and with one executor there is
+        no choice: nothing to place)."""
+        if not self.placing or len(self.executors) < 2:  # one executor: nothing to choose
             return df
         rows = Rows.of(df)
         if rows.partitions == 0:
