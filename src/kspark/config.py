@@ -183,6 +183,10 @@ _KEYS = [
               "(long-running Spark tasks, one per stream thread, each running Kafka Streams' "
               "poll-process-commit loop; see docs/real-time.md).",
               _one_of("micro_batch", "real_time")),
+    ConfigKey("placement.replacement.wait.ms", int, 15_000, "kspark, micro_batch mode: after "
+              "executors are lost, how long the next micro-batch waits for the cluster manager "
+              "to start as many again before their tasks move to the executors left (so they "
+              "move once, to the replacement).", _non_negative),
     ConfigKey("real_time.epoch.ms", int, 300_000, "kspark, real_time mode: how long one Spark "
               "job of long-running tasks lasts; at its end every stream thread commits and "
               "the next epoch starts at once.", _positive),

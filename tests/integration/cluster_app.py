@@ -49,6 +49,7 @@ def main(bootstrap: str, src: str, dst: str, app_id: str, state_dir: str,
     streams = KafkaStreams(topology(src, dst), {
         "application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
         "autostop.at": "eol", "max.offsets.per.trigger": 200,
+        "placement.replacement.wait.ms": 2000,  # exactness is checked here, not placement
         **({"checkpoint.location": checkpoint} if checkpoint else {})}, spark=spark)
     streams.start()
     run_printing_batches(streams)

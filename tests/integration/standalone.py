@@ -25,6 +25,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pyspark
 
@@ -227,32 +228,26 @@ class StandaloneCluster:
         w = self.workers[i]
         if w is None:
             return []
-        pids = sorted({w.pid, *descendants(w.pid), *_group(w.pid)})
-        for p in pids:
-            try:
-                os.kill(p, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        w.wait(timeout_s)
-        deadline = time.monotonic() + timeout_s
-        while any(_alive(p) for p in pids):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"still running after SIGKILL: "
-                                   f"{[p for p in pids if _alive(p)]}")
-            time.sleep(0.1)
-        self.killed.extend(pids)
-        return pids
+        return self._kill(sorted({w.pid, *descendants(w.pid), *_group(w.pid)}), timeout_s,
+                          reap=w)
 
     def kill_executors(self, i: int, timeout_s: float = 20) -> list[int]:
         """SIGKILL worker ``i``'s executors and their Python workers, not the worker: it
         starts a new executor (a new id and working directory: empty local state). Returns
         the pids killed, once none of them runs any more."""
-        pids = sorted({q for p in self.executors(i) for q in (p, *descendants(p))})
+        return self._kill(sorted({q for p in self.executors(i) for q in (p, *descendants(p))}),
+                          timeout_s)
+
+    def _kill(self, pids: list[int], timeout_s: float, reap: Any = None) -> list[int]:
+        """SIGKILL ``pids`` (``reap``: our child among them, waited for); ``pids`` once none
+        of them runs any more."""
         for p in pids:
             try:
                 os.kill(p, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        if reap is not None:
+            reap.wait(timeout_s)
         deadline = time.monotonic() + timeout_s
         while any(_alive(p) for p in pids):
             if time.monotonic() > deadline:

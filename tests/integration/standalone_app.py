@@ -72,7 +72,9 @@ def config(bootstrap: str, app_id: str, guarantee: str, state_dir: str, checkpoi
             "processing.guarantee": guarantee, "state.dir": state_dir,
             "checkpoint.location": checkpoint, "autostop.at": "eol",
             "statestore.cache.max.bytes": 0, "max.offsets.per.trigger": max_offsets,
-            "request.timeout.ms": 20000}
+            "request.timeout.ms": 20000,
+            # the killed worker is not replaced: its tasks go to the other one at once
+            "placement.replacement.wait.ms": 0}
 
 
 def main(argv: list[str]) -> int:

@@ -24,6 +24,7 @@ import subprocess
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,16 @@ def read(broker: str, topic: str, value_serde, at_least: int) -> dict[str, list]
     return dict(got)
 
 
+def await_driver(proc: subprocess.Popen, timeout_s: float, tail: Callable[[], str]) -> None:
+    """spark-submit ``proc`` ends, with exit code 0, within ``timeout_s``; ``tail()``: its
+    log's end, for the failure message."""
+    try:
+        rc = proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the driver did not finish in time:\n{tail()}") from None
+    assert rc == 0, f"spark-submit exited {rc}:\n{tail()}"
+
+
 def committed_batches(checkpoint: Path) -> int:
     commits = checkpoint / "commits"
     return len([f for f in commits.iterdir() if f.name.isdigit()]) if commits.is_dir() else 0
@@ -223,11 +234,7 @@ def run(broker, admin, standalone_cluster, tmp_path_factory):
         killed = cluster.kill_worker(victim)
         t_kill = time.monotonic() - t0
         assert set(executors[victim]) <= set(killed)
-        try:
-            rc = proc.wait(180)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"the driver did not finish in time:\n{tail()}") from None
-        assert rc == 0, f"spark-submit exited {rc}:\n{tail()}"
+        await_driver(proc, 180, tail)
     finally:
         stop_process_group(proc)
     print(f"\nstandalone: killed worker {victim} (pids {killed}) running task(s) {running} "
@@ -348,11 +355,7 @@ def test_tasks_return_to_the_executor_holding_their_state(
             assert time.monotonic() < deadline, f"worker 1 never idle:\n{tail()}"
             time.sleep(0.02)
         assert cluster.kill_executors(1), "worker 1 runs no executor"
-        try:
-            rc = proc.wait(300)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"the driver did not finish in time:\n{tail()}") from None
-        assert rc == 0, f"spark-submit exited {rc}:\n{tail()}"
+        await_driver(proc, 300, tail)
     finally:
         stop_process_group(proc)
     done = [x for x in log.read_text(errors="replace").splitlines() if x.startswith("done ")]

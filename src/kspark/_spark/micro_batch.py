@@ -5,8 +5,8 @@ each micro-batch :class:`MicroBatchHost` builds the stages over them
 (``planner.batch_frames``), places each stage's partitions with the placement shim
 (``located.py``) as :func:`~kspark._spark.placement.place` decides, and runs the batch. So
 a task runs on the executor holding its state, batch after batch; it moves only when that
-executor is lost (to a replacement, if one starts within :data:`REPLACEMENT_WAIT_S`) or
-executors are added.
+executor is lost (to a replacement, if one starts within ``placement.replacement.wait.ms``)
+or executors are added.
 
 What the placement knows comes from the batches themselves: where each task last committed
 (an accumulator its task batches add to) and, when the set of executors changes, a probe
@@ -39,10 +39,6 @@ __all__ = ["MicroBatchHost"]
 
 log = logging.getLogger("kspark")
 
-# How long a micro-batch waits, after executors were lost, for the cluster manager to start
-# as many again before their tasks move to the survivors (a task then moves once)
-REPLACEMENT_WAIT_S = 15.0
-
 
 class MicroBatchHost:
     """The ``foreachBatch`` function of a micro-batch query (see the module)."""
@@ -50,6 +46,7 @@ class MicroBatchHost:
     def __init__(self, spark: SparkSession, built: BuiltQuery, config: Any):
         self.spark, self.built = spark, built
         self.app_id, self.state_dir = config["application.id"], config["state.dir"]
+        self.replacement_wait_s = int(config["placement.replacement.wait.ms"]) / 1000
         self.placing = load(spark)
         self.groups = [[_task_id(stage, p) for p in range(stage.partitions)]
                        for stage in built.plan.stages]
@@ -60,13 +57,21 @@ class MicroBatchHost:
         self.sources = source_tasks(built.plan)  # sub-topology -> its tasks, in union order
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        # the batch's own session: the query's, whose settings (no adaptive execution) the
+        # stages keep, as they did inside the streaming query
+        spark = batch.sparkSession
         if self.placing:
             self._place()
+        if len(self.sources) == 1:  # the batch is the one source's markers
+
+            def markers(sub_topology: int) -> DataFrame:
+                return batch.drop(SOURCE_TAG)
+        elif self.placing:
             rows = Rows.of(batch)  # planned once: each source's markers are a slice of it
             slices = self._slices(rows, batch_id)
 
             def markers(sub_topology: int) -> DataFrame:
-                return located(self.spark, rows, None, slices[sub_topology]).drop(SOURCE_TAG)
+                return located(spark, rows, None, slices[sub_topology]).drop(SOURCE_TAG)
         else:  # no shim: each source's rows by their tag (the others' partitions run empty)
 
             def markers(sub_topology: int) -> DataFrame:
@@ -121,14 +126,14 @@ class MicroBatchHost:
         self.assigned = place(self.groups, self.disks, where, self.held, self.assigned)
 
     def _await_replacements(self, executors: dict[str, str]) -> dict[str, str]:
-        """Executors were lost: wait up to :data:`REPLACEMENT_WAIT_S` for as many to be
+        """Executors were lost: wait up to ``placement.replacement.wait.ms`` for as many to be
         there again (a cluster manager starts replacements), so that the lost executors'
         tasks move once, to a replacement, rather than to a survivor and later again."""
         lost = sorted(set(self.executors) - set(executors))
         log.info("application %r: executor(s) %s lost; waiting up to %.0f s for "
                  "replacements before moving their tasks", self.app_id, lost,
-                 REPLACEMENT_WAIT_S)
-        deadline = time.monotonic() + REPLACEMENT_WAIT_S
+                 self.replacement_wait_s)
+        deadline = time.monotonic() + self.replacement_wait_s
         while len(executors) < len(self.executors) and time.monotonic() < deadline:
             time.sleep(0.2)
             executors = live_executors(self.spark)
@@ -174,7 +179,7 @@ class MicroBatchHost:
         rows = Rows.of(df)
         if rows.partitions == 0:
             return df
-        return located(self.spark, rows, [[self.executors[self.assigned[t]]]
+        return located(df.sparkSession, rows, [[self.executors[self.assigned[t]]]
                                           for t in self.groups[stage.index]])
 
 

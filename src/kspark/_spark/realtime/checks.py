@@ -23,7 +23,8 @@ __all__ = ["real_time_members", "threads_for", "MICRO_BATCH_ONLY"]
 
 # Config keys of the micro-batch mode alone: set with real_time, they are refused (never
 # silently ignored).
-MICRO_BATCH_ONLY = ("max.offsets.per.trigger", "checkpoint.location")
+MICRO_BATCH_ONLY = ("max.offsets.per.trigger", "checkpoint.location",
+                    "placement.replacement.wait.ms")
 
 
 def real_time_members(query: QueryPlan, graph: Any, config: Any) -> list[Member]:
@@ -33,7 +34,8 @@ def real_time_members(query: QueryPlan, graph: Any, config: Any) -> list[Member]
     if ignored:
         raise ConfigError(
             f"{', '.join(ignored)} only applies to execution.mode=micro_batch (real_time "
-            "threads poll continuously and keep their progress in Kafka alone): remove it, "
+            "threads poll continuously, keep their progress in Kafka alone and are placed "
+            "at each epoch's start): remove it, "
             "or use execution.mode=micro_batch")
     return query.members()
 
