@@ -28,25 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from kspark._kafka.stopoffsets import format_offsets
-from kspark.config import StreamsConfig
+from kspark.config import StreamsConfig, parse_properties
 from kspark.errors import ConfigError
 from kspark.processor.topology import Topology
 
 __all__ = ["run_application", "load_topology", "parse_properties"]
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """``key=value`` (or ``key: value``) lines, as a Java properties file without escapes."""
-    out: dict[str, str] = {}
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
-        if sep < 0:
-            raise ConfigError(f"line {n} of the config file is not 'key=value': {raw!r}")
-        out[line[:sep].strip()] = line[sep + 1:].strip()
-    return out
 
 
 def load_topology(spec: str) -> Topology:

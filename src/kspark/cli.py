@@ -26,6 +26,16 @@ _CONFIG_HELP = ("a properties file with the application's Kafka client settings 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kspark", description="Kafka Streams for Python, on Spark.")
     sub = p.add_subparsers(dest="command", required=True)
+    _add_broker(sub)
+    _add_demo_and_run(sub)
+    _add_describe(sub)
+    _add_reset(sub)
+    _add_changelog(sub)
+    return p
+
+
+def _add_broker(sub: Any) -> None:
+    """``kspark broker start|stop|status|fetch``."""
     broker = sub.add_parser("broker", help="manage the local single-node Kafka broker")
     broker.add_argument("action", choices=["start", "stop", "status", "fetch"])
     broker.add_argument("--port", type=int, default=9092, help="listener port on 127.0.0.1")
@@ -34,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--secure", action="store_true",
                         help="start: listen SASL_SSL (SCRAM-SHA-512, TLS from a private CA made "
                         "in <dir>/tls) with ACLs enforced and 'admin' as the super user")
+
+
+def _add_demo_and_run(sub: Any) -> None:
+    """``kspark demo`` and ``kspark run APPLICATION``."""
     demo = sub.add_parser("demo", help="run the demo topology on Spark against Kafka")
     demo.add_argument("--bootstrap-servers", default=None,
                       help="use this Kafka instead of starting a local broker")
@@ -43,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, default=None, help="a properties file (key=value)")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="a config key, overriding the file (repeatable)")
+
+
+def _add_describe(sub: Any) -> None:
+    """``kspark describe APPLICATION``."""
     describe = sub.add_parser("describe", help="print an application's topology as Kafka "
                               "Streams prints it, then the Spark plan it becomes (runs nothing)")
     describe.add_argument("application", help="as for run: module:attr or file.py:attr")
@@ -54,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "asked of bootstrap.servers, else assumed to have 1 (the output says)")
     describe.add_argument("--no-broker", action="store_true",
                           help="do not ask bootstrap.servers for partition counts")
+
+
+def _add_reset(sub: Any) -> None:
+    """``kspark reset --application-id ID``."""
     reset = sub.add_parser("reset", help="reset an application so that it reprocesses its input "
                            "(as kafka-streams-application-reset), or delete its stop offsets")
     reset.add_argument("--application-id", required=True)
@@ -78,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "checkpoint.location, if set (a local path)")
     reset.add_argument("--dry-run", action="store_true",
                        help="print what would be done, do nothing")
+
+
+def _add_changelog(sub: Any) -> None:
+    """``kspark changelog rebuild``."""
     changelog = sub.add_parser("changelog", help="rebuild a lost changelog topic from local state")
     changelog.add_argument("action", choices=["rebuild"])
     changelog.add_argument("--bootstrap-servers", default=None,
@@ -88,15 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
     changelog.add_argument("--store", required=True, help="the store whose changelog was lost")
     changelog.add_argument("--partitions", type=int, default=None,
                            help="create the topic with this many partitions if it is missing")
-    return p
 
 
 def client_config(args: argparse.Namespace) -> "Any":
     """The application's config for a CLI tool: ``--config`` (the application's properties
     file, or one with only client settings, as Kafka tools' ``--command-config``) with
     ``--application-id`` and ``--bootstrap-servers``."""
-    from kspark._runner import parse_properties
-    from kspark.config import StreamsConfig
+    from kspark.config import StreamsConfig, parse_properties
     from kspark.errors import ConfigError
 
     props: dict[str, Any] = {}
@@ -151,9 +175,9 @@ def _reset(args: argparse.Namespace) -> int:
 
 def _describe(args: argparse.Namespace) -> int:
     """``kspark describe``: the topology, then its Spark plan (see ``_spark/describe.py``)."""
-    from kspark._runner import load_topology, parse_properties
+    from kspark._runner import load_topology
     from kspark._spark.describe import describe_application
-    from kspark.config import StreamsConfig
+    from kspark.config import StreamsConfig, parse_properties
     from kspark.errors import ConfigError
 
     props: dict[str, Any] = parse_properties(args.config.read_text()) if args.config else {}

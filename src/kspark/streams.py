@@ -89,29 +89,29 @@ class KafkaStreams:
         return self._state
 
     def progress(self) -> dict[str, int]:
-        """The micro-batches done, the input position reached (the sum of the next offsets
-        of every input partition), the records read from and written to Kafka by this
-        process's committed task batches, and what restoring state cost them (changelog
-        records read, and how many task batches restored any — on a cluster, mostly tasks
-        that moved to another executor) and how many task batches ran elsewhere than the
-        task's last commit (another host or ``state.dir``): ``{"batches": m, "position": n,
-        "records_in": i, "records_out": o, "restored_records": r, "task_restores": t,
-        "task_moves": v}``. In real-time mode
-        (``execution.mode=real_time``) it is live, from the stream threads' reports:
-        ``batches`` counts finished epochs, ``records_in``/``records_out`` include the running
-        epoch, with ``commits`` and ``lag`` (input records not processed yet)."""
+        """One shape in both execution modes (``PROGRESS_KEYS``): ``batches`` (micro-batches
+        done, or finished real-time epochs), ``position`` (the sum of the next offsets of
+        every input partition), ``lag`` (input records not processed yet), ``records_in``
+        (read from Kafka), ``records_out`` (written to user and repartition topics),
+        ``changelog_records`` (written to changelogs), ``commits`` (task commits),
+        ``restored_records`` and ``task_restores`` (what restoring state cost: on a cluster,
+        mostly tasks that moved to another executor), ``task_moves`` (task openings elsewhere
+        than the task's last commit: another host or ``state.dir``) and ``tasks_kept``
+        (openings that reused the task the worker kept). Micro-batch mode counts this
+        process's committed task batches; real-time mode is live, from the stream threads'
+        reports (a lost epoch counts what its threads last reported as committed)."""
         self._require_started()
         return self._app.progress()
 
     def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
-        """``{"async": {processor: {...}}}``: each async processor's (KIP-311) ``completed``,
-        ``retried``, ``dead_lettered``, ``latency_avg_ms`` and ``in_flight_peak`` (per task),
-        summed over this process's committed task batches; ``in_flight`` is 0 between
-        micro-batches (each completes its calls before it commits). In real-time mode:
-        ``{"stream_threads": {"stream-thread-0": {...}}, "lag": {topic: {partition: n}}}``,
-        each thread's ``records_in``, ``records_out``, ``commits``, ``process_rate``
-        (records/s), ``commit_latency_avg_ms`` and ``commit_latency_max_ms``, reported
-        every commit interval (at least every 5 s)."""
+        """``{"stream_threads": {...}, "lag": {topic: {partition: n}}, "async": {...}}`` in
+        both execution modes. ``async``: each async processor's (KIP-311) ``completed``,
+        ``retried``, ``dead_lettered``, ``latency_avg_ms``, ``in_flight_peak`` and
+        ``in_flight``. ``stream_threads``: in real-time mode, each thread's
+        (``stream-thread-0``, ...) ``records_in``, ``records_out``, ``commits``,
+        ``process_rate`` (records/s), ``commit_latency_avg_ms`` and
+        ``commit_latency_max_ms``, reported every commit interval (at least every 5 s);
+        empty in micro-batch mode, which has no long-running threads."""
         self._require_started()
         return self._app.metrics()
 

@@ -78,7 +78,7 @@ def main(argv: list[str]) -> int:
     spark = spark_session({"spark.master": a.master, "spark.ui.enabled": "false",
                            "spark.task.maxFailures": "8", "spark.sql.shuffle.partitions": "2"})
     if a.fail_after_commit:
-        from kspark._spark.hooks import FailAfterCommit, TaskHooks, install_task_hooks
+        from kspark._host.hooks import FailAfterCommit, TaskHooks, install_task_hooks
 
         install_task_hooks(TaskHooks(after_commit=FailAfterCommit(
             tuple(a.fail_after_commit.split(",")))))

@@ -65,6 +65,13 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _cwd(pid: int) -> Path | None:
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd")).resolve()
+    except OSError:
+        return None
+
+
 def _alive(pid: int) -> bool:
     """Running (not a zombie waiting for its parent)."""
     try:
@@ -199,27 +206,36 @@ class StandaloneCluster:
         return [p for p in descendants(w.pid)
                 if "CoarseGrainedExecutorBackend" in _cmdline(p) and _alive(p)]
 
-    def executor_dirs(self, i: int) -> list[Path]:
-        """Worker ``i``'s executor working directories, ``<work-dir>/<app-id>/<executor-id>``."""
-        return sorted(p for p in self.work_dirs[i].glob("*/*") if p.is_dir())
+    def executor_dirs(self, i: int, app: str | None = None) -> list[Path]:
+        """Worker ``i``'s executor working directories, ``<work-dir>/<app-id>/<executor-id>``
+        (``app``: only those of that Spark application id)."""
+        return sorted(p for p in self.work_dirs[i].glob(f"{app or '*'}/*") if p.is_dir())
 
-    def running_tasks(self, i: int) -> list[str]:
-        """The Spark tasks worker ``i``'s executors are running now, from their logs
-        (``stderr`` in the executor's directory: "Running task 3.0 in stage 5.0 (TID 41)"
-        without its "Finished task"): ``["3.0 in stage 5.0", ...]``."""
-        running: dict[str, str] = {}
-        for d in self.executor_dirs(i):
+    def running_tasks(self, i: int, app: str | None = None) -> list[str]:
+        """The Spark tasks worker ``i``'s executors (``app``: only that Spark application's)
+        are running now, from their logs (``stderr`` in the executor's directory: "Running
+        task 3.0 in stage 5.0 (TID 41)" without its "Finished task"): ``["3.0 in stage
+        5.0", ...]``. Each executor's log is matched on its own (task ids are per
+        application), and an executor that no longer runs runs nothing: a task it was
+        running when it was killed, or when its application ended, never logs its end."""
+        live = {_cwd(p) for p in self.executors(i)}
+        out: list[str] = []
+        for d in self.executor_dirs(i, app):
+            if d.resolve() not in live:
+                continue
             try:
                 text = (d / "stderr").read_text(errors="replace")
             except OSError:
                 continue
+            running: dict[str, str] = {}
             for line in text.splitlines():
                 if "Running task " in line and "(TID " in line:
                     what = line.split("Running task ", 1)[1]
                     running[what.rsplit("(TID ", 1)[1].rstrip(")")] = what.split(" (TID")[0]
                 elif ("Finished task " in line or "Exception in task " in line) and "(TID " in line:
                     running.pop(line.rsplit("(TID ", 1)[1].split(")")[0], None)
-        return sorted(running.values())
+            out += running.values()
+        return sorted(out)
 
     def kill_worker(self, i: int, timeout_s: float = 20) -> list[int]:
         """SIGKILL worker ``i``, its executors and their Python workers (its process group

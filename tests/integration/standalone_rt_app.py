@@ -12,12 +12,20 @@ of them, then prints ``done <progress as JSON>`` and exits 0.
 Usage (argv)::
 
     spark-submit --master spark://HOST:PORT ... standalone_rt_app.py \\
-        BOOTSTRAP SRC DST APP_ID STATE_DIR ROUNDS PER_ROUND KEYS EPOCH_MS [MODE]
+        BOOTSTRAP SRC DST APP_ID STATE_DIR ROUNDS PER_ROUND KEYS EPOCH_MS [MODE [HOLD]]
 
 ``STATE_DIR`` is meant to be relative: each executor keeps its tasks' stores in its own
 working directory, as on separate machines. It prints ``round R processed`` once an epoch's
 threads have processed round ``R`` (they run: past the epoch's start), and ``epochs N`` as
-epochs (micro-batches) end.
+epochs (micro-batches) end; ``spark app <id>`` first (the executors' work directories are
+named after it).
+
+``HOLD`` (micro-batch mode), ``R:PATH``: after round ``R`` the driver writes nothing until
+the query is idle (its last trigger found no new data: every micro-batch with round ``R``
+has ended, and none starts while no input arrives), prints ``idle after round R`` and
+waits for the file ``PATH``; then, until the driver has lost one of the executors it had
+(the test killed one), and prints ``resumed`` before it writes round ``R + 1``. So an
+executor killed between those two lines is killed between micro-batches, surely.
 """
 
 from __future__ import annotations
@@ -51,6 +59,43 @@ def produce(bootstrap: str, src: str, first: int, n: int, keys: int) -> None:
     assert p.flush(30) == 0
 
 
+def hold(spark, streams, admin, src: str, gate: str, r: int, deadline: float) -> None:
+    """See the module: wait (no input written) until the query is idle, then for ``gate``,
+    then until one of the executors of before is gone from the driver's view."""
+    import os
+
+    from kspark._spark.located import live_executors
+
+    inputs = [(src, p) for p in range(admin.partition_counts()[src])]
+    ends = admin.end_offsets(inputs)
+
+    def done() -> dict:
+        """The source's end offsets in the query's last progress: those of its last
+        micro-batch that ended (Spark reports a batch's progress once it has run)."""
+        out: dict = {}
+        for q in spark.streams.active:
+            for source in (q.lastProgress or {}).get("sources") or []:
+                end = source.get("endOffset") or {}
+                out.update((json.loads(end) if isinstance(end, str) else end).get(src, {}))
+        return out
+
+    # every micro-batch with input up to the ends has ended; no later one starts while no
+    # input arrives: once true, this stays true
+    while not all(done().get(str(p), 0) >= ends[(t, p)] for t, p in inputs):
+        assert time.monotonic() < deadline, (
+            f"the query's micro-batches did not reach {ends} in time: {done()}")
+        assert not streams.await_termination(0.2), "the application stopped"
+    had = set(live_executors(spark))
+    print(f"idle after round {r} (executors {sorted(had)})", flush=True)
+    while not os.path.exists(gate):
+        assert time.monotonic() < deadline, f"no {gate} in time"
+        assert not streams.await_termination(0.2), "the application stopped"
+    while had <= set(live_executors(spark)):
+        assert time.monotonic() < deadline, f"no executor of {sorted(had)} was lost in time"
+        assert not streams.await_termination(0.2), "the application stopped"
+    print(f"resumed (executors {sorted(live_executors(spark))})", flush=True)
+
+
 def main(argv: list[str]) -> int:
     from pyspark.sql import SparkSession
 
@@ -59,7 +104,9 @@ def main(argv: list[str]) -> int:
     bootstrap, src, dst, app_id, state_dir = argv[:5]
     rounds, per_round, keys, epoch_ms = map(int, argv[5:9])
     mode = argv[9] if len(argv) > 9 else "real_time"
+    hold_round, _, hold_file = argv[10].partition(":") if len(argv) > 10 else ("-1", "", "")
     spark = SparkSession.builder.getOrCreate()  # spark-submit's --master and --conf
+    print(f"spark app {spark.sparkContext.applicationId}", flush=True)
     config = {"application.id": app_id, "bootstrap.servers": bootstrap,
               "state.dir": state_dir, "processing.guarantee": "exactly_once_v2",
               "statestore.cache.max.bytes": 0, "request.timeout.ms": 20000}
@@ -67,7 +114,9 @@ def main(argv: list[str]) -> int:
         config.update({"execution.mode": "real_time", "real_time.epoch.ms": epoch_ms,
                        "commit.interval.ms": 200, "num.stream.threads": 2})
     else:
-        config.update({"commit.interval.ms": epoch_ms})
+        # a lost executor's tasks wait for its replacement however long that takes to start
+        # (bounded), so they move once, to it, on a busy machine too
+        config.update({"commit.interval.ms": epoch_ms, "placement.replacement.wait.ms": 120_000})
     streams = KafkaStreams(topology(src, dst), config, spark=spark)
     streams.start()
     admin = Admin(bootstrap, 20000)
@@ -85,6 +134,8 @@ def main(argv: list[str]) -> int:
             if (n := streams.progress()["batches"]) != shown:
                 shown = n
                 print(f"epochs {n}", flush=True)
+        if r == int(hold_round):
+            hold(spark, streams, admin, src, hold_file, r, deadline)
     inputs = [(src, p) for p in range(admin.partition_counts()[src])]
     ends = admin.end_offsets(inputs)
     while not all(admin.group_offsets(app_id).get(tp, 0) >= ends[tp] for tp in inputs):

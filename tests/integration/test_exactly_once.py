@@ -143,7 +143,8 @@ def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, 
                                                                         tmp_path):
     from kspark._graph.subtopology import sub_topologies
     from kspark._spark.plan import StagePlan
-    from kspark._spark.task_batch import StageContext, run_task_batch
+    from kspark._host.context import HostContext
+    from kspark._spark.task_batch import run_task_batch
     from kspark._spark.wire import TaskMarker, marker_batch
     from kspark._worker import registry
     from kspark.config import StreamsConfig
@@ -180,7 +181,7 @@ def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, 
         p.produce(src, key=b"k", value=v, partition=0, timestamp=5 + i)
     assert p.flush(30) == 0
     rows = marker_batch(TaskMarker(0, ((src, 0, 0, 3),)))  # the stage reads offsets 0-2 itself
-    ctx = StageContext(graph, cfg.as_dict(), plan)
+    ctx = HostContext(graph, cfg.as_dict(), plan)
     outcome: list = []
 
     def older():

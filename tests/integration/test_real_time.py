@@ -48,12 +48,13 @@ def _await_live(streams, done, timeout_s=60):
 
 
 def _one_task_context(admin, graph, cfg, src, dst):
-    """The StageContext of a one-partition topology's one task, with its progress topic and
-    changelogs created: for tests that run LiveTasks in this process, without Spark."""
+    """The HostContext of a one-partition topology's one task, with its progress topic and
+    changelogs created: for tests that run the real-time driver's tasks in this process,
+    without Spark."""
     from kspark._kafka.transactions import progress_topic
     from kspark._spark.plan import plan
     from kspark._spark.realtime.checks import real_time_members
-    from kspark._spark.task_batch import StageContext
+    from kspark._host.context import HostContext
 
     query = plan(graph, {src: 1, dst: 1}, cfg)
     admin.create_topics({progress_topic(cfg["application.id"]): 1})
@@ -61,7 +62,7 @@ def _one_task_context(admin, graph, cfg, src, dst):
         admin.create_topics({s.changelog: 1 for s in query.stores},
                             {"cleanup.policy": "compact"})
     (member,) = real_time_members(query, graph, cfg)
-    return StageContext(graph, cfg.as_dict(), member.stage_plan)
+    return HostContext(graph, cfg.as_dict(), member.stage_plan)
 
 
 def _one_task_record(src):
@@ -219,8 +220,7 @@ def test_async_steps_and_delayed_records_run_on_the_real_clock(
     (b.stream(src, key_serde=S, value_serde=S)
      .map_values_async(_slow_upper, "enrich", max_in_flight=8)
      .delay(500, "hold", value_serde=S).to(dst, key_serde=S, value_serde=S))
-    cfg = _real_time(app_config, processing_guarantee="exactly_once_v2",
-                     delayed_records_check_interval_ms=100)
+    cfg = _real_time(app_config, processing_guarantee="exactly_once_v2")
     streams = KafkaStreams(b.build(), cfg, spark=spark)
     streams.start()
     try:
@@ -303,18 +303,16 @@ def test_a_batch_run_ends_once_drained_without_waiting_for_the_commit_interval(
     assert len(consume_all(broker, dst, 20, timeout_s=30)) == 20
 
 
-def test_micro_batch_settings_are_refused_not_ignored(broker, spark, admin, topic_name,
-                                                      app_config):
-    src, dst = topic_name("rt-mb-in"), topic_name("rt-mb-out")
-    admin.create_topics({src: 1, dst: 1})
+def test_micro_batch_settings_are_refused_not_ignored(app_config):
+    """Refused when the config is built (config.py: each key's modes), before any start;
+    tests/unit/test_config_modes.py checks every key, both ways."""
     b = StreamsBuilder()
-    b.stream(src, key_serde=S, value_serde=S).to(dst)
+    b.stream("rt-mb-in", key_serde=S, value_serde=S).to("rt-mb-out")
     cfg = _real_time(app_config, max_offsets_per_trigger=100)
-    streams = KafkaStreams(b.build(), cfg, spark=spark)
-    with pytest.raises(ConfigError, match="max.offsets.per.trigger only applies to "
-                                          "execution.mode=micro_batch"):
-        streams.start()
-    streams.close()
+    with pytest.raises(ConfigError, match="max.offsets.per.trigger applies to "
+                                          "execution.mode=micro_batch only; this application "
+                                          "runs real_time"):
+        KafkaStreams(b.build(), cfg)
 
 
 def test_sub_topologies_meet_through_purged_repartition_topics(
@@ -397,7 +395,7 @@ def test_a_new_attempt_of_a_task_fences_its_zombie(broker, admin, topic_name, ap
     old one still runs): the new one's init_transactions fences the old, whose commit then
     fails with TaskFencedError; only the new attempt's output becomes visible. Runs the
     stream-thread parts in this process, without Spark."""
-    from kspark._spark.realtime.live_task import LiveTask
+    from kspark._spark.realtime.stream_thread import open_live_task
     from kspark.config import StreamsConfig
     from kspark.errors import TaskFencedError
 
@@ -409,11 +407,10 @@ def test_a_new_attempt_of_a_task_fences_its_zombie(broker, admin, topic_name, ap
     ctx = _one_task_context(admin, b.build()._graph, cfg, src, dst)
     record = _one_task_record(src)
 
-    zombie = LiveTask(ctx, 0, "rt-zombie")
-    zombie.open()
+    zombie = open_live_task(ctx, 0, "rt-zombie")
     zombie.feed([record(0), record(1)])
-    attempt = LiveTask(ctx, 0, "rt-attempt")
-    attempt.open()  # fences the zombie: its open transaction is aborted
+    # fences the zombie: its open transaction is aborted
+    attempt = open_live_task(ctx, 0, "rt-attempt")
     with pytest.raises(Exception) as failed:  # its writes are refused
         zombie.commit()
     cause = zombie.abort(failed.value)  # what run_stream_thread raises for the thread
@@ -421,7 +418,7 @@ def test_a_new_attempt_of_a_task_fences_its_zombie(broker, admin, topic_name, ap
     assert "task 0_0 was fenced" in str(cause)
     attempt.feed([record(0), record(1), record(2)])
     assert attempt.commit()
-    attempt.close()
+    attempt.release()
     out = consume_all(broker, dst, 3, timeout_s=30)
     assert [m.value() for m in out] == [b"v0", b"v1", b"v2"]
 
@@ -482,7 +479,7 @@ def test_a_retried_attempt_of_an_epoch_restores_what_the_attempt_before_committe
     attempt stamps them with a run of its own (``<epoch run>.<attempt>``), so the restore
     keeps them (it skips only the records stamped by its own run). Runs the stream-thread
     parts in this process, without Spark."""
-    from kspark._spark.realtime.live_task import LiveTask
+    from kspark._spark.realtime.stream_thread import open_live_task
     from kspark.config import StreamsConfig
 
     src, dst = topic_name("rt-retry-in"), topic_name("rt-retry-out")
@@ -493,17 +490,15 @@ def test_a_retried_attempt_of_an_epoch_restores_what_the_attempt_before_committe
     ctx = _one_task_context(admin, graph, cfg, src, dst)
     record = _one_task_record(src)
 
-    first = LiveTask(ctx, 0, "rt-epoch.attempt0")
-    first.open()
+    first = open_live_task(ctx, 0, "rt-epoch.attempt0")
     first.feed([record(0), record(1)])
     assert first.commit()
     first.feed([record(2)])  # the attempt fails before its next commit
     first.abort(RuntimeError("executor lost"))
-    retry = LiveTask(ctx, 0, "rt-epoch.attempt1")
-    retry.open()  # restores counts from the changelog: k = 2
+    retry = open_live_task(ctx, 0, "rt-epoch.attempt1")  # restores counts from the changelog: k = 2
     retry.feed([record(2)])
     assert retry.commit()
-    retry.close()
+    retry.release()
     out = consume_all(broker, dst, 3, timeout_s=30)
     assert [L.deserialize("", m.value()) for m in out] == [1, 2, 3]
 

@@ -34,6 +34,7 @@ from kspark import Serdes, StreamsBuilder
 from kspark.testing import TopologyTestDriver
 from tests.conftest import consume_all
 from tests.integration import standalone_app as app
+from tests.integration.soak import descendants
 from tests.integration.standalone import stop_process_group
 
 pytestmark = pytest.mark.integration
@@ -188,8 +189,9 @@ CONF = {"spark.task.maxFailures": "8",
 @pytest.fixture(scope="module")
 def run(broker, admin, standalone_cluster, tmp_path_factory):
     """One ``spark-submit`` running the application once per guarantee (at once, on the
-    same two executors); worker 0 SIGKILLed, with its executor, while it runs a task after
-    both applications completed two micro-batches. Returns what the checks need."""
+    same two executors); worker 0 SIGKILLed, with its executor, while it runs a task (one
+    held there by the application, see standalone_app.py) after both applications completed
+    two micro-batches. Returns what the checks need."""
     cluster = standalone_cluster
     cluster.revive()  # every worker alive (another test may have killed one)
     tmp = tmp_path_factory.mktemp("standalone-run")
@@ -205,10 +207,17 @@ def run(broker, admin, standalone_cluster, tmp_path_factory):
     app_id = f"standalone-{tag}"
     checkpoints = tmp / "shared" / "checkpoints"   # shared storage stand-in: absolute
     driver_dir, log = tmp / "driver", tmp / "driver.log"
+    victim = 0
+    # a task on the victim's executor, once both applications committed two micro-batches,
+    # holds its record until `release` exists (see standalone_app.py): the kill falls in it
+    hold_dir = tmp / "hold"
+    hold_dir.mkdir()
+    held, release = hold_dir / "held", hold_dir / "release"
     t0 = time.monotonic()
     proc = cluster.submit(APP, [broker, ",".join(t[n] for n in NAMES), app_id,
                                 ",".join(GUARANTEES), "kspark-state", str(checkpoints),
-                                str(MAX_OFFSETS)], conf=CONF, cwd=driver_dir, log=log)
+                                str(MAX_OFFSETS), str(cluster.work_dirs[victim].resolve()),
+                                str(hold_dir)], conf=CONF, cwd=driver_dir, log=log)
 
     def tail() -> str:
         return log.read_text(errors="replace")[-6000:] if log.exists() else ""
@@ -216,28 +225,39 @@ def run(broker, admin, standalone_cluster, tmp_path_factory):
     def batches() -> list[int]:
         return [committed_batches(checkpoints / f"{app_id}-{g}") for g in GUARANTEES]
 
-    victim = 0
     try:
         deadline = time.monotonic() + 180
-        while min(batches()) < 2:   # the first micro-batches completed
+        while not held.exists():   # a file: once there, it stays (the task waits)
             assert proc.poll() is None, f"the driver ended early ({proc.returncode}):\n{tail()}"
-            assert time.monotonic() < deadline, f"no micro-batches in time:\n{tail()}"
+            assert time.monotonic() < deadline, (
+                f"no task held a record on worker {victim} in time (micro-batches "
+                f"{batches()}):\n{tail()}")
             time.sleep(0.2)
+        holder = json.loads(held.read_text())
         executors = [cluster.executors(i) for i in range(2)]
         assert all(executors), f"expected an executor on each worker, saw {executors}"
-        while not (running := cluster.running_tasks(victim)):  # kill it mid-task
-            assert proc.poll() is None, f"the run ended before the kill:\n{tail()}"
-            assert time.monotonic() < deadline, f"worker {victim} ran no task:\n{tail()}"
-            time.sleep(0.05)
+        assert holder["pid"] in {q for e in executors[victim]
+                                 for q in descendants(e)}, (holder, executors)
+        # the held task's "Running task" line is in its executor's log (written before the
+        # task ran), its "Finished task" cannot be: a bounded wait on a lasting state
+        while not (running := cluster.running_tasks(victim)):
+            assert time.monotonic() < deadline, (
+                f"worker {victim} logs no running task while {holder} is held:\n{tail()}")
+            time.sleep(0.2)
         before = batches()
+        assert min(before) >= 2, before
         executor_dirs = [cluster.executor_dirs(i) for i in range(2)]
         killed = cluster.kill_worker(victim)
         t_kill = time.monotonic() - t0
         assert set(executors[victim]) <= set(killed)
+        assert holder["pid"] in killed, (holder, killed)
+        release.touch()
         await_driver(proc, 180, tail)
     finally:
+        release.touch()
         stop_process_group(proc)
     print(f"\nstandalone: killed worker {victim} (pids {killed}) running task(s) {running} "
+          f"(holding {holder['value']} of {holder['key']}) "
           f"after micro-batches {before}, {t_kill:.1f} s after spark-submit; finished after "
           f"{time.monotonic() - t0:.1f} s with micro-batches {batches()}")
     return {"cluster": cluster, "topics": t, "app_id": app_id, "log": log.read_text(
@@ -313,6 +333,7 @@ def _diff(got: dict, want: dict, n: int = 8) -> str:
 # -- placement: tasks stay with their state, in both modes ------------------------------
 RT_APP = Path(__file__).resolve().parent / "standalone_rt_app.py"
 RT_ROUNDS, RT_PER_ROUND, RT_KEYS = 6, 400, 40
+DEADLINE_S = 240  # from spark-submit to the kill
 
 
 @pytest.mark.parametrize("mode", ["real_time", "micro_batch"])
@@ -324,7 +345,8 @@ def test_tasks_return_to_the_executor_holding_their_state(
     second, each a new Spark job. Python workers are not reused
     (``spark.python.worker.reuse=false``), so only the stores on each executor's disk can
     bring a task back to it. After the fourth round, worker 1's executor is SIGKILLed (the
-    worker starts a new one, with an empty work directory; real-time: mid-epoch). Then
+    worker starts a new one, with an empty work directory; real-time: mid-epoch;
+    micro-batch: between micro-batches, while the driver holds the fifth round back). Then
     exactly the 2 tasks of the lost executor move, once, and only they restore; every other
     task batch (task epoch) stays where its state is; the output is exact."""
     cluster = standalone_cluster
@@ -334,27 +356,49 @@ def test_tasks_return_to_the_executor_holding_their_state(
     admin.create_topics({src: PARTITIONS, dst: PARTITIONS})
     log = tmp_path / "driver.log"
     interval = "3000" if mode == "real_time" else "1000"
+    # micro-batch: the driver holds round 4 back until this file exists, once its query is
+    # idle (every micro-batch of round 3 ended), so the kill falls between micro-batches
+    resume = tmp_path / "resume"
+    hold = [f"3:{resume}"] if mode == "micro_batch" else []
     proc = cluster.submit(RT_APP, [broker, src, dst, app_id, "kspark-state", str(RT_ROUNDS),
-                                   str(RT_PER_ROUND), str(RT_KEYS), interval, mode],
+                                   str(RT_PER_ROUND), str(RT_KEYS), interval, mode, *hold],
                           conf={**CONF, "spark.python.worker.reuse": "false"},
                           cwd=tmp_path / "driver", log=log)
 
+    def text() -> str:
+        return log.read_text(errors="replace") if log.exists() else ""
+
     def tail() -> str:
-        return log.read_text(errors="replace")[-6000:] if log.exists() else ""
+        return text()[-6000:]
+
+    def await_line(prefix: str, what: str, deadline: float) -> str:
+        """The driver's first output line starting with ``prefix`` (a line, once written,
+        stays: nothing to miss), within the deadline, while the driver runs."""
+        while not (lines := [x for x in text().splitlines() if x.startswith(prefix)]):
+            assert proc.poll() is None, (
+                f"the driver ended ({proc.returncode}) before {what}:\n{tail()}")
+            assert time.monotonic() < deadline, f"no {what} in {DEADLINE_S} s:\n{tail()}"
+            time.sleep(0.2)
+        return lines[0]
 
     try:
-        deadline = time.monotonic() + 240
-        # real-time: mid-epoch (Spark also loses the other executor when one dies while its
-        # sibling barrier task waits in the epoch's allGather)
-        while "round 3 processed" not in (log.read_text(errors="replace")
-                                          if log.exists() else ""):
-            assert proc.poll() is None, f"the driver ended early ({proc.returncode}):\n{tail()}"
-            assert time.monotonic() < deadline, f"no fourth round in time:\n{tail()}"
-            time.sleep(0.2)
-        while mode == "micro_batch" and cluster.running_tasks(1):  # between micro-batches
-            assert time.monotonic() < deadline, f"worker 1 never idle:\n{tail()}"
-            time.sleep(0.02)
+        deadline = time.monotonic() + DEADLINE_S
+        if mode == "real_time":
+            # mid-epoch (Spark also loses the other executor when one dies while its sibling
+            # barrier task waits in the epoch's allGather)
+            await_line("round 3 processed", "fourth round", deadline)
+        else:
+            spark_app = await_line("spark app ", "Spark application id", deadline).split()[2]
+            await_line("idle after round 3", "idle query after the fourth round", deadline)
+            # the query is idle and stays so until `resume` exists: no task can start on
+            # worker 1; its executor has logged the end of every task it ran
+            while running := cluster.running_tasks(1, spark_app):
+                assert time.monotonic() < deadline, (
+                    f"worker 1 still runs {running} of {spark_app} while the query is idle:\n"
+                    f"{tail()}")
+                time.sleep(0.2)
         assert cluster.kill_executors(1), "worker 1 runs no executor"
+        resume.touch()
         await_driver(proc, 300, tail)
     finally:
         stop_process_group(proc)

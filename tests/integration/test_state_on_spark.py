@@ -507,8 +507,8 @@ def test_a_retried_batch_restores_the_state_it_started_from(broker, admin, topic
     from kspark._engine.nodes import RawRecord
     from kspark._graph.instantiate import build_task
     from kspark._kafka.clients import task_producer
-    from kspark._spark.host_state import TaskHostState
-    from kspark._spark.state import checkpoint_task, invalidate_checkpoint, restore_task
+    from kspark._host.state import TaskHostState
+    from kspark._host.restore import checkpoint_task, invalidate_checkpoint, restore_task
     from kspark.config import StreamsConfig
 
     src, dst = topic_name("retry-in"), topic_name("retry-out")

@@ -1,11 +1,12 @@
 """docs/config.md against the config declarations (kspark.config.CONFIG_KEYS): every declared
-key documented with its default, and no documented key that kspark does not declare."""
+key documented with its default and the execution modes it applies to, and no documented key
+that kspark does not declare."""
 
 import re
 import tempfile
 from pathlib import Path
 
-from kspark.config import CONFIG_KEYS, _user
+from kspark.config import BOTH, CONFIG_KEYS, _user
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "config.md"
 
@@ -17,19 +18,25 @@ DERIVED = {
 }
 
 
-def _documented() -> dict[str, str]:
-    """{key: default cell} of the first table of docs/config.md (| key | default | meaning |)."""
+def _table() -> dict[str, tuple[str, str]]:
+    """{key: (default cell, modes cell)} of the first table of docs/config.md
+    (| key | default | modes | meaning |)."""
     lines = DOC.read_text().splitlines()
-    start = lines.index("| key | default | meaning |") + 2
-    rows: dict[str, str] = {}
+    start = lines.index("| key | default | modes | meaning |") + 2
+    rows: dict[str, tuple[str, str]] = {}
     for line in lines[start:]:
         if not line.startswith("|"):
             break
-        keys, default = (c.strip() for c in line.strip("|").split("|")[:2])
+        keys, default, modes = (c.strip() for c in line.strip("|").split("|")[:3])
         for key in re.findall(r"`([^`]+)`", keys):
             assert key not in rows, f"{key!r} is documented twice"
-            rows[key] = default
+            rows[key] = default, modes
     return rows
+
+
+def _documented() -> dict[str, str]:
+    """{key: default cell}."""
+    return {k: default for k, (default, _) in _table().items()}
 
 
 def _expected(key) -> str:
@@ -59,3 +66,13 @@ def test_every_declared_key_is_documented_with_its_default():
 def test_no_documented_key_is_unknown_to_kspark():
     unknown = sorted(set(_documented()) - set(CONFIG_KEYS))
     assert not unknown, f"documented in docs/config.md, not declared: {unknown}"
+
+
+def test_every_declared_key_is_documented_with_the_modes_it_applies_to():
+    def expected(key) -> str:
+        return "both" if key.modes == BOTH else " ".join(f"`{m}`" for m in key.modes or ())
+
+    documented = _table()
+    wrong = {name: (documented[name][1], expected(key)) for name, key in CONFIG_KEYS.items()
+             if name in documented and documented[name][1] != expected(key)}
+    assert not wrong, f"docs/config.md's modes differ (documented, declared): {wrong}"

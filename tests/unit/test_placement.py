@@ -11,7 +11,7 @@ from kspark import Serdes
 from kspark._engine.state.build import changelog_config
 from kspark._engine.state.checkpoint import write_checkpoint
 from kspark._kafka.transactions import Marker, decode_marker, encode_marker
-from kspark._spark.host_state import moved, state_location
+from kspark._host.state import moved, state_location
 from kspark._spark.placement import held_state, place
 from kspark._spark.realtime.layout import TaskSpec
 from kspark._spark.realtime.stream_thread import Epoch, assign_threads, local_state

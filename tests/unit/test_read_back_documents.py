@@ -130,8 +130,8 @@ def test_a_damaged_progress_file_names_the_file(tmp_path):
 
 
 def test_the_spark_host_refuses_a_malformed_local_progress(tmp_path):
-    import kspark._spark.state as spark_state
-    from kspark._spark.host_state import TaskHostState
+    import kspark._host.restore as spark_state
+    from kspark._host.state import TaskHostState
 
     with TopologyTestDriver(_windowed_topology(), {"state.dir": str(tmp_path)}) as d:
         task = d._task

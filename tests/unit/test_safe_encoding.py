@@ -295,8 +295,8 @@ def _restore_with(monkeypatch, tmp_path, build, changelog_values, batch=None, he
     """Build ``build``'s task as the Spark host does (for micro-batch ``batch``), every
     changelog holding ``changelog_values(store name)`` (a list of (key, value)); returns
     the task."""
-    import kspark._spark.state as spark_state
-    from kspark._spark.host_state import TaskHostState
+    import kspark._host.restore as spark_state
+    from kspark._host.state import TaskHostState
     from kspark import StreamsConfig
     from kspark._engine.collector import MemoryCollector
     from kspark._engine.state.build import changelog_topic

@@ -4,7 +4,7 @@ import pickle
 
 import pytest
 
-from kspark._spark.hooks import FailAfterCommit, TaskHooks
+from kspark._host.hooks import FailAfterCommit, TaskHooks
 from kspark._worker import KINDS, WorkerRegistry, registry
 
 

@@ -1,4 +1,16 @@
-"""StreamTask: runs one partition group's records through the topology's nodes."""
+"""StreamTask: runs one partition group's records through the topology's nodes.
+
+Its parts live beside it: error handling and dead letters (:mod:`~kspark._engine.task_errors`),
+punctuations and delayed records (:mod:`~kspark._engine.task_schedule`), saved progress
+(:mod:`~kspark._engine.task_progress`).
+
+Example:
+    >>> from kspark._engine.collector import MemoryCollector
+    >>> task = StreamTask("0_3", {}, [], {"application.id": "app", "state.dir": "/tmp"},
+    ...                   MemoryCollector())
+    >>> task.partition, task.process_buffered()
+    (3, 0)
+"""
 
 from __future__ import annotations
 
@@ -11,21 +23,18 @@ from typing import Any
 from kspark._engine.api import Record, RecordMetadata
 from kspark._engine.async_.processor import AsyncProcessor
 from kspark._engine.collector import RecordCollector
-from kspark._engine.documents import Invalid, check_progress
 from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode
 from kspark._engine.partition_group import PartitionGroup
-from kspark._engine.progress import KeepsProgress, progress_fields_of
-from kspark._engine.punctuation import (
-    Cancellable,
-    PunctuationQueue,
-    PunctuationSchedule,
-    PunctuationType,
-)
+from kspark._engine.progress import KeepsProgress
+from kspark._engine.punctuation import PunctuationQueue
 from kspark._engine.state.build import build_store, changelog_topic, task_store_dir
 from kspark._engine.state.delayed import DelayedRecordsStore
 from kspark._engine.state.layers import RecordCache
+from kspark._engine.task_errors import RecordErrors
+from kspark._engine.task_progress import TaskProgress
+from kspark._engine.task_schedule import TaskScheduling
 from kspark._engine.timestamps import ConsumerRecord, FailOnInvalidTimestamp, TimestampExtractor
-from kspark.errors import CorruptStateError, KSparkError, SerializationError, TopologyError
+from kspark.errors import SerializationError, TopologyError
 
 __all__ = ["StreamTask", "BATCH_HEADER"]
 
@@ -38,7 +47,7 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
-class StreamTask:
+class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
     """One Kafka Streams task: a partition group and the nodes that process it.
 
     ``sources`` maps each input topic to its source node; ``nodes`` lists every node in
@@ -82,11 +91,16 @@ class StreamTask:
         self.batch: tuple[str, int] | None = None
         self._resume_schedules: dict[str, tuple[int, int]] = {}
         self._schedule_counts: dict[str, int] = {}
+        self._open_stores(store_builders or {}, restore)
+        self._init_processors()
+
+    def _open_stores(self, store_builders: Mapping[str, Any],
+                     restore: Callable[["StreamTask"], Any] | None) -> None:
+        """Build the task's stores and bring them up to date before any processor sees them
+        (as Kafka Streams restores before it initializes processors)."""
         # the caching stores' shared byte budget (Kafka Streams' ThreadCache)
-        self.record_cache = RecordCache(config.get("statestore.cache.max.bytes", 10 << 20))
-        self.stores = {name: self._build_store(b) for name, b in (store_builders or {}).items()}
-        # Stores are brought up to date before any processor sees them (as Kafka Streams
-        # restores before it initializes processors).
+        self.record_cache = RecordCache(self.config.get("statestore.cache.max.bytes", 10 << 20))
+        self.stores = {name: self._build_store(b) for name, b in store_builders.items()}
         self._resume_processors: dict[str, dict[str, Any]] = {}
         try:
             self.restored = restore(self) if restore is not None else None
@@ -95,6 +109,9 @@ class StreamTask:
                 with contextlib.suppress(Exception):
                     store.close()
             raise
+
+    def _init_processors(self) -> None:
+        """Initialize every node's processor, handing DSL processors their saved progress."""
         # Delayed processing (KIP-311): "now" for due times is the micro-batch's pinned clock
         # on Spark (a replayed batch fires the same records), the wall clock elsewhere.
         self.batch_clock_ms: int | None = None
@@ -137,10 +154,6 @@ class StreamTask:
         directory = task_store_dir(self.config["state.dir"], app_id, self.task_id)
         return build_store(builder, directory, log, self._batch_buffer, self.record_cache)
 
-    def record_dropped(self, node: ProcessorNode, reason: str) -> None:
-        self.dropped += 1
-        log.warning("task %s, processor %s drops a record: %s", self.task_id, node.name, reason)
-
     def get_state_store(self, node: ProcessorNode, name: str) -> Any:
         """The store ``name``, if ``node``'s processor is connected to it; a global store
         (read-only) for any processor."""
@@ -156,64 +169,6 @@ class StreamTask:
     def current_raw(self) -> RawRecord | None:
         """The input record being processed (None in a punctuation)."""
         return self._current
-
-    @contextlib.contextmanager
-    def processing(self, raw: RawRecord | None) -> Any:
-        """Act as if ``raw`` were the input record being processed (an async step's result,
-        a delayed record), so dead letters and errors name it."""
-        current, self._current = self._current, raw
-        try:
-            yield
-        finally:
-            self._current = current
-
-    def now_ms(self) -> int:
-        """The time delayed records are due against: the micro-batch's pinned clock on
-        Spark, else the (mockable) wall clock."""
-        return self.batch_clock_ms if self.batch_clock_ms is not None else self.clock()
-
-    def schedule_record(self, node: ProcessorNode, record: Record, delay_ms: int) -> None:
-        """Process ``record`` again with ``node``'s processor ``delay_ms`` from now (wall
-        clock), kept in a delayed-records store connected to ``node`` (KIP-311)."""
-        stores = [self.stores[n] for n in sorted(node.store_names)
-                  if isinstance(self.stores.get(n), DelayedRecordsStore)]
-        if not stores:
-            raise TopologyError(
-                f"processor {node.name!r} in task {self.task_id} called schedule_record() but "
-                "has no delayed-records store: add one with Stores.delayed_records_store_builder("
-                "...) and connect it to the processor (or use KStream.delay())")
-        if delay_ms < 0:
-            raise TopologyError(f"processor {node.name!r} in task {self.task_id} scheduled a "
-                                f"record {delay_ms} ms ahead; the delay must be >= 0")
-        raw = self._current
-        origin = None if raw is None else (raw.topic, raw.partition, raw.offset)
-        stores[0].schedule(record, self.now_ms() + delay_ms, node.name, origin)
-
-    def fire_delayed(self) -> int:
-        """Re-process the scheduled records that are due, in due order; how many fired."""
-        fired = 0
-        now = self.now_ms()
-        for store in self._delayed_stores:
-            for due in store.take_due(now):
-                node = self._node_named(due.node)
-                raw = RawRecord(*(due.origin or ("", -1, -1)), due.record.timestamp,
-                                due.key_bytes, due.value_bytes, due.record.headers)
-                self.current_timestamp = due.record.timestamp
-                with self.processing(raw if due.origin else None):
-                    self.delayed_delivery = True
-                    try:
-                        node.process(due.record)
-                    finally:
-                        self.delayed_delivery = False
-                fired += 1
-        return fired
-
-    def _node_named(self, name: str) -> ProcessorNode:
-        for node in self.nodes:
-            if node.name == name:
-                return node
-        raise TopologyError(f"task {self.task_id}: a delayed record is due for processor "
-                            f"{name!r}, which the topology no longer has")
 
     @property
     def record_metadata(self) -> RecordMetadata | None:
@@ -288,129 +243,6 @@ class StreamTask:
         if isinstance(extractor, TimestampExtractor):
             return int(extractor.extract(view, partition_time))
         return int(extractor(view, partition_time))
-
-    def _bad_record(self, raw: RawRecord, error: SerializationError) -> None:
-        """A record that cannot be deserialized: dead-letter it if configured, then continue
-        or fail."""
-        self.dead_letter(raw, error)
-        self._current = None
-        if self._on_bad_record != "log_and_continue":
-            raise error
-        self.dropped += 1
-        log.warning("task %s skips an undeserializable record (%s)", self.task_id, error)
-
-    def write_failed(self, sink: str, error: KSparkError) -> None:
-        """Sink ``sink`` could not serialize or hand over a record (production.exception.handler):
-        dead-letter the input record being processed if configured, then continue or fail."""
-        self.dead_letter(self._current, error)
-        if self._on_write_error != "log_and_continue":
-            raise error
-        self.dropped += 1
-        log.warning("task %s, sink %r: skips a record it cannot write (%s)", self.task_id, sink,
-                    error)
-
-    def dead_letter(self, raw: RawRecord | None, error: BaseException,
-                     extra_headers: tuple = ()) -> None:
-        """KIP-1034: the input record, unchanged, with headers naming the error and its origin
-        (no input record, as in a punctuation: only the headers)."""
-        if not self.dead_letter_topic:
-            return
-        headers = (tuple(raw.headers) if raw else ()) + (
-            ("__streams.errors.exception", type(error).__name__.encode()),
-            ("__streams.errors.message", str(error).encode()),
-        ) + ((("__streams.errors.topic", raw.topic.encode()),
-              ("__streams.errors.partition", str(raw.partition).encode()),
-              ("__streams.errors.offset", str(raw.offset).encode())) if raw else ()) + extra_headers
-        self.collector.send(self.dead_letter_topic, raw.key if raw else None,
-                            raw.value if raw else None,
-                            raw.timestamp if raw else max(self.stream_time, 0), headers, None)
-
-    def schedule(self, node: ProcessorNode, interval_ms: int, kind: PunctuationType,
-                 callback: Callable[[int], None]) -> Cancellable:
-        """Schedule ``callback`` for ``node``; stream time starts at 0, wall clock at now +
-        interval."""
-        if interval_ms < 1:
-            raise TopologyError(f"processor {node.name!r} in task {self.task_id} scheduled a "
-                                f"punctuation every {interval_ms} ms; the interval must be >= 1")
-        if kind == PunctuationType.STREAM_TIME:
-            n = self._schedule_counts.get(node.name, 0)
-            self._schedule_counts[node.name] = n + 1
-            key = f"{node.name}#{n}"
-            saved_interval, saved_next = self._resume_schedules.get(key, (interval_ms, 0))
-            first = saved_next if saved_interval == interval_ms else 0
-            return self._stream_punctuations.add(
-                PunctuationSchedule(node, interval_ms, callback, first, key=key))
-        first = self.clock() + interval_ms
-        return self._wall_punctuations.add(PunctuationSchedule(node, interval_ms, callback, first))
-
-    def progress(self) -> dict[str, Any]:
-        """What a restarted task needs to go on where this one is: stream time, partition
-        times, when each stream-time punctuation is next due, the stream time each window and
-        session store has observed (its retention), and the stream-time fields of DSL
-        processors that keep progress (:class:`KeepsProgress`; JSON-ready).
-
-        Kafka Streams keeps partition time in the committed offsets' metadata; a host saves
-        this at each commit and hands it to :meth:`resume` of the task's next incarnation.
-        """
-        processors = {}
-        for node in self.nodes:
-            keeper = node.processor
-            if isinstance(keeper, KeepsProgress) and keeper.progress_fields:
-                processors[node.name] = keeper.save_progress()
-        stores = {name: s.observed for name, s in self.stores.items() if hasattr(s, "observed")}
-        return {"stream_time": self.stream_time, "stores": stores,
-                "partition_time": [[t, p, ts]
-                                   for (t, p), ts in sorted(self.partition_time.items())],
-                "punctuations": {s.key: [s.interval_ms, s.next_ms]
-                                 for s in self._stream_punctuations.schedules if not s.cancelled},
-                "processors": processors}
-
-    def resume(self, progress: Mapping[str, Any], source: str = "the saved progress") -> None:
-        """Take over a predecessor's :meth:`progress`; call before processors are initialized.
-
-        A stream-time punctuation that a processor schedules again (same node, same order,
-        same interval) keeps its due time instead of firing at the next record. The progress
-        is read back from Kafka or disk (``source`` says where): a malformed one, or one
-        naming a processor field the processor does not declare, is a CorruptStateError.
-        """
-        fields = {n.name: progress_fields_of(n.processor) for n in self.nodes}
-        try:
-            progress = check_progress(progress, fields)
-        except Invalid as e:
-            raise CorruptStateError(
-                f"task {self.task_id}: {source} is malformed: {e}. It was damaged, or written "
-                f"by another topology or by something other than kspark: reset the "
-                f"application (kspark reset) so that it starts afresh") from None
-        self.stream_time = progress.get("stream_time", -1)
-        self.partition_time = {(t, p): ts for t, p, ts in progress.get("partition_time", [])}
-        self._resume_schedules = {k: (i, n)
-                                  for k, (i, n) in progress.get("punctuations", {}).items()}
-        self._resume_processors = {name: saved for name, saved
-                                   in progress.get("processors", {}).items() if fields.get(name)}
-        for name, observed in progress.get("stores", {}).items():
-            if name in self.stores:  # a window or session store's stream time, for retention
-                self.stores[name].resume_observed(int(observed))
-
-    def maybe_punctuate_stream_time(self) -> int:
-        """Fire the stream-time punctuations that are due; returns how many fired."""
-        if self.stream_time < 0 or not self._stream_punctuations.schedules:
-            return 0
-        return self._fire(self._stream_punctuations.due(self.stream_time), self.stream_time)
-
-    def maybe_punctuate_wall_clock(self) -> int:
-        """Fire the wall-clock punctuations that are due, then the delayed records that are
-        due; returns how many punctuations fired."""
-        now = self.clock()
-        fired = self._fire(self._wall_punctuations.due(now), now)
-        if self._delayed_stores:
-            self.fire_delayed()
-        return fired
-
-    def _fire(self, schedules: list[PunctuationSchedule], now: int) -> int:
-        for s in schedules:
-            self.current_timestamp = now
-            s.callback(now)
-        return len(schedules)
 
     def flush(self, complete_async: bool = True) -> None:
         """End of a batch (a commit): finish async calls in flight (their results go

@@ -13,6 +13,7 @@ from confluent_kafka.admin import NewTopic
 from kspark._kafka.factory import new_admin
 from kspark._kafka.security_errors import authorization_for, check_client
 from kspark._kafka.settings import ClientSettings, as_settings
+from kspark.config import declared_default
 from kspark.errors import (
     BrokerUnreachableError,
     KSparkError,
@@ -39,7 +40,8 @@ class Admin:
     address for an unsecured cluster).
     """
 
-    def __init__(self, where: ClientSettings | str, timeout_ms: int = 30000,
+    def __init__(self, where: ClientSettings | str,
+                 timeout_ms: int = declared_default("request.timeout.ms"),
                  extra: Mapping[str, Any] | None = None):
         self.settings = as_settings(where)
         self.bootstrap = self.settings.bootstrap

@@ -4,26 +4,32 @@ from __future__ import annotations
 
 import base64
 import os
-import secrets
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from kspark._kafka import QuietLogger
+from kspark._kafka.broker_tls import (
+    ADMIN_PASSWORD,
+    ADMIN_USER,
+    CA_CERT,
+    HOST,
+    OTHER_CA_CERT,
+    SCRAM_MECHANISM,
+    ensure_tls,
+    secure_properties,
+    write_private,
+)
 from kspark._kafka.jars import kafka_libs, kspark_home
 from kspark._kafka.prereqs import java_binary
-from kspark._kafka import QuietLogger
 from kspark.errors import BrokerError
 
 __all__ = ["LocalBroker", "BrokerStatus", "free_port"]
-
-HOST = "127.0.0.1"
 
 
 @dataclass(frozen=True)
@@ -58,17 +64,6 @@ def _is_kafka(pid: int) -> bool:
         return b"kafka.Kafka" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-
-
-ADMIN_USER = "admin"
-SCRAM_MECHANISM = "SCRAM-SHA-512"
-# The files of a secured broker's <dir>/tls/: made once, kept across restarts.
-_CA_KEY, _CA_CERT = "ca.key", "ca.pem"
-_SERVER_KEY, _SERVER_CERT, _KEYSTORE = "server.key", "server.pem", "keystore.pem"
-_OTHER_CA_KEY, _OTHER_CA_CERT = "other-ca.key", "other-ca.pem"
-_ADMIN_PASSWORD = "admin.password"
-_TLS_FILES = (_CA_KEY, _CA_CERT, _SERVER_KEY, _SERVER_CERT, _KEYSTORE, _OTHER_CA_KEY,
-              _OTHER_CA_CERT)
 
 
 class LocalBroker:
@@ -115,12 +110,12 @@ class LocalBroker:
     @property
     def ca_file(self) -> Path:
         """The PEM certificate of the CA that signed the broker's certificate."""
-        return self.tls_dir / _CA_CERT
+        return self.tls_dir / CA_CERT
 
     @property
     def other_ca_file(self) -> Path:
         """The PEM certificate of a second CA, unrelated to the broker (for negative tests)."""
-        return self.tls_dir / _OTHER_CA_CERT
+        return self.tls_dir / OTHER_CA_CERT
 
     @property
     def admin_user(self) -> str:
@@ -128,7 +123,7 @@ class LocalBroker:
 
     @property
     def admin_password_file(self) -> Path:
-        return self.tls_dir / _ADMIN_PASSWORD
+        return self.tls_dir / ADMIN_PASSWORD
 
     @property
     def admin_password(self) -> str:
@@ -251,61 +246,19 @@ class LocalBroker:
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
         }
         if self.secure:
-            props.update(self._secure_properties(cport))
+            props.update(secure_properties(self.port, cport, self.admin_password, self.tls_dir))
         props.update(self.overrides)
         path = self.dir / "server.properties"
         text = "".join(f"{k}={v}\n" for k, v in props.items())
         if self.secure:  # it holds the admin's password (for the inter-broker connections)
-            _write_private(path, text)
+            write_private(path, text)
         else:
             path.write_text(text)
         return path
 
-    def _secure_properties(self, cport: int) -> dict[str, str]:
-        """The settings that make the client listener SASL_SSL with SCRAM and enforce ACLs."""
-        jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required '
-                f'username="{ADMIN_USER}" password="{self.admin_password}";')
-        return {
-            "listeners": f"SASL_SSL://{HOST}:{self.port},CONTROLLER://{HOST}:{cport}",
-            "advertised.listeners": f"SASL_SSL://{HOST}:{self.port}",
-            "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
-            "inter.broker.listener.name": "SASL_SSL",
-            "sasl.enabled.mechanisms": SCRAM_MECHANISM,
-            "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
-            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": jaas,
-            "ssl.keystore.type": "PEM",
-            "ssl.keystore.location": str(self.tls_dir / _KEYSTORE),
-            "ssl.truststore.type": "PEM",
-            "ssl.truststore.location": str(self.ca_file),
-            "ssl.client.auth": "none",
-            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "allow.everyone.if.no.acl.found": "false",
-            # User:ANONYMOUS is the broker's own principal on the PLAINTEXT controller
-            # listener (registration, heartbeats, forwarded requests need CLUSTER_ACTION).
-            "super.users": f"User:{ADMIN_USER};User:ANONYMOUS",
-        }
-
     def _ensure_tls(self) -> None:
         """Make the CAs, the server's key and certificate and the admin password, once."""
-        formatted = (self.dir / "data" / "meta.properties").exists()
-        tls = self.tls_dir
-        if formatted and not self.admin_password_file.exists():
-            raise BrokerError(
-                f"the broker's storage in {self.dir / 'data'} was formatted without security "
-                f"(no {self.admin_password_file}), so it has no SCRAM users: start the secured "
-                "broker in another data directory (--dir)")
-        tls.mkdir(mode=0o700, exist_ok=True)
-        if not self.admin_password_file.exists():
-            _write_private(self.admin_password_file, secrets.token_urlsafe(24) + "\n")
-        if all((tls / name).exists() for name in _TLS_FILES):
-            return
-        tmp = Path(tempfile.mkdtemp(prefix=".tls-", dir=self.dir))
-        try:
-            _make_tls(tmp)
-            for name in _TLS_FILES:
-                os.replace(tmp / name, tls / name)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        ensure_tls(self.dir, self.tls_dir)
 
     def _format(self, jvm: list[str], props: Path) -> None:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -348,73 +301,6 @@ class LocalBroker:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log written)"
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` readable by its owner only (mode 0600 from the start)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-
-
-_CA_EXTENSIONS = """\
-[req]
-distinguished_name = dn
-prompt = no
-[dn]
-[ca]
-basicConstraints = critical, CA:TRUE
-keyUsage = critical, keyCertSign, cRLSign
-subjectKeyIdentifier = hash
-[server]
-basicConstraints = critical, CA:FALSE
-keyUsage = critical, digitalSignature, keyEncipherment
-extendedKeyUsage = serverAuth, clientAuth
-subjectAltName = IP:127.0.0.1, DNS:localhost
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-"""
-
-
-def _make_tls(out: Path) -> None:
-    """A private CA, a server key and certificate signed by it (for 127.0.0.1 and localhost),
-    the broker's PEM key store (unencrypted PKCS#8 key + chain) and a second, unrelated CA."""
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        raise BrokerError("a secured broker needs the openssl command to make its "
-                          "certificates: install openssl (for example apt-get install openssl)")
-    cnf = out / "openssl.cnf"
-    cnf.write_text(_CA_EXTENSIONS)
-
-    def run(*args: str) -> None:
-        proc = subprocess.run([openssl, *args], capture_output=True, text=True, timeout=60,
-                              cwd=out, env={**os.environ, "OPENSSL_CONF": str(cnf)})
-        if proc.returncode != 0:
-            raise BrokerError(f"openssl {args[0]} failed while making the broker's "
-                              f"certificates in {out}:\n{(proc.stdout + proc.stderr).strip()}")
-
-    def key(name: str) -> None:  # PKCS#8, unencrypted ("BEGIN PRIVATE KEY")
-        run("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", name)
-        os.chmod(out / name, 0o600)
-
-    def serial() -> str:
-        return "0x" + secrets.token_hex(16)
-
-    for ca_key, ca_cert, cn in ((_CA_KEY, _CA_CERT, "kspark local CA"),
-                                (_OTHER_CA_KEY, _OTHER_CA_CERT, "kspark unrelated CA")):
-        key(ca_key)
-        run("req", "-new", "-x509", "-config", str(cnf), "-key", ca_key, "-out", ca_cert,
-            "-days", "3650", "-sha256", "-subj", f"/CN={cn}", "-extensions", "ca",
-            "-set_serial", serial())
-    key(_SERVER_KEY)
-    run("req", "-new", "-config", str(cnf), "-key", _SERVER_KEY, "-out", "server.csr",
-        "-subj", "/CN=localhost")
-    run("x509", "-req", "-in", "server.csr", "-CA", _CA_CERT, "-CAkey", _CA_KEY,
-        "-set_serial", serial(), "-days", "825", "-sha256", "-extfile", str(cnf),
-        "-extensions", "server", "-out", _SERVER_CERT)
-    _write_private(out / _KEYSTORE, "".join(
-        (out / name).read_text() for name in (_SERVER_KEY, _SERVER_CERT, _CA_CERT)))
 
 
 def _reap(pid: int) -> None:

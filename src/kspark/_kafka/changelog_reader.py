@@ -16,7 +16,7 @@ from typing import Any
 
 from kspark._engine.state.recovery import ChangelogRecord, TopicPartition
 from kspark._kafka.admin import Admin
-from kspark._kafka.clients import read_range
+from kspark._kafka.range_reader import read_range
 from kspark._kafka.settings import ClientSettings
 
 __all__ = ["KafkaChangelogReader"]

@@ -26,7 +26,7 @@ from kspark._engine.state.checkpoint import (
     write_progress,
 )
 from kspark._kafka.admin import Admin
-from kspark._kafka.clients import TaskProducer
+from kspark._kafka.task_producer import TaskProducer
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark.errors import ChangelogLostError
 

@@ -38,6 +38,7 @@ from kspark._kafka.security_errors import authorization_for, check_client
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import read_range
+from kspark.config import declared_default
 from kspark.errors import CorruptStateError, KSparkError
 
 __all__ = ["StopOffsets", "RunState", "metadata_topic", "format_offsets", "COMPLETED", "FINISHED"]
@@ -148,8 +149,9 @@ def _problem(key: bytes | None, value: bytes | None, marker: bytes) -> str:
 class StopOffsets:
     """Reads and writes one application's metadata topic."""
 
-    def __init__(self, where: ClientSettings | str, app_id: str, timeout_ms: int = 30000,
-                 replication_factor: int = -1):
+    def __init__(self, where: ClientSettings | str, app_id: str,
+                 timeout_ms: int = declared_default("request.timeout.ms"),
+                 replication_factor: int = declared_default("replication.factor")):
         self.replication_factor = replication_factor
         self.settings = as_settings(where)
         self.bootstrap, self.app_id, self.timeout_ms = self.settings.bootstrap, app_id, timeout_ms

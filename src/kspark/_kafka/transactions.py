@@ -27,9 +27,10 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kspark._engine.documents import Invalid, check_progress, need_dict, need_int, need_str
-from kspark._kafka.clients import TaskProducer, group_reader
+from kspark._kafka.group_offsets import group_reader
 from kspark._kafka.security_errors import authorization_for
 from kspark._kafka.settings import ClientSettings, as_settings
+from kspark._kafka.task_producer import TaskProducer
 from kspark._worker import registry
 from kspark.errors import (
     CorruptStateError,
@@ -269,11 +270,11 @@ def read_marker(where: ClientSettings | str, app_id: str, task_id: str,
 
 
 def task_transactions(where: ClientSettings | str, app_id: str, task_id: str,
-                      marker_tp: tuple[str, int], batch: tuple[str, int] | None
-                      ) -> tuple[TaskTransactions | None, Marker | None]:
+                      marker_tp: tuple[str, int], batch: tuple[str, int] | None,
+                      begin: bool = True) -> tuple[TaskTransactions | None, Marker | None]:
     """The task's last marker and, unless that marker already covers ``batch`` (a replay,
     which writes nothing and so fences nobody), its producer with the batch's transaction
-    begun.
+    begun (``begin``; else the caller begins it).
 
     A worker keeps the producer of a task while that producer made the task's last commit;
     otherwise another worker's producer has fenced it, and a new one is made, whose
@@ -298,7 +299,8 @@ def task_transactions(where: ClientSettings | str, app_id: str, task_id: str,
         marker = tx.marker()
         if marker is not None and marker.covers(batch):
             return None, marker
-    tx.begin()
+    if begin:
+        tx.begin()
     return tx, marker
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import time
 from typing import Any
@@ -14,6 +13,8 @@ from pyspark.sql import SparkSession
 
 from kspark._engine.async_.metrics import summarize_metrics
 from kspark._graph.graph import TopologyGraph
+from kspark._host.metrics import TaskMetrics
+from kspark._host.progress import progress_of
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import check_client_configs
 from kspark._kafka.settings import ClientSettings
@@ -29,7 +30,8 @@ from kspark._spark.realtime.query import RealTimeRunError, RealTimeQuery
 from kspark._spark.resume import resume_offsets
 from kspark._kafka.instance import InstanceGuard, instance_group
 from kspark._kafka.transactions import progress_topic
-from kspark.config import EXACTLY_ONCE_V2, StreamsConfig
+from kspark.config import (EXACTLY_ONCE_V2, StreamsConfig, checkpoint_location,
+                           commit_interval_ms)
 from kspark.errors import ChangelogLostError, MissingSourceTopicError, StreamsError, TopologyError
 
 __all__ = ["SparkApplication"]
@@ -72,21 +74,17 @@ class SparkApplication:
         self._reported = False  # await_termination() raised the query's failure
         self._session: SparkSession | None = None
         self._batch_run: BatchRun | None = None  # autostop.at=eol: the run's stop offsets
-        self._counters: tuple[Any, ...] | None = None
+        self._metrics: Any = None  # micro_batch: the accumulator of TaskMetrics
+        self._admin: Admin | None = None
         self.stop_offsets: dict[tuple[str, int], int] | None = None
         self.finished = False  # a batch run reached its stop offsets
         self.start_timings = StartTimings(config["application.id"])
-        # real_time mode commits as Kafka Streams does by default: 100 ms under exactly-once,
-        # 30 s under at-least-once (micro_batch: a micro-batch per commit.interval.ms)
-        self._interval_ms = int(config["commit.interval.ms"]) if config.is_set(
-            "commit.interval.ms") else 100 if config["processing.guarantee"] == EXACTLY_ONCE_V2 \
-            else 30_000
+        self._interval_ms = commit_interval_ms(config)  # real_time: Kafka Streams' defaults
 
     @property
     def checkpoint_dir(self) -> str:
         """``checkpoint.location``, or by default ``<state.dir>/<application.id>/checkpoint``."""
-        return self.config["checkpoint.location"] or os.path.join(
-            self.config["state.dir"], self.config["application.id"], "checkpoint")
+        return checkpoint_location(self.config)
 
     def start(self) -> None:
         c = self.config
@@ -163,7 +161,8 @@ class SparkApplication:
         ensure_registered(spark)
         query = build(spark, plan(self.graph, counts, c, start, stop), self.graph, c)
         timings.step("planning (with the data source's load())")
-        self._counters = query.counters
+        self._metrics = query.metrics
+        self._admin = admin
         self._create_changelogs(admin, counts, query.store_tasks)
         # every task's progress marker (both guarantees): offset metadata of this topic
         self._create_topic(admin, counts, progress_topic(c["application.id"]), query.tasks,
@@ -184,13 +183,11 @@ class SparkApplication:
         """Real-time mode: the internal topics, then epochs of long-running stream threads
         (see ``_spark/realtime/``). Kafka alone holds the progress: no Spark checkpoint."""
         from kspark._kafka.stream_thread_clients import control_topic
-        from kspark._spark.realtime.checks import real_time_members
         from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG, repartition_topics
         from kspark._spark.realtime.query import real_time_query
 
         c, app_id = self.config, self.config["application.id"]
         query_plan = plan(self.graph, counts, c)
-        real_time_members(query_plan, self.graph, c)  # refuses what the mode does not run
         self._batch_run = BatchRun.at_start(c, admin, kafka_sources(self.graph)[0], counts)
         self.stop_offsets = None if self._batch_run is None else dict(self._batch_run.stop)
         self._create_changelogs(admin, counts, query_plan.store_tasks)
@@ -297,28 +294,44 @@ class SparkApplication:
     def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
         if isinstance(self._query, RealTimeQuery):
             return self._query.metrics()
-        raw = self._counters[2].value if self._counters else {}
-        return {"async": summarize_metrics(raw)}
+        lag: dict[str, dict[str, float]] = {}
+        for (t, p), n in self._lag().items():
+            lag.setdefault(t, {})[str(p)] = float(n)
+        return {"stream_threads": {}, "lag": lag,
+                "async": summarize_metrics(self._task_metrics().async_)}
 
     def progress(self) -> dict[str, int]:
         if isinstance(self._query, RealTimeQuery):
             return self._query.progress(kafka_sources(self.graph)[0])
-        names = ("records_in", "records_out", None, "restored_records", "task_restores",
-                 "task_moves")
-        counted = {n: (self._counters[i].value if self._counters else 0)
-                   for i, n in enumerate(names) if n}
         last = self._query.lastProgress if self._query else None
-        if not last:
-            return {"batches": 0, "position": 0, **counted}
-        pos = 0
+        batches = int(last["batchId"]) + 1 if last else 0
+        lag = self._lag()
+        return progress_of(batches, sum(self._positions().values()), sum(lag.values()),
+                           self._task_metrics())
+
+    def _task_metrics(self) -> TaskMetrics:
+        """What the committed task batches of this process counted."""
+        return self._metrics.value if self._metrics is not None else TaskMetrics()
+
+    def _positions(self) -> dict[tuple[str, int], int]:
+        """The next offset of every input partition, as the last micro-batch ended."""
+        last = self._query.lastProgress if self._query else None
+        out: dict[tuple[str, int], int] = {}
         global_topics = set(self.graph.global_topics())
-        for source in last["sources"]:
+        for source in (last or {}).get("sources", []):
             end = source.get("endOffset") or "{}"
             offsets = json.loads(end) if isinstance(end, str) else end
-            pos += sum(int(o) for t, parts in offsets.items()
-                       if t not in global_topics and t != CLOCK
-                       for o in parts.values())
-        return {"batches": int(last["batchId"]) + 1, "position": pos, **counted}
+            out.update(((t, int(p)), int(o)) for t, parts in offsets.items()
+                       if t not in global_topics and t != CLOCK for p, o in parts.items())
+        return out
+
+    def _lag(self) -> dict[tuple[str, int], int]:
+        """Per input partition, the records after the last micro-batch's end."""
+        positions = self._positions()
+        if not positions or self._admin is None:
+            return {}
+        ends = self._admin.end_offsets(list(positions))
+        return {tp: max(0, ends.get(tp, o) - o) for tp, o in positions.items()}
 
 
 def _explain(app_id: str, e: BaseException) -> str:

@@ -113,7 +113,7 @@ def _catch_up(state: GlobalStateTask, graph: TopologyGraph, config: Mapping[str,
               pins: GlobalPins) -> bool:
     """Apply each pinned topic's records up to its pin; True if anything changed. The
     engine decides what is kept or rebuilt (``_engine/state/global_recovery.py``)."""
-    from kspark._spark.state import admin_for
+    from kspark._host.restore import admin_for
 
     if not pins:
         return False

@@ -122,7 +122,7 @@ class MicroBatchHost:
         if set(executors) != set(self.executors):
             self.executors = executors
             self._probe()
-        where = self.built.counters[6].value
+        where = self.built.metrics.value.where
         self.assigned = place(self.groups, self.disks, where, self.held, self.assigned)
 
     def _await_replacements(self, executors: dict[str, str]) -> dict[str, str]:
@@ -150,7 +150,7 @@ class MicroBatchHost:
         app_id, state_dir = self.app_id, self.state_dir
 
         def probe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            from kspark._spark.host_state import state_location
+            from kspark._host.state import state_location
             from kspark._spark.placement import held_state
 
             for b in batches:

@@ -31,7 +31,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +40,7 @@ from kspark._graph.graph import TopologyGraph, topic_name
 from kspark._graph.subtopology import SubTopology, sub_topologies
 from kspark._spark.options import Offsets, SourceOptions
 from kspark._spark.passes import fuse_stages, lay_out, shuffle_keys, task_counts
+from kspark.config import checkpoint_location
 from kspark.errors import TopologyError
 
 __all__ = ["plan", "QueryPlan", "Stage", "Member", "Exchange", "StagePlan", "StorePlan",
@@ -269,8 +269,7 @@ def _check_global_pins(graph: TopologyGraph, c: Any, fused: list[list[SubTopolog
     offset log, which must be on local disk."""
     from kspark._spark.globals import local_checkpoint
 
-    app_id = c["application.id"]
-    checkpoint = c["checkpoint.location"] or os.path.join(c["state.dir"], app_id, "checkpoint")
+    checkpoint = checkpoint_location(c)
     kafka_stages = sum(1 for ms in fused for st in ms if st.user_topics)
     if graph.global_topics() and kafka_stages > 1 and local_checkpoint(checkpoint) is None:
         raise TopologyError(

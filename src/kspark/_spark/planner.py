@@ -23,8 +23,8 @@ from pyspark import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import col, create_map, lit
 
-from kspark._engine.async_.metrics import merge_metrics
 from kspark._graph.graph import TopologyGraph
+from kspark._host.metrics import TaskMetrics
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._spark.options import OPTION, SourceOptions
 from kspark._spark.plan import QueryPlan, Stage
@@ -33,30 +33,18 @@ from kspark._spark.stage import make_stage
 from kspark._spark.wire import FED_SCHEMA, MARKER_TOPIC, SOURCE_SCHEMA
 from kspark.config import StreamsConfig
 
-__all__ = ["build", "batch_frames", "source_tasks", "BuiltQuery", "MetricsParam",
-           "LatestParam", "SOURCE_TAG"]
+__all__ = ["build", "batch_frames", "source_tasks", "BuiltQuery", "MetricsParam", "SOURCE_TAG"]
 
 SOURCE_TAG = "kspark_source"  # the streaming rows' column naming their sub-topology
 
 class MetricsParam(AccumulatorParam):
-    """A Spark accumulator of async processors' metrics (see async_.metrics.merge_metrics)."""
+    """A Spark accumulator of the committed task batches' ``TaskMetrics`` (``_host/metrics.py``)."""
 
-    def zero(self, value: dict) -> dict:
-        return {}
+    def zero(self, value: TaskMetrics) -> TaskMetrics:
+        return TaskMetrics()
 
-    def addInPlace(self, a: dict, b: dict) -> dict:  # noqa: N802 - Spark's name
-        return merge_metrics(a, b)
-
-
-class LatestParam(AccumulatorParam):
-    """A Spark accumulator of a dict whose later additions win per key (where each task
-    last committed: ``{task id: state location}``)."""
-
-    def zero(self, value: dict) -> dict:
-        return {}
-
-    def addInPlace(self, a: dict, b: dict) -> dict:  # noqa: N802 - Spark's name
-        a.update(b)
+    def addInPlace(self, a: TaskMetrics, b: TaskMetrics) -> TaskMetrics:  # noqa: N802 - Spark's name
+        a.add(b)
         return a
 
 
@@ -64,14 +52,13 @@ class LatestParam(AccumulatorParam):
 class BuiltQuery:
     """The streaming DataFrame of the topology's Kafka sources (one task marker per task and
     micro-batch, tagged with its sub-topology in :data:`SOURCE_TAG`), the plan it was built
-    from, each stage's ``mapInArrow`` function, and the accumulators of committed task
-    batches: records read, records written, async metrics, records restored, restores, moves
-    (a task batch whose task's last commit was made on another host or state directory),
-    and where each task last committed."""
+    from, each stage's ``mapInArrow`` function, and the accumulator of the committed task
+    batches' ``TaskMetrics`` (records in and out, changelog records, restores, moves,
+    where each task last committed, async metrics)."""
 
     df: DataFrame
     plan: QueryPlan
-    counters: tuple[Any, ...]
+    metrics: Any  # a Spark accumulator of TaskMetrics
     functions: dict[int, Callable[..., Any]]
 
     @property
@@ -91,22 +78,19 @@ def build(spark: SparkSession, plan: QueryPlan, graph: TopologyGraph,
     processors and ``config`` gives their settings and the sources' client settings;
     neither goes into the plan, which is data only (and printable: the client settings may
     hold secrets)."""
-    sc = spark.sparkContext  # records in, records out, async metrics, restored, restores,
-    counters = (sc.accumulator(0), sc.accumulator(0), sc.accumulator({}, MetricsParam()),
-                sc.accumulator(0), sc.accumulator(0), sc.accumulator(0),  # moves, where
-                sc.accumulator({}, LatestParam()))
+    metrics = spark.sparkContext.accumulator(TaskMetrics(), MetricsParam())
     settings = as_settings(config)
     functions = {}
     for stage in plan.stages:
         members = [(m.first, m.tasks, m.stage_plan) for m in stage.members]
         keys = plan.shuffle_keys[stage.exchange.size] if stage.exchange else None
-        functions[stage.index] = make_stage(graph, config.as_dict(), members, keys, counters)
+        functions[stage.index] = make_stage(graph, config.as_dict(), members, keys, metrics)
     sources = [_kafka_df(spark, settings, m.source).withColumn(SOURCE_TAG, lit(m.sub_topology))
                for m in plan.members() if m.source is not None]
     df = sources[0]
     for other in sources[1:]:
         df = df.unionByName(other)
-    return BuiltQuery(df, plan, counters, functions)
+    return BuiltQuery(df, plan, metrics, functions)
 
 
 def batch_frames(built: BuiltQuery, markers: Callable[[int], DataFrame],

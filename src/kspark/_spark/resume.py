@@ -16,8 +16,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from kspark._kafka.admin import Admin
+from kspark._kafka.group_offsets import committed_offsets
+from kspark._kafka.range_reader import read_range
 from kspark._kafka.settings import as_settings
-from kspark._kafka.clients import committed_offsets, read_range
 from kspark._spark.checkpoint import Offsets, SparkCheckpoint
 from kspark.errors import ProgressMismatchError
 

@@ -21,7 +21,7 @@ from kspark._spark.plan import StagePlan
 from kspark._spark.wire import FED_ARROW_SCHEMA, Range, TaskMarker, markers_in, records_only
 
 
-__all__ = ["RoutingCollector", "DISCARD", "ranges_of", "shuffled_records", "in_writer_order",
+__all__ = ["RoutingCollector", "ranges_of", "shuffled_records", "in_writer_order",
            "Ordered"]
 
 Ordered = tuple[tuple, RawRecord]  # (order key, record); see in_writer_order
@@ -37,20 +37,24 @@ class RoutingCollector(RecordCollector):
     """
 
     def __init__(self, producer: RecordCollector, plan: StagePlan, task_partition: int,
-                 pins: dict | None = None, clock: int | None = None, shuffled: bool = True):
+                 pins: dict | None = None, clock: int | None = None, shuffled: bool = True,
+                 changelogs: frozenset[str] = frozenset()):
         self.producer = producer
+        self.changelogs = changelogs
         self.plan = plan
         self.task_partition = task_partition
         self.pins, self.clock = pins, clock
         self.shuffled = shuffled
         self.rows: list[tuple] = []
         self.sent = 0  # records sent to Kafka
+        self.logged = 0  # of which to the changelogs (``changelogs``)
 
     def send(self, topic, key, value, timestamp, headers, partition) -> None:
         fed = self.plan.fed.get(topic)
         if fed is None:
             self.producer.send(topic, key, value, timestamp, headers, partition)
             self.sent += 1
+            self.logged += topic in self.changelogs
             return
         n, to_kafka = fed
         target = partition if partition is not None else default_partition(
@@ -82,16 +86,6 @@ class RoutingCollector(RecordCollector):
         return pa.RecordBatch.from_arrays(
             [pa.array(list(c), f.type) for c, f in zip(cols, FED_ARROW_SCHEMA, strict=True)],
             schema=FED_ARROW_SCHEMA)
-
-
-class _Discard(RecordCollector):
-    """Where a replayed batch's Kafka writes go: they were committed by an earlier attempt."""
-
-    def send(self, topic, key, value, timestamp, headers, partition) -> None:
-        pass
-
-
-DISCARD = _Discard()
 
 
 def ranges_of(batch: pa.RecordBatch) -> list[Range]:

@@ -209,7 +209,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return tasks
 
     def read(self, partition: TaskInput) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
-        from kspark._kafka.clients import read_range
+        from kspark._kafka.range_reader import read_range
 
         if self.emit == "ranges":
             yield marker_batch(TaskMarker(partition.task, tuple(partition.ranges),

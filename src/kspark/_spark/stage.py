@@ -15,9 +15,10 @@ import pyarrow as pa
 from pyspark import TaskContext
 
 from kspark._graph.graph import TopologyGraph
-from kspark._spark.hooks import TaskHooks, installed_task_hooks
+from kspark._host.hooks import TaskHooks, installed_task_hooks
 from kspark._spark.plan import StagePlan
-from kspark._spark.task_batch import StageContext, run_task_batch
+from kspark._host.context import HostContext
+from kspark._spark.task_batch import run_task_batch
 from kspark.errors import KSparkError, StreamsError
 
 __all__ = ["make_stage"]
@@ -25,7 +26,7 @@ __all__ = ["make_stage"]
 
 def make_stage(graph: TopologyGraph, config: dict[str, Any],
                members: list[tuple[int, int, StagePlan]], exchange: list[int] | None = None,
-               counters: tuple[Any, ...] | None = None, hooks: TaskHooks | None = None
+               metrics: Any = None, hooks: TaskHooks | None = None
                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function of a stage: each Spark partition runs one task of one of
     its sub-topologies and writes with the task's producer.
@@ -35,12 +36,11 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any],
     ``wire.TaskMarker``): read straight from Kafka, the marker's ``partition``; through
     an exchange, the position of the rows' ``shuffle_key`` in ``exchange`` (the exchange's
     shuffle keys). A partition without rows runs no task: its source had nothing new.
-    ``counters``: Spark accumulators, to which every task batch that commits adds the
-    records it read from Kafka, the records it wrote to user topics and its async
-    processors' metrics. ``hooks``: a test's (default: those installed in this process).
+    ``metrics``: a Spark accumulator to which every task batch that commits adds its
+    ``TaskMetrics``. ``hooks``: a test's (default: those installed in this process).
     """
     hooks = hooks if hooks is not None else installed_task_hooks()
-    contexts = [(first, count, StageContext(graph, config, plan, counters, hooks))
+    contexts = [(first, count, HostContext(graph, config, plan, hooks))
                 for first, count, plan in members]
     position = None if exchange is None else {k: p for p, k in enumerate(exchange)}
 
@@ -57,7 +57,7 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any],
             if first <= q < first + count:
                 yield from _named_errors(ctx, q - first, batch, run_task_batch(
                     ctx, q - first, itertools.chain([head], batches), batch,
-                    context.attemptNumber()))
+                    context.attemptNumber(), metrics))
                 return
         raise RuntimeError(f"stage partition {q} belongs to no sub-topology: {members}")
 
@@ -78,7 +78,7 @@ def _micro_batch(context: Any) -> tuple[str, int] | None:
     return None if query is None or number is None else (query, int(number))
 
 
-def _named_errors(ctx: StageContext, partition: int, batch: tuple[str, int] | None,
+def _named_errors(ctx: HostContext, partition: int, batch: tuple[str, int] | None,
                   rows: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``rows``, with a client or library error turned into a StreamsError naming the task."""
     try:

@@ -46,7 +46,7 @@ def _load(bootstrap: str) -> int:
     from kspark._kafka.admin import Admin
     from confluent_kafka import Producer
 
-    admin = Admin(bootstrap, 30000)
+    admin = Admin(bootstrap)
     admin.delete_topics([INPUT_TOPIC, OUTPUT_TOPIC])
     admin.create_topics({INPUT_TOPIC: PARTITIONS, OUTPUT_TOPIC: PARTITIONS})
     producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})

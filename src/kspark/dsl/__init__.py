@@ -9,7 +9,8 @@ from kspark.dsl.builder import StreamsBuilder
 from kspark.dsl.grouped import KGroupedStream
 from kspark.dsl.global_table import GlobalKTable
 from kspark.dsl.kstream import KStream
-from kspark.dsl.ktable import KGroupedTable, KTable
+from kspark.dsl.grouped_table import KGroupedTable
+from kspark.dsl.ktable import KTable
 from kspark.dsl.cogrouped import CogroupedKStream
 from kspark.dsl.joined import Joined, StreamJoined
 from kspark.dsl.materialized import Materialized

@@ -1,4 +1,8 @@
-"""KStream: a record stream, and its stateless operations."""
+"""KStream: a record stream, and its stateless operations.
+
+Its async steps and ``delay`` come from :class:`~kspark.dsl._async_steps.AsyncSteps`; the
+graph of its joins is written by :mod:`kspark.dsl._stream_joins`.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from kspark._engine import operators as ops
 from kspark._engine.joins import stream_table as ops_joins
-from kspark._engine.state.build import StoreKind, store_kind
 from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
+from kspark.dsl._async_steps import AsyncSteps
 from kspark.dsl._upstream import Upstream, copartition, relax_null_keys
 from kspark.errors import TopologyError
 
@@ -22,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["KStream"]
 
 
-class KStream:
+class KStream(AsyncSteps):
     """An unbounded stream of key-value records; each method adds a node and returns a new
     KStream.
 
@@ -93,73 +97,6 @@ class KStream:
         sup = functools.partial(ops.FlatMapProcessor, fn, True, with_key)
         return self._then("KSTREAM-FLATMAPVALUES", sup, name, self._key_serde, None,
                           keep_serdes=False)
-
-    def map_values_async(self, fn: Callable[[Any], Any], name: str | None = None, *,
-                         max_in_flight: int | None = None, ordering: str = "partition",
-                         retry: Any = None, timeout_ms: int | None = None,
-                         on_failure: str = "fail") -> KStream:
-        """Like :meth:`map_values`, but ``fn(value)`` (an ``async def`` or a blocking function,
-        run on a thread pool) runs for up to ``max_in_flight`` records at once (default:
-        ``async.max.in.flight``); results go downstream in input order, per task
-        (``ordering="partition"``) or per key (``"key"``). A failing call is retried per
-        ``retry`` (a :class:`~kspark.processor.RetryPolicy`; default: no retry), each attempt
-        limited to ``timeout_ms``; then the record is dead-lettered (``on_failure=
-        "dead_letter"``) or fails the task (``"fail"``). KIP-311; see docs/async.md.
-        """
-        return self._async("KSTREAM-MAPVALUES-ASYNC", "map_values", fn, name, max_in_flight,
-                           ordering, retry, timeout_ms, on_failure, value_serde=None)
-
-    def flat_map_values_async(self, fn: Callable[[Any], Any], name: str | None = None, *,
-                              max_in_flight: int | None = None, ordering: str = "partition",
-                              retry: Any = None, timeout_ms: int | None = None,
-                              on_failure: str = "fail") -> KStream:
-        """As :meth:`map_values_async`; one record per item of ``fn(value)``'s result."""
-        return self._async("KSTREAM-FLATMAPVALUES-ASYNC", "flat_map_values", fn, name,
-                           max_in_flight, ordering, retry, timeout_ms, on_failure, value_serde=None)
-
-    def filter_async(self, predicate: Callable[[Any], Any], name: str | None = None, *,
-                     max_in_flight: int | None = None, ordering: str = "partition",
-                     retry: Any = None, timeout_ms: int | None = None,
-                     on_failure: str = "fail") -> KStream:
-        """As :meth:`map_values_async`; keeps the records for which ``predicate(value)`` is true."""
-        return self._async("KSTREAM-FILTER-ASYNC", "filter", predicate, name, max_in_flight,
-                           ordering, retry, timeout_ms, on_failure, value_serde=self._value_serde)
-
-    def _async(self, prefix: str, kind: str, fn: Callable, name: str | None,
-               max_in_flight: int | None, ordering: str, retry: Any, timeout_ms: int | None,
-               on_failure: str, value_serde: Any) -> KStream:
-        from kspark._engine.async_.processor import AsyncStepProcessor, check_async_options
-
-        check_async_options(max_in_flight, ordering, on_failure)
-        sup = functools.partial(AsyncStepProcessor, fn, kind, max_in_flight, ordering, retry,
-                                timeout_ms, on_failure)
-        return self._then(prefix, sup, name, self._key_serde, value_serde, keep_serdes=False)
-
-    def delay(self, delay_ms: int, name: str | None = None, *, key_serde: Any = None,
-              value_serde: Any = None) -> KStream:
-        """Forward each record ``delay_ms`` of wall-clock time after it arrives, unchanged
-        (KIP-311's delayed processing). Pending records wait in a changelog-backed store,
-        ``<name>-store``, written with the stream's serdes (or ``key_serde``/``value_serde``),
-        so they survive restarts; on Spark they go on at the first micro-batch after they
-        are due (see docs/async.md). In the TopologyTestDriver they go on when
-        ``advance_wall_clock_time`` passes their due time.
-
-        Example:
-            >>> from kspark import StreamsBuilder, Serdes
-            >>> s = StreamsBuilder().stream("in", key_serde=Serdes.String(),
-            ...                             value_serde=Serdes.String())
-            >>> later = s.delay(5 * 60_000)  # "re-process in 5 minutes"
-        """
-        from kspark.state.stores import Stores
-
-        if delay_ms < 0:
-            raise TopologyError(f"delay() needs delay_ms >= 0, got {delay_ms}")
-        name = name or self._graph.next_name("KSTREAM-DELAY")
-        out = self._then("KSTREAM-DELAY", functools.partial(ops.DelayProcessor, delay_ms), name)
-        self._graph.add_store(Stores.delayed_records_store_builder(
-            Stores.persistent_key_value_store(f"{name}-store"), key_serde or self._key_serde,
-            value_serde or self._value_serde), (name,))
-        return out
 
     def select_key(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> KStream:
         """Set each record's key to ``fn(key, value)`` (a later key-based step repartitions)."""
@@ -318,29 +255,19 @@ class KStream:
             return self._global_join(table, joiner, windows, left, name)
         if isinstance(table, KStream):
             return self._stream_join(table, joiner, windows, "inner", joined)
+        return self._table_join(table, joiner, joined, left, name)
+
+    def _table_join(self, table: Any, joiner: Callable[[Any, Any], Any], joined: Any,
+                    left: bool, name: str | None) -> KStream:
+        from kspark.dsl._stream_joins import add_grace_buffer, check_table_join
+
         # How a table's rows are read is the DSL's own business: Kafka keeps it on KTableImpl
         # (valueGetterSupplier), not on the KTable interface; here it stays private to KTable.
         getter, node, versioned = table._join_side()  # noqa: SLF001 - see above
-        if getter is None:
-            raise TopologyError(f"table {node!r} cannot be joined: it has no store and "
-                                f"its rows cannot be read through one (a suppressed table); "
-                                f"materialize it first")
         ks = None if joined is None else joined.key_serde
         vs = None if joined is None else joined.value_serde
         grace = None if joined is None else joined.grace_ms
-        if grace is not None and not versioned:
-            raise TopologyError(f"table {node!r} must be versioned to use a grace period "
-                                f"in a stream-table join: materialize it with "
-                                f"Stores.persistent_versioned_key_value_store")
-        for store in getter.stores if grace is not None else ():
-            builder = self._graph.stores[store][0]
-            history = (builder.supplier.history_retention_ms
-                       if store_kind(builder) is StoreKind.VERSIONED else grace)
-            if grace > history:
-                raise TopologyError(f"the grace period ({grace} ms) of a join with table "
-                                    f"{node!r} is longer than its store {store!r} keeps "
-                                    f"history ({history} ms): history retention must be at "
-                                    f"least the grace period")
+        check_table_join(self._graph, getter, node, versioned, grace)
         stream: KStream = (self._repartitioned(ks, vs, None, None)
                            if self._repartition_required else self)
         if left:
@@ -351,13 +278,8 @@ class KStream:
             ops_joins.StreamTableJoinProcessor, getter, joiner, left, grace, buffer), name,
             stream._key_serde, None, keep_serdes=False, stores=tuple(getter.stores))
         if buffer is not None:
-            from kspark._engine.state.internal_serdes import GraceBufferSerde
-            from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
-
-            self._graph.add_store(KeyValueStoreBuilder(
-                KeyValueBytesStoreSupplier(buffer, False),
-                ops_joins.TimeFirstKeySerde(ks or stream._key_serde),
-                GraceBufferSerde(vs if vs is not None else stream._value_serde)), (name,))
+            add_grace_buffer(self._graph, buffer, name, ks or stream._key_serde,
+                             vs if vs is not None else stream._value_serde)
         copartition(self._graph, stream._node, node)
         return out
 
@@ -393,15 +315,8 @@ class KStream:
 
     def _stream_join(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: Any,
                      kind: str, joined: Any) -> KStream:
-        from kspark._engine.joins.stream_stream import (PendingKeySerde, PendingValuesSerde,
-                                                        StreamStreamJoinProcessor)
+        from kspark.dsl._stream_joins import stream_stream_join
         from kspark.dsl.joined import StreamJoined
-        from kspark.state.stores import (
-            KeyValueBytesStoreSupplier,
-            KeyValueStoreBuilder,
-            WindowBytesStoreSupplier,
-            WindowStoreBuilder,
-        )
 
         if windows is None:
             raise TopologyError("a stream-stream join needs JoinWindows")
@@ -414,39 +329,11 @@ class KStream:
                          if self._repartition_required else self)
         right: KStream = (other._repartitioned(ks, that_vs, None, None)
                           if other._repartition_required else other)
-        g = self._graph
-        if kind != "inner":
-            relax_null_keys(g, left._node)
-            relax_null_keys(g, right._node)
-        this = g.next_name("KSTREAM-JOINTHIS")
-        that = g.next_name("KSTREAM-JOINOTHER")
-        if sj.store_name is None:
-            stores = {this: f"{this}-STORE", that: f"{that}-STORE"}
-            pending = f"{this}-PENDING-STORE"
-        else:
-            base = sj.store_name  # Kafka Streams' names for each kind of join
-            stores = {this: f"{base}-{'outer-this' if kind == 'outer' else 'this'}-join-store",
-                      that: f"{base}-{'other' if kind == 'inner' else 'outer-other'}-join-store"}
-            pending = f"{base}-{'left' if kind == 'left' else 'outer'}-shared-join-store"
-        retention = windows.size_ms() + windows.grace_ms
-        for n, parent in ((this, left._node), (that, right._node)):
-            g.add(ProcessorSpec(n, functools.partial(
-                StreamStreamJoinProcessor, stores[n], stores[that if n == this else this], pending,
-                joiner, windows, kind, n == this), (parent,)))
-        for n, side_ks, vs in ((this, left._key_serde, this_vs), (that, right._key_serde, that_vs)):
-            g.add_store(WindowStoreBuilder(
-                WindowBytesStoreSupplier(stores[n], True, retention, windows.size_ms() + 1, True),
-                ks if ks is not None else side_ks, vs, logging_enabled=sj.logging,
-                log_config=sj.log_config), (this, that))
-        g.add_store(KeyValueStoreBuilder(
-            KeyValueBytesStoreSupplier(pending, False),
-            PendingKeySerde(ks if ks is not None else left._key_serde),
-            PendingValuesSerde(this_vs, that_vs), logging_enabled=sj.logging,
-            log_config=sj.log_config), (this, that))
-        merge = g.next_name("KSTREAM-MERGE")
-        g.add(ProcessorSpec(merge, ops.PassThroughProcessor, (this, that)))
-        copartition(g, left._node, right._node)
-        return KStream(g, merge, self._key_serde, None)
+        merge = stream_stream_join(
+            Upstream(self._graph, left._node, ks if ks is not None else left._key_serde, this_vs),
+            Upstream(self._graph, right._node, ks if ks is not None else right._key_serde,
+                     that_vs), joiner, windows, kind, sj)
+        return KStream(self._graph, merge, self._key_serde, None)
 
     def group_by_key(self, *, key_serde: Any = None,
                      value_serde: Any = None) -> KGroupedStream:

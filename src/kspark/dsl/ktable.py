@@ -1,4 +1,8 @@
-"""KTable: a changelog stream seen as a table, one latest value per key."""
+"""KTable: a changelog stream seen as a table, one latest value per key.
+
+Its regrouping is :class:`~kspark.dsl.grouped_table.KGroupedTable` (importable from here
+too); the graph of a foreign-key join is written by :mod:`kspark.dsl._foreign_key`.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from kspark._engine.tables import getters
 from kspark._engine.tables import processors as tables
 from kspark._graph.graph import ProcessorSpec, TopologyGraph
 from kspark.dsl._upstream import Upstream, copartition
+from kspark.dsl.grouped_table import KGroupedTable
 from kspark.dsl.materialized import Materialized
 from kspark.errors import TopologyError
 
@@ -274,10 +279,7 @@ class KTable:
     def _fk_join(self, other: KTable, extractor: Callable[[Any], Any],
                  joiner: Callable[[Any, Any], Any], left: bool,
                  materialized: Materialized | None) -> KTable:
-        from kspark._engine.joins import foreign_key as fk
-        from kspark._graph.graph import SinkSpec, SourceSpec
-        from kspark.serde import Serdes
-        from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
+        from kspark.dsl._foreign_key import foreign_key_join
 
         if other._store_name is None:
             raise TopologyError("the other table of a foreign-key join must be materialized "
@@ -285,61 +287,13 @@ class KTable:
         self._enable_old(True)  # a changed foreign key unsubscribes the old one
         other._enable_old(True)
         other._reader()
-        g, raw = self._graph, Serdes.ByteArray()
-
-        def kv_store(name: str, key_serde: Any, value_serde: Any) -> Any:
-            return KeyValueStoreBuilder(KeyValueBytesStoreSupplier(name, True), key_serde,
-                                        value_serde)
-
-        # 1. this table's side: subscriptions keyed by foreign key
-        send = g.next_name("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION")
-        registrations = f"{send}-topic"
-        versions = f"{send}-VERSION-STATE-STORE"
-        g.add(ProcessorSpec(send, functools.partial(
-            fk.SubscribeProcessor, extractor, versions, self._key_serde, self._value_serde),
-            (self._node,)))
-        g.add_store(kv_store(versions, self._key_serde, Serdes.Long()), (send,))
-        g.add(SinkSpec(g.next_name("KTABLE-SINK"), registrations, (send,), other._key_serde, raw,
-                       internal=True))
-        # 2. the other table's side: keep subscriptions, answer them
-        source = g.next_name("KTABLE-SOURCE")
-        g.add(SourceSpec(source, (registrations,), other._key_serde, raw, internal=True))
-        subscriptions = g.next_name("KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE")
-        receive = g.next_name("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR")
-        g.add(ProcessorSpec(receive, functools.partial(
-            fk.SubscriptionProcessor, subscriptions, other._store_name, other._key_serde,
-            other._value_serde, left), (source,)))
-        g.add_store(kv_store(subscriptions, raw, raw), (receive,))
-        g.connect((receive,), (other._store_name,))
-        changes = g.next_name("KTABLE-FK-JOIN-OTHER-CHANGE")
-        g.add(ProcessorSpec(changes, functools.partial(
-            fk.RightChangeProcessor, subscriptions, other._key_serde, other._value_serde),
-            (other._node,)))
-        g.connect((changes,), (subscriptions,))
-        resolve = g.next_name("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE")
-        responses = f"{resolve}-topic"
-        g.add(SinkSpec(g.next_name("KTABLE-SINK"), responses, (receive, changes), raw, raw,
-                       internal=True))
-        # 3. back in this table's partitioning: newest answer per key -> the result table
-        source = g.next_name("KTABLE-SOURCE")
-        g.add(SourceSpec(source, (responses,), raw, raw, internal=True))
         m = materialized or Materialized()
-        result = m.store_name or f"{resolve}-STATE-STORE"
-        seen = f"{resolve}-VERSION-STATE-STORE"
         output = tables.Switch()
-        g.add(ProcessorSpec(resolve, functools.partial(
-            fk.ResolveProcessor, result, seen, joiner, left, self._key_serde, self._value_serde,
-            other._value_serde, output), (source,)))
-        # an unnamed result store holds whatever the joiner returns: kspark's plain encoding
-        from kspark._engine.state.internal_serdes import PlainValueSerde
-
-        internal_values = m.store_name is None and m.value_serde is None
-        g.add_store(m.builder(result, self._key_serde,
-                              PlainValueSerde() if internal_values else m.value_serde), (resolve,))
-        g.add_store(kv_store(seen, raw, Serdes.Long()), (resolve,))
-        g.partitions_like[registrations] = g.upstream_topic(other._node)
-        g.partitions_like[responses] = g.upstream_topic(self._node)
-        return KTable(g, resolve, self._key_serde, m.value_serde, result,
+        node, result = foreign_key_join(
+            Upstream(self._graph, self._node, self._key_serde, self._value_serde),
+            Upstream(self._graph, other._node, other._key_serde, other._value_serde),
+            other._store_name, extractor, joiner, left, m, output)
+        return KTable(self._graph, node, self._key_serde, m.value_serde, result,
                       queryable=m.store_name is not None, source=output)
 
     def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], *,
@@ -395,62 +349,3 @@ class KTable:
         stream = KStream(self._graph, name, self._key_serde, self._value_serde)
         return stream if mapper is None else stream.select_key(mapper)
 
-
-class KGroupedTable:
-    """A re-grouped table: aggregations add new rows and subtract replaced or deleted ones.
-
-    Example:
-        >>> from kspark import StreamsBuilder, Serdes
-        >>> b = StreamsBuilder()
-        >>> users = b.table("users", key_serde=Serdes.String(), value_serde=Serdes.String())
-        >>> per_city = users.group_by(lambda user, city: (city, user)).count()
-    """
-
-    def __init__(self, table: Upstream, selector: Callable, key_serde: Any, value_serde: Any):
-        self._table, self._selector = table, selector  # the table regrouped, and how
-        self._key_serde, self._value_serde = key_serde, value_serde  # of the regrouped rows
-
-    def _aggregate(self, initializer: Callable[[], Any], adder: Callable, subtractor: Callable,
-                   materialized: Materialized | None, value_serde: Any) -> KTable:
-        from kspark._engine.tables.change import ChangeSerde
-        from kspark._engine.tables.processors import TableAggregateProcessor
-        from kspark._graph.graph import SinkSpec, SourceSpec
-
-        g = self._table.graph
-        select = g.next_name("KTABLE-SELECT")
-        g.add(ProcessorSpec(select, functools.partial(tables.TableGroupByProcessor, self._selector),
-                            (self._table.node,), key_changing=True))
-        name = g.next_name("KTABLE-AGGREGATE")
-        topic = f"{name}-repartition"
-        g.add(SinkSpec(g.next_name("KSTREAM-SINK"), topic, (select,), self._key_serde,
-                       ChangeSerde(self._value_serde), internal=True))
-        src = g.next_name("KSTREAM-SOURCE")
-        g.add(SourceSpec(src, (topic,), self._key_serde, ChangeSerde(self._value_serde),
-                         internal=True))
-        m = materialized or Materialized()
-        store = m.store_name or f"{name}-STATE-STORE"
-        ks = m.key_serde if m.key_serde is not None else self._key_serde
-        vs = m.value_serde if m.value_serde is not None else value_serde
-        g.add(ProcessorSpec(name, functools.partial(
-            TableAggregateProcessor, store, initializer, adder, subtractor), (src,)))
-        g.add_store(m.builder(store, ks, vs), (name,))
-        return KTable(g, name, ks, vs, store)
-
-    def count(self, materialized: Materialized | None = None) -> KTable:
-        from kspark.serde import Serdes
-
-        return self._aggregate(lambda: 0, lambda k, v, agg: agg + 1, lambda k, v, agg: agg - 1,
-                               materialized, Serdes.Long())
-
-    def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
-               materialized: Materialized | None = None) -> KTable:
-        """``adder(agg, new_value)`` and ``subtractor(agg, old_value)``."""
-        return self._aggregate(lambda: None, lambda k, v, agg: v if agg is None else adder(agg, v),
-                               lambda k, v, agg: subtractor(agg, v), materialized,
-                               self._value_serde)
-
-    def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
-                  subtractor: Callable[[Any, Any, Any], Any],
-                  materialized: Materialized | None = None) -> KTable:
-        """``adder(key, value, agg)`` / ``subtractor(key, value, agg)`` from ``initializer()``."""
-        return self._aggregate(initializer, adder, subtractor, materialized, None)

@@ -28,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.async_.metrics import new_metrics
 from kspark._engine.async_.runtime import InlineRuntime, Outcome, RetryPolicy, ThreadRuntime
+from kspark.config import declared_default
 from kspark.errors import ProcessorError, TopologyError
 
 __all__ = ["AsyncProcessor", "AsyncStepProcessor", "AsyncContext", "check_async_options"]
@@ -117,7 +118,8 @@ class AsyncProcessor(Processor):
         self._async_context: AsyncContext = context
         self.runtime = context.async_runtime() or ThreadRuntime.shared()
         if self.max_in_flight is None:
-            self.max_in_flight = int(context.app_config().get("async.max.in.flight", 64))
+            key = "async.max.in.flight"
+            self.max_in_flight = int(context.app_config().get(key, declared_default(key)))
         self._limit: int = self.max_in_flight
         self.node_name = context.node_name()
         self.rng = random.Random(zlib.crc32(f"{context.task_id()}/{self.node_name}".encode()))

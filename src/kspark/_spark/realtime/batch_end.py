@@ -40,7 +40,7 @@ class BatchEnd:
                                  stable=False)
 
     def reached(self) -> bool:
-        from kspark._spark.state import admin_for
+        from kspark._host.restore import admin_for
 
         committed = self.committed()
         if any(committed.get(tp, 0) < o for tp, o in self.stop.items()):

@@ -25,7 +25,8 @@ from kspark._spark.realtime.checks import real_time_members, threads_for
 from kspark._spark.realtime.layout import task_specs
 from kspark._spark.realtime.stream_thread import Epoch, run_stream_thread
 from kspark._spark.realtime.thread_metrics import LiveTotals
-from kspark._spark.task_batch import StageContext
+from kspark._host.context import HostContext
+from kspark._host.progress import progress_of
 
 __all__ = ["RealTimeQuery", "RealTimeRunError", "real_time_query"]
 
@@ -79,7 +80,7 @@ def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
     specs = task_specs(plan, graph)
     threads = threads_for(config["num.stream.threads"], len(specs),
                           spark.sparkContext.defaultParallelism)
-    contexts = {m.sub_topology: StageContext(graph, config.as_dict(), m.stage_plan)
+    contexts = {m.sub_topology: HostContext(graph, config.as_dict(), m.stage_plan)
                 for m in members}
     epoch = Epoch("", threads, tuple(specs), tuple(sorted(kafka_sources(graph)[1].items())),
                   interval_ms, int(config["real_time.epoch.ms"]), 0,
@@ -94,7 +95,7 @@ def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
 class RealTimeQuery:
     """Epoch after epoch of stream threads running every sub-topology (``contexts``)."""
 
-    def __init__(self, spark: Any, contexts: dict[int, StageContext], epoch: Epoch,
+    def __init__(self, spark: Any, contexts: dict[int, HostContext], epoch: Epoch,
                  grace_s: float = 30.0):
         self.spark, self.contexts, self.grace_s = spark, contexts, grace_s
         self.ctx = next(iter(contexts.values()))  # the settings and id all share
@@ -188,7 +189,8 @@ class RealTimeQuery:
                                          stable=False).values())
         with self._metrics_lock:
             self._read_reports()
-            return {"batches": self.epochs, "position": position, **self.live.progress()}
+            live = self.live.progress()
+            return progress_of(self.epochs, position, live["lag"], live)
 
     def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
         """The running epoch's threads' latest metrics (see ``thread_metrics.py``)."""

@@ -2,14 +2,15 @@
 
 Thread ``i`` of ``n`` hosts every ``n``-th task of the topology (all sub-topologies, see
 ``layout.py``), the same ones in every epoch (a sticky assignment). It opens them
-(:class:`LiveTask`), assigns its consumer their input partitions (Kafka and repartition
-topics) at the group's committed offsets, then runs Kafka Streams' loop: poll → hand each
-task its records → process the tasks whose every input partition has records or is read
-to its end (so records are picked by head timestamp across partitions) → punctuate on the
-wall clock → every ``commit.interval.ms`` commit every task, and every
-``repartition.purge.interval.ms`` delete the repartition records committed. It commits a
-last time and ends when the epoch is over or the driver asks the run to stop. Any failure
-aborts every task's interval (their transactions) and fails the Spark task, naming the task."""
+(``_host/task.py``: :class:`HostedTask`, the one task lifecycle of both modes), assigns its
+consumer their input partitions (Kafka and repartition topics) at the group's committed
+offsets, then runs Kafka Streams' loop: poll → hand each task its records → process the
+tasks whose every input partition has records or is read to its end (so records are picked
+by head timestamp across partitions) → punctuate on the wall clock → every
+``commit.interval.ms`` commit every task, and every ``repartition.purge.interval.ms`` delete
+the repartition records committed. It commits a last time and ends when the epoch is over or
+the driver asks the run to stop. Any failure aborts every task's interval (their
+transactions) and fails the Spark task, naming the task."""
 
 from __future__ import annotations
 
@@ -21,19 +22,23 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from kspark._engine.async_.metrics import async_metrics, merge_metrics
 from kspark._engine.nodes import RawRecord
+from kspark._kafka.records import raw_record
 from kspark._kafka.clients import committed_offsets
 from kspark._kafka.stream_thread_clients import MetricsSender, StopWatch, thread_consumer
 from kspark._spark.realtime.layout import TaskSpec
-from kspark._spark.realtime.live_task import LiveTask
-from kspark._spark.realtime.thread_metrics import ThreadMeter
-from kspark._spark.state import admin_for
-from kspark._spark.task_batch import StageContext
+from kspark._spark.realtime.partition_group import PartitionGroup
+from kspark._spark.routing import RoutingCollector
+from kspark._spark.realtime.thread_metrics import ThreadReporter
+from kspark._host.context import HostContext
+from kspark._host.kafka_io import kafka_hosted_task
+from kspark._host.restore import admin_for
+from kspark._host.task import HostedTask
 from kspark._worker import registry
 from kspark.errors import KSparkError, StreamsError
 
-__all__ = ["Epoch", "run_stream_thread", "thread_identity", "assign_threads", "local_state"]
+__all__ = ["Epoch", "run_stream_thread", "open_live_task", "thread_identity", "assign_threads",
+           "local_state"]
 
 log = logging.getLogger("kspark")
 TP = tuple[str, int]
@@ -58,7 +63,7 @@ class Epoch:
         return self.tasks[index::self.threads]
 
 
-def run_stream_thread(contexts: dict[int, StageContext], slot: int,
+def run_stream_thread(contexts: dict[int, HostContext], slot: int,
                       epoch: Epoch) -> dict[str, Any]:
     """Run one thread for one epoch in Spark task ``slot`` of the epoch's barrier stage
     (``contexts``: per sub-topology); its counts (records in and out, commits)."""
@@ -70,17 +75,17 @@ def run_stream_thread(contexts: dict[int, StageContext], slot: int,
     # must not take the committed records of the attempt before for its own (a restore
     # skips the records stamped by its own run: see recovery.stamped_by_this_batch_or_later)
     attempt_run = f"{epoch.run}.{uuid.uuid4().hex[:8]}"
-    tasks = {s: LiveTask(contexts[s.sub_topology], s.partition, attempt_run, s.sources)
-             for s in specs}
+    tasks: dict[TaskSpec, HostedTask] = {}
     watch = StopWatch(ctx.settings, ctx.app_id, epoch.control_begin, epoch.run)
     sender = MetricsSender(ctx.settings, ctx.app_id, epoch.run)
     consumer = None
     globals_ = _Globals(ctx, epoch) if ctx.graph.global_stores else None
-    reporter = _Reporter(index, epoch, sender)
+    reporter = ThreadReporter(index, epoch, sender)
     try:
         stores = None if globals_ is None else globals_.refresh().read_only()
-        for t in tasks.values():
-            t.open(stores)
+        for s in specs:
+            tasks[s] = open_live_task(contexts[s.sub_topology], s.partition, attempt_run,
+                                      stores)
         consumer = _assign(ctx, index, epoch, specs)
         _Loop(consumer, tasks, watch, epoch, ctx, reporter, globals_).run()
     except BaseException as e:
@@ -91,14 +96,21 @@ def run_stream_thread(contexts: dict[int, StageContext], slot: int,
         if consumer is not None:
             consumer.close()
     for t in tasks.values():
-        t.close()
-    return {"thread": index, "records_in": sum(t.read for t in tasks.values()),
-            "records_out": sum(t.sent for t in tasks.values()),
-            "commits": sum(t.commits for t in tasks.values()),
-            "tasks_kept": sum(t.kept for t in tasks.values()),
-            "restored_records": sum(t.restored for t in tasks.values()),
-            "task_restores": sum(t.restored > 0 for t in tasks.values()),
-            "task_moves": sum(t.moved for t in tasks.values()), "async": reporter.async_raw}
+        reporter.add(t.release())
+    return {"thread": index, **reporter.counts(),
+            "tasks_kept": sum(t.kept for t in tasks.values()), "async": reporter.async_raw}
+
+
+def open_live_task(ctx: HostContext, partition: int, run: str,
+                   global_stores: Any = None) -> HostedTask:
+    """Task ``partition`` of ``ctx``'s sub-topology, opened for run ``run`` (exactly-once:
+    fencing every older attempt), its fed-topic records going to Kafka (repartition
+    topics)."""
+    task = kafka_hosted_task(ctx, partition)
+    producer = task.open((run, 0), fence=True)
+    task.acquire(RoutingCollector(producer, ctx.plan, partition, shuffled=False,
+                                  changelogs=ctx.changelogs), global_stores)
+    return task
 
 
 def thread_identity(app_id: str, slot: int, epoch: Epoch, state_dir: str) -> int:
@@ -168,7 +180,7 @@ def assign_threads(claims: list[list[Any]], threads: int) -> dict[int, int]:
     return out
 
 
-def _assign(ctx: StageContext, index: int, epoch: Epoch, specs: tuple[TaskSpec, ...]) -> Any:
+def _assign(ctx: HostContext, index: int, epoch: Epoch, specs: tuple[TaskSpec, ...]) -> Any:
     """The thread's consumer, assigned its tasks' partitions at the group's committed
     offsets (after the tasks opened: under exactly-once their fencing ended any older
     attempt's transaction first), else each topic's reset policy."""
@@ -189,13 +201,14 @@ class _Loop:
     process the tasks that are ready, punctuate; commit every interval and purge the
     committed repartition records every ``purge_ms``; end at the epoch's end or a stop."""
 
-    def __init__(self, consumer: Any, tasks: dict[TaskSpec, LiveTask], watch: StopWatch,
-                 epoch: Epoch, ctx: StageContext, reporter: _Reporter,
+    def __init__(self, consumer: Any, tasks: dict[TaskSpec, HostedTask], watch: StopWatch,
+                 epoch: Epoch, ctx: HostContext, reporter: ThreadReporter,
                  globals_: _Globals | None = None):
         self.consumer, self.tasks, self.watch, self.epoch, self.ctx = (
             consumer, tasks, watch, epoch, ctx)
         self.reporter, self.globals = reporter, globals_
-        self.owner = {tp: t for s, t in tasks.items() for tp in s.sources}
+        self.groups = {s: PartitionGroup(s.sources) for s in tasks}
+        self.owner = {tp: s for s in tasks for tp in s.sources}
         self.at_end: dict[TP, int] = {}  # partitions with nothing to fetch now: their end
         self.purged: dict[TP, int] = {}
         self.stop = dict(epoch.stop)  # a batch run: nothing at or after these is processed
@@ -209,9 +222,8 @@ class _Loop:
             if self.globals is not None:
                 self.globals.maybe_refresh()
             self.poll(max(0.0, min(0.05, next_commit - time.monotonic())))
-            for t in self.tasks.values():
-                if t.ready(self.at_end):
-                    t.feed_pending()
+            for s, t in self.tasks.items():
+                self.feed(s, t)
                 t.punctuate()
             now = time.monotonic()
             stopping = now >= end or self.watch.stopped()
@@ -231,13 +243,16 @@ class _Loop:
         nothing held: it commits at once rather than at the next interval, so the run ends
         without waiting for the timer (a commit with nothing new does nothing)."""
         return bool(self.stop) and len(self.at_end) == len(self.owner) and not any(
-            t.pending for t in self.tasks.values())
+            g.pending for g in self.groups.values())
 
     def commit(self) -> None:
         """Commit every task (a commit round), timed for the metrics."""
         began = time.monotonic()
         self.settle()
-        if sum(t.commit() for t in self.tasks.values()):
+        done = [m for m in (t.commit() for t in self.tasks.values()) if m is not None]
+        for m in done:
+            self.reporter.add(m)
+        if done:
             self.reporter.meter.committed(time.monotonic() - began)
 
     def lag(self) -> dict[TP, int]:
@@ -246,7 +261,8 @@ class _Loop:
         from confluent_kafka import TopicPartition
 
         out = {}
-        for tp, task in self.owner.items():
+        for tp, spec in self.owner.items():
+            task = self.tasks[spec]
             _, high = self.consumer.get_watermark_offsets(TopicPartition(*tp), cached=True)
             position = task.inputs.get(tp, self.at_end.get(tp))
             if high is not None and high >= 0 and position is not None:
@@ -270,10 +286,17 @@ class _Loop:
                 self.reached_stop(tp)
                 continue
             self.at_end.pop(tp, None)
-            by_tp[tp].append(RawRecord(tp[0], tp[1], m.offset(), m.timestamp()[1], m.key(),
-                                       m.value(), tuple(m.headers() or ())))
+            by_tp[tp].append(raw_record(m))
         for tp, records in by_tp.items():
-            self.owner[tp].add(records)
+            self.groups[self.owner[tp]].add(records)
+
+    def feed(self, spec: TaskSpec, task: HostedTask) -> None:
+        """Process what ``task`` holds once its partition group is ready."""
+        group = self.groups[spec]
+        if group.ready(self.at_end):
+            task.feed(group.take())
+            for tp, position in group.positions.items():
+                task.advance(tp, position)
 
     def reached_stop(self, tp: TP) -> None:
         """A batch run's partition got to its stop offset: it is read no further (paused),
@@ -288,9 +311,9 @@ class _Loop:
         any transaction marker, as Kafka Streams commits the consumer's position), so the
         group's lag reads 0."""
         for tp, end in self.at_end.items():
-            task = self.owner[tp]
-            if tp not in task.pending:
-                task.advance(tp, end)
+            spec = self.owner[tp]
+            if tp not in self.groups[spec].pending:
+                self.tasks[spec].advance(tp, end)
 
     def purge(self) -> None:
         """Delete the repartition records the tasks have committed (as Kafka Streams does
@@ -312,7 +335,7 @@ class _Globals:
     brought to the global topics' current ends before the thread's tasks open and then every
     commit interval, at least every second: Kafka Streams' global thread, between polls."""
 
-    def __init__(self, ctx: StageContext, epoch: Epoch):
+    def __init__(self, ctx: HostContext, epoch: Epoch):
         self.ctx = ctx
         counts = ctx.plan.partition_counts
         self.tps = [(t, p) for t in ctx.graph.global_topics() for p in range(counts[t])]
@@ -334,35 +357,6 @@ class _Globals:
             self.refresh()
 
 
-class _Reporter:
-    """Sends the thread's live metrics (see ``thread_metrics.py``) every commit interval,
-    at least every 5 s, and when the thread ends."""
-
-    def __init__(self, index: int, epoch: Epoch, sender: MetricsSender):
-        self.sender = sender
-        self.meter = ThreadMeter(index, min(epoch.interval_ms / 1000, 5.0), time.monotonic())
-        self.async_raw: dict[str, dict[str, float]] = {}  # the epoch's async counters
-
-    def maybe_report(self, loop: _Loop, last: bool) -> None:
-        now = time.monotonic()
-        if not (last or self.meter.due(now)):
-            return
-        tasks = loop.tasks.values()
-        in_flight: dict[str, float] = {}  # now, not the epoch's peak
-        for t in tasks:
-            if t.task is not None and t.task.async_nodes:
-                taken = async_metrics(t.task, take=True)
-                merge_metrics(self.async_raw, taken)
-                for name, m in taken.items():
-                    in_flight[name] = in_flight.get(name, 0) + m["in_flight"]
-        for name, n in in_flight.items():
-            self.async_raw[name]["in_flight"] = n
-        report = self.meter.report(
-            sum(t.read for t in tasks), sum(t.collector.sent for t in tasks),
-            sum(t.commits for t in tasks), loop.lag(), now)
-        self.sender.send({**report, "async": self.async_raw})
-
-
 def _poll(consumer: Any, wait_s: float) -> list[Any]:
     """What has arrived, up to 2,000 records: waits up to ``wait_s`` for the first only
     (``consume(n, timeout)`` would wait the whole timeout unless ``n`` arrived)."""
@@ -370,7 +364,7 @@ def _poll(consumer: Any, wait_s: float) -> list[Any]:
     return [] if first is None else [first, *consumer.consume(1999, 0)]
 
 
-def _failed(tasks: list[LiveTask], error: BaseException) -> BaseException:
+def _failed(tasks: list[HostedTask], error: BaseException) -> BaseException:
     """Abort every task's interval; the error to raise, naming the task when it is not a
     kspark error already."""
     causes = [t.abort(error) for t in tasks]

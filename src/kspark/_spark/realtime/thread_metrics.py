@@ -25,13 +25,15 @@ Example:
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from kspark._engine.async_.metrics import merge_metrics, summarize_metrics
+from kspark._engine.async_.metrics import async_metrics, merge_metrics, summarize_metrics
+from kspark._host.metrics import TaskMetrics
 
-__all__ = ["ThreadMeter", "LiveTotals", "COUNTS"]
+__all__ = ["ThreadMeter", "LiveTotals", "ThreadReporter", "COUNTS"]
 
-COUNTS = ("records_in", "records_out", "commits")
+COUNTS = ("records_in", "records_out", "changelog_records", "commits")
 # counted when an epoch ends: what opening its tasks cost (restores) and tasks that moved
 EPOCH_COUNTS = ("restored_records", "task_restores", "task_moves")
 
@@ -54,8 +56,11 @@ class ThreadMeter:
         return now - self._last_at >= self.every_s
 
     def report(self, records_in: int, records_out: int, commits: int,
-               lag: dict[tuple[str, int], int], now: float) -> dict[str, Any]:
-        """The report (a JSON-able dict), and the start of the next window."""
+               lag: dict[tuple[str, int], int], now: float,
+               committed: dict[str, int] | None = None) -> dict[str, Any]:
+        """The report (a JSON-able dict), and the start of the next window. ``committed``:
+        the thread's counts of its commits so far (:data:`COUNTS` and :data:`EPOCH_COUNTS`),
+        what the driver keeps of an epoch that is lost before it returns."""
         took = max(now - self._last_at, 1e-9)
         if self._commit_s:  # else the last window's figures stand
             latencies = self._commit_s
@@ -66,7 +71,8 @@ class ThreadMeter:
                "process_rate": round((records_in - self._last_in) / took, 1),
                "commit_latency_avg_ms": self._latency[0],
                "commit_latency_max_ms": self._latency[1],
-               "lag": {f"{t}:{p}": n for (t, p), n in sorted(lag.items())}}
+               "lag": {f"{t}:{p}": n for (t, p), n in sorted(lag.items())},
+               "committed": dict(committed or {})}
         self._last_at, self._last_in, self._commit_s = now, records_in, []
         return out
 
@@ -89,12 +95,16 @@ class LiveTotals:
 
     def end_epoch(self, run: str, rows: list[dict[str, Any]]) -> None:
         """Epoch ``run`` returned ``rows`` (each thread's final counts, and how many of its
-        tasks it kept from its previous epoch)."""
+        tasks it kept from its previous epoch); a lost epoch returns none, and what its
+        threads last reported as committed counts instead."""
+        if not rows:
+            rows = [r["committed"] for k, r in self.live.items()
+                    if k[0] == run and r.get("committed")]
         self.ended.add(run)
         self.live = {k: v for k, v in self.live.items() if k[0] != run}
         for row in rows:
             for k in COUNTS:
-                self.finished[k] += int(row[k])
+                self.finished[k] += int(row.get(k, 0))
             self.tasks_kept += int(row.get("tasks_kept", 0))
             for k in EPOCH_COUNTS:
                 self.opened[k] += int(row.get(k, 0))
@@ -105,7 +115,7 @@ class LiveTotals:
         finished epochs kept open from the epoch before, and what opening the tasks of
         finished epochs cost: records restored, tasks that restored any, tasks that moved."""
         live = list(self.live.values())
-        out = {k: self.finished[k] + sum(int(r[k]) for r in live) for k in COUNTS}
+        out = {k: self.finished[k] + sum(int(r.get(k, 0)) for r in live) for k in COUNTS}
         out["lag"] = sum(int(n) for r in live for n in r["lag"].values())
         out["tasks_kept"] = self.tasks_kept
         out.update(self.opened)
@@ -121,7 +131,8 @@ class LiveTotals:
         in_flight: dict[str, float] = {}  # now: the sum of the threads' latest reports
         for (_, thread), r in sorted(self.live.items(), key=lambda kv: kv[0][1]):
             threads[f"stream-thread-{thread}"] = {
-                k: float(v) for k, v in r.items() if k not in ("thread", "lag", "async")}
+                k: float(v) for k, v in r.items()
+                if k not in ("thread", "lag", "async", "committed")}
             merge_metrics(raw, r.get("async", {}))
             for name, m in r.get("async", {}).items():
                 in_flight[name] = in_flight.get(name, 0) + m["in_flight"]
@@ -131,3 +142,48 @@ class LiveTotals:
         for name, m in raw.items():
             m["in_flight"] = in_flight.get(name, 0)
         return {"stream_threads": threads, "lag": lag, "async": summarize_metrics(raw)}
+
+
+class ThreadReporter:
+    """Sends a thread's live metrics (a :class:`ThreadMeter` report) through ``sender``
+    every commit interval, at least every 5 s, and when the thread ends; sums its tasks'
+    commits (``TaskMetrics``) for the epoch's final row."""
+
+    def __init__(self, index: int, epoch: Any, sender: Any):
+        self.sender = sender
+        self.meter = ThreadMeter(index, min(epoch.interval_ms / 1000, 5.0), time.monotonic())
+        self.async_raw: dict[str, dict[str, float]] = {}  # the epoch's async counters
+        self.committed = TaskMetrics()  # the thread's commits' counts
+
+    def add(self, done: TaskMetrics) -> None:
+        """A task committed ``done`` (its async counters join the live ones)."""
+        merge_metrics(self.async_raw, done.async_)
+        done.async_ = {}
+        self.committed.add(done)
+
+    def counts(self) -> dict[str, int]:
+        """The thread's counts of its commits (see ``thread_metrics.COUNTS``)."""
+        c = self.committed
+        return {"records_in": c.records_in, "records_out": c.records_out,
+                "changelog_records": c.changelog_records, "commits": c.commits,
+                "restored_records": c.restored_records, "task_restores": c.restores,
+                "task_moves": c.moves}
+
+    def maybe_report(self, loop: Any, last: bool) -> None:
+        now = time.monotonic()
+        if not (last or self.meter.due(now)):
+            return
+        tasks = loop.tasks.values()
+        in_flight: dict[str, float] = {}  # now, not the epoch's peak
+        for t in tasks:
+            if t.task is not None and t.task.async_nodes:
+                taken = async_metrics(t.task, take=True)
+                merge_metrics(self.async_raw, taken)
+                for name, m in taken.items():
+                    in_flight[name] = in_flight.get(name, 0) + m["in_flight"]
+        for name, n in in_flight.items():
+            self.async_raw[name]["in_flight"] = n
+        report = self.meter.report(
+            sum(t.read for t in tasks), sum(t.collector.sent - t.collector.logged for t in tasks),
+            sum(t.commits for t in tasks), loop.lag(), now, self.counts())
+        self.sender.send({**report, "async": self.async_raw})

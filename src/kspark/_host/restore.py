@@ -38,7 +38,7 @@ from kspark._kafka.admin import Admin
 from kspark._kafka.changelog_reader import KafkaChangelogReader
 from kspark._kafka.clients import read_range
 from kspark._kafka.settings import as_settings
-from kspark._spark.host_state import TaskHostState
+from kspark._host.state import TaskHostState
 from kspark._worker import registry
 from kspark.config import EXACTLY_ONCE_V2
 from kspark.errors import CorruptStateError

@@ -1,0 +1,79 @@
+"""The task runtime's decisions, as small pure functions (their tests: ``test_host_rules.py``).
+
+==========================================  =============================================
+what a worker finds when a task opens        what happens
+==========================================  =============================================
+it kept the task, and the task's marker in   the kept task runs on (:func:`keep_if_current`)
+Kafka is the kept task's last commit, and
+its changelogs end where it left them
+Kafka holds another task's marker (another   the kept task is closed; a new one is built
+worker committed since)                      and restored from the changelogs
+Kafka holds no marker, but the kept task     closed: the application was reset (or its
+committed one                                group's offsets deleted); its stores and
+                                             stream time are of before the reset
+a changelog moved past where the kept task   closed (another worker wrote it since)
+left it
+the batch is one this task committed (Spark  closed: its stores already hold the batch
+runs it again)
+==========================================  =============================================
+
+The commit is one order in both execution modes (:data:`COMMIT_STEPS`), Kafka Streams'
+``prepareCommit`` / commit / ``postCommit``: the checkpoint is invalidated and the stores
+and output flushed; then the transaction (exactly-once) or the input offsets with the
+marker (at-least-once) are committed; only then does the host record the marker as the
+task's last commit (it records what Kafka holds, never what it hopes to write); last, the
+stores are checkpointed. A crash before the commit leaves no marker and no checkpoint; a
+crash between the commit and the checkpoint leaves the marker and no checkpoint, so the
+next owner restores from the changelogs. Either way no stale local state survives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["COMMIT_STEPS", "same_commit", "keep_if_current"]
+
+TP = tuple[str, int]
+
+# The one commit order (see the module docstring); HostedTask.commit follows it.
+COMMIT_STEPS = ("invalidate_checkpoint", "flush", "commit", "record_marker", "checkpoint")
+
+
+def same_commit(mine: Any, committed: Any) -> bool:
+    """Whether ``committed`` (the task's marker in Kafka, or None) is the commit ``mine``
+    (the marker a kept task recorded last, or None) made: the same batch by the same
+    producer. Neither having committed counts as the same.
+
+    Example:
+        >>> from kspark._kafka.transactions import Marker
+        >>> a = Marker("q", 3, None, None, producer="p1")
+        >>> same_commit(a, a), same_commit(a, Marker("q", 3, None, None, producer="p2"))
+        (True, False)
+        >>> same_commit(None, None), same_commit(a, None), same_commit(None, a)
+        (True, False, False)
+    """
+    if mine is None or committed is None:
+        return mine is None and committed is None
+    return (mine.query, mine.batch, mine.producer) == (committed.query, committed.batch,
+                                                         committed.producer)
+
+
+def keep_if_current(mine: Any, committed: Any, kept_ends: Mapping[TP, int],
+                    ends_now: Callable[[], Mapping[TP, int]], again: bool = False) -> bool:
+    """Whether a worker may run on with the task it kept: it made the task's last commit
+    (:func:`same_commit`), its changelogs still end where it left them (``ends_now`` is
+    asked only then: it reads Kafka), and the batch to run is not one it committed
+    already (``again``). One rule for both execution modes.
+
+    Example:
+        >>> from kspark._kafka.transactions import Marker
+        >>> m = Marker("q", 3, None, None, producer="p1")
+        >>> keep_if_current(m, m, {("c", 0): 5}, lambda: {("c", 0): 5})
+        True
+        >>> keep_if_current(m, None, {}, lambda: {})  # Kafka forgot it: a reset
+        False
+    """
+    if again or not same_commit(mine, committed):
+        return False
+    return not kept_ends or dict(ends_now()) == dict(kept_ends)

@@ -1,0 +1,87 @@
+"""The application's consumer group: a worker's group reader, committing a task's input
+offsets (with its marker as metadata) and reading what the group has committed.
+
+Example (needs a broker, so not run as a doctest)::
+
+    commit_offsets(config, "app", {("orders", 0): 120}, marker=(("orders", 0), encoded))
+    committed_offsets(config, "app", [("orders", 0)])   # {("orders", 0): 120}
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from kspark._kafka.factory import new_consumer
+from kspark._kafka.security_errors import authorization_for, check_client
+from kspark._kafka.settings import ClientSettings, as_settings
+from kspark._worker import registry
+from kspark.errors import SinkWriteError
+
+__all__ = ["group_reader", "commit_offsets", "committed_offsets"]
+
+
+def group_reader(where: ClientSettings | str, app_id: str) -> Consumer:
+    """A consumer of the group ``app_id`` (never subscribed), one per worker process: reads
+    committed markers (read_committed, so a pending transaction's offsets are waited for)
+    and gives the group metadata that transactions commit offsets with."""
+    settings = as_settings(where)
+    return registry().get("groups", (app_id, settings), lambda: new_consumer(settings.conf(
+        "consumer", "group", {"group.id": app_id, "enable.auto.commit": False,
+                              "isolation.level": "read_committed"}), f"group {app_id}"))
+
+
+def commit_offsets(where: ClientSettings | str, app_id: str,
+                   offsets: Mapping[tuple[str, int], int],
+                   marker: tuple[tuple[str, int], str] | None = None) -> None:
+    """Commit a task's input offsets to the group ``app_id`` (at-least-once: after the
+    batch's output is written; exactly-once commits them in the task's transaction), and
+    with them ``marker``: (its topic-partition, the encoded marker with the task's progress)
+    as offset metadata, in the same request."""
+    tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+    if marker is not None:
+        tps.append(TopicPartition(*marker[0], 0, metadata=marker[1]))
+    if not tps:
+        return
+    settings = as_settings(where)
+    try:
+        group_reader(settings, app_id).commit(offsets=tps, asynchronous=False)
+    except KafkaException as e:
+        err = e.args[0]
+        denied = authorization_for(settings, err.code(), err.str(),
+                                   {"GROUP": (app_id, "READ", False),
+                                    "TOPIC": (tps[0].topic, "READ", False)})
+        if denied is not None:
+            raise denied from None
+        raise SinkWriteError(f"committing input offsets {dict(offsets)} to consumer group "
+                             f"{app_id!r} failed: {e.args[0].str()}") from None
+
+
+def committed_offsets(where: ClientSettings | str, app_id: str,
+                      partitions: list[tuple[str, int]],
+                      timeout_s: float = 30.0, stable: bool = True) -> dict[tuple[str, int], int]:
+    """The offsets the group ``app_id`` has committed for ``partitions`` (those it has).
+
+    ``stable``: wait for an open transaction that commits offsets of the group to end (else
+    the offsets before it are returned at once)."""
+    settings = as_settings(where)
+    c = new_consumer(settings.conf("consumer", "offsets", {
+        "group.id": app_id, "enable.auto.commit": False,
+        "isolation.level": "read_committed" if stable else "read_uncommitted"}),
+        f"group {app_id}")
+    started = time.monotonic()
+    try:
+        found = c.committed([TopicPartition(t, p) for t, p in partitions], timeout=timeout_s)
+    except KafkaException as e:
+        err = e.args[0]
+        denied = authorization_for(settings, err.code(), err.str(),
+                                   {"GROUP": (app_id, "DESCRIBE", False)})
+        if denied is not None:
+            raise denied from None
+        check_client(settings, c, started)
+        raise
+    finally:
+        c.close()
+    return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}

@@ -1,0 +1,79 @@
+"""KGroupedTable: a table's rows re-grouped by a new key, ready to aggregate into a KTable
+that adds each new row and subtracts the row it replaces."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kspark._engine.tables import processors as tables
+from kspark._graph.graph import ProcessorSpec
+from kspark.dsl._upstream import Upstream
+from kspark.dsl.materialized import Materialized
+
+if TYPE_CHECKING:
+    from kspark.dsl.ktable import KTable
+
+__all__ = ["KGroupedTable"]
+
+
+class KGroupedTable:
+    """A re-grouped table: aggregations add new rows and subtract replaced or deleted ones.
+
+    Example:
+        >>> from kspark import StreamsBuilder, Serdes
+        >>> b = StreamsBuilder()
+        >>> users = b.table("users", key_serde=Serdes.String(), value_serde=Serdes.String())
+        >>> per_city = users.group_by(lambda user, city: (city, user)).count()
+    """
+
+    def __init__(self, table: Upstream, selector: Callable, key_serde: Any, value_serde: Any):
+        self._table, self._selector = table, selector  # the table regrouped, and how
+        self._key_serde, self._value_serde = key_serde, value_serde  # of the regrouped rows
+
+    def _aggregate(self, initializer: Callable[[], Any], adder: Callable, subtractor: Callable,
+                   materialized: Materialized | None, value_serde: Any) -> KTable:
+        from kspark._engine.tables.change import ChangeSerde
+        from kspark._engine.tables.processors import TableAggregateProcessor
+        from kspark._graph.graph import SinkSpec, SourceSpec
+        from kspark.dsl.ktable import KTable
+
+        g = self._table.graph
+        select = g.next_name("KTABLE-SELECT")
+        g.add(ProcessorSpec(select, functools.partial(tables.TableGroupByProcessor, self._selector),
+                            (self._table.node,), key_changing=True))
+        name = g.next_name("KTABLE-AGGREGATE")
+        topic = f"{name}-repartition"
+        g.add(SinkSpec(g.next_name("KSTREAM-SINK"), topic, (select,), self._key_serde,
+                       ChangeSerde(self._value_serde), internal=True))
+        src = g.next_name("KSTREAM-SOURCE")
+        g.add(SourceSpec(src, (topic,), self._key_serde, ChangeSerde(self._value_serde),
+                         internal=True))
+        m = materialized or Materialized()
+        store = m.store_name or f"{name}-STATE-STORE"
+        ks = m.key_serde if m.key_serde is not None else self._key_serde
+        vs = m.value_serde if m.value_serde is not None else value_serde
+        g.add(ProcessorSpec(name, functools.partial(
+            TableAggregateProcessor, store, initializer, adder, subtractor), (src,)))
+        g.add_store(m.builder(store, ks, vs), (name,))
+        return KTable(g, name, ks, vs, store)
+
+    def count(self, materialized: Materialized | None = None) -> KTable:
+        from kspark.serde import Serdes
+
+        return self._aggregate(lambda: 0, lambda k, v, agg: agg + 1, lambda k, v, agg: agg - 1,
+                               materialized, Serdes.Long())
+
+    def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
+               materialized: Materialized | None = None) -> KTable:
+        """``adder(agg, new_value)`` and ``subtractor(agg, old_value)``."""
+        return self._aggregate(lambda: None, lambda k, v, agg: v if agg is None else adder(agg, v),
+                               lambda k, v, agg: subtractor(agg, v), materialized,
+                               self._value_serde)
+
+    def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
+                  subtractor: Callable[[Any, Any, Any], Any],
+                  materialized: Materialized | None = None) -> KTable:
+        """``adder(key, value, agg)`` / ``subtractor(key, value, agg)`` from ``initializer()``."""
+        return self._aggregate(initializer, adder, subtractor, materialized, None)

@@ -1,0 +1,50 @@
+"""The task runtime's decisions (``_host/rules.py``), one test per rule of its table."""
+
+from kspark._host.rules import COMMIT_STEPS, keep_if_current, same_commit
+from kspark._kafka.transactions import Marker
+
+MINE = Marker("q", 3, None, None, producer="p1", where="h:/s")
+ENDS = {("app-counts-changelog", 0): 12}
+
+
+def _never():
+    raise AssertionError("Kafka is read only when the commits agree")
+
+
+def test_a_kept_task_that_made_the_last_commit_with_unmoved_changelogs_runs_on():
+    assert keep_if_current(MINE, MINE, ENDS, lambda: dict(ENDS))
+
+
+def test_a_kept_task_without_logged_stores_needs_no_changelog_read():
+    assert keep_if_current(MINE, MINE, {}, _never)
+
+
+def test_another_workers_commit_since_closes_the_kept_task():
+    theirs = Marker("q", 4, None, None, producer="p2")
+    assert not keep_if_current(MINE, theirs, ENDS, _never)
+
+
+def test_the_same_batch_by_another_producer_is_another_commit():
+    assert not same_commit(MINE, Marker("q", 3, None, None, producer="p2"))
+
+
+def test_no_marker_in_kafka_after_a_reset_closes_a_kept_task_that_committed_one():
+    assert not keep_if_current(MINE, None, ENDS, _never)
+
+
+def test_neither_having_committed_counts_as_the_same():
+    assert same_commit(None, None) and keep_if_current(None, None, {}, _never)
+
+
+def test_a_changelog_moved_past_the_kept_end_closes_the_kept_task():
+    assert not keep_if_current(MINE, MINE, ENDS, lambda: {("app-counts-changelog", 0): 13})
+
+
+def test_a_batch_the_task_committed_already_closes_the_kept_task():
+    assert not keep_if_current(MINE, MINE, ENDS, _never, again=True)
+
+
+def test_the_marker_is_recorded_after_the_commit_and_before_the_checkpoint():
+    assert COMMIT_STEPS.index("commit") < COMMIT_STEPS.index("record_marker") \
+        < COMMIT_STEPS.index("checkpoint")
+    assert COMMIT_STEPS[:2] == ("invalidate_checkpoint", "flush")
