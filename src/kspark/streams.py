@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kspark._host.runner import Runner
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsError
 from kspark.processor.topology import Topology
@@ -34,7 +35,7 @@ class KafkaStreams:
         self.config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
         self._topology = topology
         self._spark = spark
-        self._app: Any = None
+        self._app: Runner | None = None  # the one protocol of every execution mode
         self._state = "CREATED"
 
     def start(self) -> None:

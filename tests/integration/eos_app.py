@@ -9,13 +9,21 @@ count, sum, min and max of the values (a RocksDB store, caching off), emitted to
 ``started`` and then ``batches N`` as micro-batches complete; exits 0 when the input present
 at start is consumed (``autostop.at=eol``; ``--mode real_time``: once the consumer group
 has committed it, then it closes the application).
+
+``--hold-after-commit DIR``: the first task to commit a batch >= 1 writes ``DIR/held``
+(JSON: task, batch) right after its commit and waits until ``DIR/release`` exists (at most
+10 minutes): a test sees a file, not a moment, when a task has committed a batch that Spark
+has not (the batch cannot end while that task waits).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import time
+from dataclasses import dataclass
 
 from kspark import KafkaStreams, Materialized, Serdes, StreamsBuilder, spark_session
 from kspark.state import Stores
@@ -59,6 +67,35 @@ def config(bootstrap: str, app_id: str, state_dir: str, guarantee: str,
     return cfg
 
 
+@dataclass(frozen=True)
+class HoldAfterCommit:
+    """An ``after_commit`` task hook: see ``--hold-after-commit`` in the module."""
+
+    hold_dir: str
+    first_batch: int = 1
+
+    def __call__(self, task_id: str, batch: tuple[str, int] | None, attempt: int) -> None:
+        if batch is None or batch[1] < self.first_batch:
+            return
+        marker = os.path.join(self.hold_dir, "held")
+        if os.path.exists(marker):
+            return
+        tmp = f"{marker}.{os.getpid()}.{time.monotonic_ns()}"
+        with open(tmp, "w") as f:
+            json.dump({"task": task_id, "batch": batch[1], "pid": os.getpid()}, f)
+        try:
+            os.link(tmp, marker)  # atomic, and only one task's: the others pass
+        except FileExistsError:
+            return
+        finally:
+            os.unlink(tmp)
+        deadline = time.monotonic() + 600
+        while not os.path.exists(os.path.join(self.hold_dir, "release")):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.1)
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     for name in ("bootstrap", "src", "app_id", "state_dir"):
@@ -74,14 +111,21 @@ def main(argv: list[str]) -> int:
                     "committed, then closes")
     ap.add_argument("--fail-after-commit", default=None,
                     help="'<task id>:<batch id>': that task's first attempt fails after its commit")
+    ap.add_argument("--hold-after-commit", default=None, metavar="DIR",
+                    help="the first task to commit a batch >= 1 then waits for DIR/release")
     a = ap.parse_args(argv)
     spark = spark_session({"spark.master": a.master, "spark.ui.enabled": "false",
                            "spark.task.maxFailures": "8", "spark.sql.shuffle.partitions": "2"})
-    if a.fail_after_commit:
+    if a.fail_after_commit and a.hold_after_commit:
+        ap.error("--fail-after-commit and --hold-after-commit exclude each other")
+    if a.fail_after_commit or a.hold_after_commit:
         from kspark._host.hooks import FailAfterCommit, TaskHooks, install_task_hooks
+        # by its importable name, not __main__'s, for the workers
+        from tests.integration.eos_app import HoldAfterCommit
 
         install_task_hooks(TaskHooks(after_commit=FailAfterCommit(
-            tuple(a.fail_after_commit.split(",")))))
+            tuple(a.fail_after_commit.split(","))) if a.fail_after_commit
+            else HoldAfterCommit(a.hold_after_commit)))
     cfg = config(a.bootstrap, a.app_id, a.state_dir, a.guarantee, a.max_offsets, a.mode)
     if a.checkpoint and a.mode == "micro_batch":
         cfg["checkpoint.location"] = a.checkpoint

@@ -24,12 +24,14 @@ S, I = Serdes.String(), Serdes.Integer()
 
 class _Service(ThreadingHTTPServer):
     """GET /enrich?v=N answers ``e<N>`` after ``latency_s``; every ``fail_every``-th request
-    gets a 500 instead."""
+    gets a 500 instead. Requests after the ``hold_after``-th wait (in flight) until
+    ``release`` is set (at most 5 minutes)."""
 
     daemon_threads = True
 
-    def __init__(self, latency_s: float, fail_every: int):
-        self.latency_s, self.fail_every = latency_s, fail_every
+    def __init__(self, latency_s: float, fail_every: int, hold_after: int | None = None):
+        self.latency_s, self.fail_every, self.hold_after = latency_s, fail_every, hold_after
+        self.release = threading.Event()
         self.requests = self.failed = 0
         self.in_flight = self.max_in_flight = 0
         self.lock = threading.Lock()
@@ -42,11 +44,21 @@ class _Handler(BaseHTTPRequestHandler):
         with srv.lock:
             srv.requests += 1
             fail = srv.requests % srv.fail_every == 0
+            hold = srv.hold_after is not None and srv.requests > srv.hold_after
             srv.in_flight += 1
             srv.max_in_flight = max(srv.max_in_flight, srv.in_flight)
+        if hold:
+            srv.release.wait(300)
         time.sleep(srv.latency_s)
         with srv.lock:
             srv.in_flight -= 1
+        try:
+            self._answer(fail)
+        except ConnectionError:  # a held call's caller was killed meanwhile
+            pass
+
+    def _answer(self, fail: bool) -> None:
+        srv: _Service = self.server
         if fail:
             with srv.lock:
                 srv.failed += 1
@@ -151,20 +163,22 @@ def test_a_driver_killed_with_calls_in_flight_and_records_delayed_loses_and_dupl
     admin.create_topics({src: 2, out: 2})
     n, keys = 300, 10
     _produce(broker, src, n, keys)
-    service = _Service(latency_s=0.15, fail_every=10**9)
+    # past the first micro-batch of 100 records, calls stay in flight until the kill
+    service = _Service(latency_s=0.15, fail_every=10**9, hold_after=150)
     threading.Thread(target=service.serve_forever, daemon=True).start()
     cmd = [sys.executable, "-m", "tests.integration.async_app", broker, src, out,
            topic_name("async-kill-app"), str(tmp_path / "state"), str(service.server_address[1])]
     try:
         app = soak.start_app(cmd)
         try:
-            # past the first micro-batch of 100 records, with calls in flight
-            _wait_for(lambda: service.requests >= 150 and service.in_flight > 0, 240,
+            # a held call: once made, it stays in flight (a lasting state, not a moment)
+            _wait_for(lambda: service.requests > 150 and service.in_flight > 0, 240,
                       "calls in flight after the first micro-batch")
             in_flight_at_kill = service.in_flight
             _kill_tree(app.pid)
         finally:
             _kill_tree(app.pid)
+            service.release.set()  # the held calls end (their callers are gone)
         written_before = len(_committed(broker, out))
         assert written_before < n, "the first run finished before it was killed"
         app = soak.start_app(cmd)

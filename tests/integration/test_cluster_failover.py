@@ -3,10 +3,12 @@ executor killed mid-run loses nothing: the final state equals the expected one."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from confluent_kafka import Producer
 from kspark import Serdes
 from tests.integration.separate_disks import STATE_DIR, executor_state_dirs, separate_disks_env
 from tests.conftest import consume_all
-from tests.integration.soak import executors
+from tests.integration.soak import descendants, executors
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,27 +36,41 @@ def test_executor_killed_mid_run_final_state_is_exact(broker, admin, topic_name,
     app_id = f"cluster-{src}"
     # each executor keeps its state on a disk of its own (its own working directory)
     env = {**separate_disks_env(tmp_path), "PYTHONPATH": str(ROOT)}
+    # a task holds its record (see cluster_app.py) until `release` exists: the kill falls in
+    # it, on the executor running it, in the third micro-batch or later
+    held, release = tmp_path / "held", tmp_path / "release"
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.integration.cluster_app", broker, src, dst, app_id,
-         STATE_DIR, str(tmp_path / "checkpoint")], cwd=tmp_path, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, env=env)
-    killed, lines = None, []
-    try:
-        deadline = time.monotonic() + 600
+         STATE_DIR, str(tmp_path / "checkpoint"), str(tmp_path)], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lines: list[str] = []
+
+    def drain() -> None:
         for line in proc.stdout:
             lines.append(line)
-            if killed is None and line.startswith("batches ") and int(line.split()[1]) >= 1:
-                time.sleep(0.5)  # into the next batch's processing
-                execs = executors(proc.pid)
-                assert len(execs) >= 2, f"expected 2 executor processes, saw {execs}"
-                killed = execs[0]
-                os.kill(killed, signal.SIGKILL)
-            assert time.monotonic() < deadline, "the cluster app did not finish in time"
-        assert proc.wait(60) == 0, "".join(lines[-40:])
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    killed = None
+    try:
+        deadline = time.monotonic() + 600
+        while not held.exists():  # a file: once there, it stays (the task waits)
+            assert proc.poll() is None, "the app ended before a task held:\n" + "".join(
+                lines[-40:])
+            assert time.monotonic() < deadline, "no task held in time:\n" + "".join(lines[-40:])
+            time.sleep(0.2)
+        holder = json.loads(held.read_text())["pid"]
+        execs = executors(proc.pid)
+        assert len(execs) >= 2, f"expected 2 executor processes, saw {execs}"
+        (killed,) = [e for e in execs if holder in descendants(e)]
+        os.kill(killed, signal.SIGKILL)
+        release.touch()
+        assert proc.wait(600) == 0, "".join(lines[-40:])
+        reader.join(60)
     finally:
+        release.touch()
         if proc.poll() is None:
             proc.kill()
-    assert killed is not None, "".join(lines[-40:])
     expected = {f"k{k}": len(range(k, N, KEYS)) for k in range(KEYS)}
     changelog = {}
     for m in consume_all(broker, f"{app_id}-counts-changelog", 1, timeout_s=30):

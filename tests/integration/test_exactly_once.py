@@ -8,6 +8,7 @@ driver process SIGKILLed, two attempts of one task running at once.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -90,24 +91,27 @@ def test_driver_killed_after_some_tasks_committed_resumes_exactly(broker, admin,
     state = tmp_path / "state"
     cmd = soak.app_command(broker, src, app_id, str(state), "--max-offsets", "1500",
                            "--slow-ms", "1")
-    proc = soak.start_app(cmd)
+    # a task, once it committed a batch >= 1, waits (see eos_app.py): a lasting state, not a
+    # moment, in which a task committed a batch that Spark has not
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    proc = soak.start_app([*cmd, "--hold-after-commit", str(hold)])
     commits = state / app_id / "checkpoint" / "commits"
     c = Consumer({"bootstrap.servers": broker, "group.id": app_id})
     killed_in = None
     try:
         deadline = time.monotonic() + 300
-        while killed_in is None and time.monotonic() < deadline and proc.poll() is None:
-            parts = [TopicPartition(progress_topic(app_id), p) for p in range(6)]
-            try:
-                markers = [decode_marker(tp.metadata) for tp in c.committed(parts, timeout=10)]
-            except Exception:  # noqa: BLE001 - the progress topic does not exist yet
-                markers = []
-            for m in markers:
-                if m is not None and not (commits / str(m.batch)).exists():
-                    os.kill(proc.pid, signal.SIGKILL)  # a task committed, Spark has not
-                    killed_in = m.batch
-                    break
-            time.sleep(0.02)
+        while not (hold / "held").exists():
+            assert proc.poll() is None, f"the app ended ({proc.returncode}) before a task held"
+            assert time.monotonic() < deadline, "no task committed a batch >= 1 in time"
+            time.sleep(0.2)
+        held = json.loads((hold / "held").read_text())
+        parts = [TopicPartition(progress_topic(app_id), p) for p in range(6)]
+        markers = [decode_marker(tp.metadata) for tp in c.committed(parts, timeout=30)]
+        assert held["batch"] in {m.batch for m in markers if m is not None}, (held, markers)
+        assert not (commits / str(held["batch"])).exists(), held  # its task still runs
+        os.kill(proc.pid, signal.SIGKILL)  # a task committed, Spark has not
+        killed_in = held["batch"]
         proc.wait(60)
     finally:
         c.close()

@@ -39,3 +39,15 @@ def test_engine_does_not_import_public_dsl_or_hosts():
         src = p.read_text()
         for banned in ("kspark.dsl", "kspark._spark", "kspark._kafka", "kspark.testing"):
             assert banned not in src, f"{p.name} imports {banned}"
+
+
+def test_the_task_runtime_imports_no_spark_host():
+    """``kspark._host`` (the task lifecycle, once for both modes) stays below the Spark
+    glue: the drivers import it, never the other way round."""
+    for p in (ROOT / "_host").rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                assert not name.startswith(("kspark._spark", "pyspark")), \
+                    f"_host/{p.name} imports {name}"

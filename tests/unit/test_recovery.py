@@ -106,6 +106,18 @@ def test_no_valid_checkpoint_wipes_and_restores_from_the_beginning():
         StoreRestore("s", "c", 0, 0, 7, wipe=True)
 
 
+def test_a_checkpoint_below_the_changelog_log_start_wipes_and_restores_at_once(caplog):
+    # the records after the checkpoint are gone (retention or deleted records): reading from
+    # the checkpoint would wait for them until the read timeout; Kafka Streams treats the
+    # task as corrupted and restores it from scratch
+    with caplog.at_level(logging.WARNING, logger="kspark"):
+        plan = plan_store_restore("0_0", "s", ("c", 0), end=20, checkpointed=4,
+                                  persistent=True, app_dir="d", log_start=9)
+    assert plan == StoreRestore("s", "c", 0, 0, 20, wipe=True)
+    assert "now starts at offset 9" in caplog.text
+    assert not plan_store_restore("0_0", "s", ("c", 0), 20, 9, True, "d", log_start=9).wipe
+
+
 def test_an_in_memory_store_is_always_restored_from_the_beginning():
     # even with a checkpoint past the end: its checkpoint describes nothing it holds
     assert plan_store_restore("0_0", "s", ("c", 0), 7, 3, False, "d").wipe

@@ -118,10 +118,12 @@ def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, 
         check_changelog_ids(task.task_id, parts, checkpoint, _recorded_ids(task),
                             host.changelog_ids)
     app_dir = f"{config['state.dir']}/{config['application.id']}"
+    starts = reader.earliest_offsets([parts[n] for n in parts if parts[n] in checkpoint]) \
+        if checkpoint else {}
     for name, tp in parts.items():
         raw = bottom(task.stores[name])
         plan = plan_store_restore(task.task_id, name, tp, ends[tp], checkpoint.get(tp),
-                                  raw.persistent, app_dir)
+                                  raw.persistent, app_dir, starts.get(tp))
         host.restored_records += restore_store(reader, task.task_id, raw, plan, batch,
                                                restore_checker(task.stores[name], task.task_id))
     return ends

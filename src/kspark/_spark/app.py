@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -11,27 +10,17 @@ from typing import Any
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
-from kspark._engine.async_.metrics import summarize_metrics
 from kspark._graph.graph import TopologyGraph
-from kspark._host.metrics import TaskMetrics
-from kspark._host.progress import progress_of
 from kspark._kafka.admin import Admin
 from kspark._kafka.clients import check_client_configs
 from kspark._kafka.settings import ClientSettings
 from kspark._engine.state.build import private_state_dir
-from kspark._spark.session import build_session, ensure_registered, prepare
-from kspark._spark.source import CLOCK
-from kspark._spark.plan import kafka_sources, plan
-from kspark._spark.micro_batch import MicroBatchHost
-from kspark._spark.planner import build
+from kspark._spark.session import build_session, prepare
+from kspark._spark.modes import DRIVERS, IDLE, ModeDriver
 from kspark._spark.batch_run import BatchRun
-from kspark._spark.checkpoint import SparkCheckpoint
-from kspark._spark.realtime.query import RealTimeRunError, RealTimeQuery
-from kspark._spark.resume import resume_offsets
+from kspark._spark.realtime.query import RealTimeRunError
 from kspark._kafka.instance import InstanceGuard, instance_group
-from kspark._kafka.transactions import progress_topic
-from kspark.config import (EXACTLY_ONCE_V2, StreamsConfig, checkpoint_location,
-                           commit_interval_ms)
+from kspark.config import (EXACTLY_ONCE_V2, StreamsConfig, checkpoint_location)
 from kspark.errors import ChangelogLostError, MissingSourceTopicError, StreamsError, TopologyError
 
 __all__ = ["SparkApplication"]
@@ -63,7 +52,9 @@ class StartTimings(dict):
 
 
 class SparkApplication:
-    """Checks the cluster, then reads, processes and writes through one streaming query."""
+    """Checks the cluster, then reads, processes and writes through one streaming query,
+    run by the execution mode's driver (``modes.py``: the same calls in every mode, the
+    :class:`~kspark._host.runner.Runner` protocol)."""
 
     def __init__(self, graph: TopologyGraph, config: StreamsConfig, spark: SparkSession | None):
         self.graph = graph
@@ -74,12 +65,10 @@ class SparkApplication:
         self._reported = False  # await_termination() raised the query's failure
         self._session: SparkSession | None = None
         self._batch_run: BatchRun | None = None  # autostop.at=eol: the run's stop offsets
-        self._metrics: Any = None  # micro_batch: the accumulator of TaskMetrics
-        self._admin: Admin | None = None
+        self._driver: ModeDriver = IDLE  # the execution mode's, from start()
         self.stop_offsets: dict[tuple[str, int], int] | None = None
         self.finished = False  # a batch run reached its stop offsets
         self.start_timings = StartTimings(config["application.id"])
-        self._interval_ms = commit_interval_ms(config)  # real_time: Kafka Streams' defaults
 
     @property
     def checkpoint_dir(self) -> str:
@@ -112,7 +101,7 @@ class SparkApplication:
             admin.check_transactions()
         timings.step("topic checks")
         lock = instance_group(c["application.id"])
-        self._create_topic(admin, counts, lock, 1, "instance locks")
+        self.create_topic(admin, counts, lock, 1, "instance locks")
         timings.step("instance lock topic")
         self._guard = InstanceGuard(settings, c["application.id"], lock,
                                     c["request.timeout.ms"] / 1000)
@@ -148,60 +137,18 @@ class SparkApplication:
         spark.conf.set("spark.sql.unionOutputPartitioning", "false")
         timings = self.start_timings
         timings.step("session")
-        if c["execution.mode"] == "real_time":
-            self._start_real_time(spark, admin, counts)
-            return
-        topics, resets = kafka_sources(self.graph)
-        start = resume_offsets(spark, c, topics, resets, self.checkpoint_dir)
-        timings.step("resume offsets")
-        self._batch_run = BatchRun.at_start(c, admin, topics, counts)
-        timings.step("stop offsets (metadata topic)")
+        self._driver = DRIVERS[c["execution.mode"]](self)
+        self._query = self._driver.start(spark, admin, counts)
+
+    def begin_batch_run(self, admin: Admin, topics: list[str], counts: dict[str, int]
+                        ) -> BatchRun | None:
+        """``autostop.at=eol``: the run, with its stop offsets (read back when it resumes,
+        else the input ends now: KIP-95); None when streaming."""
+        self._batch_run = BatchRun.at_start(self.config, admin, topics, counts)
         self.stop_offsets = None if self._batch_run is None else dict(self._batch_run.stop)
-        stop = self._batch_run.stop_offsets() if self._batch_run else None
-        ensure_registered(spark)
-        query = build(spark, plan(self.graph, counts, c, start, stop), self.graph, c)
-        timings.step("planning (with the data source's load())")
-        self._metrics = query.metrics
-        self._admin = admin
-        self._create_changelogs(admin, counts, query.store_tasks)
-        # every task's progress marker (both guarantees): offset metadata of this topic
-        self._create_topic(admin, counts, progress_topic(c["application.id"]), query.tasks,
-                           "the application's tasks")
-        timings.step("changelog and progress topics")
-        host = MicroBatchHost(spark, query, c)
-        timings.step("placement shim")
-        writer = (query.df.writeStream.foreachBatch(host).queryName(c["application.id"])
-                  .option("checkpointLocation", self.checkpoint_dir))
-        if c["autostop.at"] == "eol":
-            writer = writer.trigger(availableNow=True)
-        else:
-            writer = writer.trigger(processingTime=f"{c['commit.interval.ms']} milliseconds")
-        self._query = writer.start()
-        timings.step("query start")
+        return self._batch_run
 
-    def _start_real_time(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> None:
-        """Real-time mode: the internal topics, then epochs of long-running stream threads
-        (see ``_spark/realtime/``). Kafka alone holds the progress: no Spark checkpoint."""
-        from kspark._kafka.stream_thread_clients import control_topic
-        from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG, repartition_topics
-        from kspark._spark.realtime.query import real_time_query
-
-        c, app_id = self.config, self.config["application.id"]
-        query_plan = plan(self.graph, counts, c)
-        self._batch_run = BatchRun.at_start(c, admin, kafka_sources(self.graph)[0], counts)
-        self.stop_offsets = None if self._batch_run is None else dict(self._batch_run.stop)
-        self._create_changelogs(admin, counts, query_plan.store_tasks)
-        for topic, n in repartition_topics(query_plan, self.graph).items():
-            self._create_topic(admin, counts, topic, n, "its readers' tasks",
-                               {**REPARTITION_TOPIC_CONFIG, **self.config.topic_overrides()})
-        self._create_topic(admin, counts, progress_topic(app_id), query_plan.tasks,
-                           "the application's tasks")
-        self._create_topic(admin, counts, control_topic(app_id), 1, "the control topic")
-        self._query = real_time_query(spark, self.graph, c, query_plan, self._interval_ms,
-                                      self.stop_offsets).start()
-        self.start_timings.step("real-time start")
-
-    def _create_changelogs(self, admin: Admin, counts: dict[str, int],
+    def create_changelogs(self, admin: Admin, counts: dict[str, int],
                            store_tasks: dict[str, int]) -> None:
         """A changelog topic per logged store, one partition per task, configured as Kafka
         Streams configures it (see ``changelog_config``; an existing topic is left as is)."""
@@ -216,7 +163,7 @@ class SparkApplication:
             if topic not in counts:
                 self._check_no_local_state_of(topic)
             config = changelog_config(builder, self.config.topic_overrides())
-            self._create_topic(admin, counts, topic, n, f"store {name!r}'s tasks", config)
+            self.create_topic(admin, counts, topic, n, f"store {name!r}'s tasks", config)
 
     def _check_no_local_state_of(self, topic: str) -> None:
         """A missing changelog while local state has a checkpoint of it: refuse (creating
@@ -236,7 +183,7 @@ class SparkApplication:
                     "docs/architecture.md), or reset the application (delete "
                     f"{app_dir} and the application's internal topics, then reprocess)")
 
-    def _create_topic(self, admin: Admin, counts: dict[str, int], topic: str, n: int, what: str,
+    def create_topic(self, admin: Admin, counts: dict[str, int], topic: str, n: int, what: str,
                       config: dict[str, str] | None = None) -> None:
         """Create an internal topic with one partition per task, or check the existing one."""
         if topic in counts and counts[topic] != n:
@@ -268,10 +215,7 @@ class SparkApplication:
         if (self._batch_run is not None and self._session is not None
                 and self._query.exception() is None):
             run, self._batch_run = self._batch_run, None
-            if isinstance(self._query, RealTimeQuery) and self._query.batch_end is not None:
-                run.finish_at(self._query.batch_end.committed())
-            else:
-                run.finish(SparkCheckpoint(self._session, self.checkpoint_dir))
+            self._driver.finish(run)
             self.finished = True
 
     def _release(self) -> None:
@@ -292,46 +236,10 @@ class SparkApplication:
             raise StreamsError(_explain(self.config["application.id"], self._query.exception()))
 
     def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
-        if isinstance(self._query, RealTimeQuery):
-            return self._query.metrics()
-        lag: dict[str, dict[str, float]] = {}
-        for (t, p), n in self._lag().items():
-            lag.setdefault(t, {})[str(p)] = float(n)
-        return {"stream_threads": {}, "lag": lag,
-                "async": summarize_metrics(self._task_metrics().async_)}
+        return self._driver.metrics()
 
     def progress(self) -> dict[str, int]:
-        if isinstance(self._query, RealTimeQuery):
-            return self._query.progress(kafka_sources(self.graph)[0])
-        last = self._query.lastProgress if self._query else None
-        batches = int(last["batchId"]) + 1 if last else 0
-        lag = self._lag()
-        return progress_of(batches, sum(self._positions().values()), sum(lag.values()),
-                           self._task_metrics())
-
-    def _task_metrics(self) -> TaskMetrics:
-        """What the committed task batches of this process counted."""
-        return self._metrics.value if self._metrics is not None else TaskMetrics()
-
-    def _positions(self) -> dict[tuple[str, int], int]:
-        """The next offset of every input partition, as the last micro-batch ended."""
-        last = self._query.lastProgress if self._query else None
-        out: dict[tuple[str, int], int] = {}
-        global_topics = set(self.graph.global_topics())
-        for source in (last or {}).get("sources", []):
-            end = source.get("endOffset") or "{}"
-            offsets = json.loads(end) if isinstance(end, str) else end
-            out.update(((t, int(p)), int(o)) for t, parts in offsets.items()
-                       if t not in global_topics and t != CLOCK for p, o in parts.items())
-        return out
-
-    def _lag(self) -> dict[tuple[str, int], int]:
-        """Per input partition, the records after the last micro-batch's end."""
-        positions = self._positions()
-        if not positions or self._admin is None:
-            return {}
-        ends = self._admin.end_offsets(list(positions))
-        return {tp: max(0, ends.get(tp, o) - o) for tp, o in positions.items()}
+        return self._driver.progress()
 
 
 def _explain(app_id: str, e: BaseException) -> str:

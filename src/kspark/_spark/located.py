@@ -51,15 +51,45 @@ LOCALITY_WAIT = ("spark.locality.wait.process", "30s")
 
 
 def placement_jar(home: Path | None = None) -> Path:
-    """The shim's jar for this Spark version, compiled with ``javac`` the first time."""
+    """The shim's jar for this Spark version, compiled with ``javac`` the first time into a
+    directory only this user can write (:func:`private_dir`), and loaded only while its
+    SHA-256 matches the one recorded when it was compiled (else it is compiled again)."""
     source = resources.files("kspark._spark").joinpath("jvm/LocatedRDD.java").read_text()
     tag = hashlib.sha256(f"{pyspark.__version__}\n{source}".encode()).hexdigest()[:12]
-    jar = (home or kspark_home()) / "jvm" / f"kspark-placement-{tag}.jar"
-    if jar.exists():
+    jar = private_dir((home or kspark_home()) / "jvm") / f"kspark-placement-{tag}.jar"
+    recorded = jar.with_suffix(".jar.sha256")
+    if jar.exists() and recorded.exists() and recorded.read_text().strip() == _sha256(jar):
         return jar
+    if jar.exists():
+        log.warning("kspark's placement shim %s does not match its recorded SHA-256: "
+                    "compiling it again", jar)
+    _compile(source, jar)
+    recorded.write_text(_sha256(jar) + "\n")
+    return jar
+
+
+def private_dir(path: Path) -> Path:
+    """``path``, created if missing, owned by this user and writable by no one else (a jar
+    there is loaded into the driver and the executors): else a PrerequisiteError saying what
+    to do."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = path.stat()
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        raise PrerequisiteError(
+            f"{path} holds code kspark loads into Spark, but it is not owned by this user or "
+            f"others can write to it (mode {oct(st.st_mode & 0o777)}): run "
+            f"'chmod go-w {path}' (and chown it to this user), or point KSPARK_HOME elsewhere")
+    return path
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _compile(source: str, jar: Path) -> None:
+    """Compile the shim's ``source`` with ``javac`` into ``jar`` (atomically)."""
     javac = _javac()
     jars = Path(pyspark.__file__).parent / "jars"
-    jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=jar.parent) as tmp:
         src = Path(tmp, "LocatedRDD.java")
         src.write_text(source)
@@ -74,7 +104,6 @@ def placement_jar(home: Path | None = None) -> Path:
             for f in sorted(Path(tmp, "classes").rglob("*.class")):
                 z.write(f, f.relative_to(Path(tmp, "classes")).as_posix())
         os.replace(partial, jar)  # atomic: a concurrent run sees no half-written jar
-    return jar
 
 
 def _javac() -> str:

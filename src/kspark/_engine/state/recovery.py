@@ -121,10 +121,13 @@ def local_resume_point(local: dict[str, Any] | None,
 
 
 def plan_store_restore(task_id: str, store: str, tp: TopicPartition, end: int,
-                       checkpointed: int | None, persistent: bool, app_dir: str) -> StoreRestore:
+                       checkpointed: int | None, persistent: bool, app_dir: str,
+                       log_start: int | None = None) -> StoreRestore:
     """Where store ``store`` of task ``task_id`` restores from: its checkpointed offset if
-    it is persistent and has one, else it is wiped and restored from offset 0. A checkpoint
-    past the changelog's ``end`` means the changelog was deleted or recreated: restoring
+    it is persistent and has one, else it is wiped and restored from offset 0 (also when
+    the checkpoint is below the changelog's ``log_start``: the records after it are gone,
+    and a read from it would only wait for them). A checkpoint past the changelog's ``end``
+    means the changelog was deleted or recreated: restoring
     from it would silently lose state, so it raises ChangelogLostError (``app_dir``: the
     application's state directory, named in the advice).
 
@@ -146,6 +149,14 @@ def plan_store_restore(task_id: str, store: str, tp: TopicPartition, end: int,
             "silently lose state. Either rebuild the changelog from the local state "
             "(kspark changelog rebuild, see docs/architecture.md), or reset the application "
             f"(delete {app_dir} and the application's internal topics, then reprocess)")
+    if start is not None and log_start is not None and start < log_start:
+        # the records after the checkpoint are gone (retention, deleted records): the local
+        # state cannot be brought up to date; Kafka Streams treats the task as corrupted
+        log.warning("task %s: store %r's local state was checkpointed at offset %d of "
+                    "changelog topic %r partition %d, which now starts at offset %d: the "
+                    "records in between are gone; wiping the store and restoring it from "
+                    "the changelog", task_id, store, start, tp[0], tp[1], log_start)
+        start = None
     if start is None:
         return StoreRestore(store, tp[0], tp[1], 0, end, True)
     return StoreRestore(store, tp[0], tp[1], start, end, False)

@@ -1,0 +1,199 @@
+"""The execution modes, each a driver of the one task runtime (``_host/task.py``).
+
+:class:`~kspark._spark.app.SparkApplication` checks the cluster and takes the instance
+guard, then hands the query to the driver of ``execution.mode`` (:data:`DRIVERS`), which
+makes its internal topics, starts its query and answers ``progress()``, ``metrics()`` and
+the end of a batch run in the one shape both modes share. The application never asks
+which mode runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pyspark.sql import SparkSession
+
+from kspark._engine.async_.metrics import summarize_metrics
+from kspark._host.metrics import TaskMetrics
+from kspark._host.progress import progress_of
+from kspark._kafka.admin import Admin
+from kspark._kafka.transactions import progress_topic
+from kspark._spark.batch_run import BatchRun
+from kspark._spark.checkpoint import SparkCheckpoint
+from kspark._spark.plan import kafka_sources, plan
+from kspark._spark.session import ensure_registered
+from kspark.config import commit_interval_ms
+
+__all__ = ["ModeDriver", "MicroBatchDriver", "RealTimeDriver", "DRIVERS", "IDLE"]
+
+TP = tuple[str, int]
+
+
+class ModeDriver(Protocol):
+    """What an execution mode does for the application (see the module docstring)."""
+
+    def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
+        """Make the mode's internal topics and start its query (returned: something with a
+        streaming query's ``awaitTermination``, ``stop``, ``isActive``, ``exception``)."""
+        ...
+
+    def finish(self, run: BatchRun) -> None:
+        """The query ended by itself: mark the batch run ``run`` finished."""
+        ...
+
+    def progress(self) -> dict[str, int]: ...
+
+    def metrics(self) -> dict[str, dict[str, dict[str, float]]]: ...
+
+
+class _Idle:
+    """Before start(): nothing counted yet (the one shape, zeros)."""
+
+    def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
+        raise AssertionError("the application starts the driver of its mode, not this one")
+
+    def finish(self, run: BatchRun) -> None:
+        pass
+
+    def progress(self) -> dict[str, int]:
+        return progress_of(0, 0, 0, TaskMetrics())
+
+    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
+        return {"stream_threads": {}, "lag": {}, "async": {}}
+
+
+IDLE = _Idle()
+
+
+class MicroBatchDriver:
+    """``execution.mode=micro_batch``: one Structured Streaming query whose micro-batches
+    run every task once each (``micro_batch.py``, ``task_batch.py``)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.query: Any = None
+        self.metrics_acc: Any = None  # the accumulator of TaskMetrics
+        self.admin: Admin | None = None
+        self.session: SparkSession | None = None
+
+    def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
+        from kspark._spark.micro_batch import MicroBatchHost
+        from kspark._spark.planner import build
+        from kspark._spark.resume import resume_offsets
+
+        app, c = self.app, self.app.config
+        self.admin, self.session, timings = admin, spark, app.start_timings
+        topics, resets = kafka_sources(app.graph)
+        start = resume_offsets(spark, c, topics, resets, app.checkpoint_dir)
+        timings.step("resume offsets")
+        run = app.begin_batch_run(admin, topics, counts)
+        timings.step("stop offsets (metadata topic)")
+        stop = run.stop_offsets() if run else None
+        ensure_registered(spark)
+        built = build(spark, plan(app.graph, counts, c, start, stop), app.graph, c)
+        timings.step("planning (with the data source's load())")
+        self.metrics_acc = built.metrics
+        app.create_changelogs(admin, counts, built.store_tasks)
+        # every task's progress marker (both guarantees): offset metadata of this topic
+        app.create_topic(admin, counts, progress_topic(c["application.id"]), built.tasks,
+                         "the application's tasks")
+        timings.step("changelog and progress topics")
+        host = MicroBatchHost(spark, built, c)
+        timings.step("placement shim")
+        writer = (built.df.writeStream.foreachBatch(host).queryName(c["application.id"])
+                  .option("checkpointLocation", app.checkpoint_dir))
+        if c["autostop.at"] == "eol":
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{c['commit.interval.ms']} milliseconds")
+        self.query = writer.start()
+        timings.step("query start")
+        return self.query
+
+    def finish(self, run: BatchRun) -> None:
+        if self.session is not None:
+            run.finish(SparkCheckpoint(self.session, self.app.checkpoint_dir))
+
+    def progress(self) -> dict[str, int]:
+        last = self.query.lastProgress if self.query else None
+        batches = int(last["batchId"]) + 1 if last else 0
+        return progress_of(batches, sum(self._positions().values()), sum(self._lag().values()),
+                           self._task_metrics())
+
+    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
+        lag: dict[str, dict[str, float]] = {}
+        for (t, p), n in self._lag().items():
+            lag.setdefault(t, {})[str(p)] = float(n)
+        return {"stream_threads": {}, "lag": lag,
+                "async": summarize_metrics(self._task_metrics().async_)}
+
+    def _task_metrics(self) -> TaskMetrics:
+        """What the committed task batches of this process counted."""
+        return self.metrics_acc.value if self.metrics_acc is not None else TaskMetrics()
+
+    def _positions(self) -> dict[TP, int]:
+        """The next offset of every input partition, as the last micro-batch ended."""
+        import json
+
+        from kspark._spark.source import CLOCK
+
+        last = self.query.lastProgress if self.query else None
+        out: dict[TP, int] = {}
+        global_topics = set(self.app.graph.global_topics())
+        for source in (last or {}).get("sources", []):
+            end = source.get("endOffset") or "{}"
+            offsets = json.loads(end) if isinstance(end, str) else end
+            out.update(((t, int(p)), int(o)) for t, parts in offsets.items()
+                       if t not in global_topics and t != CLOCK for p, o in parts.items())
+        return out
+
+    def _lag(self) -> dict[TP, int]:
+        """Per input partition, the records after the last micro-batch's end."""
+        positions = self._positions()
+        if not positions or self.admin is None:
+            return {}
+        ends = self.admin.end_offsets(list(positions))
+        return {tp: max(0, ends.get(tp, o) - o) for tp, o in positions.items()}
+
+
+class RealTimeDriver:
+    """``execution.mode=real_time``: epochs of long-running stream threads
+    (``realtime/``); Kafka alone holds the progress, no Spark checkpoint."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.query: Any = None
+
+    def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
+        from kspark._kafka.stream_thread_clients import control_topic
+        from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG, repartition_topics
+        from kspark._spark.realtime.query import real_time_query
+
+        app = self.app
+        c, app_id = app.config, app.config["application.id"]
+        query_plan = plan(app.graph, counts, c)
+        app.begin_batch_run(admin, kafka_sources(app.graph)[0], counts)
+        app.create_changelogs(admin, counts, query_plan.store_tasks)
+        for topic, n in repartition_topics(query_plan, app.graph).items():
+            app.create_topic(admin, counts, topic, n, "its readers' tasks",
+                             {**REPARTITION_TOPIC_CONFIG, **c.topic_overrides()})
+        app.create_topic(admin, counts, progress_topic(app_id), query_plan.tasks,
+                         "the application's tasks")
+        app.create_topic(admin, counts, control_topic(app_id), 1, "the control topic")
+        self.query = real_time_query(spark, app.graph, c, query_plan, commit_interval_ms(c),
+                                     app.stop_offsets).start()
+        app.start_timings.step("real-time start")
+        return self.query
+
+    def finish(self, run: BatchRun) -> None:
+        if self.query.batch_end is not None:
+            run.finish_at(self.query.batch_end.committed())
+
+    def progress(self) -> dict[str, int]:
+        return self.query.progress(kafka_sources(self.app.graph)[0])
+
+    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
+        return self.query.metrics()
+
+
+DRIVERS: dict[str, type] = {"micro_batch": MicroBatchDriver, "real_time": RealTimeDriver}
