@@ -24,7 +24,7 @@ S = Serdes.String()
 def _epoch(tasks: int, threads: int) -> Epoch:
     specs = tuple(TaskSpec(0, p, (("in", p),), ()) for p in range(tasks))
     return Epoch(run="r", threads=threads, tasks=specs, resets=(), interval_ms=100,
-                 length_ms=1000, control_begin=0)
+                 length_ms=1000, control_begin=0, purge_ms=30000)
 
 
 def test_local_state_scores_each_thread_by_the_checkpoints_on_this_disk(tmp_path):

@@ -77,8 +77,8 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         self.partition_time: dict[tuple[str, int], int] = {}
         self._default_extractor = (config.get("default.timestamp.extractor")
                                    or FailOnInvalidTimestamp())
-        self._on_bad_record = config.get("deserialization.exception.handler", "log_and_fail")
-        self._on_write_error = config.get("production.exception.handler", "log_and_fail")
+        self._on_bad_record = _setting(config, "deserialization.exception.handler")
+        self._on_write_error = _setting(config, "production.exception.handler")
         self.dead_letter_topic = config.get("errors.dead.letter.queue.topic.name")
         self._group = PartitionGroup()
         self._stream_punctuations = PunctuationQueue()
@@ -99,7 +99,7 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         """Build the task's stores and bring them up to date before any processor sees them
         (as Kafka Streams restores before it initializes processors)."""
         # the caching stores' shared byte budget (Kafka Streams' ThreadCache)
-        self.record_cache = RecordCache(self.config.get("statestore.cache.max.bytes", 10 << 20))
+        self.record_cache = RecordCache(_setting(self.config, "statestore.cache.max.bytes"))
         self.stores = {name: self._build_store(b) for name, b in store_builders.items()}
         self._resume_processors: dict[str, dict[str, Any]] = {}
         try:
@@ -260,3 +260,11 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
             node.close()
         for store in self.stores.values():
             store.close()
+
+
+def _setting(config: Any, name: str) -> Any:
+    """``name`` from a task's config; its declared default when a partial config (a test's,
+    a doctest's) leaves it out."""
+    from kspark.config import declared_default
+
+    return config.get(name, declared_default(name))

@@ -38,5 +38,12 @@ class HostContext:
         # Under exactly-once a refused delivery aborts the transaction: it always fails the task.
         self.skip_failed = config["production.exception.handler"] == "log_and_continue"
         self.read_timeout_ms = int(config["source.read.timeout.ms"])
+        self.request_timeout_ms = int(config["request.timeout.ms"])
         self.delays = bool(graph.delayed_stores())
         self.checkpoint = checkpoint_location(config)
+
+    def admin(self) -> Any:
+        """This worker's admin client of the cluster (made once per process)."""
+        from kspark._host.restore import admin_for
+
+        return admin_for(self.settings, self.request_timeout_ms)

@@ -9,7 +9,7 @@ from typing import Any
 
 from kspark._host.context import HostContext
 from kspark._host.port import Output
-from kspark._host.restore import (admin_for, checkpoint_task, invalidate_checkpoint,
+from kspark._host.restore import (checkpoint_task, invalidate_checkpoint,
                                   logged_partitions, restore_task)
 from kspark._kafka.clients import commit_offsets, task_producer
 from kspark._kafka.transactions import (Marker, TaskTransactions, encode_marker, progress_topic,
@@ -72,17 +72,18 @@ class KafkaTaskIO:
 
     def changelog_ends(self, task: Any) -> dict[TP, int]:
         parts = logged_partitions(task, self.ctx.builders)
-        return admin_for(task.config).end_offsets(parts.values()) if parts else {}
+        return self.ctx.admin().end_offsets(parts.values()) if parts else {}
 
     def restore(self, task: Any, batch: tuple[str, int] | None, saved: Any, again: bool,
                 host: Any) -> dict[TP, int]:
-        return restore_task(task, self.ctx.builders, batch, saved, again, host=host)
+        return restore_task(task, self.ctx.builders, batch, saved, again, host=host,
+                            settings=self.ctx.settings)
 
     def invalidate_checkpoint(self, task: Any) -> None:
         invalidate_checkpoint(task)
 
     def checkpoint(self, task: Any, host: Any) -> dict[TP, int]:
-        return checkpoint_task(task, self.ctx.builders, host=host)
+        return checkpoint_task(task, self.ctx.builders, host=host, settings=self.ctx.settings)
 
 
 def kafka_hosted_task(ctx: HostContext, partition: int) -> Any:

@@ -37,19 +37,23 @@ from kspark._engine.task import StreamTask
 from kspark._kafka.admin import Admin
 from kspark._kafka.changelog_reader import KafkaChangelogReader
 from kspark._kafka.clients import read_range
-from kspark._kafka.settings import as_settings
+from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._host.state import TaskHostState
 from kspark._worker import registry
-from kspark.config import EXACTLY_ONCE_V2
+from kspark.config import EXACTLY_ONCE_V2, declared_default
 from kspark.errors import CorruptStateError
 
 __all__ = ["LOCAL_PROGRESS", "restore_task", "checkpoint_task", "invalidate_checkpoint",
            "logged_partitions", "admin_for"]
 
 
-def admin_for(config: Mapping[str, Any]) -> Admin:
-    """One admin client per worker process and cluster."""
-    settings, timeout_ms = as_settings(config), config["request.timeout.ms"]
+def admin_for(where: ClientSettings | Mapping[str, Any], timeout_ms: int | None = None) -> Admin:
+    """One admin client per worker process and cluster: for client settings parsed once
+    (``HostContext.settings``) and ``timeout_ms``, or for a config (parsed here)."""
+    if isinstance(where, ClientSettings):
+        settings, timeout_ms = where, int(timeout_ms or declared_default("request.timeout.ms"))
+    else:
+        settings, timeout_ms = as_settings(where), where["request.timeout.ms"]
     return registry().get("admins", ("", settings, timeout_ms),
                           lambda: Admin(settings, timeout_ms))
 
@@ -73,7 +77,8 @@ LOCAL_PROGRESS = "local"
 
 def restore_task(task: StreamTask, builders: dict[str, Any],
                  batch: tuple[str, int] | None = None, saved: Any = LOCAL_PROGRESS,
-                 replay: bool = False, *, host: TaskHostState) -> dict[tuple[str, int], int]:
+                 replay: bool = False, *, host: TaskHostState,
+                 settings: ClientSettings | None = None) -> dict[tuple[str, int], int]:
     """Bring every logged store of a new task to the state its ``batch`` (query id, batch
     id) starts from; returns the changelog end offsets.
 
@@ -87,13 +92,15 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
     stamped with this batch or a later one are skipped.
 
     What the host keeps of the task (the progress resumed, the changelogs' topic ids, the
-    records restored) goes to ``host``.
+    records restored) goes to ``host``. ``settings``: the cluster's client settings, when
+    the host parsed them once already (else they are parsed from the task's config).
     """
-    return _restore_task(task, builders, batch, saved, replay, host)
+    return _restore_task(task, builders, batch, saved, replay, host, settings)
 
 
 def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, int] | None,
-                  saved: Any, replay: bool, host: TaskHostState) -> dict[tuple[str, int], int]:
+                  saved: Any, replay: bool, host: TaskHostState,
+                  settings: ClientSettings | None) -> dict[tuple[str, int], int]:
     """restore_task's work: the engine decides (``_engine/state/recovery.py``), this does."""
     if replay:
         invalidate_checkpoint(task)  # the state of before the batch is not written down
@@ -110,7 +117,7 @@ def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, 
     parts = logged_partitions(task, builders)
     if not parts:
         return {}
-    config, reader = task.config, _reader(task.config)
+    config, reader = task.config, _reader(task.config, settings)
     ends = reader.end_offsets(parts.values())
     checkpoint = {} if ahead else (read_checkpoint(_checkpoint_path(task)) or {})
     host.changelog_ids = reader.topic_ids(sorted({t for t, _ in parts.values()}))
@@ -129,10 +136,13 @@ def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, 
     return ends
 
 
-def _reader(config: Mapping[str, Any]) -> KafkaChangelogReader:
-    """The changelogs of ``config``'s cluster (``admin_for`` and ``read_range`` are looked
-    up here, so that a test may replace them)."""
-    return KafkaChangelogReader(admin_for(config), as_settings(config),
+def _reader(config: Mapping[str, Any], settings: ClientSettings | None = None
+            ) -> KafkaChangelogReader:
+    """The changelogs of ``config``'s cluster (``settings``: its client settings, if parsed
+    already; ``admin_for`` and ``read_range`` are looked up here, so that a test may
+    replace them)."""
+    settings = settings or as_settings(config)
+    return KafkaChangelogReader(admin_for(settings, config["request.timeout.ms"]), settings,
                                 config["source.read.timeout.ms"], read=read_range)
 
 
@@ -165,8 +175,8 @@ def invalidate_checkpoint(task: StreamTask) -> None:
     _checkpoint_path(task).unlink(missing_ok=True)
 
 
-def checkpoint_task(task: StreamTask, builders: dict[str, Any], *,
-                    host: TaskHostState) -> dict[tuple[str, int], int]:
+def checkpoint_task(task: StreamTask, builders: dict[str, Any], *, host: TaskHostState,
+                    settings: ClientSettings | None = None) -> dict[tuple[str, int], int]:
     """After a committed batch: the changelog ends, written to the checkpoint file (and the
     task's progress to ``.progress``, with the batch and the progress it started from, which
     ``host`` keeps)."""
@@ -182,7 +192,7 @@ def checkpoint_task(task: StreamTask, builders: dict[str, Any], *,
     parts = logged_partitions(task, builders)
     if not parts:
         return {}
-    admin = admin_for(task.config)
+    admin = admin_for(settings or task.config, task.config["request.timeout.ms"])
     if task.config.get("processing.guarantee") == EXACTLY_ONCE_V2:  # its commit markers
         ends = admin.settled_end_offsets(parts.values())
     else:

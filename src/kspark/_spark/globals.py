@@ -41,7 +41,7 @@ from kspark._graph.graph import TopologyGraph
 from kspark._graph.instantiate import build_global_task
 from kspark._kafka.changelog_reader import KafkaChangelogReader
 from kspark._kafka.clients import read_range
-from kspark._kafka.settings import as_settings
+from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._spark.documents import check_global_checkpoint, read_offset_log
 from kspark._worker import registry
 from kspark.errors import StateStoreError
@@ -51,12 +51,13 @@ __all__ = ["global_state", "GlobalPins", "pins_from_offset_log", "local_checkpoi
 log = logging.getLogger("kspark")
 _CHECKPOINT = ".checkpoint"
 
-def global_state(graph: TopologyGraph, config: Mapping[str, Any],
-                 pins: GlobalPins) -> GlobalStateTask:
-    """This process's global stores, brought to ``pins``."""
+def global_state(graph: TopologyGraph, config: Mapping[str, Any], pins: GlobalPins,
+                 settings: ClientSettings | None = None) -> GlobalStateTask:
+    """This process's global stores, brought to ``pins`` (``settings``: the cluster's client
+    settings, if parsed already)."""
     app_id = config["application.id"]  # one global state per application in this worker
     state, directory = registry().get("globals", (app_id,), lambda: _open(graph, config))
-    if _catch_up(state, graph, config, pins) and directory is not None:
+    if _catch_up(state, graph, config, pins, settings) and directory is not None:
         state.flush()
         _write_checkpoint(directory, state)
     return state
@@ -110,14 +111,15 @@ def _open(graph: TopologyGraph, config: Mapping[str, Any]) -> tuple[GlobalStateT
 
 
 def _catch_up(state: GlobalStateTask, graph: TopologyGraph, config: Mapping[str, Any],
-              pins: GlobalPins) -> bool:
+              pins: GlobalPins, settings: ClientSettings | None = None) -> bool:
     """Apply each pinned topic's records up to its pin; True if anything changed. The
     engine decides what is kept or rebuilt (``_engine/state/global_recovery.py``)."""
     from kspark._host.restore import admin_for
 
     if not pins:
         return False
-    reader = KafkaChangelogReader(admin_for(config), as_settings(config),
+    settings = settings or as_settings(config)
+    reader = KafkaChangelogReader(admin_for(settings, config["request.timeout.ms"]), settings,
                                   int(config["source.read.timeout.ms"]), read=read_range)
     return catch_up_globals(state, reader, pins, lambda t: _reset_policy(graph, config, t))
 

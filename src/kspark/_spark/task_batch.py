@@ -90,7 +90,7 @@ class TaskBatch:
             raise StreamsError(f"task {self.task_id} got no global store offsets with "
                                f"micro-batch {self.batch}: its markers carry none "
                                "(a kspark bug)")
-        return global_state(ctx.graph, ctx.config, self.pins).read_only()
+        return global_state(ctx.graph, ctx.config, self.pins, ctx.settings).read_only()
 
     def acquire_task(self) -> bool:
         """The kept task if current, else a restored one; False when there is nothing to run

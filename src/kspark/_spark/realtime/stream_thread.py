@@ -32,7 +32,6 @@ from kspark._spark.routing import RoutingCollector
 from kspark._spark.realtime.thread_metrics import ThreadReporter
 from kspark._host.context import HostContext
 from kspark._host.kafka_io import kafka_hosted_task
-from kspark._host.restore import admin_for
 from kspark._host.task import HostedTask
 from kspark._worker import registry
 from kspark.errors import KSparkError, StreamsError
@@ -55,7 +54,7 @@ class Epoch:
     interval_ms: int  # commit.interval.ms
     length_ms: int  # real_time.epoch.ms
     control_begin: int  # where the threads watch the control topic from
-    purge_ms: int = 30000  # repartition.purge.interval.ms
+    purge_ms: int  # repartition.purge.interval.ms
     stop: tuple[tuple[tuple[str, int], int], ...] = ()  # a batch run's stop offsets (KIP-95)
 
     def mine(self, index: int) -> tuple[TaskSpec, ...]:
@@ -323,7 +322,7 @@ class _Loop:
         if not todo:
             return
         try:
-            admin_for(self.ctx.config).delete_records(todo)
+            self.ctx.admin().delete_records(todo)
         except KSparkError as e:
             log.warning("could not purge committed repartition records: %s", e)
             return
@@ -347,10 +346,10 @@ class _Globals:
         from kspark._spark.globals import global_state
 
         pins: dict[str, dict[str, int]] = {}
-        for (t, p), end in admin_for(self.ctx.config).end_offsets(self.tps).items():
+        for (t, p), end in self.ctx.admin().end_offsets(self.tps).items():
             pins.setdefault(t, {})[str(p)] = end
         self.next = time.monotonic() + self.every_s
-        return global_state(self.ctx.graph, self.ctx.config, pins)
+        return global_state(self.ctx.graph, self.ctx.config, pins, self.ctx.settings)
 
     def maybe_refresh(self) -> None:
         if time.monotonic() >= self.next:
