@@ -309,7 +309,7 @@ def _restore_with(monkeypatch, tmp_path, build, changelog_values, batch=None, he
                             "state.dir": str(tmp_path / "state")})  # a fresh state: restored
     logs = {changelog_topic("evil", n): changelog_values(n) for n in graph.stores}
     monkeypatch.setattr(spark_state, "admin_for",
-                        lambda c: _Admin({t: len(v) for t, v in logs.items()}))
+                        lambda *_: _Admin({t: len(v) for t, v in logs.items()}))
 
     def read_range(where, topic, partition, start, end, *args, **kwargs):
         yield [_Message(k, v, o, headers) for o, (k, v) in enumerate(logs[topic])
