@@ -68,7 +68,7 @@ def tws_count(bootstrap: str, src: str, spark, checkpoint: str) -> float:
 
     spark.conf.set("spark.sql.streaming.stateStore.providerClass",
                    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-    from kspark._spark.options import OPTION, SourceOptions
+    from kspark._plan.options import OPTION, SourceOptions
     from kspark._spark.session import ensure_registered
 
     ensure_registered(spark)  # spark_session() registers kspark_kafka in the background

@@ -174,9 +174,9 @@ def _reset(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    """``kspark describe``: the topology, then its Spark plan (see ``_spark/describe.py``)."""
+    """``kspark describe``: the topology, then its Spark plan (see ``_plan/describe.py``)."""
     from kspark._runner import load_topology
-    from kspark._spark.describe import describe_application
+    from kspark._plan.describe import describe_application
     from kspark.config import StreamsConfig, parse_properties
     from kspark.errors import ConfigError
 

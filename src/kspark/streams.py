@@ -63,7 +63,7 @@ class KafkaStreams:
 
             print(KafkaStreams(topology, config).describe({"orders": 6}))
         """
-        from kspark._spark.describe import describe_application
+        from kspark._plan.describe import describe_application
 
         graph = self._topology._graph  # noqa: SLF001 - kspark's own topology graph
         return describe_application(self._topology.describe(), graph, self.config, partitions)

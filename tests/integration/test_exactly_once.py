@@ -146,7 +146,7 @@ def test_executor_killed_mid_batch_on_local_cluster(broker, tmp_path):
 def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, admin, topic_name,
                                                                         tmp_path):
     from kspark._graph.subtopology import sub_topologies
-    from kspark._spark.plan import StagePlan
+    from kspark._plan.plan import StagePlan
     from kspark._host.context import HostContext
     from kspark._spark.task_batch import run_task_batch
     from kspark._spark.wire import TaskMarker, marker_batch

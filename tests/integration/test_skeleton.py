@@ -85,7 +85,7 @@ def test_python_shuffle_keys_agree_with_spark_hash_partitioning(spark):
     repartitions by it, as the stages' exchanges do."""
     from pyspark.sql import functions as F  # noqa: N812 - PySpark's own idiom
 
-    from kspark._spark.passes import shuffle_keys, spark_hash
+    from kspark._plan.passes import shuffle_keys, spark_hash
 
     ints = [0, 1, -1, 2**31 - 1, -2**31, *range(-3000, 3000, 7), *range(10**6, 10**9, 9_999_991)]
     rows = (spark.createDataFrame([(k,) for k in ints], "k int")

@@ -18,7 +18,7 @@ from kspark._host.context import HostContext
 from kspark._host.port import Output
 from kspark._host.rules import COMMIT_STEPS
 from kspark._host.task import HostedTask
-from kspark._spark.plan import StagePlan
+from kspark._plan.plan import StagePlan
 from kspark.config import StreamsConfig
 from kspark.errors import TaskFencedError
 

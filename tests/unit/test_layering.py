@@ -51,3 +51,15 @@ def test_the_task_runtime_imports_no_spark_host():
             for name in names:
                 assert not name.startswith(("kspark._spark", "pyspark")), \
                     f"_host/{p.name} imports {name}"
+
+
+def test_planning_is_pure():
+    """``kspark._plan`` imports neither pyspark nor the Spark glue nor the task runtime:
+    a plan is data, made and tested without Spark."""
+    for p in (ROOT / "_plan").rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                assert not name.startswith(("kspark._spark", "kspark._host", "pyspark")), \
+                    f"_plan/{p.name} imports {name}"

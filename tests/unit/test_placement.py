@@ -12,7 +12,7 @@ from kspark._engine.state.build import changelog_config
 from kspark._engine.state.checkpoint import write_checkpoint
 from kspark._kafka.transactions import Marker, decode_marker, encode_marker
 from kspark._host.state import moved, state_location
-from kspark._spark.placement import held_state, place
+from kspark._plan.placement import held_state, place
 from kspark._spark.realtime.layout import TaskSpec
 from kspark._spark.realtime.stream_thread import Epoch, assign_threads, local_state
 from kspark.config import StreamsConfig
@@ -91,7 +91,7 @@ def test_topic_overrides_go_over_the_defaults_and_a_stores_own_map_over_both():
     assert streams.topic_overrides() == {"segment.bytes": "1024"}
 
 
-# micro-batch placement (kspark/_spark/placement.py): executors "0".."n-1", each its own disk
+# micro-batch placement (kspark/_plan/placement.py): executors "0".."n-1", each its own disk
 def _disks(n: int) -> dict[str, str]:
     return {str(e): f"h{e}:/s" for e in range(n)}
 

@@ -1,4 +1,4 @@
-"""The query plan as data (kspark._spark.plan), its passes and describe: no Spark, no broker."""
+"""The query plan as data (kspark._plan.plan), its passes and describe: no Spark, no broker."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from kspark import Serdes, StreamsBuilder
-from kspark._spark.describe import describe_application
-from kspark._spark.options import SourceOptions
-from kspark._spark.passes import shuffle_keys, spark_hash
-from kspark._spark.plan import StagePlan, plan
+from kspark._plan.describe import describe_application
+from kspark._plan.options import SourceOptions
+from kspark._plan.passes import shuffle_keys, spark_hash
+from kspark._plan.plan import StagePlan, plan
 from kspark.cli import main
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
@@ -134,7 +134,7 @@ def test_source_options_travel_as_one_json_option():
 
 
 def test_plan_and_describe_import_no_pyspark():
-    code = ("import sys, kspark._spark.plan, kspark._spark.describe; "
+    code = ("import sys, kspark._plan.plan, kspark._plan.describe; "
             "assert 'pyspark' not in sys.modules, 'pyspark imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -5,7 +5,7 @@ import pytest
 
 from kspark._engine.nodes import RawRecord
 from kspark._spark.routing import RoutingCollector, in_writer_order, ranges_of, shuffled_records
-from kspark._spark.plan import StagePlan
+from kspark._plan.plan import StagePlan
 from kspark._spark.wire import (FED_ARROW_SCHEMA, FED_SCHEMA, MARKER_TOPIC, SOURCE_ARROW_SCHEMA,
                                 SOURCE_SCHEMA, TaskMarker, marker_batch, markers_in,
                                 records_only)

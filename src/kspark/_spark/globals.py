@@ -38,6 +38,7 @@ from typing import Any
 from kspark._engine.global_task import GlobalStateTask, global_store_dir
 from kspark._engine.state.global_recovery import GlobalPins, catch_up_globals, global_reset_policy
 from kspark._graph.graph import TopologyGraph
+from kspark._plan.plan import local_checkpoint
 from kspark._graph.instantiate import build_global_task
 from kspark._kafka.changelog_reader import KafkaChangelogReader
 from kspark._kafka.clients import read_range
@@ -61,14 +62,6 @@ def global_state(graph: TopologyGraph, config: Mapping[str, Any], pins: GlobalPi
         state.flush()
         _write_checkpoint(directory, state)
     return state
-
-
-def local_checkpoint(location: str) -> Path | None:
-    """The local directory of a checkpoint location (None: not on this machine's disk)."""
-    from urllib.parse import urlparse
-
-    url = urlparse(location)
-    return Path(url.path) if url.scheme == "file" else Path(location) if not url.scheme else None
 
 
 def pins_from_offset_log(location: str, batch: int, topics: list[str]) -> GlobalPins | None:

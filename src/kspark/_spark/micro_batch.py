@@ -3,7 +3,7 @@
 The streaming query reads only the Kafka sources' task markers (``planner.build``); for
 each micro-batch :class:`MicroBatchHost` builds the stages over them
 (``planner.batch_frames``), places each stage's partitions with the placement shim
-(``located.py``) as :func:`~kspark._spark.placement.place` decides, and runs the batch. So
+(``located.py``) as :func:`~kspark._plan.placement.place` decides, and runs the batch. So
 a task runs on the executor holding its state, batch after batch; it moves only when that
 executor is lost (to a replacement, if one starts within ``placement.replacement.wait.ms``)
 or executors are added.
@@ -31,8 +31,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import col
 
 from kspark._spark.located import Rows, live_executors, load, located
-from kspark._spark.placement import place
-from kspark._spark.plan import Stage
+from kspark._plan.placement import place
+from kspark._plan.plan import Stage
 from kspark._spark.planner import SOURCE_TAG, BuiltQuery, batch_frames, source_tasks
 
 __all__ = ["MicroBatchHost"]
@@ -151,7 +151,7 @@ class MicroBatchHost:
 
         def probe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from kspark._host.state import state_location
-            from kspark._spark.placement import held_state
+            from kspark._plan.placement import held_state
 
             for b in batches:
                 for i in b.column(0).to_pylist():

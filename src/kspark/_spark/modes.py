@@ -20,7 +20,7 @@ from kspark._kafka.admin import Admin
 from kspark._kafka.transactions import progress_topic
 from kspark._spark.batch_run import BatchRun
 from kspark._spark.checkpoint import SparkCheckpoint
-from kspark._spark.plan import kafka_sources, plan
+from kspark._plan.plan import kafka_sources, plan
 from kspark._spark.session import ensure_registered
 from kspark.config import commit_interval_ms
 

@@ -1,4 +1,4 @@
-"""Build the DataFrames of a :class:`~kspark._spark.plan.QueryPlan`: one streaming query.
+"""Build the DataFrames of a :class:`~kspark._plan.plan.QueryPlan`: one streaming query.
 
 The plan (``plan.py``) decides the stages, their exchanges and each Kafka source's options;
 :func:`build` turns it into Spark: a Kafka data source per source, whose rows (one task
@@ -26,8 +26,8 @@ from pyspark.sql.functions import col, create_map, lit
 from kspark._graph.graph import TopologyGraph
 from kspark._host.metrics import TaskMetrics
 from kspark._kafka.settings import ClientSettings, as_settings
-from kspark._spark.options import OPTION, SourceOptions
-from kspark._spark.plan import QueryPlan, Stage
+from kspark._plan.options import OPTION, SourceOptions
+from kspark._plan.plan import QueryPlan, Stage
 from kspark._spark.source import source_for
 from kspark._spark.stage import make_stage
 from kspark._spark.wire import FED_SCHEMA, MARKER_TOPIC, SOURCE_SCHEMA

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from kspark._engine.collector import RecordCollector
 from kspark._engine.nodes import RawRecord
 from kspark._engine.partitioner import default_partition
-from kspark._spark.plan import StagePlan
+from kspark._plan.plan import StagePlan
 from kspark._spark.wire import FED_ARROW_SCHEMA, Range, TaskMarker, markers_in, records_only
 
 

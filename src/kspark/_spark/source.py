@@ -20,7 +20,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from kspark._kafka.settings import ClientSettings
-from kspark._spark.options import OPTION, SourceOptions
+from kspark._plan.options import OPTION, SourceOptions
 from kspark._spark.wire import SOURCE_ARROW_SCHEMA, SOURCE_SCHEMA, TaskMarker, marker_batch
 
 __all__ = ["KafkaDataSource", "source_for", "TaskInput"]
@@ -65,7 +65,7 @@ class TaskInput(InputPartition):
 
 class KafkaDataSource(DataSource):
     """``spark.readStream.format("kspark_kafka")``; its one option, :data:`OPTION`, holds
-    a :class:`~kspark._spark.options.SourceOptions` as JSON (set by ``planner.build``).
+    a :class:`~kspark._plan.options.SourceOptions` as JSON (set by ``planner.build``).
 
     The Kafka client settings never travel as options (they would show in ``explain()`` and
     Spark's UI): :func:`source_for` registers a subclass per query whose class attribute

@@ -16,7 +16,7 @@ from pyspark import TaskContext
 
 from kspark._graph.graph import TopologyGraph
 from kspark._host.hooks import TaskHooks, installed_task_hooks
-from kspark._spark.plan import StagePlan
+from kspark._plan.plan import StagePlan
 from kspark._host.context import HostContext
 from kspark._spark.task_batch import run_task_batch
 from kspark.errors import KSparkError, StreamsError

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kspark._spark.plan import Member, QueryPlan
+from kspark._plan.plan import Member, QueryPlan
 from kspark.errors import ConfigError
 
 __all__ = ["real_time_members", "threads_for", "MICRO_BATCH_ONLY"]

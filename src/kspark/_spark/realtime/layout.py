@@ -8,7 +8,7 @@ the reading sub-topology's task ``p`` reads its partition ``p``, with its other 
 Example:
     >>> from kspark import StreamsBuilder, Serdes
     >>> from kspark.config import StreamsConfig
-    >>> from kspark._spark.plan import plan
+    >>> from kspark._plan.plan import plan
     >>> b = StreamsBuilder()
     >>> b.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()) \\
     ...  .repartition(name="r").to("out")
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from kspark._graph.graph import TopologyGraph, topic_name
 from kspark._graph.subtopology import sub_topologies
-from kspark._spark.plan import QueryPlan
+from kspark._plan.plan import QueryPlan
 
 __all__ = ["TaskSpec", "task_specs", "repartition_topics", "REPARTITION_TOPIC_CONFIG"]
 

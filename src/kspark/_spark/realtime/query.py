@@ -19,7 +19,7 @@ from typing import Any
 
 from kspark._kafka.clients import committed_offsets
 from kspark._kafka.stream_thread_clients import MetricsReader, control_end, send_stop
-from kspark._spark.plan import QueryPlan
+from kspark._plan.plan import QueryPlan
 from kspark._spark.realtime.batch_end import BatchEnd
 from kspark._spark.realtime.checks import real_time_members, threads_for
 from kspark._spark.realtime.layout import task_specs
@@ -74,7 +74,7 @@ def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
                     ) -> RealTimeQuery:
     """The real-time run of every sub-topology of ``plan`` (``stop``: a batch run's stop
     offsets, KIP-95)."""
-    from kspark._spark.plan import kafka_sources
+    from kspark._plan.plan import kafka_sources
 
     members = real_time_members(plan, graph, config)
     specs = task_specs(plan, graph)

@@ -134,7 +134,7 @@ def local_state(state_dir: str, app_id: str, epoch: Epoch) -> dict[str, int]:
     """Per thread (as a string), how much of its tasks' state ``state_dir`` holds here: for
     each task with a valid local checkpoint, 1 plus its changelog offsets (a fresher copy
     counts more); threads with none are left out."""
-    from kspark._spark.placement import held_state
+    from kspark._plan.placement import held_state
 
     held = held_state(state_dir, app_id, [s.task_id for i in range(epoch.threads)
                                           for s in epoch.mine(i)])

@@ -33,18 +33,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kspark._engine.state.build import changelog_topic
 from kspark._graph.graph import TopologyGraph, topic_name
 from kspark._graph.subtopology import SubTopology, sub_topologies
-from kspark._spark.options import Offsets, SourceOptions
-from kspark._spark.passes import fuse_stages, lay_out, shuffle_keys, task_counts
+from kspark._plan.options import Offsets, SourceOptions
+from kspark._plan.passes import fuse_stages, lay_out, shuffle_keys, task_counts
 from kspark.config import checkpoint_location
 from kspark.errors import TopologyError
 
 __all__ = ["plan", "QueryPlan", "Stage", "Member", "Exchange", "StagePlan", "StorePlan",
-           "SourceOptions", "kafka_sources", "needed_topics"]
+           "SourceOptions", "kafka_sources", "needed_topics", "local_checkpoint"]
 
 
 @dataclass(frozen=True)
@@ -267,8 +268,6 @@ class _SourceMaker:
 def _check_global_pins(graph: TopologyGraph, c: Any, fused: list[list[SubTopology]]) -> None:
     """Several Kafka sources with global stores: the others' tasks read the pins from Spark's
     offset log, which must be on local disk."""
-    from kspark._spark.globals import local_checkpoint
-
     checkpoint = checkpoint_location(c)
     kafka_stages = sum(1 for ms in fused for st in ms if st.user_topics)
     if graph.global_topics() and kafka_stages > 1 and local_checkpoint(checkpoint) is None:
@@ -279,3 +278,11 @@ def _check_global_pins(graph: TopologyGraph, c: Any, fused: list[list[SubTopolog
             f"offset log, which must then be on local disk, but checkpoint.location is "
             f"{checkpoint!r}. Use a local checkpoint.location, or merge the input streams into "
             "one sub-topology (one stream of several topics, or merge())")
+
+
+def local_checkpoint(location: str) -> Path | None:
+    """The local directory of a checkpoint location (None: not on this machine's disk)."""
+    from urllib.parse import urlparse
+
+    url = urlparse(location)
+    return Path(url.path) if url.scheme == "file" else Path(location) if not url.scheme else None

@@ -1,7 +1,7 @@
 """What a topology becomes on Spark, as text: stages, exchanges, tasks, stores and topics.
 
 :func:`describe_plan` is a pure function of the topology's description (as Kafka Streams
-prints it, ``Topology.describe()``) and its :class:`~kspark._spark.plan.QueryPlan`.
+prints it, ``Topology.describe()``) and its :class:`~kspark._plan.plan.QueryPlan`.
 :func:`describe_application` finds the partition counts the plan needs (the broker's, when
 ``bootstrap.servers`` answers; those given; else an assumption it prints) and describes the
 plan. Neither imports pyspark nor starts anything.
@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kspark._graph.graph import TopologyGraph
-from kspark._spark.plan import Member, QueryPlan, Stage, needed_topics, plan
+from kspark._plan.plan import Member, QueryPlan, Stage, needed_topics, plan
 from kspark.errors import KSparkError
 
 __all__ = ["describe_plan", "describe_application", "partition_counts_for"]
