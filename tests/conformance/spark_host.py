@@ -31,7 +31,8 @@ from tests.conformance.lang import L, S, build
 from tests.conformance.reference import run_java
 
 __all__ = ["Case", "Sample", "case_of", "with_java", "sample", "run_on_spark",
-           "disagreements", "report", "SPARK_DIVERGENCES", "PER_TRIGGER", "REAL_TIME"]
+           "disagreements", "report", "SPARK_DIVERGENCES", "PER_TRIGGER", "REAL_TIME",
+           "mode_of", "families"]
 
 PER_TRIGGER = 8  # max.offsets.per.trigger: a scenario's 6 to 30 inputs take 1 to 4 batches
 # execution.mode=real_time: a task processes what it polled once each of its partitions has
@@ -40,14 +41,21 @@ PER_TRIGGER = 8  # max.offsets.per.trigger: a scenario's 6 to 30 inputs take 1 t
 REAL_TIME = 10**9
 
 # Scenario families on which kspark on Spark still differs from Java, left out of the sample
-# until fixed (docs/conformance.md lists them): name -> test on the op lines' kinds.
+# until fixed (docs/conformance.md lists them): name -> (the execution modes it is left out
+# in, test on the op lines' kinds).
 SPARK_DIVERGENCES = {
     # a processor's own fields (not a store) restart every micro-batch on Spark: a task with
     # a persistent store is rebuilt for each batch, and a task may move between workers;
-    # Java keeps a task's processors while the task stays assigned
+    # Java keeps a task's processors while the task stays assigned. In real-time mode a
+    # task stays open for its whole epoch (its processors keep their fields), as in Java
     "a value transformer counting its calls across micro-batches":
-        lambda ops: "transform_values" in ops,
+        (("micro_batch",), lambda ops: "transform_values" in ops),
 }
+
+
+def mode_of(per_trigger: int) -> str:
+    """The execution mode a sample is cut for: ``REAL_TIME`` is real-time mode's."""
+    return "real_time" if per_trigger >= REAL_TIME else "micro_batch"
 
 
 @dataclass
@@ -139,14 +147,22 @@ def _shifted(lines: list[str]) -> list[str]:
     return out
 
 
+def families(lines: list[str], mode: str | None = None) -> list[str]:
+    """The ``SPARK_DIVERGENCES`` families the scenario is in (those left out in ``mode``;
+    in any mode by default)."""
+    ops = " ".join(_kind(line.split(" ")) for line in lines if line.startswith("op "))
+    return [name for name, (modes, test) in SPARK_DIVERGENCES.items()
+            if (mode is None or mode in modes) and test(ops)]
+
+
 def case_of(lines: list[str], seed: int, run: str, per_trigger: int = PER_TRIGGER,
             known: bool = False) -> Case | str:
     """The scenario as a case of the sample (without Java's answer yet), or why not;
-    ``known``: take it even if it is in a family of ``SPARK_DIVERGENCES``."""
+    ``known``: take it even if it is in a family of ``SPARK_DIVERGENCES`` (those of the mode
+    ``per_trigger`` is cut for: ``REAL_TIME`` is real-time mode's)."""
     if any(t[4] == "0" for t in _inputs(lines)):
         lines = _shifted(lines)
-    ops = " ".join(_kind(line.split(" ")) for line in lines if line.startswith("op "))
-    divergent = next((name for name, test in SPARK_DIVERGENCES.items() if test(ops)), None)
+    divergent = next(iter(families(lines, mode_of(per_trigger))), None)
     if divergent and not known:
         return divergent
     plan = _spark_order(lines, per_trigger)

@@ -9,6 +9,7 @@ which mode runs.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Protocol
 
 from pyspark.sql import SparkSession
@@ -20,13 +21,14 @@ from kspark._kafka.admin import Admin
 from kspark._kafka.transactions import progress_topic
 from kspark._spark.batch_run import BatchRun
 from kspark._spark.checkpoint import SparkCheckpoint
-from kspark._plan.plan import kafka_sources, plan
+from kspark._plan.plan import kafka_sources, local_checkpoint, plan
 from kspark._spark.session import ensure_registered
 from kspark.config import commit_interval_ms
 
 __all__ = ["ModeDriver", "MicroBatchDriver", "RealTimeDriver", "DRIVERS", "IDLE"]
 
 TP = tuple[str, int]
+log = logging.getLogger("kspark")
 
 
 class ModeDriver(Protocol):
@@ -171,6 +173,7 @@ class RealTimeDriver:
 
         app = self.app
         c, app_id = app.config, app.config["application.id"]
+        _discard_micro_batch_checkpoint(app_id, app.checkpoint_dir)
         query_plan = plan(app.graph, counts, c)
         app.begin_batch_run(admin, kafka_sources(app.graph)[0], counts)
         app.create_changelogs(admin, counts, query_plan.store_tasks)
@@ -194,6 +197,21 @@ class RealTimeDriver:
 
     def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
         return self.query.metrics()
+
+
+def _discard_micro_batch_checkpoint(app_id: str, location: str) -> None:
+    """Switching an application to real_time: the micro-batch mode's Spark checkpoint would
+    be stale after the first real-time commit (Kafka alone holds real-time progress), and a
+    later micro_batch run would refuse it; it is deleted, so that run starts from the
+    consumer group's offsets, where this one leaves them (both modes commit there)."""
+    import shutil
+
+    directory = local_checkpoint(location)
+    if directory is not None and (directory / "offsets").is_dir():
+        log.info("application %r: execution.mode=real_time keeps its progress in Kafka alone; "
+                 "deleting the micro-batch mode's Spark checkpoint at %s (a later micro_batch "
+                 "run resumes from the consumer group's offsets)", app_id, directory)
+        shutil.rmtree(directory)
 
 
 DRIVERS: dict[str, type] = {"micro_batch": MicroBatchDriver, "real_time": RealTimeDriver}

@@ -19,24 +19,11 @@ from typing import Any
 from kspark._plan.plan import Member, QueryPlan
 from kspark.errors import ConfigError
 
-__all__ = ["real_time_members", "threads_for", "MICRO_BATCH_ONLY"]
-
-# Config keys of the micro-batch mode alone: set with real_time, they are refused (never
-# silently ignored).
-MICRO_BATCH_ONLY = ("max.offsets.per.trigger", "checkpoint.location",
-                    "placement.replacement.wait.ms")
-
+__all__ = ["real_time_members", "threads_for"]
 
 def real_time_members(query: QueryPlan, graph: Any, config: Any) -> list[Member]:
-    """The sub-topologies real-time mode runs (all of them); refuses what it does not run
-    yet, naming the alternative."""
-    ignored = [k for k in MICRO_BATCH_ONLY if config.is_set(k)]
-    if ignored:
-        raise ConfigError(
-            f"{', '.join(ignored)} only applies to execution.mode=micro_batch (real_time "
-            "threads poll continuously, keep their progress in Kafka alone and are placed "
-            "at each epoch's start): remove it, "
-            "or use execution.mode=micro_batch")
+    """The sub-topologies real-time mode runs: all of them (a key of the micro-batch mode
+    alone is refused when the config is made: ``config.py``, each key's ``modes``)."""
     return query.members()
 
 
