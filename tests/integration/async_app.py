@@ -5,8 +5,9 @@ service at ``PORT`` (``GET /enrich?v=N`` answers ``e<N>``) by an async step with
 calls in flight per task, held back ``--delay-ms`` by ``KStream.delay``, and written to
 ``OUT``; exactly_once_v2, streaming (it runs until killed).
 
-``python -m tests.integration.async_app BOOTSTRAP SRC OUT APP_ID STATE_DIR PORT``; prints
-``started`` and then ``batches N`` as micro-batches complete.
+``python -m tests.integration.async_app BOOTSTRAP SRC OUT APP_ID STATE_DIR PORT [--mode
+real_time]``; prints ``started`` and then ``batches N`` as micro-batches (real time:
+epochs) complete.
 """
 
 from __future__ import annotations
@@ -45,13 +46,18 @@ def main(argv: list[str]) -> int:
     ap.add_argument("port", type=int)
     ap.add_argument("--delay-ms", type=int, default=800)
     ap.add_argument("--max-offsets", type=int, default=100)
+    ap.add_argument("--mode", default="micro_batch", choices=("micro_batch", "real_time"),
+                    help="execution.mode (real_time: without the micro-batch keys)")
     a = ap.parse_args(argv)
     spark = spark_session({"spark.master": "local[2]", "spark.ui.enabled": "false",
                            "spark.task.maxFailures": "8", "spark.sql.shuffle.partitions": "2"})
-    streams = KafkaStreams(topology(a.src, a.out, a.port, a.delay_ms), {
-        "application.id": a.app_id, "bootstrap.servers": a.bootstrap, "state.dir": a.state_dir,
-        "processing.guarantee": "exactly_once_v2", "max.offsets.per.trigger": a.max_offsets,
-        "delayed.records.check.interval.ms": 300, "request.timeout.ms": 20000}, spark=spark)
+    cfg = {"application.id": a.app_id, "bootstrap.servers": a.bootstrap,
+           "state.dir": a.state_dir, "processing.guarantee": "exactly_once_v2",
+           "request.timeout.ms": 20000, "execution.mode": a.mode}
+    if a.mode == "micro_batch":
+        cfg.update({"max.offsets.per.trigger": a.max_offsets,
+                    "delayed.records.check.interval.ms": 300})
+    streams = KafkaStreams(topology(a.src, a.out, a.port, a.delay_ms), cfg, spark=spark)
     streams.start()
     print("started", flush=True)
     run_printing_batches(streams)

@@ -152,28 +152,33 @@ def test_delayed_records_fire_on_spark_after_their_delay_without_new_input(
     assert waited >= delay_ms / 1000, "records went on before their delay"
 
 
+@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
 def test_a_driver_killed_with_calls_in_flight_and_records_delayed_loses_and_duplicates_nothing(
-        broker, admin, topic_name, tmp_path):
+        mode, broker, admin, topic_name, tmp_path):
     """exactly_once_v2: the app (an async step calling a slow HTTP service, then a delay) is
     SIGKILLed, driver and workers, while calls are in flight and records wait in the delay
-    store; started again, it writes every record exactly once, in input order per key."""
+    store; started again, it writes every record exactly once, in input order per key. The
+    same 300 records in both modes (micro_batch: 100 per micro-batch; real_time: the
+    threads read them all at once, and commit every 100 ms)."""
     from tests.integration import soak
 
     src, out = topic_name("async-kill-in"), topic_name("async-kill-out")
     admin.create_topics({src: 2, out: 2})
     n, keys = 300, 10
     _produce(broker, src, n, keys)
-    # past the first micro-batch of 100 records, calls stay in flight until the kill
+    # past the first 150 calls (micro_batch: past the first micro-batch of 100 records),
+    # calls stay in flight until the kill
     service = _Service(latency_s=0.15, fail_every=10**9, hold_after=150)
     threading.Thread(target=service.serve_forever, daemon=True).start()
     cmd = [sys.executable, "-m", "tests.integration.async_app", broker, src, out,
-           topic_name("async-kill-app"), str(tmp_path / "state"), str(service.server_address[1])]
+           topic_name("async-kill-app"), str(tmp_path / "state"), str(service.server_address[1]),
+           "--mode", mode]
     try:
         app = soak.start_app(cmd)
         try:
             # a held call: once made, it stays in flight (a lasting state, not a moment)
             _wait_for(lambda: service.requests > 150 and service.in_flight > 0, 240,
-                      "calls in flight after the first micro-batch")
+                      "calls in flight after the first 150")
             in_flight_at_kill = service.in_flight
             _kill_tree(app.pid)
         finally:

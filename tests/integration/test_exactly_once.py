@@ -82,15 +82,43 @@ def test_a_task_failing_after_its_commit_is_replayed_without_writing(broker, adm
     _assert_exact(broker, src, app_id, n)
 
 
-def test_driver_killed_after_some_tasks_committed_resumes_exactly(broker, admin, topic_name,
-                                                                 tmp_path):
-    src = _topics(admin, topic_name, "eos-driver")
+MODES = pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
+
+
+@MODES
+def test_driver_killed_after_some_tasks_committed_resumes_exactly(mode, broker, admin,
+                                                                 topic_name, tmp_path):
+    """The driver SIGKILLed (then its workers) while some tasks have committed and others
+    have not; run again, the output is exact.
+
+    micro_batch: a task holds right after committing a batch >= 1 (``--hold-after-commit``)
+    while Spark's commit log does not have that batch; the restarted query replays it (the
+    committed task writes nothing). real_time: there is no Spark commit log to be ahead of,
+    and the task hooks are the micro-batch driver's only, so the kill comes once the group's
+    committed position has moved (some tasks committed) while the aggregates are still
+    being written (1 ms per record); the restart fences the killed run's open transactions.
+    Both modes run the same 6,000 records, exactly_once_v2 only (the guarantee this is
+    about)."""
+    src = _topics(admin, topic_name, f"eos-driver-{mode}")
     n = 6000
     soak.produce(broker, src, 0, n, KEYS)
     app_id = f"eos-driver-{src}"
     state = tmp_path / "state"
     cmd = soak.app_command(broker, src, app_id, str(state), "--max-offsets", "1500",
-                           "--slow-ms", "1")
+                           "--slow-ms", "1", "--mode", mode)
+    if mode == "micro_batch":
+        _kill_while_a_task_holds_a_batch_spark_has_not(broker, app_id, cmd, state, tmp_path)
+    else:
+        _kill_once_some_tasks_committed(broker, src, app_id, cmd, n)
+    code, lines = soak.finish(soak.start_app(cmd))
+    out = "".join(lines)
+    assert code == 0, out[-4000:]
+    if mode == "micro_batch":
+        assert "already committed" in out, "the restarted query replays the killed batch"
+    _assert_exact(broker, src, app_id, n)
+
+
+def _kill_while_a_task_holds_a_batch_spark_has_not(broker, app_id, cmd, state, tmp_path):
     # a task, once it committed a batch >= 1, waits (see eos_app.py): a lasting state, not a
     # moment, in which a task committed a batch that Spark has not
     hold = tmp_path / "hold"
@@ -115,25 +143,54 @@ def test_driver_killed_after_some_tasks_committed_resumes_exactly(broker, admin,
         proc.wait(60)
     finally:
         c.close()
-        if proc.poll() is None:
-            proc.kill()
-        for pid in soak.descendants(proc.pid):
-            os.kill(pid, signal.SIGKILL)
+        _kill_tree(proc)
     assert killed_in is not None, "never saw a task commit ahead of Spark's commit log"
-    code, lines = soak.finish(soak.start_app(cmd))
-    out = "".join(lines)
-    assert code == 0, out[-4000:]
-    assert "already committed" in out, "the restarted query replays the killed batch"
-    _assert_exact(broker, src, app_id, n)
 
 
-def test_executor_killed_mid_batch_on_local_cluster(broker, tmp_path):
+def _kill_once_some_tasks_committed(broker, src, app_id, cmd, n):
+    """Real-time mode: SIGKILL the driver once the group's committed input position moved
+    (eos_app prints ``batches 1``); what was committed by then is part of the output, and
+    part is missing (the aggregates lag: the kill came mid-run)."""
+    proc = soak.start_app(cmd)
+    lines: list[str] = []
+    try:
+        for line in proc.stdout:  # ends at the app's exit at the latest
+            lines.append(line)
+            if line.startswith(("batches ", "done")):
+                break
+        assert lines and lines[-1].startswith("batches "), "".join(lines[-40:])
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(60)
+    finally:
+        _kill_tree(proc)
+    f = soak.verify(broker, src, app_id, n, KEYS)
+    assert f.lost > 0, "the run finished before it was killed"
+    assert soak.read_all(broker, f"{src}-echo"), "no task had committed when it was killed"
+
+
+def _kill_tree(proc) -> None:
+    """SIGKILL ``proc`` if it still runs, and every process below it (the driver's JVM and
+    Python workers, if orphaned)."""
+    if proc.poll() is None:
+        proc.kill()
+    for pid in soak.descendants(proc.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@MODES
+def test_executor_killed_mid_batch_on_local_cluster(mode, broker, tmp_path):
     """One round of the soak harness (``make soak`` runs many; this keeps the harness from
-    rotting): an executor SIGKILLed on local-cluster as the second micro-batch starts, each
-    executor with its own disk; the run goes on without a restart, output exact."""
+    rotting): an executor SIGKILLed on local-cluster as the second micro-batch starts (real
+    time: once the group's committed position first moved, mid-epoch), each executor with
+    its own disk; the run goes on without a restart (real time: the lost epoch is followed
+    by a new one), output exact. Both modes: one round of 6,000 records, exactly_once_v2
+    only (``make soak SOAK_MODE=real_time`` runs both guarantees, many rounds)."""
     f = soak.soak(broker, rounds=1, records=6000, guarantee="exactly_once_v2", keys=KEYS,
                   seed=20261122, work_dir=str(tmp_path), victims=("executor",), max_delay_s=0,
-                  max_offsets=1500, slow_ms=1)
+                  max_offsets=1500, slow_ms=1, mode=mode)
     (kill,) = f.kills
     assert kill.pids, "the app finished before its executor could be killed"
     assert kill.executors >= 2, f"expected 2 executor processes, saw {kill.executors}"

@@ -1,10 +1,10 @@
 """Global stores on Spark local-cluster (two executor processes) and a real broker.
 
-One application runs throughout: every task joins against the full table; updates reach
-every task in the next micro-batch; records deleted below the stores' offsets (KIP-406) and
-the topic deleted and created again with new content make the stores rebuild while the query
-goes on; no order is lost or duplicated (read_committed); each worker's copy is
-checkpointed.
+One application runs throughout (in each execution mode): every task joins against the full
+table; updates reach every task in the next micro-batch; records deleted below the stores'
+offsets (KIP-406) and the topic deleted and created again with new content make the stores
+rebuild while the query goes on; no order is lost or duplicated (read_committed); each
+worker's copy is checkpointed.
 """
 
 from __future__ import annotations
@@ -60,12 +60,12 @@ def _assert_phase(broker: str, out: str, upto: int, first: int, version: str) ->
     assert not wrong, dict(list(wrong.items())[:5])
 
 
-def _start(broker: str, names: tuple[str, ...], root: Path) -> subprocess.Popen:
+def _start(broker: str, names: tuple[str, ...], root: Path, mode: str) -> subprocess.Popen:
     """The app on local-cluster; each executor keeps its state on a disk of its own."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.integration.global_app", broker, *names, STATE_DIR,
-         str(root / "checkpoint")], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, start_new_session=True,
+         str(root / "checkpoint"), mode], cwd=root, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True,
         env={**separate_disks_env(root), "PYTHONPATH": str(ROOT)})
     for line in proc.stdout:
         if line.startswith("started"):
@@ -79,8 +79,15 @@ def _stop(proc: subprocess.Popen) -> None:
     proc.wait(60)
 
 
+@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
 def test_global_table_on_two_executors_updates_and_kip406_rebuilds(
-        broker, admin, topic_name, tmp_path):
+        mode, broker, admin, topic_name, tmp_path):
+    """real_time is sampled: the full table in every task of both executors, the topic
+    deleted and created again (KIP-406) and the checkpointed copies; it leaves out the
+    update phase and the records deleted past the copies' offsets, which
+    ``test_real_time.py`` runs in real-time mode already (on local[2]: updates reach the
+    running threads; the KIP-406 rebuild after deleted records). The suite's time budget:
+    this application on local-cluster is the cost, each phase a few seconds."""
     orders, countries, out = topic_name("g-orders"), topic_name("g-countries"), topic_name("g-out")
     admin.create_topics({orders: 4, out: 4})
     # compacted, and deletable: Kafka refuses delete_records on a compact-only topic
@@ -90,42 +97,20 @@ def test_global_table_on_two_executors_updates_and_kip406_rebuilds(
     n = 200
     _countries(broker, countries, "v1")
     _orders(broker, orders, 0, n)
-    proc = _start(broker, names, tmp_path)
+    proc = _start(broker, names, tmp_path, mode)
     try:
         # Every task, on either executor, joins against the full table.
         _assert_phase(broker, out, n, 0, "v1")
-        # An update reaches every task in the next micro-batch.
-        _countries(broker, countries, "v2")
-        _orders(broker, orders, n, n)
-        _assert_phase(broker, out, 2 * n, n, "v2")
-        # KIP-406: records deleted past the stores' offsets. An open transaction holds the
-        # pinned (read_committed) end back while the records are deleted, so the copies'
-        # offsets are below the new earliest offset when the next batch pins it.
-        tx = Producer({"bootstrap.servers": broker, "transactional.id": f"{app_id}-truncate"})
-        tx.init_transactions(30)
-        tx.begin_transaction()
-        tx.produce(countries, key=b"c0", value=b"never-seen")
-        tx.flush(30)
-        stable = admin.end_offsets([(countries, 0)])[(countries, 0)]
-        c = Consumer({"bootstrap.servers": broker, "group.id": f"hw-{app_id}",
-                      "isolation.level": "read_uncommitted"})
-        _, high = c.get_watermark_offsets(TopicPartition(countries, 0), timeout=30)
-        c.close()
-        assert high > stable
-        raw = AdminClient({"bootstrap.servers": broker})
-        (fut,) = raw.delete_records([TopicPartition(countries, 0, high)]).values()
-        fut.result(30)
-        tx.abort_transaction(30)
-        _countries(broker, countries, "v3")
-        _orders(broker, orders, 2 * n, n)
-        _assert_phase(broker, out, 3 * n, 2 * n, "v3")
-        assert proc.poll() is None, "the query stopped"
+        if mode == "micro_batch":
+            _update_then_delete_records(broker, admin, countries, orders, out, app_id, n)
+            assert proc.poll() is None, "the query stopped"
+        done = 3 * n if mode == "micro_batch" else n
         # KIP-406: the topic deleted and created again, with other content.
         admin.delete_topics([countries])
         admin.create_topics({countries: 1}, {"cleanup.policy": "compact,delete"})
         _countries(broker, countries, "v4")
-        _orders(broker, orders, 3 * n, n)
-        _assert_phase(broker, out, 4 * n, 3 * n, "v4")
+        _orders(broker, orders, done, n)
+        _assert_phase(broker, out, done + n, done, "v4")
         assert proc.poll() is None, "the query stopped"
     finally:
         _stop(proc)
@@ -134,3 +119,33 @@ def test_global_table_on_two_executors_updates_and_kip406_rebuilds(
                     for c in (d / app_id / "global").iterdir())
     assert len(executor_state_dirs(tmp_path)) >= 2, "each executor kept its own state"
     assert copies and all((d / ".checkpoint").exists() for d in copies)
+
+
+def _update_then_delete_records(broker, admin, countries, orders, out, app_id, n):
+    """Orders n..3n-1: an update reaches every task in the next micro-batch; then the
+    table's records are deleted past the copies' offsets (KIP-406) and new content joined."""
+    # An update reaches every task in the next micro-batch.
+    _countries(broker, countries, "v2")
+    _orders(broker, orders, n, n)
+    _assert_phase(broker, out, 2 * n, n, "v2")
+    # KIP-406: records deleted past the stores' offsets. An open transaction holds the
+    # pinned (read_committed) end back while the records are deleted, so the copies'
+    # offsets are below the new earliest offset when the next batch pins it.
+    tx = Producer({"bootstrap.servers": broker, "transactional.id": f"{app_id}-truncate"})
+    tx.init_transactions(30)
+    tx.begin_transaction()
+    tx.produce(countries, key=b"c0", value=b"never-seen")
+    tx.flush(30)
+    stable = admin.end_offsets([(countries, 0)])[(countries, 0)]
+    c = Consumer({"bootstrap.servers": broker, "group.id": f"hw-{app_id}",
+                  "isolation.level": "read_uncommitted"})
+    _, high = c.get_watermark_offsets(TopicPartition(countries, 0), timeout=30)
+    c.close()
+    assert high > stable
+    raw = AdminClient({"bootstrap.servers": broker})
+    (fut,) = raw.delete_records([TopicPartition(countries, 0, high)]).values()
+    fut.result(30)
+    tx.abort_transaction(30)
+    _countries(broker, countries, "v3")
+    _orders(broker, orders, 2 * n, n)
+    _assert_phase(broker, out, 3 * n, 2 * n, "v3")

@@ -113,7 +113,7 @@ def test_a_checkpoint_below_the_changelog_log_start_wipes_and_restores_at_once(c
     with caplog.at_level(logging.WARNING, logger="kspark"):
         plan = plan_store_restore("0_0", "s", ("c", 0), end=20, checkpointed=4,
                                   persistent=True, app_dir="d", log_start=9)
-    assert plan == StoreRestore("s", "c", 0, 0, 20, wipe=True)
+    assert plan == StoreRestore("s", "c", 0, 9, 20, wipe=True)  # from the first record left
     assert "now starts at offset 9" in caplog.text
     assert not plan_store_restore("0_0", "s", ("c", 0), 20, 9, True, "d", log_start=9).wipe
 

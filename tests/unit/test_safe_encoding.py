@@ -285,7 +285,7 @@ class _Admin:
         self.ends = ends
 
     def end_offsets(self, parts, earliest=False):
-        return {tp: self.ends[tp[0]] for tp in parts}
+        return {tp: 0 if earliest else self.ends[tp[0]] for tp in parts}
 
     def topic_ids(self, topics):
         return {}

@@ -125,8 +125,7 @@ def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, 
         check_changelog_ids(task.task_id, parts, checkpoint, _recorded_ids(task),
                             host.changelog_ids)
     app_dir = f"{config['state.dir']}/{config['application.id']}"
-    starts = reader.earliest_offsets([parts[n] for n in parts if parts[n] in checkpoint]) \
-        if checkpoint else {}
+    starts = reader.earliest_offsets(parts.values())  # a restore never reads below them
     for name, tp in parts.items():
         raw = bottom(task.stores[name])
         plan = plan_store_restore(task.task_id, name, tp, ends[tp], checkpoint.get(tp),

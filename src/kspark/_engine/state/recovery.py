@@ -124,9 +124,9 @@ def plan_store_restore(task_id: str, store: str, tp: TopicPartition, end: int,
                        checkpointed: int | None, persistent: bool, app_dir: str,
                        log_start: int | None = None) -> StoreRestore:
     """Where store ``store`` of task ``task_id`` restores from: its checkpointed offset if
-    it is persistent and has one, else it is wiped and restored from offset 0 (also when
-    the checkpoint is below the changelog's ``log_start``: the records after it are gone,
-    and a read from it would only wait for them). A checkpoint past the changelog's ``end``
+    it is persistent and has one, else it is wiped and restored from the changelog's first
+    offset, ``log_start`` (0 if not given); also when the checkpoint is below ``log_start``:
+    the records after it are gone, and a read from it would only wait for them. A checkpoint past the changelog's ``end``
     means the changelog was deleted or recreated: restoring
     from it would silently lose state, so it raises ChangelogLostError (``app_dir``: the
     application's state directory, named in the advice).
@@ -157,8 +157,8 @@ def plan_store_restore(task_id: str, store: str, tp: TopicPartition, end: int,
                     "records in between are gone; wiping the store and restoring it from "
                     "the changelog", task_id, store, start, tp[0], tp[1], log_start)
         start = None
-    if start is None:
-        return StoreRestore(store, tp[0], tp[1], 0, end, True)
+    if start is None:  # from the first record the changelog still holds
+        return StoreRestore(store, tp[0], tp[1], max(log_start or 0, 0), end, True)
     return StoreRestore(store, tp[0], tp[1], start, end, False)
 
 
