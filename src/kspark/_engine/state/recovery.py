@@ -123,13 +123,14 @@ def local_resume_point(local: dict[str, Any] | None,
 def plan_store_restore(task_id: str, store: str, tp: TopicPartition, end: int,
                        checkpointed: int | None, persistent: bool, app_dir: str,
                        log_start: int | None = None) -> StoreRestore:
-    """Where store ``store`` of task ``task_id`` restores from: its checkpointed offset if
-    it is persistent and has one, else it is wiped and restored from the changelog's first
-    offset, ``log_start`` (0 if not given); also when the checkpoint is below ``log_start``:
-    the records after it are gone, and a read from it would only wait for them. A checkpoint past the changelog's ``end``
-    means the changelog was deleted or recreated: restoring
-    from it would silently lose state, so it raises ChangelogLostError (``app_dir``: the
-    application's state directory, named in the advice).
+    """Where store ``store`` of task ``task_id`` restores from: its checkpointed offset if it
+    is persistent and has one, else it is wiped and restored from the changelog's first
+    offset, ``log_start`` (0 if not given); also when the checkpoint is below
+    ``log_start``: the records after it are gone, and a read from it would only wait for
+    them. A checkpoint past the changelog's ``end`` means the changelog was deleted or
+    recreated: restoring from it would silently lose state, so it raises
+    ChangelogLostError (``app_dir``: the application's state directory, named in the
+    advice).
 
     Example:
         >>> plan_store_restore("0_0", "s", ("c", 0), 9, None, True, "d").wipe
