@@ -1,6 +1,7 @@
 """An application switches between execution modes without ``kspark reset``: both modes
 keep their progress in the consumer group (offsets) and the tasks' markers, so a run in one
-mode goes on exactly where the run in the other left off. Real-time mode deletes the
+mode goes on exactly where the run in the other left off; ``progress()`` and ``metrics()``
+have one shape in both. Real-time mode deletes the
 micro-batch mode's Spark checkpoint when it starts (it would be stale after its first
 commit), so a later micro-batch run resumes from the group."""
 
@@ -12,6 +13,7 @@ import os
 import pytest
 
 from kspark import KafkaStreams
+from kspark._host.progress import PROGRESS_KEYS
 from tests.conftest import consume_all
 from tests.integration.test_real_time import L, _count_topology, _latest, _produce
 
@@ -33,7 +35,13 @@ def test_micro_batch_then_real_time_then_micro_batch_counts_exactly_once(
                                {**cfg, "execution.mode": mode}, spark=spark)
         streams.start()  # a batch run (autostop.at=eol): what is there now, then stop
         assert streams.await_termination(180) and streams.batch_finished(), mode
+        progress, metrics = streams.progress(), streams.metrics()
         streams.close()
+        # one shape in both modes; records_out counts the output, changelogs apart
+        assert list(progress) == list(PROGRESS_KEYS), (mode, progress)
+        assert sorted(metrics) == ["async", "lag", "stream_threads"], (mode, metrics)
+        assert (progress["records_in"], progress["records_out"]) == (40, 40), (mode, progress)
+        assert progress["changelog_records"] > 0 and progress["commits"] > 0, (mode, progress)
         if mode == "real_time":  # the micro-batch checkpoint went: the next run uses Kafka's
             assert not os.path.exists(checkpoint)
         out = consume_all(broker, dst, len(sent), timeout_s=60)
