@@ -116,7 +116,7 @@ def run(bootstrap: str, spark, work: str, src: str, out: str, port: int, n: int,
     s.to(out, key_serde=S, value_serde=S)
     return timed_run(b.build(), {
         "application.id": f"bench-async-{time.time_ns()}", "bootstrap.servers": bootstrap,
-        "state.dir": os.path.join(work, "state"), "max.offsets.per.trigger": n}, spark)
+        "state.dir": os.path.join(work, "state"), "execution.mode": "micro_batch", "max.offsets.per.trigger": n}, spark)
 
 
 def count(bootstrap: str, topic: str, partitions: int) -> int:

@@ -74,7 +74,7 @@ def kspark_run(bootstrap: str, spark, state_dir: str) -> float:
       .to("bench-out-kspark", key_serde=S, value_serde=S))
     return timed_run(b.build(), {
         "application.id": f"bench-global-{time.time_ns()}", "bootstrap.servers": bootstrap,
-        "state.dir": state_dir, "max.offsets.per.trigger": 500_000,
+        "state.dir": state_dir, "execution.mode": "micro_batch", "max.offsets.per.trigger": 500_000,
         "producer.linger.ms": 20, "producer.batch.num.messages": 10000}, spark)
 
 

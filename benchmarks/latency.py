@@ -214,7 +214,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--warmup", type=float, default=5)
     ap.add_argument("--trigger-ms", type=int, nargs="+", default=[100, 1000])
-    ap.add_argument("--modes", nargs="+", default=["micro_batch"],
+    ap.add_argument("--modes", nargs="+", default=["real_time", "micro_batch"],
                     choices=["micro_batch", "real_time"])
     ap.add_argument("--guarantee", default="at_least_once",
                     choices=["at_least_once", "exactly_once_v2"])

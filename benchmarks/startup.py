@@ -80,6 +80,7 @@ def child_kspark(a: argparse.Namespace) -> None:
     streams = KafkaStreams(b.build(), {
         "application.id": f"startup-{a.dst}", "bootstrap.servers": a.bootstrap,
         "state.dir": str(Path(a.workdir) / "state"), "autostop.at": "eol",
+        "execution.mode": "micro_batch",  # the micro-batch start-up steps it instruments
         "processing.guarantee": a.guarantee}, spark=spark)
     t = time.perf_counter()
     streams.start()

@@ -44,7 +44,8 @@ def kspark_count(bootstrap: str, src: str, dst: str, spark, state_dir: str,
       .to_stream().to(dst, value_serde=Serdes.Long()))
     return timed_run(b.build(), {
         "application.id": f"bench-count-{time.time_ns()}", "bootstrap.servers": bootstrap,
-        "state.dir": state_dir, "max.offsets.per.trigger": 500_000, "producer.linger.ms": 20,
+        "state.dir": state_dir, "execution.mode": "micro_batch",
+        "max.offsets.per.trigger": 500_000, "producer.linger.ms": 20,
         **config}, spark)
 
 

@@ -49,7 +49,8 @@ def kspark_run(bootstrap: str, src: str, dst: str, spark, state_dir: str,
       .to(dst, value_serde=Serdes.ByteArray()))
     return timed_run(b.build(), {
         "application.id": f"bench-{time.time_ns()}", "bootstrap.servers": bootstrap,
-        "state.dir": state_dir, "max.offsets.per.trigger": 500_000,
+        "state.dir": state_dir, "execution.mode": "micro_batch",
+        "max.offsets.per.trigger": 500_000,
         "producer.linger.ms": 20, "producer.batch.num.messages": 10000, **config}, spark)
 
 

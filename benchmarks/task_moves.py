@@ -63,7 +63,8 @@ def app_main(bootstrap: str, src: str, dst: str, app_id: str, state_dir: str, ma
     config = {"application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
               "processing.guarantee": guarantee}
     if mode == "micro_batch":
-        config.update({"autostop.at": "eol", "max.offsets.per.trigger": records // batches,
+        config.update({"autostop.at": "eol", "execution.mode": "micro_batch",
+                       "max.offsets.per.trigger": records // batches,
                        "checkpoint.location": os.path.join(tempfile.gettempdir(),
                                                            f"{app_id}-checkpoint")})
     else:

@@ -53,7 +53,10 @@ def app_config(broker, tmp_path):
     def make(**extra):
         cfg = {"application.id": f"test-{next(_ids)}-{uuid.uuid4().hex[:6]}",
                "bootstrap.servers": broker, "state.dir": str(tmp_path / "state"),
-               "autostop.at": "eol", "request.timeout.ms": 10000}
+               "autostop.at": "eol", "request.timeout.ms": 10000,
+               # explicit: the tests written for the micro-batch mode stay in it; a test
+               # runs real_time by passing execution_mode="real_time" (the default mode)
+               "execution.mode": "micro_batch"}
         cfg.update({k.replace("_", "."): v for k, v in extra.items()})
         return cfg
     return make

@@ -135,8 +135,10 @@ _KEYS = [
               "Directory for task state and the Spark checkpoint (under "
               "<state.dir>/<application.id>); default <tmp>/kspark-<user>, created 0700. A "
               "directory owned by another user is refused.", modes=BOTH),
-    ConfigKey("commit.interval.ms", int, 1000, "How often progress is committed; on Spark each "
-              "micro-batch is one commit, so this is also the trigger interval.", _non_negative,
+    ConfigKey("commit.interval.ms", int, 1000, "How often progress is committed. real_time "
+              "mode, when not set: Kafka Streams' defaults (30000 under at_least_once, 100 "
+              "under exactly_once_v2); micro_batch mode: each micro-batch is one commit, so "
+              "this is also the trigger interval (1000 when not set).", _non_negative,
               modes=BOTH),
     ConfigKey("processing.guarantee", str, AT_LEAST_ONCE, "at_least_once, or exactly_once_v2 "
               "(KIP-129: each task's output, changelog records, progress and input offsets "
@@ -202,10 +204,12 @@ _KEYS = [
               "offsets the application's consumer group committed.",
               lambda v: None if v.strip() else "must not be empty (leave the key out for "
               "the default)", modes=(MICRO_BATCH,)),
-    ConfigKey("execution.mode", str, MICRO_BATCH, "How the Spark host runs the topology: "
-              "'micro_batch' (a Spark micro-batch per commit.interval.ms) or 'real_time' "
-              "(long-running Spark tasks, one per stream thread, each running Kafka Streams' "
-              "poll-process-commit loop; see docs/real-time.md).",
+    ConfigKey("execution.mode", str, REAL_TIME, "How the Spark host runs the topology: "
+              "'real_time' (the default: long-running Spark tasks, one per stream thread, "
+              "each running Kafka Streams' poll-process-commit loop; see docs/real-time.md) "
+              "or 'micro_batch' (a Spark micro-batch per commit.interval.ms: for "
+              "throughput-bound batch runs and clusters with fewer free task slots than "
+              "stream threads).",
               _one_of(*MODES), modes=BOTH),
     ConfigKey("placement.replacement.wait.ms", int, 15_000, "kspark, micro_batch mode: after "
               "executors are lost, how long the next micro-batch waits for the cluster manager "

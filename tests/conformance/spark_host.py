@@ -232,10 +232,10 @@ def run_on_spark(cases: list[Case], bootstrap: str, spark: Any, admin: Any, stat
     config = {"application.id": f"conformance-{cases[0].prefix}{len(cases)}",
               "bootstrap.servers": bootstrap, "state.dir": state_dir, "autostop.at": "eol",
               "statestore.cache.max.bytes": 0, "max.offsets.per.trigger": per_trigger,
-              "default.key.serde": "String", "default.value.serde": "Long"}
+              "default.key.serde": "String", "default.value.serde": "Long",
+              "execution.mode": mode}
     if mode == "real_time":
-        config.update({"autostop.at": "none", "execution.mode": "real_time",
-                       "commit.interval.ms": 100})
+        config.update({"autostop.at": "none", "commit.interval.ms": 100})
         del config["max.offsets.per.trigger"]
     streams = KafkaStreams(b.build(), config, spark=spark)
     streams.start()

@@ -39,6 +39,18 @@ def topology(src: str, out: str, port: int, delay_ms: int):
     return b.build()
 
 
+def config(bootstrap: str, app_id: str, state_dir: str, mode: str = "micro_batch",
+           max_offsets: int = 100) -> dict:
+    """The app's config: exactly_once_v2, streaming; ``mode``: the execution.mode."""
+    cfg = {"application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
+           "processing.guarantee": "exactly_once_v2", "request.timeout.ms": 20000,
+           "execution.mode": mode}
+    if mode == "micro_batch":
+        cfg.update({"max.offsets.per.trigger": max_offsets,
+                    "delayed.records.check.interval.ms": 300})
+    return cfg
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     for name in ("bootstrap", "src", "out", "app_id", "state_dir"):
@@ -51,13 +63,9 @@ def main(argv: list[str]) -> int:
     a = ap.parse_args(argv)
     spark = spark_session({"spark.master": "local[2]", "spark.ui.enabled": "false",
                            "spark.task.maxFailures": "8", "spark.sql.shuffle.partitions": "2"})
-    cfg = {"application.id": a.app_id, "bootstrap.servers": a.bootstrap,
-           "state.dir": a.state_dir, "processing.guarantee": "exactly_once_v2",
-           "request.timeout.ms": 20000, "execution.mode": a.mode}
-    if a.mode == "micro_batch":
-        cfg.update({"max.offsets.per.trigger": a.max_offsets,
-                    "delayed.records.check.interval.ms": 300})
-    streams = KafkaStreams(topology(a.src, a.out, a.port, a.delay_ms), cfg, spark=spark)
+    streams = KafkaStreams(topology(a.src, a.out, a.port, a.delay_ms),
+                           config(a.bootstrap, a.app_id, a.state_dir, a.mode, a.max_offsets),
+                           spark=spark)
     streams.start()
     print("started", flush=True)
     run_printing_batches(streams)

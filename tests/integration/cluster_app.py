@@ -77,7 +77,7 @@ def main(bootstrap: str, src: str, dst: str, app_id: str, state_dir: str,
                            "spark.task.maxFailures": "8"})
     streams = KafkaStreams(topology(src, dst, hold_dir), {
         "application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-        "autostop.at": "eol", "max.offsets.per.trigger": 200,
+        "autostop.at": "eol", "execution.mode": "micro_batch", "max.offsets.per.trigger": 200,
         "placement.replacement.wait.ms": 2000,  # exactness is checked here, not placement
         **({"checkpoint.location": checkpoint} if checkpoint else {})}, spark=spark)
     streams.start()

@@ -57,11 +57,11 @@ def config(bootstrap: str, app_id: str, state_dir: str, guarantee: str,
     cfg = {"application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
            "autostop.at": "eol", "processing.guarantee": guarantee,
            "statestore.cache.max.bytes": 0, "max.offsets.per.trigger": max_offsets,
-           "request.timeout.ms": 20000,
+           "request.timeout.ms": 20000, "execution.mode": mode,
            "placement.replacement.wait.ms": 2000}  # exactness is checked here, not placement
     if mode == "real_time":  # runs until closed; at_least_once commits every second
         del cfg["max.offsets.per.trigger"], cfg["placement.replacement.wait.ms"]
-        cfg.update({"execution.mode": "real_time", "autostop.at": "none"})
+        cfg["autostop.at"] = "none"
         if guarantee == "at_least_once":
             cfg["commit.interval.ms"] = 1000
     return cfg

@@ -256,10 +256,12 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
          master: str = "local-cluster[2,1,1024]", seed: int | None = None,
          work_dir: str | None = None, log=print, victims: tuple[str, ...] = ("driver", "executor"),
          max_delay_s: float = 3.0, max_offsets: int | None = None,
-         slow_ms: float = 0.2, mode: str = "micro_batch") -> Figures:
+         slow_ms: float = 0.2, mode: str = "micro_batch",
+         spark_conf: dict[str, str] | None = None) -> Figures:
     """Run the soak against the broker at ``bootstrap``; returns the figures. Each round kills
     one of ``victims`` (at random) up to ``max_delay_s`` after its first micro-batch; the app
-    reads ``max_offsets`` records per micro-batch (default: an eighth of a round's)."""
+    reads ``max_offsets`` records per micro-batch (default: an eighth of a round's);
+    ``spark_conf``: Spark settings for the app's session (``PYSPARK_SUBMIT_ARGS``)."""
     from kspark._kafka.admin import Admin
 
     rng = random.Random(seed)
@@ -272,6 +274,9 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
     # each executor keeps its state on a disk of its own (its working directory)
     root = Path(tempfile.mkdtemp(prefix="kspark-soak-", dir=work_dir))
     env = separate_disks_env(root)
+    if spark_conf:
+        env["PYSPARK_SUBMIT_ARGS"] = " ".join(
+            [f"--conf {k}={v}" for k, v in spark_conf.items()] + ["pyspark-shell"])
     per_batch = max_offsets or max(500, records // rounds // 8)
     cmd = app_command(bootstrap, src, app_id, STATE_DIR, "--master", master, "--guarantee",
                       guarantee, "--max-offsets", str(per_batch), "--slow-ms", str(slow_ms),

@@ -116,6 +116,7 @@ def topology(win_in: str, win_out: str, users: str, clicks: str, joined: str, ho
 def config(bootstrap: str, app_id: str, guarantee: str, state_dir: str, checkpoint: str,
            max_offsets: int) -> dict:
     return {"application.id": app_id, "bootstrap.servers": bootstrap,
+            "execution.mode": "micro_batch",
             "processing.guarantee": guarantee, "state.dir": state_dir,
             "checkpoint.location": checkpoint, "autostop.at": "eol",
             "statestore.cache.max.bytes": 0, "max.offsets.per.trigger": max_offsets,

@@ -154,13 +154,16 @@ def test_delayed_records_fire_on_spark_after_their_delay_without_new_input(
 
 @pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
 def test_a_driver_killed_with_calls_in_flight_and_records_delayed_loses_and_duplicates_nothing(
-        mode, broker, admin, topic_name, tmp_path):
+        mode, broker, admin, spark, topic_name, tmp_path):
     """exactly_once_v2: the app (an async step calling a slow HTTP service, then a delay) is
     SIGKILLed, driver and workers, while calls are in flight and records wait in the delay
     store; started again, it writes every record exactly once, in input order per key. The
     same 300 records in both modes (micro_batch: 100 per micro-batch; real_time: the
-    threads read them all at once, and commit every 100 ms)."""
-    from tests.integration import soak
+    threads read them all at once, and commit every 100 ms). real_time is sampled: the
+    killed run is a process of its own, the run after it is started in this process, on
+    the tests' Spark session (a Spark start fewer: the suite's time budget)."""
+    from kspark import KafkaStreams
+    from tests.integration import async_app, soak
 
     src, out = topic_name("async-kill-in"), topic_name("async-kill-out")
     admin.create_topics({src: 2, out: 2})
@@ -170,9 +173,9 @@ def test_a_driver_killed_with_calls_in_flight_and_records_delayed_loses_and_dupl
     # calls stay in flight until the kill
     service = _Service(latency_s=0.15, fail_every=10**9, hold_after=150)
     threading.Thread(target=service.serve_forever, daemon=True).start()
-    cmd = [sys.executable, "-m", "tests.integration.async_app", broker, src, out,
-           topic_name("async-kill-app"), str(tmp_path / "state"), str(service.server_address[1]),
-           "--mode", mode]
+    app_id, port = topic_name("async-kill-app"), service.server_address[1]
+    cmd = [sys.executable, "-m", "tests.integration.async_app", broker, src, out, app_id,
+           str(tmp_path / "state"), str(port), "--mode", mode]
     try:
         app = soak.start_app(cmd)
         try:
@@ -186,11 +189,20 @@ def test_a_driver_killed_with_calls_in_flight_and_records_delayed_loses_and_dupl
             service.release.set()  # the held calls end (their callers are gone)
         written_before = len(_committed(broker, out))
         assert written_before < n, "the first run finished before it was killed"
-        app = soak.start_app(cmd)
-        try:
-            records = consume_all(broker, out, n, timeout_s=300, until_quiet=True)
-        finally:
-            _kill_tree(app.pid)
+        if mode == "micro_batch":
+            app = soak.start_app(cmd)
+            try:
+                records = consume_all(broker, out, n, timeout_s=300, until_quiet=True)
+            finally:
+                _kill_tree(app.pid)
+        else:
+            streams = KafkaStreams(async_app.topology(src, out, port, 800), async_app.config(
+                broker, app_id, str(tmp_path / "state"), mode), spark=spark)
+            streams.start()
+            try:
+                records = consume_all(broker, out, n, timeout_s=300, until_quiet=True)
+            finally:
+                streams.close()
     finally:
         service.shutdown()
     got = [(m.key().decode(), m.value().decode()) for m in records]

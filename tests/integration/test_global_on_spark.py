@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -43,17 +44,33 @@ def _orders(broker: str, topic: str, first: int, n: int) -> None:
     assert p.flush(30) == 0
 
 
-def _joined(broker: str, out: str, expected: int) -> dict[int, list[str]]:
+def _joined(broker: str, out: str, expected: int,
+            proc: subprocess.Popen) -> dict[int, list[str]]:
+    """The joined orders once ``expected`` are in and a second passed without more (late
+    duplicates show up), at most 180 s; fails at once, with the app's last lines, if the app
+    ended meanwhile."""
+    deadline = time.monotonic() + 180
+    while True:
+        began = time.monotonic()
+        records = consume_all(broker, out, expected, timeout_s=5, until_quiet=True)
+        quiet = time.monotonic() - began < 5  # returned before its timeout: quiet for 1 s
+        if len(records) >= expected and quiet or time.monotonic() > deadline:
+            break
+        if proc.poll() is not None:
+            rest = [line for line in proc.stdout.read().splitlines() if not line.startswith("\t")]
+            raise AssertionError(f"the app ended (exit {proc.returncode}) with {len(records)} "
+                                 f"of {expected} orders joined:\n" + "\n".join(rest[-40:]))
     got: dict[int, list[str]] = {}
-    for m in consume_all(broker, out, expected, timeout_s=180, until_quiet=True):
+    for m in records:
         i, country = m.value().decode().split(":", 1)
         got.setdefault(int(i), []).append(country)
     return got
 
 
-def _assert_phase(broker: str, out: str, upto: int, first: int, version: str) -> None:
+def _assert_phase(broker: str, out: str, upto: int, first: int, version: str,
+                  proc: subprocess.Popen) -> None:
     """Orders 0..upto-1 each joined exactly once; those from ``first`` with ``version``."""
-    got = _joined(broker, out, upto)
+    got = _joined(broker, out, upto, proc)
     assert sorted(got) == list(range(upto)), "lost or unexpected orders"
     assert all(len(v) == 1 for v in got.values()), "duplicated orders"
     wrong = {i: v for i, v in got.items() if i >= first and v != [f"{version}-c{i % COUNTRIES}"]}
@@ -100,9 +117,9 @@ def test_global_table_on_two_executors_updates_and_kip406_rebuilds(
     proc = _start(broker, names, tmp_path, mode)
     try:
         # Every task, on either executor, joins against the full table.
-        _assert_phase(broker, out, n, 0, "v1")
+        _assert_phase(broker, out, n, 0, "v1", proc)
         if mode == "micro_batch":
-            _update_then_delete_records(broker, admin, countries, orders, out, app_id, n)
+            _update_then_delete_records(broker, admin, countries, orders, out, app_id, n, proc)
             assert proc.poll() is None, "the query stopped"
         done = 3 * n if mode == "micro_batch" else n
         # KIP-406: the topic deleted and created again, with other content.
@@ -110,7 +127,7 @@ def test_global_table_on_two_executors_updates_and_kip406_rebuilds(
         admin.create_topics({countries: 1}, {"cleanup.policy": "compact,delete"})
         _countries(broker, countries, "v4")
         _orders(broker, orders, done, n)
-        _assert_phase(broker, out, done + n, done, "v4")
+        _assert_phase(broker, out, done + n, done, "v4", proc)
         assert proc.poll() is None, "the query stopped"
     finally:
         _stop(proc)
@@ -121,13 +138,13 @@ def test_global_table_on_two_executors_updates_and_kip406_rebuilds(
     assert copies and all((d / ".checkpoint").exists() for d in copies)
 
 
-def _update_then_delete_records(broker, admin, countries, orders, out, app_id, n):
+def _update_then_delete_records(broker, admin, countries, orders, out, app_id, n, proc):
     """Orders n..3n-1: an update reaches every task in the next micro-batch; then the
     table's records are deleted past the copies' offsets (KIP-406) and new content joined."""
     # An update reaches every task in the next micro-batch.
     _countries(broker, countries, "v2")
     _orders(broker, orders, n, n)
-    _assert_phase(broker, out, 2 * n, n, "v2")
+    _assert_phase(broker, out, 2 * n, n, "v2", proc)
     # KIP-406: records deleted past the stores' offsets. An open transaction holds the
     # pinned (read_committed) end back while the records are deleted, so the copies'
     # offsets are below the new earliest offset when the next batch pins it.
@@ -148,4 +165,4 @@ def _update_then_delete_records(broker, admin, countries, orders, out, app_id, n
     tx.abort_transaction(30)
     _countries(broker, countries, "v3")
     _orders(broker, orders, 2 * n, n)
-    _assert_phase(broker, out, 3 * n, 2 * n, "v3")
+    _assert_phase(broker, out, 3 * n, 2 * n, "v3", proc)

@@ -49,7 +49,8 @@ def setup(broker, admin, topic_name, tmp_path):
 
     def config(**extra):
         return StreamsConfig({"application.id": f"gs-{topic}", "bootstrap.servers": broker,
-                              "state.dir": str(tmp_path), **extra}).as_dict()
+                              "state.dir": str(tmp_path), "execution.mode": "micro_batch",
+                              **extra}).as_dict()
     yield topic, config
     for (app_id,), _ in registry().items("globals"):
         _restart_worker(app_id)

@@ -70,6 +70,7 @@ class App:
     def config(self, guarantee: str, **extra):
         return {"application.id": self.app_id, "bootstrap.servers": self.secure.bootstrap,
                 "state.dir": str(self.state), "autostop.at": "eol",
+                "execution.mode": "micro_batch",
                 "request.timeout.ms": 10000, "processing.guarantee": guarantee,
                 **self.user, **extra}
 
@@ -77,7 +78,8 @@ class App:
         """A properties file for ``kspark run``: the application as this principal."""
         path.write_text("\n".join([
             f"application.id={self.app_id}", f"bootstrap.servers={self.secure.bootstrap}",
-            f"state.dir={self.state}", "autostop.at=eol", "security.protocol=SASL_SSL",
+            f"state.dir={self.state}", "autostop.at=eol", "execution.mode=micro_batch",
+            "security.protocol=SASL_SSL",
             "sasl.mechanism=SCRAM-SHA-512", f"sasl.username={self.user['sasl.username']}",
             f"sasl.password={password}", f"ssl.ca.location={self.secure.ca_file}",
             *extra]) + "\n")

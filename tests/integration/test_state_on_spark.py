@@ -76,6 +76,7 @@ def _run_together(builds, records, broker, spark, state_dir, **config):
         build(b)
     cfg = {"application.id": f"together-{uuid.uuid4().hex[:8]}", "bootstrap.servers": broker,
            "state.dir": str(state_dir), "autostop.at": "eol", "request.timeout.ms": 10000,
+           "execution.mode": "micro_batch",
            **{k.replace("_", "."): v for k, v in config.items()}}
     _run(b.build(), cfg, spark)
 
@@ -516,7 +517,7 @@ def test_a_retried_batch_restores_the_state_it_started_from(broker, admin, topic
     app = f"retry-{src}"
     admin.create_topics({f"{app}-counts-changelog": 1, dst: 1})
     cfg = StreamsConfig({"application.id": app, "bootstrap.servers": broker,
-                         "state.dir": str(tmp_path)})
+                         "state.dir": str(tmp_path), "execution.mode": "micro_batch"})
     builders = {name: b for name, (b, _) in graph.stores.items()}
 
     def attempt(batch, n, state_dir_lost=False):

@@ -76,11 +76,12 @@ def test_a_micro_batch_key_set_under_real_time_is_refused_naming_key_and_both_mo
                             "execution.mode=micro_batch")
 
 
-def test_a_real_time_key_is_refused_under_the_default_mode_too():
-    with pytest.raises(ConfigError, match="num.stream.threads applies to "
-                                          "execution.mode=real_time only; this application "
-                                          "runs micro_batch"):
-        StreamsConfig({**BASE, "num.stream.threads": 2})
+def test_a_micro_batch_key_is_refused_under_the_default_mode_too():
+    # the default is real_time: a micro-batch key without execution.mode is refused
+    with pytest.raises(ConfigError, match="max.offsets.per.trigger applies to "
+                                          "execution.mode=micro_batch only; this application "
+                                          "runs real_time"):
+        StreamsConfig({**BASE, "max.offsets.per.trigger": 2})
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -116,5 +117,5 @@ def test_the_refusal_is_a_kspark_config_error_raised_by_kafka_streams_and_the_dr
     with pytest.raises(ConfigError, match="placement.replacement.wait.ms applies to"):
         KafkaStreams(b.build(), {**BASE, "execution.mode": REAL_TIME,
                                  "placement.replacement.wait.ms": 0})
-    with pytest.raises(ConfigError, match="num.stream.threads applies to"):
-        TopologyTestDriver(b.build(), {"num.stream.threads": 1})
+    with pytest.raises(ConfigError, match="max.offsets.per.trigger applies to"):
+        TopologyTestDriver(b.build(), {"max.offsets.per.trigger": 1})

@@ -22,7 +22,8 @@ S = Serdes.String()
 
 def _config(**extra):
     return StreamsConfig({"application.id": "app", "bootstrap.servers": "kafka:9092",
-                          "max.offsets.per.trigger": 500, **extra})
+                          "execution.mode": "micro_batch", "max.offsets.per.trigger": 500,
+                          **extra})
 
 
 def _passthrough():

@@ -41,7 +41,7 @@ def main() -> None:
     streams = KafkaStreams(topology(a), {
         "application.id": f"peers-{a.dst}-{time.time_ns()}", "bootstrap.servers": a.bootstrap,
         "state.dir": str(Path(a.workdir) / "state"), "autostop.at": "eol",
-        "max.offsets.per.trigger": a.max_offsets, "producer.linger.ms": 20,
+        "execution.mode": "micro_batch", "max.offsets.per.trigger": a.max_offsets, "producer.linger.ms": 20,
         "producer.batch.num.messages": 10000,
         **json.loads(os.environ.get("PEERS_KSPARK_CONFIG") or "{}"),
         **json.loads(os.environ.get("PEERS_KSPARK_MB_CONFIG") or "{}")}, spark=spark)

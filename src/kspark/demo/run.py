@@ -106,7 +106,7 @@ def _run(bootstrap: str, spark_conf: dict) -> int:
     print(f"kspark demo: {total} page views loaded; starting Spark", flush=True)
     config = {"application.id": f"kspark-demo-{int(time.time())}", "bootstrap.servers": bootstrap,
               "autostop.at": "eol", "state.dir": tempfile.mkdtemp(prefix="kspark-demo-"),
-              "max.offsets.per.trigger": 1000, "spark.ui.enabled": "false"}
+              "spark.ui.enabled": "false"}  # execution.mode: the default, real_time
     config.update(spark_conf)
     streams = KafkaStreams(demo_topology(), config)
     started = time.monotonic()
@@ -114,11 +114,11 @@ def _run(bootstrap: str, spark_conf: dict) -> int:
     shown = None
     while shown is None or not streams.await_termination(0.5):
         p = streams.progress()
-        if (p["position"], p["batches"]) != shown:
-            shown = (p["position"], p["batches"])
-            _bar(p["position"], total, p["batches"])
+        if p["position"] != shown:
+            shown = p["position"]
+            _bar(p["position"], total)
     p = streams.progress()
-    _bar(p["position"], total, p["batches"])
+    _bar(p["position"], total)
     print(f"\nkspark demo: processed in {time.monotonic() - started:.1f}s", flush=True)
     streams.close()
     rows = _read_back(bootstrap, 1)
@@ -126,12 +126,12 @@ def _run(bootstrap: str, spark_conf: dict) -> int:
     return 0
 
 
-def _bar(done: int, total: int, batches: int) -> None:
+def _bar(done: int, total: int) -> None:
     width = 30
     filled = width * done // max(total, 1)
     end = "\r" if sys.stdout.isatty() else "\n"
-    sys.stdout.write(f"{end}  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} records, "
-                     f"{batches} micro-batches")
+    sys.stdout.write(f"{end}  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} records "
+                     "committed")
     sys.stdout.flush()
 
 

@@ -340,16 +340,27 @@ class _Globals:
         self.tps = [(t, p) for t in ctx.graph.global_topics() for p in range(counts[t])]
         self.every_s = min(epoch.interval_ms / 1000, 1.0)
         self.next = 0.0
+        self.pins: dict[str, dict[str, int]] = {}  # the last ends read, per topic
 
     def refresh(self) -> Any:
-        """The worker's global state, caught up to the topics' read_committed ends."""
+        """The worker's global state, caught up to the topics' read_committed ends; a
+        global topic missing for a moment (deleted and being created again) keeps its last
+        ends, so the thread goes on (KIP-406), as the micro-batch source does."""
         from kspark._spark.globals import global_state
 
-        pins: dict[str, dict[str, int]] = {}
-        for (t, p), end in self.ctx.admin().end_offsets(self.tps).items():
-            pins.setdefault(t, {})[str(p)] = end
+        admin = self.ctx.admin()
+        present = set(admin.partition_counts())
+        tps = [tp for tp in self.tps if tp[0] in present]
+        try:
+            ends = admin.end_offsets(tps)
+        except KSparkError:
+            if {t for t, _ in tps} <= set(admin.partition_counts()):
+                raise
+            ends = {}  # a topic went between the two calls: its last ends stay
+        for (t, p), end in ends.items():
+            self.pins.setdefault(t, {})[str(p)] = end
         self.next = time.monotonic() + self.every_s
-        return global_state(self.ctx.graph, self.ctx.config, pins, self.ctx.settings)
+        return global_state(self.ctx.graph, self.ctx.config, self.pins, self.ctx.settings)
 
     def maybe_refresh(self) -> None:
         if time.monotonic() >= self.next:
