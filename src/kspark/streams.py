@@ -90,17 +90,19 @@ class KafkaStreams:
         return self._state
 
     def progress(self) -> dict[str, int]:
-        """One shape in both execution modes (``PROGRESS_KEYS``): ``batches`` (micro-batches
-        done, or finished real-time epochs), ``position`` (the sum of the next offsets of
-        every input partition), ``lag`` (input records not processed yet), ``records_in``
-        (read from Kafka), ``records_out`` (written to user and repartition topics),
-        ``changelog_records`` (written to changelogs), ``commits`` (task commits),
-        ``restored_records`` and ``task_restores`` (what restoring state cost: on a cluster,
-        mostly tasks that moved to another executor), ``task_moves`` (task openings elsewhere
-        than the task's last commit: another host or ``state.dir``) and ``tasks_kept``
-        (openings that reused the task the worker kept). Micro-batch mode counts this
-        process's committed task batches; real-time mode is live, from the stream threads'
-        reports (a lost epoch counts what its threads last reported as committed)."""
+        """One shape in both execution modes (``PROGRESS_KEYS``): ``batches`` (micro-batches done,
+        or finished real-time epochs), ``position`` (the sum of the next offsets of
+        every input partition), ``lag`` (input records not processed yet),
+        ``records_in`` (read from Kafka: in real-time mode also the records read back
+        from repartition topics, which micro-batch mode shuffles through Spark instead),
+        ``records_out`` (written to user and repartition topics), ``changelog_records``
+        (written to changelogs), ``commits`` (task commits), ``restored_records`` and
+        ``task_restores`` (what restoring state cost: on a cluster, mostly tasks that
+        moved to another executor), ``task_moves`` (task openings elsewhere than the
+        task's last commit: another host or ``state.dir``) and ``tasks_kept`` (openings
+        that reused the task the worker kept). Micro-batch mode counts this process's
+        committed task batches; real-time mode is live, from the stream threads' reports
+        (a lost epoch counts what its threads last reported as committed)."""
         self._require_started()
         return self._app.progress()
 

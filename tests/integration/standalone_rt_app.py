@@ -109,9 +109,10 @@ def main(argv: list[str]) -> int:
     print(f"spark app {spark.sparkContext.applicationId}", flush=True)
     config = {"application.id": app_id, "bootstrap.servers": bootstrap,
               "state.dir": state_dir, "processing.guarantee": "exactly_once_v2",
-              "statestore.cache.max.bytes": 0, "request.timeout.ms": 20000}
+              "statestore.cache.max.bytes": 0, "request.timeout.ms": 20000,
+              "execution.mode": mode}
     if mode == "real_time":
-        config.update({"execution.mode": "real_time", "real_time.epoch.ms": epoch_ms,
+        config.update({"real_time.epoch.ms": epoch_ms,
                        "commit.interval.ms": 200, "num.stream.threads": 2})
     else:
         # a lost executor's tasks wait for its replacement however long that takes to start
