@@ -1,4 +1,5 @@
-"""Shared fixtures: one real Kafka broker and one real SparkSession per test session."""
+"""Shared fixtures: one real Kafka broker and one real SparkSession per test session (and, for
+the tests that ask, a secured broker and a three-node Kafka cluster)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,22 @@ def broker(tmp_path_factory):
     bootstrap = b.start()
     yield bootstrap
     b.stop()
+
+
+@pytest.fixture(scope="module")
+def broker_cluster(tmp_path_factory):
+    """A real three-node KRaft cluster (each node broker and controller; replication factor 3,
+    min.insync.replicas 2), started for a test module that asks for it and stopped after
+    it (three idle JVMs stay out of the rest of the suite). Tests may kill or stop its nodes
+    (``LocalCluster.kill``, ``stop_node``)."""
+    from kspark._kafka.broker_cluster import LocalCluster
+
+    c = LocalCluster(tmp_path_factory.mktemp("broker-cluster"), brokers=3)
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
 
 
 @pytest.fixture(scope="session")

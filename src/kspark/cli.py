@@ -5,6 +5,8 @@ Example:
     >>> from kspark.cli import build_parser
     >>> build_parser().parse_args(["broker", "start", "--port", "9093"]).port
     9093
+    >>> build_parser().parse_args(["broker", "start", "--brokers", "3"]).brokers
+    3
 """
 
 from __future__ import annotations
@@ -36,11 +38,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_broker(sub: Any) -> None:
     """``kspark broker start|stop|status|fetch``."""
-    broker = sub.add_parser("broker", help="manage the local single-node Kafka broker")
+    broker = sub.add_parser("broker", help="manage the local Kafka broker (or a local "
+                            "cluster of several)")
     broker.add_argument("action", choices=["start", "stop", "status", "fetch"])
-    broker.add_argument("--port", type=int, default=9092, help="listener port on 127.0.0.1")
+    broker.add_argument("--port", type=int, default=None,
+                        help="listener port on 127.0.0.1 (default 9092; with --brokers N: the "
+                        "first node's, the others the next ones; default: free ports)")
     broker.add_argument("--dir", type=Path, default=None,
-                        help="data directory (default: $KSPARK_HOME/broker)")
+                        help="data directory (default: $KSPARK_HOME/broker, with --brokers N: "
+                        "$KSPARK_HOME/cluster)")
+    broker.add_argument("--brokers", type=int, default=1, metavar="N",
+                        help="N > 1: a local KRaft cluster of N nodes (each broker and "
+                        "controller; replication factor 3, min.insync.replicas 2)")
     broker.add_argument("--secure", action="store_true",
                         help="start: listen SASL_SSL (SCRAM-SHA-512, TLS from a private CA made "
                         "in <dir>/tls) with ACLs enforced and 'admin' as the super user")
@@ -231,7 +240,12 @@ def _broker(args: argparse.Namespace) -> int:
         print(kafka_libs())
         print(streams_test_libs())  # the conformance suite's reference: Java Kafka Streams
         return 0
-    b = LocalBroker(args.dir, port=args.port, secure=args.secure)
+    if args.brokers != 1:
+        return _cluster(args)
+    if args.dir is not None and (args.dir / "cluster.json").exists():
+        raise KSparkError(f"{args.dir} holds a local cluster, not a single broker: add "
+                          "--brokers N (its node count)")
+    b = LocalBroker(args.dir, port=args.port or 9092, secure=args.secure)
     if args.action == "start":
         print(f"kspark broker: starting (log: {b.log_file}) ...", flush=True)
         print(f"kspark broker: running; bootstrap.servers={b.start()}")
@@ -247,6 +261,39 @@ def _broker(args: argparse.Namespace) -> int:
         print(f"kspark broker: running (pid {st.pid}); bootstrap.servers={st.bootstrap}"
               if st.running else "kspark broker: not running")
         return 0 if st.running else 3
+    return 0
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    """``kspark broker start|stop|status --brokers N``: a LocalCluster of N nodes."""
+    from kspark._kafka.broker_cluster import LocalCluster
+    from kspark.errors import BrokerError
+
+    if args.secure:
+        raise BrokerError("--secure with --brokers is not supported yet: a secured local "
+                          "broker is a single node (kspark broker start --secure)")
+    ports = None if args.port is None else [args.port + i for i in range(args.brokers)]
+    c = LocalCluster(args.dir, brokers=args.brokers,
+                     ports=ports if args.action == "start" else None)
+    if args.action == "start":
+        print(f"kspark broker: starting {args.brokers} nodes (logs: {c.dir}/node-*/broker.log)"
+              " ...", flush=True)
+        print(f"kspark broker: running; bootstrap.servers={c.start()}")
+    elif args.action == "stop":
+        print("kspark broker: stopped" if c.stop() else "kspark broker: was not running")
+    else:
+        status = c.status()
+        for node, st in status.items():
+            print(f"kspark broker: node {node}: running (pid {st.pid}) on {st.bootstrap}"
+                  if st.running else f"kspark broker: node {node}: not running")
+        running = sum(st.running for st in status.values())
+        if running == len(status):
+            print(f"kspark broker: running; bootstrap.servers={c.bootstrap}")
+            return 0
+        print("kspark broker: not running" if not running else
+              f"kspark broker: {running} of {len(status)} nodes running (kspark broker start "
+              f"--brokers {args.brokers} starts the others)")
+        return 3
     return 0
 
 

@@ -179,6 +179,14 @@ _KEYS = [
     ConfigKey("request.timeout.ms", int, 30000, "How long kspark waits for the brokers to answer "
               "a metadata or admin request before failing with an error naming them.", _positive,
               modes=BOTH),
+    ConfigKey("task.timeout.ms", int, 300_000, "How long a task (and the driver) keeps "
+              "retrying when the Kafka cluster does not answer or a leader or coordinator is "
+              "moving (a broker restart) before it fails with an error naming what was "
+              "unreachable and for how long (Kafka Streams' key, KIP-572).", _non_negative,
+              modes=BOTH),
+    ConfigKey("retry.backoff.ms", int, 100, "The pause between two tries of a failed client "
+              "call (doubling up to a second while a fault lasts); also every client's "
+              "retry.backoff.ms.", _positive, modes=BOTH),
     ConfigKey("max.offsets.per.trigger", int, 200_000, "kspark: upper bound on the records one "
               "micro-batch reads, over all partitions of one source (each sub-topology that "
               "reads Kafka is one; bounds memory).", _positive, modes=(MICRO_BATCH,)),

@@ -19,6 +19,8 @@ __all__ = [
     "MissingSourceTopicError",
     "MissingSinkTopicError",
     "BrokerUnreachableError",
+    "TaskTimeoutError",
+    "TransientKafkaError",
     "BrokerError",
     "PrerequisiteError",
     "SourceReadError",
@@ -66,6 +68,20 @@ class MissingSinkTopicError(KSparkError):
 
 class BrokerUnreachableError(KSparkError):
     """No broker answered at the configured ``bootstrap.servers`` within the timeout."""
+
+
+class TaskTimeoutError(BrokerUnreachableError):
+    """A task (or the driver) kept failing to reach the Kafka cluster for longer than
+    ``task.timeout.ms`` (Kafka Streams' bound, KIP-572): the message names the step, the
+    cluster and how long it waited. Shorter outages are ridden through."""
+
+
+class TransientKafkaError(KSparkError):
+    """A task attempt ended because the Kafka cluster was recovering (a broker restart, a
+    coordinator move) in a way only a new attempt can resolve: a transaction whose outcome
+    is unknown, or one that must be aborted. The application replays the batch from its
+    last commit (fencing the old attempt) by itself; this error reaches the user only if
+    that keeps happening for ``task.timeout.ms``."""
 
 
 class BrokerError(KSparkError):

@@ -109,6 +109,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--mode", default="micro_batch", choices=("micro_batch", "real_time"),
                     help="execution.mode; real_time runs until the input present at start is "
                     "committed, then closes")
+    ap.add_argument("--task-timeout-ms", type=int, default=None,
+                    help="task.timeout.ms: how long a broker outage is ridden through")
     ap.add_argument("--fail-after-commit", default=None,
                     help="'<task id>:<batch id>': that task's first attempt fails after its commit")
     ap.add_argument("--hold-after-commit", default=None, metavar="DIR",
@@ -127,6 +129,8 @@ def main(argv: list[str]) -> int:
             tuple(a.fail_after_commit.split(","))) if a.fail_after_commit
             else HoldAfterCommit(a.hold_after_commit)))
     cfg = config(a.bootstrap, a.app_id, a.state_dir, a.guarantee, a.max_offsets, a.mode)
+    if a.task_timeout_ms is not None:
+        cfg["task.timeout.ms"] = a.task_timeout_ms
     if a.checkpoint and a.mode == "micro_batch":
         cfg["checkpoint.location"] = a.checkpoint
     streams = KafkaStreams(topology(a.src, a.slow_ms), cfg, spark=spark)

@@ -25,6 +25,12 @@ task's last commit (it records what Kafka holds, never what it hopes to write); 
 stores are checkpointed. A crash before the commit leaves no marker and no checkpoint; a
 crash between the commit and the checkpoint leaves the marker and no checkpoint, so the
 next owner restores from the changelogs. Either way no stale local state survives.
+
+When Kafka itself fails (a broker restarts, a coordinator moves) a task retries in place
+for up to ``task.timeout.ms`` (``_kafka/retry.py``); what only a new attempt can resolve (a
+transaction whose outcome is unknown, or one that must be aborted) ends the attempt with a
+TransientKafkaError, and the run starts again from the last commit — in both modes, by
+:func:`restart_after`.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["COMMIT_STEPS", "same_commit", "keep_if_current"]
+__all__ = ["COMMIT_STEPS", "same_commit", "keep_if_current", "restart_after",
+           "RESTARTS_PER_TIMEOUT"]
 
 TP = tuple[str, int]
 
@@ -77,3 +84,27 @@ def keep_if_current(mine: Any, committed: Any, kept_ends: Mapping[TP, int],
     if again or not same_commit(mine, committed):
         return False
     return not kept_ends or dict(ends_now()) == dict(kept_ends)
+
+
+# At most this many restarts after transient Kafka failures within task.timeout.ms.
+RESTARTS_PER_TIMEOUT = 10
+
+
+def restart_after(failure: str, restarts: list[float], now: float,
+                  task_timeout_ms: int) -> bool:
+    """Whether a run (a micro-batch query, a real-time epoch) that failed with ``failure``
+    (its text) starts again: only after a TransientKafkaError (the attempt was abandoned
+    while the cluster recovered; the new one fences it and replays from the last commit),
+    never after a TaskTimeoutError (the cluster stayed away longer than task.timeout.ms) or
+    any other error, and at most RESTARTS_PER_TIMEOUT times within task.timeout.ms
+    (``restarts``: the monotonic times of the earlier restarts).
+
+    >>> restart_after("kspark.errors.TransientKafkaError: task 0_1: ...", [], 100.0, 300_000)
+    True
+    >>> restart_after("kspark.errors.TaskTimeoutError: task 0_1: ...", [], 100.0, 300_000)
+    False
+    """
+    if "TransientKafkaError" not in failure or "TaskTimeoutError" in failure:
+        return False
+    recent = [t for t in restarts if now - t < task_timeout_ms / 1000]
+    return len(recent) < RESTARTS_PER_TIMEOUT

@@ -10,7 +10,9 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
 
+from kspark._kafka.admin_groups import GroupAdmin
 from kspark._kafka.factory import new_admin
+from kspark._kafka.retry import Stall, transient
 from kspark._kafka.security_errors import authorization_for, check_client
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark.config import declared_default
@@ -32,7 +34,7 @@ _NO_LEADER_YET = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVA
 
 
 
-class Admin:
+class Admin(GroupAdmin):
     """A small wrapper over confluent-kafka's AdminClient whose errors name what failed:
     an unreachable cluster, a refused login or certificate, or a missing ACL.
 
@@ -48,7 +50,13 @@ class Admin:
         self.timeout_s = timeout_ms / 1000
         conf = self.settings.conf("admin", "admin", {"socket.timeout.ms": timeout_ms})
         conf.update(extra or {})
+        self._conf = conf
         self._admin = new_admin(conf, "admin")
+
+    def renew(self) -> None:
+        """A fresh client: after a broker restart librdkafka may keep asking a coordinator
+        it cached and never find the new one (librdkafka issues 5456 and 5511)."""
+        self._admin = new_admin(self._conf, "admin")
 
     def _denied(self, code: int, detail: str, rtype: str, name: str, op: str) -> None:
         """Raise an AuthorizationError if ``code`` is one, for ``op`` on ``name``."""
@@ -161,38 +169,75 @@ class Admin:
             time.sleep(0.005)
 
     def end_offsets(self, partitions: Iterable[tuple[str, int]],
-                    earliest: bool = False, committed: bool = True) -> dict[tuple[str, int], int]:
+                    earliest: bool = False, committed: bool = True,
+                    patience_s: float | None = None) -> dict[tuple[str, int], int]:
         """The read_committed end (last stable offset) of each topic-partition, or its start
         (``committed=False``: the end of what is written, committed or not: the high
-        watermark)."""
+        watermark).
+
+        While a broker restarts, or a leader moves, the answer is an error or no offset at
+        all (-1001): that is retried, ``retry.backoff.ms`` apart, for ``patience_s``
+        (default: ``task.timeout.ms``), then a TaskTimeoutError names the partition."""
         from confluent_kafka import IsolationLevel
         from confluent_kafka.admin import OffsetSpec
 
         spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
+        isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
         todo = {(t, p) for t, p in partitions}
         out: dict[tuple[str, int], int] = {}
-        deadline = time.monotonic() + self.timeout_s
+        stall: Stall | None = None
         while todo:
             req = {TopicPartition(t, p): spec for t, p in todo}
-            isolation = (IsolationLevel.READ_COMMITTED if committed
-                         else IsolationLevel.READ_UNCOMMITTED)
             res = self._admin.list_offsets(req, isolation_level=isolation,
                                            request_timeout=self.timeout_s)
+            failed: Any = None
             for tp, fut in res.items():
                 try:
-                    out[(tp.topic, tp.partition)] = fut.result(timeout=self.timeout_s).offset
-                    todo.discard((tp.topic, tp.partition))
+                    offset = fut.result(timeout=self.timeout_s).offset
                 except KafkaException as e:
-                    err = e.args[0]  # a new topic's leader may not be known yet: ask again
-                    self._denied(err.code(), err.str(), "TOPIC", tp.topic, "DESCRIBE")
-                    if not ((err.retriable() or err.code() in _NO_LEADER_YET)
-                            and time.monotonic() < deadline):
-                        raise KSparkError(
-                            f"cannot read the end offset of topic {tp.topic!r} partition "
-                            f"{tp.partition} at {self.bootstrap}: {err.str()}") from None
+                    failed = self._offset_error(tp, e.args[0])
+                    continue
+                if offset >= 0:  # -1001: not known yet (the broker is recovering)
+                    out[(tp.topic, tp.partition)] = offset
+                    todo.discard((tp.topic, tp.partition))
+                else:
+                    failed = KafkaError(KafkaError.OFFSET_NOT_AVAILABLE,
+                                        f"no offset yet for partition {tp.partition} ({offset})")
             if todo:
-                time.sleep(0.2)
+                t, p = min(todo)
+                stall = stall or self._stall(f"reading the end offset of topic {t!r} "
+                                             f"partition {p}", patience_s)
+                stall.wait(failed)
         return out
+
+    def _offset_error(self, tp: TopicPartition, err: KafkaError) -> KafkaError:
+        """``err`` if a retry may help (a leader moving, the broker restarting); raises
+        otherwise (a missing ACL, an unknown topic, ...)."""
+        self._denied(err.code(), err.str(), "TOPIC", tp.topic, "DESCRIBE")
+        if (transient(err) or err.code() in _NO_LEADER_YET) and self._refresh(tp.topic):
+            return err
+        raise KSparkError(f"cannot read the end offset of topic {tp.topic!r} partition "
+                          f"{tp.partition} at {self.bootstrap}: {err.str()}") from None
+
+    def _refresh(self, topic: str) -> bool:
+        """Ask the cluster for ``topic``'s metadata: librdkafka keeps a leader and its epoch
+        from before a broker restarted (its requests then fail with FENCED_LEADER_EPOCH
+        until the metadata is asked again), and says "no leaders found" (_NOENT) both while
+        the broker is down and for a topic that does not exist. False: the cluster answered
+        and the topic does not exist (not worth retrying)."""
+        try:
+            md = self._admin.list_topics(topic=topic, timeout=min(2.0, self.timeout_s))
+        except KafkaException:
+            return True  # no answer: the broker is down or restarting
+        t = md.topics.get(topic)
+        return t is not None and (t.error is None
+                                  or t.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+    def _stall(self, what: str, patience_s: float | None) -> Stall:
+        stall = Stall.of(what, self.settings)
+        if patience_s is not None:
+            stall.timeout_ms = int(patience_s * 1000)
+        return stall
 
     def delete_records(self, before: Mapping[tuple[str, int], int]) -> None:
         """Delete the records before ``{(topic, partition): offset}`` (Kafka Streams purges
@@ -208,46 +253,6 @@ class Admin:
                 self._denied(e.args[0].code(), e.args[0].str(), "TOPIC", tp.topic, "DELETE")
                 raise KSparkError(f"could not purge topic {tp.topic!r} partition {tp.partition} "
                                   f"before offset {tp.offset}: {e.args[0].str()}") from None
-
-    def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
-        """The offsets consumer group ``group`` committed ({} if it has none)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
-
-        try:
-            (fut,) = self._admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout_s).values()
-            res = fut.result(timeout=self.timeout_s)
-        except KafkaException as e:  # no such group yet: no offsets; refused: say so
-            self._denied(e.args[0].code(), e.args[0].str(), "GROUP", group, "DESCRIBE")
-            return {}
-        return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions
-                if tp.offset >= 0}
-
-    def delete_group(self, group: str) -> None:
-        """Delete an empty consumer group and its committed offsets."""
-        (fut,) = self._admin.delete_consumer_groups(
-            [group], request_timeout=self.timeout_s).values()
-        try:
-            fut.result(timeout=self.timeout_s)
-        except KafkaException as e:
-            self._denied(e.args[0].code(), e.args[0].str(), "GROUP", group, "DELETE")
-            raise KSparkError(
-                f"could not delete consumer group {group!r}: {e.args[0].str()}") from None
-
-    def commit_group_offsets(self, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
-        """Commit ``{(topic, partition): offset}`` for ``group`` (which must have no members)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
-
-        parts = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
-        futures = self._admin.alter_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group, parts)], request_timeout=self.timeout_s)
-        for fut in futures.values():
-            try:
-                fut.result(timeout=self.timeout_s)
-            except KafkaException as e:
-                self._denied(e.args[0].code(), e.args[0].str(), "GROUP", group, "READ")
-                raise KSparkError(f"could not commit offsets for consumer group {group!r}: "
-                                  f"{e.args[0].str()}") from None
 
     def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
         """Each existing topic's id (a topic deleted and created again gets a new one)."""

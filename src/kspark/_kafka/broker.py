@@ -1,11 +1,13 @@
-"""A single-node KRaft Apache Kafka broker (broker + controller) on loopback, managed by kspark."""
+"""A single-node KRaft Apache Kafka broker (broker + controller) on loopback, managed by kspark.
+
+The same class runs each node of :class:`~kspark._kafka.broker_cluster.LocalCluster`.
+"""
 
 from __future__ import annotations
 
 import base64
 import os
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -25,11 +27,12 @@ from kspark._kafka.broker_tls import (
     secure_properties,
     write_private,
 )
+from kspark._kafka.broker_process import free_port, is_kafka, port_taken, wait_gone
 from kspark._kafka.jars import kafka_libs, kspark_home
 from kspark._kafka.prereqs import java_binary
 from kspark.errors import BrokerError
 
-__all__ = ["LocalBroker", "BrokerStatus", "free_port"]
+__all__ = ["LocalBroker", "BrokerStatus", "free_port", "new_cluster_id"]
 
 
 @dataclass(frozen=True)
@@ -42,30 +45,6 @@ class BrokerStatus:
     log_file: Path
 
 
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def _port_taken(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return True
-    return False
-
-
-def _is_kafka(pid: int) -> bool:
-    try:
-        return b"kafka.Kafka" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-
-
 class LocalBroker:
     """The broker whose storage, config, pid and log live in ``data_dir``.
 
@@ -74,6 +53,11 @@ class LocalBroker:
         broker = LocalBroker(port=9092)
         print(broker.start())   # 127.0.0.1:9092
         broker.stop()
+
+    ``node_id``, ``quorum`` (``controller.quorum.voters``, which names this node's controller
+    port) and ``cluster_id`` make it one node of a multi-node cluster
+    (:class:`~kspark._kafka.broker_cluster.LocalCluster`); left out, the broker is its own
+    one-voter quorum with a random cluster id, formatted on its first start.
 
     With ``secure=True`` the client listener is SASL_SSL (SCRAM-SHA-512 over TLS from a
     private CA made with ``openssl`` in ``<data_dir>/tls/``), ACLs are enforced
@@ -88,8 +72,10 @@ class LocalBroker:
 
     def __init__(self, data_dir: Path | str | None = None, port: int = 9092,
                  heap: str = "512m", overrides: dict[str, str] | None = None,
-                 secure: bool = False):
+                 secure: bool = False, node_id: int = 1, quorum: str | None = None,
+                 cluster_id: str | None = None):
         self.dir = Path(data_dir) if data_dir else kspark_home() / "broker"
+        self.node_id, self.quorum, self.cluster_id = node_id, quorum, cluster_id
         self.port = port
         self.heap = heap
         self.overrides = dict(overrides or {})  # broker settings over the defaults below
@@ -97,6 +83,7 @@ class LocalBroker:
         self.log_file = self.dir / "broker.log"
         self._pid_file = self.dir / "broker.pid"
         self._port_file = self.dir / "broker.port"
+        self._proc: subprocess.Popen | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -146,20 +133,20 @@ class LocalBroker:
 
     def status(self) -> BrokerStatus:
         pid = self._pid()
-        if pid is not None and _is_kafka(pid):
+        if pid is not None and is_kafka(pid):
             port = int(self._port_file.read_text()) if self._port_file.exists() else self.port
             return BrokerStatus(True, pid, f"{HOST}:{port}", self.log_file)
         return BrokerStatus(False, None, None, self.log_file)
 
-    def start(self, timeout_s: float = 90.0) -> str:
+    def start(self, timeout_s: float = 90.0, wait: bool = True) -> str:
         """Start the broker (formatting its storage the first time); returns its bootstrap
-        address."""
+        address. ``wait=False`` returns once the process runs: :meth:`wait_ready` waits."""
         st = self.status()
         if st.running:
             return st.bootstrap or self.bootstrap
         java = java_binary()
         libs = kafka_libs()
-        if _port_taken(self.port):
+        if port_taken(self.port):
             raise BrokerError(
                 f"port {self.port} on {HOST} is already in use, so the broker cannot listen "
                 "there: stop what uses it, or choose another port (kspark broker start --port N)"
@@ -175,31 +162,40 @@ class LocalBroker:
         if not (self.dir / "data" / "meta.properties").exists():
             self._format(jvm, props)
         with open(self.log_file, "ab") as log:
-            proc = subprocess.Popen(jvm + ["kafka.Kafka", str(props)], stdout=log,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
-        self._pid_file.write_text(str(proc.pid))
+            self._proc = subprocess.Popen(jvm + ["kafka.Kafka", str(props)], stdout=log,
+                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          start_new_session=True)
+        self._pid_file.write_text(str(self._proc.pid))
         self._port_file.write_text(str(self.port))
-        self._wait_ready(proc, timeout_s)
+        if wait:
+            self.wait_ready(timeout_s)
         return self.bootstrap
 
     def stop(self, timeout_s: float = 30.0) -> bool:
         """Stop the broker cleanly (SIGTERM, then SIGKILL after ``timeout_s``); False if none
         ran."""
+        return self._end(signal.SIGTERM, timeout_s)
+
+    def kill(self) -> bool:
+        """SIGKILL the broker (a crash: no clean shutdown) and wait until its process is gone;
+        False if none ran. :meth:`start` brings it back on the same directory and port."""
+        return self._end(signal.SIGKILL, 10.0)
+
+    def _end(self, sig: int, timeout_s: float) -> bool:
         pid = self._pid()
-        if pid is None or not _is_kafka(pid):
-            self._pid_file.unlink(missing_ok=True)
-            return False
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while _is_kafka(pid) and time.monotonic() < deadline:
-            _reap(pid)
-            time.sleep(0.2)
-        if _is_kafka(pid):
-            os.kill(pid, signal.SIGKILL)
-            _reap(pid)
+        ran = pid is not None and is_kafka(pid)
+        if pid is not None and ran:
+            os.kill(pid, sig)
+            if not wait_gone(pid, timeout_s):
+                os.kill(pid, signal.SIGKILL)
+                if not wait_gone(pid, 10.0):
+                    raise BrokerError(f"broker process {pid} ({self.dir}) still runs after "
+                                      "SIGKILL")
+        if self._proc is not None:
+            self._proc.poll()  # reaped above: the Popen learns it exited
         self._pid_file.unlink(missing_ok=True)
-        return True
+        self._proc = None
+        return ran
 
     def _pid(self) -> int | None:
         try:
@@ -208,6 +204,9 @@ class LocalBroker:
             return None
 
     def _controller_port(self) -> int:
+        if self.quorum:  # this node's entry of controller.quorum.voters: "<id>@<host>:<port>"
+            voters = dict(v.split("@", 1) for v in self.quorum.split(","))
+            return int(voters[str(self.node_id)].rsplit(":", 1)[1])
         f = self.dir / "controller.port"
         if f.exists():
             return int(f.read_text())
@@ -219,8 +218,8 @@ class LocalBroker:
         cport = self._controller_port()
         props = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@{HOST}:{cport}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": self.quorum or f"{self.node_id}@{HOST}:{cport}",
             "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{cport}",
             "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
             "controller.listener.names": "CONTROLLER",
@@ -261,7 +260,7 @@ class LocalBroker:
         ensure_tls(self.dir, self.tls_dir)
 
     def _format(self, jvm: list[str], props: Path) -> None:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = self.cluster_id or new_cluster_id()
         # "--cluster-id=<id>" in one word: a generated id may start with '-'
         cmd = jvm + ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
                      "--config", str(props)]
@@ -274,27 +273,38 @@ class LocalBroker:
             raise BrokerError(
                 f"formatting the broker's storage in {self.dir / 'data'} failed:\n{tail}")
 
-    def _wait_ready(self, proc: subprocess.Popen, timeout_s: float) -> None:
+    def wait_ready(self, timeout_s: float = 90.0) -> None:
+        """Wait until the broker answers and its metadata lists it among the live brokers
+        (registered with the controller quorum and unfenced)."""
         from confluent_kafka.admin import AdminClient
 
         conf = self.admin_config() if self.secure else {"bootstrap.servers": self.bootstrap}
         admin = AdminClient({**conf, "log_level": 0, "logger": QuietLogger()})
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
+            code = self._exit_code()
+            if code is not None:
                 self._pid_file.unlink(missing_ok=True)
-                raise BrokerError(f"the broker exited with code {proc.returncode} while starting; "
+                raise BrokerError(f"the broker exited with code {code} while starting; "
                                   f"the end of its log ({self.log_file}):\n{self._log_tail()}")
             try:
                 md = admin.list_topics(timeout=2)
-                if md.brokers:
+                if self.node_id in md.brokers:
                     return
+                time.sleep(0.2)
             except Exception:  # noqa: BLE001 - not up yet, whatever the client says
                 time.sleep(0.5)
         self.stop()
-        raise BrokerError(f"the broker did not accept requests on {self.bootstrap} within "
-                          f"{timeout_s:.0f}s; the end of its log ({self.log_file}):\n"
-                          f"{self._log_tail()}")
+        raise BrokerError(f"the broker did not accept requests on {self.bootstrap} (as broker "
+                          f"{self.node_id} of its cluster) within {timeout_s:.0f}s; the end "
+                          f"of its log ({self.log_file}):\n{self._log_tail()}")
+
+    def _exit_code(self) -> int | str | None:
+        """The exit code of the broker process once it exited; None while it runs."""
+        if self._proc is not None:
+            return self._proc.poll()
+        pid = self._pid()
+        return None if pid is not None and is_kafka(pid) else "unknown"
 
     def _log_tail(self, lines: int = 25) -> str:
         try:
@@ -303,8 +313,6 @@ class LocalBroker:
             return "(no log written)"
 
 
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
+def new_cluster_id() -> str:
+    """A random KRaft cluster id (the base64 of a UUID, as ``kafka-storage random-uuid``)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

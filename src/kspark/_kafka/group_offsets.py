@@ -15,12 +15,13 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kspark._kafka.factory import new_consumer
+from kspark._kafka.retry import Stall, transient
 from kspark._kafka.security_errors import authorization_for, check_client
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._worker import registry
 from kspark.errors import SinkWriteError
 
-__all__ = ["group_reader", "commit_offsets", "committed_offsets"]
+__all__ = ["group_reader", "renew_group_reader", "commit_offsets", "committed_offsets"]
 
 
 def group_reader(where: ClientSettings | str, app_id: str) -> Consumer:
@@ -31,6 +32,18 @@ def group_reader(where: ClientSettings | str, app_id: str) -> Consumer:
     return registry().get("groups", (app_id, settings), lambda: new_consumer(settings.conf(
         "consumer", "group", {"group.id": app_id, "enable.auto.commit": False,
                               "isolation.level": "read_committed"}), f"group {app_id}"))
+
+
+def renew_group_reader(where: ClientSettings | str, app_id: str) -> None:
+    """Drop this process's group reader: after a broker restart librdkafka may keep asking
+    a group coordinator it cached and never find the new one (librdkafka issue 5511); the
+    next :func:`group_reader` call makes a fresh client, which looks the coordinator up."""
+    found = registry().pop("groups", (app_id, as_settings(where)))
+    if found is not None:
+        try:
+            found.close()
+        except Exception:  # noqa: BLE001 - a stuck client: left to the garbage collector
+            pass
 
 
 def commit_offsets(where: ClientSettings | str, app_id: str,
@@ -46,42 +59,60 @@ def commit_offsets(where: ClientSettings | str, app_id: str,
     if not tps:
         return
     settings = as_settings(where)
-    try:
-        group_reader(settings, app_id).commit(offsets=tps, asynchronous=False)
-    except KafkaException as e:
-        err = e.args[0]
-        denied = authorization_for(settings, err.code(), err.str(),
-                                   {"GROUP": (app_id, "READ", False),
-                                    "TOPIC": (tps[0].topic, "READ", False)})
-        if denied is not None:
-            raise denied from None
-        raise SinkWriteError(f"committing input offsets {dict(offsets)} to consumer group "
-                             f"{app_id!r} failed: {e.args[0].str()}") from None
+    stall: Stall | None = None
+    while True:  # the same offsets again are harmless: retried through a broker restart
+        try:
+            group_reader(settings, app_id).commit(offsets=tps, asynchronous=False)
+            return
+        except KafkaException as e:
+            err = e.args[0]
+            denied = authorization_for(settings, err.code(), err.str(),
+                                       {"GROUP": (app_id, "READ", False),
+                                        "TOPIC": (tps[0].topic, "READ", False)})
+            if denied is not None:
+                raise denied from None
+            if not transient(err):
+                raise SinkWriteError(f"committing input offsets {dict(offsets)} to consumer "
+                                     f"group {app_id!r} failed: {err.str()}") from None
+            renew_group_reader(settings, app_id)
+            stall = stall or Stall.of(f"committing input offsets to consumer group "
+                                      f"{app_id!r}", settings)
+            stall.wait(err)
 
 
 def committed_offsets(where: ClientSettings | str, app_id: str,
                       partitions: list[tuple[str, int]],
-                      timeout_s: float = 30.0, stable: bool = True) -> dict[tuple[str, int], int]:
+                      timeout_s: float = 30.0, stable: bool = True,
+                      patience_s: float | None = None) -> dict[tuple[str, int], int]:
     """The offsets the group ``app_id`` has committed for ``partitions`` (those it has).
 
     ``stable``: wait for an open transaction that commits offsets of the group to end (else
-    the offsets before it are returned at once)."""
+    the offsets before it are returned at once). A broker restart is ridden through for
+    ``patience_s`` (default ``task.timeout.ms``)."""
     settings = as_settings(where)
-    c = new_consumer(settings.conf("consumer", "offsets", {
-        "group.id": app_id, "enable.auto.commit": False,
-        "isolation.level": "read_committed" if stable else "read_uncommitted"}),
-        f"group {app_id}")
-    started = time.monotonic()
-    try:
-        found = c.committed([TopicPartition(t, p) for t, p in partitions], timeout=timeout_s)
-    except KafkaException as e:
-        err = e.args[0]
-        denied = authorization_for(settings, err.code(), err.str(),
-                                   {"GROUP": (app_id, "DESCRIBE", False)})
-        if denied is not None:
-            raise denied from None
-        check_client(settings, c, started)
-        raise
-    finally:
-        c.close()
-    return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
+    stall: Stall | None = None
+    while True:  # a fresh client each try: a stale group coordinator is not kept
+        c = new_consumer(settings.conf("consumer", "offsets", {
+            "group.id": app_id, "enable.auto.commit": False,
+            "isolation.level": "read_committed" if stable else "read_uncommitted"}),
+            f"group {app_id}")
+        started = time.monotonic()
+        try:
+            found = c.committed([TopicPartition(t, p) for t, p in partitions],
+                                timeout=timeout_s)
+            return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
+        except KafkaException as e:
+            err = e.args[0]
+            denied = authorization_for(settings, err.code(), err.str(),
+                                       {"GROUP": (app_id, "DESCRIBE", False)})
+            if denied is not None:
+                raise denied from None
+            check_client(settings, c, started)
+            if not transient(err):
+                raise
+            stall = stall or Stall.of(f"reading consumer group {app_id!r}'s offsets", settings)
+            if patience_s is not None:
+                stall.timeout_ms = int(patience_s * 1000)
+        finally:
+            c.close()
+        stall.wait(err)

@@ -138,6 +138,8 @@ class ClientSettings:
     kinds: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     client_id_prefix: str = "kspark"
     app_id: str = "kspark"
+    task_timeout_ms: int = 300_000  # how long a stalled client call is retried (retry.Stall)
+    retry_backoff_ms: int = 100
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "ClientSettings":
@@ -160,7 +162,8 @@ class ClientSettings:
         app_id = str(config.get("application.id") or "kspark")
         prefix = config.get("client.id") or app_id
         return cls(str(config["bootstrap.servers"]), _pairs(common), tuple(kinds), str(prefix),
-                   app_id)
+                   app_id, int(config.get("task.timeout.ms", 300_000)),
+                   int(config.get("retry.backoff.ms", 100)))
 
     def conf(self, kind: str, purpose: str | None = None,
              owned: Mapping[str, Any] | None = None,

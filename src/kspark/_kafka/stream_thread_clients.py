@@ -20,7 +20,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from kspark._kafka.factory import new_consumer, new_producer
+from kspark._kafka.retry import Stall, transient
 from kspark._kafka.settings import ClientSettings, as_settings
 
 log = logging.getLogger("kspark")
@@ -63,9 +66,19 @@ def control_end(where: ClientSettings | str, app_id: str) -> int:
     c = new_consumer(settings.conf("consumer", "control", {"group.id": f"{app_id}-control",
                                                            "enable.auto.commit": False}),
                      "control topic")
+    stall: Stall | None = None
     try:
-        _, high = c.get_watermark_offsets(TopicPartition(control_topic(app_id), 0), timeout=30)
-        return int(high)
+        while True:  # a broker restart: retried within task.timeout.ms
+            try:
+                _, high = c.get_watermark_offsets(TopicPartition(control_topic(app_id), 0),
+                                                  timeout=10)
+                return int(high)
+            except KafkaException as e:
+                if not transient(e.args[0]):
+                    raise
+                stall = stall or Stall.of(f"application {app_id!r}: reading the end of the "
+                                          "control topic", settings)
+                stall.wait(e.args[0])
     finally:
         c.close()
 
@@ -75,7 +88,9 @@ def send_stop(where: ClientSettings | str, app_id: str, run: str) -> None:
     settings = as_settings(where)
     p = new_producer(settings.conf("producer", "control", {"acks": "all"}), "control topic")
     p.produce(control_topic(app_id), key=b"stop", value=run.encode())
-    p.flush(30)
+    if p.flush(30):  # not delivered: the stop falls back to cancelling the epoch
+        log.warning("application %r: the stop request was not delivered to the control topic "
+                    "within 30 s (is the cluster at %s up?)", app_id, settings.bootstrap)
 
 
 class StopWatch:

@@ -25,7 +25,8 @@ from kspark._kafka.factory import errors_of, new_producer
 from kspark._kafka.security_errors import authorization_for, check_client, classify
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._worker import registry
-from kspark.errors import SinkWriteError
+from kspark._kafka.retry import Stall, transient
+from kspark.errors import SinkWriteError, TransientKafkaError
 
 __all__ = ["TaskProducer", "task_producer"]
 
@@ -41,7 +42,7 @@ class TaskProducer(RecordCollector):
 
     def __init__(self, where: ClientSettings | str, client_id: str,
                  extra: Mapping[str, Any] | None = None,
-                 flush_timeout_s: float = 120.0, skip_failed: bool = False):
+                 flush_timeout_s: float | None = None, skip_failed: bool = False):
         self.settings = as_settings(where)
         conf = self.settings.conf("producer", None, {
             "client.id": client_id, "enable.idempotence": True, "acks": "all",
@@ -54,7 +55,9 @@ class TaskProducer(RecordCollector):
         self._errors: list[str] = []
         self._failed: list[tuple[Any, Any]] = []
         self.fatal_error: Any = None  # a fatal client error (a fenced transactional producer)
-        self._flush_timeout_s = flush_timeout_s
+        # a broker restart holds records back: wait as long as task.timeout.ms allows
+        self._flush_timeout_s = (self.settings.task_timeout_ms / 1000
+                                 if flush_timeout_s is None else flush_timeout_s)
         self._skip_failed = skip_failed  # production.exception.handler=log_and_continue
         self.sent = 0
         self.skipped = 0
@@ -140,14 +143,16 @@ class TaskProducer(RecordCollector):
 
     def flush(self) -> None:
         started = time.monotonic()
+        stall = Stall(f"producer {self.client_id!r}: delivering its records",
+                      self.settings.bootstrap, int(self._flush_timeout_s * 1000), 1000)
         remaining = self._producer.flush(min(1.0, self._flush_timeout_s))
-        while remaining and time.monotonic() - started < self._flush_timeout_s:
+        while remaining and not stall.expired():
             # in steps: a refused login or certificate is named at once, not after the timeout
             check_client(self.settings, self._producer, started - 1)
             if self._failed and any(self.denied(e, m.topic()) for e, m in self._failed):
                 break
-            remaining = self._producer.flush(min(1.0, started + self._flush_timeout_s
-                                                 - time.monotonic()))
+            stall.note(f"{remaining} record(s) not yet acknowledged")
+            remaining = self._producer.flush(min(1.0, stall.remaining_s()))
         if remaining:
             check_client(self.settings, self._producer, started - 1)
         for err, msg in self._failed:
@@ -158,6 +163,12 @@ class TaskProducer(RecordCollector):
             if err.fatal() and self.fatal_error is None:
                 self.fatal_error = err
             where = f"topic {msg.topic()!r} partition {msg.partition()}: {err.str()}"
+            if transient(err) and not self._skip_failed:
+                self._failed = []
+                raise TransientKafkaError(
+                    f"producer {self.client_id!r}: a record for {where} was not delivered while "
+                    f"the cluster at {self.settings.bootstrap} recovered; the batch is "
+                    "replayed from the last commit")
             if self._skip_failed and not err.fatal():
                 self.skipped += 1
                 log.warning("producer %r: skips a record the broker refused (%s); "
@@ -166,8 +177,7 @@ class TaskProducer(RecordCollector):
             self._errors.append(where)
         self._failed = []
         if remaining:
-            self._errors.append(f"{remaining} record(s) still undelivered after "
-                                f"{self._flush_timeout_s:g}s")
+            raise stall.timeout_error(f"{remaining} record(s) still undelivered")
         if self._errors:
             errors, self._errors = self._errors, []
             raise SinkWriteError(

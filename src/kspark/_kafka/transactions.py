@@ -27,7 +27,8 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kspark._engine.documents import Invalid, check_progress, need_dict, need_int, need_str
-from kspark._kafka.group_offsets import group_reader
+from kspark._kafka.group_offsets import group_reader, renew_group_reader
+from kspark._kafka.retry import CallHungError, Stall, bounded_call, transient
 from kspark._kafka.security_errors import authorization_for
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._kafka.task_producer import TaskProducer
@@ -39,6 +40,7 @@ from kspark.errors import (
     TaskFencedError,
     TransactionTimeoutError,
     TransactionsUnavailableError,
+    TransientKafkaError,
 )
 
 __all__ = ["Marker", "TaskTransactions", "task_transactions", "progress_topic", "read_marker",
@@ -48,6 +50,13 @@ log = logging.getLogger("kspark")
 _PREFIX = "kspark1:"
 _COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
                        KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError._TIMED_OUT)
+
+
+_GRACE_S = 10.0  # beyond a call's own timeout, before it counts as hung
+
+
+def _requires_abort(err: KafkaError) -> bool:
+    return bool(err.txn_requires_abort())
 
 
 def progress_topic(app_id: str) -> str:
@@ -129,7 +138,7 @@ class TaskTransactions:
 
     def __init__(self, where: ClientSettings | str, app_id: str, task_id: str,
                  marker_tp: tuple[str, int], extra: Mapping[str, Any] | None = None,
-                 timeout_s: float = 60.0):
+                 timeout_s: float = 15.0):
         self.settings = as_settings(where)
         self.app_id, self.task_id, self.marker_tp = app_id, task_id, marker_tp
         self.transactional_id = f"{app_id}-{task_id}"
@@ -145,10 +154,11 @@ class TaskTransactions:
         self.initialized = False
         self._began = 0.0
         self.fenced = False
+        self.abandoned = False  # a call hung in librdkafka: this producer is left behind
 
     def init(self) -> None:
         """Fence every older attempt of this task: their open transactions are aborted."""
-        self._call("init_transactions", self._timeout_s)
+        self._step("init_transactions", self._timeout_s)
         self.initialized = True
 
     def marker(self) -> Marker | None:
@@ -167,8 +177,8 @@ class TaskTransactions:
         offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(input_offsets.items())]
         offsets.append(TopicPartition(*self.marker_tp, 0, metadata=encode_marker(marker)))
         metadata = self._group.consumer_group_metadata()
-        self._call("send_offsets_to_transaction", offsets, metadata, self._timeout_s)
-        self._call("commit_transaction", self._timeout_s)
+        self._step("send_offsets_to_transaction", offsets, metadata, self._timeout_s)
+        self._step("commit_transaction", self._timeout_s)
 
     def fail(self, error: BaseException) -> BaseException:
         """Abort the batch's transaction after ``error``; returns what the error means: the
@@ -176,9 +186,15 @@ class TaskTransactions:
         else ``error`` itself."""
         if isinstance(error, (TaskFencedError, TransactionTimeoutError)) or not self.initialized:
             return error
+        if self.abandoned:  # a call that never returned: the next attempt fences this one
+            return error
         error = self.producer.logged_denial() or error  # the cause behind a failed write
         try:
-            self.producer.client.abort_transaction(self._timeout_s)
+            bounded_call(self.producer.client.abort_transaction, (self._timeout_s,),
+                         self._timeout_s + _GRACE_S)
+        except CallHungError:
+            self._abandon()
+            return error
         except KafkaException as e:
             err = e.args[0]
             if isinstance(error, KafkaSecurityError):  # the cause; the abort only follows it
@@ -200,6 +216,45 @@ class TaskTransactions:
             return getattr(self.producer.client, name)(*args)
         except KafkaException as e:
             raise self._explain(name, e.args[0]) from None
+
+    def _step(self, name: str, *args: Any) -> Any:
+        """A transactional call that talks to the coordinator, ridden through a broker
+        restart or a coordinator move: a retriable error is retried (librdkafka allows the
+        same call again) until ``task.timeout.ms``; an error that requires an abort, or a
+        call that never returns (librdkafka may ignore the timeout of
+        send_offsets_to_transaction while the coordinator moves), ends this attempt with a
+        TransientKafkaError: the next attempt's init_transactions fences it, and its marker
+        says whether the batch committed (it is replayed or skipped, never guessed)."""
+        stall = Stall.of(f"task {self.task_id}: {name}", self.settings)
+        while True:
+            limit = min(self._timeout_s + _GRACE_S, stall.remaining_s())
+            try:
+                return bounded_call(getattr(self.producer.client, name), args, limit)
+            except CallHungError:
+                self._abandon()
+                if stall.expired():
+                    raise stall.timeout_error(f"{name} did not return") from None
+                raise TransientKafkaError(
+                    f"task {self.task_id}: {name} did not return within {limit:.0f} s (the "
+                    f"transaction coordinator at {self.settings.bootstrap} moved or "
+                    "restarted), so the transaction's outcome is unknown: this attempt is "
+                    "abandoned; the next one fences it and reads the task's marker to replay "
+                    "the batch or go on") from None
+            except KafkaException as e:
+                err = e.args[0]
+                if err.fatal() or not transient(err) or _requires_abort(err):
+                    if _requires_abort(err) and transient(err):
+                        raise TransientKafkaError(
+                            f"task {self.task_id}: {name} failed while the cluster at "
+                            f"{self.settings.bootstrap} recovered ({err.str()}); the "
+                            "transaction is aborted and the batch replayed") from None
+                    raise self._explain(name, err) from None
+                stall.wait(err)
+
+    def _abandon(self) -> None:
+        """This producer is stuck in a call: leave it (its next attempt fences it)."""
+        self.abandoned = self.fenced = True
+        _forget(self)
 
     def _explain(self, step: str, err: KafkaError) -> Exception:
         denied = self.producer.denied(err, None)  # a missing ACL is not a fence
@@ -248,7 +303,7 @@ def read_marker(where: ClientSettings | str, app_id: str, task_id: str,
     keep a task's progress there, so no task ever resumes a stale local copy."""
     settings = as_settings(where)
     tp = TopicPartition(*marker_tp)
-    deadline = time.monotonic() + timeout_s
+    stall: Stall | None = None
     while True:  # the group coordinator may be loading or moving: retry until the deadline
         try:
             (committed,) = group_reader(settings, app_id).committed([tp], timeout=timeout_s)
@@ -261,12 +316,14 @@ def read_marker(where: ClientSettings | str, app_id: str, task_id: str,
                                        {"GROUP": (app_id, "READ", False)})
             if denied is not None:
                 raise denied from None
-            if not err.retriable() and err.code() not in _COORDINATOR_MOVING or \
-                    time.monotonic() > deadline:
+            if not transient(err) and err.code() not in _COORDINATOR_MOVING:
                 raise TransactionsUnavailableError(
                     f"task {task_id}: cannot read its committed marker from consumer "
                     f"group {app_id!r} ({err.str()}); is the broker up?") from None
-            time.sleep(0.2)
+            renew_group_reader(settings, app_id)
+            stall = stall or Stall.of(f"task {task_id}: reading its committed marker from "
+                                      f"consumer group {app_id!r}", settings)
+            stall.wait(err)
 
 
 def task_transactions(where: ClientSettings | str, app_id: str, task_id: str,

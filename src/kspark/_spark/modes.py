@@ -21,9 +21,11 @@ from kspark._kafka.admin import Admin
 from kspark._kafka.transactions import progress_topic
 from kspark._spark.batch_run import BatchRun
 from kspark._spark.checkpoint import SparkCheckpoint
+from kspark._spark.restarting import RestartingQuery
 from kspark._plan.plan import kafka_sources, local_checkpoint, plan
 from kspark._spark.session import ensure_registered
 from kspark.config import commit_interval_ms
+from kspark.errors import KSparkError
 
 __all__ = ["ModeDriver", "MicroBatchDriver", "RealTimeDriver", "DRIVERS", "IDLE"]
 
@@ -77,6 +79,7 @@ class MicroBatchDriver:
         self.metrics_acc: Any = None  # the accumulator of TaskMetrics
         self.admin: Admin | None = None
         self.session: SparkSession | None = None
+        self._last_lag: dict[TP, int] = {}
 
     def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
         from kspark._spark.micro_batch import MicroBatchHost
@@ -108,7 +111,8 @@ class MicroBatchDriver:
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=f"{c['commit.interval.ms']} milliseconds")
-        self.query = writer.start()
+        self.query = RestartingQuery(writer.start, c["application.id"],
+                                     int(c["task.timeout.ms"]))
         timings.step("query start")
         return self.query
 
@@ -154,8 +158,13 @@ class MicroBatchDriver:
         positions = self._positions()
         if not positions or self.admin is None:
             return {}
-        ends = self.admin.end_offsets(list(positions))
-        return {tp: max(0, ends.get(tp, o) - o) for tp, o in positions.items()}
+        try:  # a second at most: progress() answers while a broker restarts
+            ends = self.admin.end_offsets(list(positions), patience_s=1.0)
+        except KSparkError as e:
+            log.info("progress(): the lag is not known now (%s); showing the last known", e)
+            return self._last_lag
+        self._last_lag = {tp: max(0, ends.get(tp, o) - o) for tp, o in positions.items()}
+        return self._last_lag
 
 
 class RealTimeDriver:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from dataclasses import replace
 from typing import Any
@@ -26,6 +27,7 @@ from kspark._spark.realtime.layout import task_specs
 from kspark._spark.realtime.stream_thread import Epoch, run_stream_thread
 from kspark._spark.realtime.thread_metrics import LiveTotals
 from kspark._host.context import HostContext
+from kspark._host.rules import restart_after
 from kspark._host.progress import progress_of
 
 __all__ = ["RealTimeQuery", "RealTimeRunError", "real_time_query"]
@@ -99,6 +101,8 @@ class RealTimeQuery:
                  grace_s: float = 30.0):
         self.spark, self.contexts, self.grace_s = spark, contexts, grace_s
         self.ctx = next(iter(contexts.values()))  # the settings and id all share
+        self.task_timeout_ms = self.ctx.settings.task_timeout_ms
+        self._position = 0  # the group's committed position, as progress() last read it
         self._template = epoch
         self._epoch: Epoch | None = None
         self._stopping = False
@@ -185,8 +189,13 @@ class RealTimeQuery:
         """Epochs run, the group's committed position over ``topics`` (live: it moves with
         every commit) and the counts of the finished epochs."""
         tps = [tp for s in self._template.tasks for tp in s.sources if tp[0] in topics]
-        position = sum(committed_offsets(self.ctx.settings, self.ctx.app_id, tps,
-                                         stable=False).values())
+        try:  # a second at most: progress() answers while a broker restarts
+            self._position = sum(committed_offsets(self.ctx.settings, self.ctx.app_id, tps,
+                                                   timeout_s=1.0, stable=False,
+                                                   patience_s=1.0).values())
+        except Exception as e:  # noqa: BLE001 - the last known position is shown
+            log.info("progress(): the committed position is not known now (%s)", e)
+        position = self._position
         with self._metrics_lock:
             self._read_reports()
             live = self.live.progress()
@@ -200,6 +209,7 @@ class RealTimeQuery:
 
     def _run(self) -> None:
         failed = 0  # epochs in a row that lost an executor or a Python worker
+        restarts: list[float] = []  # epochs started again after a transient Kafka failure
         try:
             while True:
                 with self._lock:
@@ -210,6 +220,12 @@ class RealTimeQuery:
                     self._run_epoch(self._epoch)
                     failed = 0
                 except Exception as e:
+                    if not self._stopping and restart_after(
+                            str(e), restarts, time.monotonic(), self.task_timeout_ms):
+                        restarts.append(time.monotonic())
+                        self._epoch_lost(e, "a task ended while the Kafka cluster recovered",
+                                         len(restarts))
+                        continue
                     if self._stopping or not lost_worker(e) or failed >= MAX_LOST_EPOCHS:
                         raise
                     failed += 1
@@ -226,6 +242,13 @@ class RealTimeQuery:
                 self._error = e
         finally:
             self._done.set()
+
+    def _epoch_lost(self, error: BaseException, why: str, count: int) -> None:
+        """A new epoch retries the lost one from the last commits (fencing the old)."""
+        with self._metrics_lock:  # its threads' counts went with them
+            self.live.end_epoch(self._epoch.run if self._epoch else "", [])
+        log.warning("real-time epoch %d ended: %s (%s); starting a new epoch from the last "
+                    "commits (restart %d)", self.epochs, why, _first_line(error), count)
 
     def _next_epoch(self) -> Epoch:
         t = self._template

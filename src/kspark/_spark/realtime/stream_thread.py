@@ -24,6 +24,8 @@ from typing import Any
 
 from kspark._engine.nodes import RawRecord
 from kspark._kafka.records import raw_record
+from kspark._kafka.retry import transient
+from kspark._spark.realtime.consumer_fault import ConsumerFault
 from kspark._kafka.clients import committed_offsets
 from kspark._kafka.stream_thread_clients import MetricsSender, StopWatch, thread_consumer
 from kspark._spark.realtime.layout import TaskSpec
@@ -211,6 +213,7 @@ class _Loop:
         self.at_end: dict[TP, int] = {}  # partitions with nothing to fetch now: their end
         self.purged: dict[TP, int] = {}
         self.stop = dict(epoch.stop)  # a batch run: nothing at or after these is processed
+        self.fault = ConsumerFault(consumer, min(self.owner, default=None), ctx.settings)
 
     def run(self) -> None:
         epoch = self.epoch
@@ -273,12 +276,16 @@ class _Loop:
         from confluent_kafka import KafkaError
 
         by_tp: dict[TP, list[RawRecord]] = defaultdict(list)
+        self.fault.check()
         for m in _poll(self.consumer, wait_s):
             tp, error = (m.topic(), m.partition()), m.error()
+            if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                if transient(error):  # a broker restarting: the consumer reconnects itself
+                    self.fault.seen(tp[0], error.str())
+                    continue
+                raise StreamsError(f"reading topic {tp[0]!r} partition {tp[1]} failed: "
+                                   f"{error.str()}")
             if error is not None:
-                if error.code() != KafkaError._PARTITION_EOF:
-                    raise StreamsError(f"reading topic {tp[0]!r} partition {tp[1]} failed: "
-                                       f"{error.str()}")
                 self.at_end[tp] = min(m.offset(), self.stop.get(tp, m.offset()))
                 continue
             if tp in self.stop and m.offset() >= self.stop[tp]:

@@ -1,0 +1,96 @@
+"""A micro-batch query that starts again after a transient Kafka failure.
+
+When a broker restarts or a coordinator moves, a task retries in place for up to
+``task.timeout.ms``; what only a new attempt can resolve ends the task with a
+TransientKafkaError, which fails the Structured Streaming query. :class:`RestartingQuery`
+then starts the query again from its checkpoint (the failed batch is replayed; each task's
+marker makes the replay exact), as :func:`~kspark._host.rules.restart_after` decides — the
+same rule the real-time loop applies to its epochs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kspark._host.rules import restart_after
+
+__all__ = ["RestartingQuery"]
+
+log = logging.getLogger("kspark")
+
+
+class RestartingQuery:
+    """What ``SparkApplication`` uses of a streaming query (``isActive``,
+    ``awaitTermination``, ``stop``, ``exception``, ``lastProgress``) over the query
+    ``start()`` makes, started again after a transient Kafka failure."""
+
+    def __init__(self, start: Callable[[], Any], app_id: str, task_timeout_ms: int):
+        self._start, self.app_id, self.task_timeout_ms = start, app_id, task_timeout_ms
+        self.current = start()
+        self.restarts: list[float] = []
+        self._last_progress: Any = None
+        self._error: BaseException | None = None
+        self._stopping = False
+        self._done = threading.Event()
+        threading.Thread(target=self._watch, name="kspark-query-watch", daemon=True).start()
+
+    def _watch(self) -> None:
+        from pyspark.errors import StreamingQueryException
+
+        try:
+            while True:
+                try:
+                    self.current.awaitTermination()
+                    return  # ended by itself (a batch run) or stopped
+                except StreamingQueryException as e:
+                    text = str(getattr(e, "desc", None) or e)
+                    now = time.monotonic()
+                    if self._stopping or not restart_after(text, self.restarts, now,
+                                                           self.task_timeout_ms):
+                        self._error = e
+                        return
+                    self.restarts.append(now)
+                    log.warning("application %r: a task ended while the Kafka cluster "
+                                "recovered (%s); starting the query again from its last "
+                                "commit (restart %d)", self.app_id, _cause(text),
+                                len(self.restarts))
+                    self._last_progress = self.lastProgress
+                    self.current = self._start()
+        except BaseException as e:  # noqa: BLE001 - the restart failed: that is the error
+            self._error = e
+        finally:
+            self._done.set()
+
+    @property
+    def isActive(self) -> bool:  # noqa: N802 - a streaming query's name
+        return not self._done.is_set()
+
+    @property
+    def lastProgress(self) -> Any:  # noqa: N802
+        return self.current.lastProgress or self._last_progress
+
+    def exception(self) -> BaseException | None:
+        return self._error
+
+    def awaitTermination(self, timeout: float | None = None) -> bool:  # noqa: N802
+        done = self._done.wait(timeout)
+        if done and self._error is not None:
+            raise self._error
+        return done
+
+    def stop(self) -> None:
+        self._stopping = True
+        self.current.stop()
+        self._done.wait(60)
+
+
+def _cause(text: str) -> str:
+    """The TransientKafkaError's message in a failed query's text."""
+    for line in text.splitlines():
+        if "TransientKafkaError" in line:
+            return line.strip()[:300]
+    return text.strip().splitlines()[0][:300] if text.strip() else "?"

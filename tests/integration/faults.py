@@ -1,0 +1,76 @@
+"""Kafka's own faults under a running application (issue: survive broker restarts): run the
+exactly-once test application (:mod:`tests.integration.eos_app`) as a child process, do a
+fault to the brokers once its output has started, and time how long processing paused.
+
+Used by ``test_broker_faults.py`` and by the soak's broker-fault mode (``soak.py``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tests.integration.soak import start_app
+
+
+@dataclass
+class FaultRun:
+    """What one run under a fault showed: its exit code, its output (with the monotonic time
+    of each line), when the fault ended, and how long the output paused around it."""
+
+    code: int | None = None
+    lines: list[tuple[float, str]] = field(default_factory=list)
+    fault_began: float = 0.0
+    fault_ended: float = 0.0
+
+    def text(self, last: int = 60) -> str:
+        return "".join(line for _, line in self.lines[-last:])
+
+    def pause_s(self) -> float:
+        """From the fault's start to the first progress line after the fault ended: how
+        long processing stood still (the outage itself included)."""
+        after = [t for t, line in self.lines if t >= self.fault_ended
+                 and (line.startswith("batches ") or line.startswith("done"))]
+        return (after[0] if after else self.fault_ended) - self.fault_began
+
+    def recovery_s(self) -> float:
+        """From the fault's end (the brokers back) to the next progress line."""
+        return self.pause_s() - (self.fault_ended - self.fault_began)
+
+
+def run_with_fault(cmd: list[str], fault: Callable[[], None], timeout_s: float = 420,
+                   env: dict[str, str] | None = None) -> FaultRun:
+    """Run the app; once it printed ``batches 1`` (its output has started), call ``fault``
+    (which returns when the brokers are back, or stay down); then wait for the app to exit,
+    at most ``timeout_s`` (it is killed then, and the run's code stays None)."""
+    run = FaultRun()
+    proc = start_app(cmd, env)
+    started = threading.Event()
+
+    def pump() -> None:
+        for line in proc.stdout:
+            run.lines.append((time.monotonic(), line))
+            if line.startswith(("batches ", "done")) and not line.startswith("batches 0"):
+                started.set()
+        started.set()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        if not started.wait(timeout_s) or proc.poll() is not None:
+            raise AssertionError("the app never started its output:\n" + run.text())
+        run.fault_began = time.monotonic()
+        fault()
+        run.fault_ended = time.monotonic()
+        try:
+            run.code = proc.wait(timeout_s)
+        except Exception:  # noqa: BLE001 - a hang: the caller reports it
+            proc.kill()
+            proc.wait(30)
+        reader.join(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return run

@@ -1,0 +1,130 @@
+"""The local three-node KRaft cluster: replication by default, a crashed node (transactions
+still commit; it rejoins), a rolling restart losing nothing, the CLI; and the single broker
+killed and started again on its port."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+
+from kspark._kafka.admin import Admin
+from kspark._kafka.broker import LocalBroker, free_port
+from kspark._kafka.stopoffsets import StopOffsets
+from kspark.cli import main
+from kspark.config import declared_default
+from tests.conftest import consume_all
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cluster(broker_cluster):
+    """The session's cluster with every node running and every partition in sync (a test
+    before may have killed or stopped a node)."""
+    broker_cluster.start()
+    broker_cluster.wait_in_sync()
+    return broker_cluster
+
+
+def metadata(cluster, topic: str | None = None):
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
+    return admin.list_topics(topic, timeout=20)
+
+
+def replicas(cluster, topic: str) -> list[tuple[int, int, int]]:
+    """(partition, replica count, ISR size) of every partition of ``topic``."""
+    parts = metadata(cluster, topic).topics[topic].partitions.values()
+    return sorted((p.id, len(p.replicas), len(p.isrs)) for p in parts)
+
+
+def write_committed(bootstrap: str, topic: str, values: list[bytes], txn_id: str) -> float:
+    """Write ``values`` in one transaction (acks=all); the seconds it took."""
+    started = time.monotonic()
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "log_level": 0})
+    p.init_transactions(60)
+    p.begin_transaction()
+    for i, v in enumerate(values):
+        p.produce(topic, key=str(i).encode(), value=v)
+    p.commit_transaction(60)
+    return time.monotonic() - started
+
+
+def test_three_brokers_and_internal_topics_replicated_three_times(cluster, topic_name):
+    assert sorted(metadata(cluster).brokers) == [1, 2, 3]
+    topic = topic_name("rf")
+    # replication.factor's default (-1): the brokers' default.replication.factor, 3
+    Admin(cluster.bootstrap).create_topics({topic: 3},
+                                           replication_factor=declared_default("replication.factor"))
+    assert replicas(cluster, topic) == [(0, 3, 3), (1, 3, 3), (2, 3, 3)]
+    meta = StopOffsets(cluster.bootstrap, topic_name("app"))  # an internal topic kspark makes
+    meta.create()
+    assert replicas(cluster, meta.topic) == [(0, 3, 3)]
+
+
+def test_a_killed_node_leaves_transactions_working_and_rejoins(cluster, topic_name):
+    topic = topic_name("kill")
+    Admin(cluster.bootstrap).create_topics({topic: 3})
+    write_committed(cluster.bootstrap, topic, [b"before"] * 30, f"t-{topic}")
+    victim = metadata(cluster, topic).topics[topic].partitions[0].leader
+    assert cluster.kill(victim)
+    assert not cluster.status()[victim].running
+    took = write_committed(cluster.bootstrap, topic, [b"after"] * 30, f"t-{topic}")
+    values = [m.value() for m in consume_all(cluster.bootstrap, topic, 60, timeout_s=30)]
+    assert sorted(values) == [b"after"] * 30 + [b"before"] * 30
+    print(f"a transaction committed {took:.1f}s after node {victim} was killed")
+
+    cluster.start_node(victim)
+    assert victim in metadata(cluster).brokers
+    cluster.wait_in_sync(60)
+    assert replicas(cluster, topic) == [(0, 3, 3), (1, 3, 3), (2, 3, 3)]
+    assert {len(p.replicas) for p in metadata(cluster, "__transaction_state")
+            .topics["__transaction_state"].partitions.values()} == {3}
+
+
+def test_a_rolling_restart_keeps_every_record(cluster, topic_name):
+    topic = topic_name("roll")
+    Admin(cluster.bootstrap).create_topics({topic: 3})
+    write_committed(cluster.bootstrap, topic, [f"v{i}".encode() for i in range(300)],
+                    f"t-{topic}")
+    lines: list[str] = []
+    took = cluster.rolling_restart(log=lines.append)
+    assert sorted(took) == [1, 2, 3] and len(lines) == 6, lines
+    print("\n".join(lines))
+    assert cluster.under_replicated() == []
+    values = sorted(m.value() for m in consume_all(cluster.bootstrap, topic, 300, timeout_s=30))
+    assert values == sorted(f"v{i}".encode() for i in range(300))
+
+
+def test_cli_status_and_start_of_the_cluster(cluster, capsys):
+    """``kspark broker start|status --brokers 3`` on the cluster's directory: the ports kept
+    in it; a stopped node is reported, and started again by ``start``."""
+    args = ["--brokers", "3", "--dir", str(cluster.dir)]
+    assert main(["broker", "status", *args]) == 0
+    assert f"bootstrap.servers={cluster.bootstrap}" in capsys.readouterr().out
+    assert cluster.stop_node(3)
+    assert main(["broker", "status", *args]) == 3
+    assert "2 of 3 nodes running" in capsys.readouterr().out
+    assert main(["broker", "start", *args]) == 0
+    assert f"bootstrap.servers={cluster.bootstrap}" in capsys.readouterr().out
+    assert sorted(metadata(cluster).brokers) == [1, 2, 3]
+
+
+def test_a_killed_single_broker_starts_again_on_its_port(tmp_path):
+    """Its connections cut by SIGKILL, it listens on the same port again. (A 4 s heartbeat
+    session instead of 9 s: the restarted controller refuses the broker's new registration
+    until the old one's session expired.)"""
+    b = LocalBroker(tmp_path, port=free_port(), overrides={
+        "broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500"})
+    bootstrap = b.start()
+    try:
+        Admin(bootstrap).create_topics({"kept": 1})
+        write_committed(bootstrap, "kept", [b"x"], "t-kept")  # leaves connections open
+        assert b.kill()
+        assert not b.status().running and not b.kill()
+        assert b.start() == bootstrap
+        assert [m.value() for m in consume_all(bootstrap, "kept", 1, timeout_s=30)] == [b"x"]
+    finally:
+        b.stop()

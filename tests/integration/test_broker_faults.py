@@ -1,0 +1,105 @@
+"""Kafka's own faults under a running exactly-once application, in both execution modes:
+the single broker SIGKILLed and restarted on its data directory, a broker outage longer
+than ``task.timeout.ms``, and a rolling restart of a three-node cluster. The output is read
+with read_committed and checked record by record (``soak.verify``): no duplicate, nothing
+lost, no wrong aggregate, no transaction left open; a fault the application cannot ride
+through ends it with a clear error within ``task.timeout.ms`` plus 30 s, never a hang.
+
+Each test prints how long processing paused (``-s`` shows it).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kspark._kafka.admin import Admin
+from kspark._kafka.broker import LocalBroker, free_port
+from tests.integration import soak
+from tests.integration.faults import run_with_fault
+
+RECORDS, KEYS = 30_000, 100
+
+
+@pytest.fixture(scope="module")
+def own_broker(tmp_path_factory):
+    """A broker of this module's own, since its tests kill it (a 4 s broker session: a
+    restarted broker registers again sooner, as in the cluster)."""
+    b = LocalBroker(tmp_path_factory.mktemp("fault-broker"), port=free_port(),
+                    overrides={"broker.session.timeout.ms": "4000",
+                               "broker.heartbeat.interval.ms": "500"})
+    b.start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+def _app(bootstrap: str, name: str, tmp_path, mode: str, guarantee: str = "exactly_once_v2",
+         *extra: str) -> tuple[list[str], str, str]:
+    src, app_id = f"{name}-{mode}-{guarantee}", f"{name}-app-{mode}-{guarantee}"
+    Admin(bootstrap, 20000).create_topics({src: 3, f"{src}-echo": 3, f"{src}-agg": 3})
+    soak.produce(bootstrap, src, 0, RECORDS, KEYS)
+    cmd = soak.app_command(bootstrap, src, app_id, str(tmp_path / "state"), "--mode", mode,
+                           "--guarantee", guarantee, "--max-offsets", "3000", *extra)
+    return cmd, src, app_id
+
+
+def _exact(bootstrap: str, src: str, app_id: str, guarantee: str = "exactly_once_v2") -> None:
+    f = soak.verify(bootstrap, src, app_id, RECORDS, KEYS)
+    if guarantee == "exactly_once_v2":
+        assert (f.duplicates, f.lost, f.wrong, f.open_transactions) == (0, 0, 0, 0), f.line(1)
+    else:
+        assert (f.lost, f.wrong, f.open_transactions) == (0, 0, 0), f.line(1)
+
+
+@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
+def test_broker_sigkilled_and_restarted_under_exactly_once(mode, own_broker, tmp_path):
+    """The single broker SIGKILLed once output has started, back 5 s later on its data
+    directory and port: the application rides through and its output is exact."""
+    cmd, src, app_id = _app(own_broker.bootstrap, "bounce", tmp_path, mode)
+
+    def bounce() -> None:
+        own_broker.kill()
+        time.sleep(5)  # the outage's length: what this test is about, not a wait
+        own_broker.start()
+
+    run = run_with_fault(cmd, bounce)
+    assert run.code == 0, f"the app did not finish (exit {run.code}):\n{run.text()}"
+    print(f"\n{mode}: processing paused {run.pause_s():.1f} s (broker down "
+          f"{run.fault_ended - run.fault_began:.1f} s, then {run.recovery_s():.1f} s)")
+    _exact(own_broker.bootstrap, src, app_id)
+
+
+@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
+def test_outage_longer_than_task_timeout_fails_clearly(mode, own_broker, tmp_path):
+    """The broker down for longer than task.timeout.ms=15000: the application fails with a
+    TaskTimeoutError naming the cluster and how long it waited, within 15 + 30 s."""
+    cmd, _, _ = _app(own_broker.bootstrap, "outage", tmp_path, mode, "exactly_once_v2",
+                     "--task-timeout-ms", "15000")
+    try:
+        run = run_with_fault(cmd, own_broker.kill, timeout_s=15 + 30 + 60)
+    finally:
+        own_broker.start()
+    failed_after = run.lines[-1][0] - run.fault_began if run.lines else float("inf")
+    assert run.code not in (None, 0), f"the app did not fail (exit {run.code}):\n{run.text()}"
+    assert failed_after <= 15 + 30, f"failed only {failed_after:.0f} s after the outage began"
+    text = run.text(200)
+    assert "TaskTimeoutError" in text and own_broker.bootstrap in text, text
+    assert "task.timeout.ms=15000" in text, text
+    print(f"\n{mode}: failed {failed_after:.1f} s after the broker went down")
+
+
+@pytest.mark.parametrize("mode,guarantee", [("micro_batch", "exactly_once_v2"),
+                                            ("real_time", "at_least_once")])
+def test_rolling_restart_of_a_three_broker_cluster(mode, guarantee, broker_cluster, tmp_path):
+    """Each of three brokers restarted in turn (a clean stop, a start, the ISRs full again
+    before the next), as an upgrade does, during a run: the output is as without it. The
+    other two combinations of mode and guarantee run in the fault soak (make soak-faults)."""
+    cmd, src, app_id = _app(broker_cluster.bootstrap, "rolling", tmp_path, mode, guarantee)
+    run = run_with_fault(cmd, lambda: broker_cluster.rolling_restart(log=lambda _: None))
+    assert run.code == 0, f"the app did not finish (exit {run.code}):\n{run.text()}"
+    print(f"\n{mode} {guarantee}: rolling restart took {run.fault_ended - run.fault_began:.1f} s; "
+          f"output paused {run.pause_s():.1f} s in all")
+    _exact(broker_cluster.bootstrap, src, app_id, guarantee)
