@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 
 from kspark import KafkaStreams, Materialized, Serdes, StreamsBuilder, spark_session
+from kspark.errors import KSparkError
 from kspark.state import Stores
 
 S, L, J = Serdes.String(), Serdes.Long(), Serdes.Json()
@@ -165,12 +166,16 @@ def run_until_consumed(streams: KafkaStreams, bootstrap: str, app_id: str, src: 
 
     admin = Admin(bootstrap, 20000)
     inputs = [(src, p) for p in range(admin.partition_counts()[src])]
+    admin = Admin(bootstrap, 5000)  # the loop below answers within seconds in an outage
     ends = admin.end_offsets(inputs)
     streams.start()
     print("started", flush=True)
     shown, position = 0, None
     while not streams.await_termination(0.2):
-        committed = admin.group_offsets(app_id)
+        try:  # a broker outage: the application's own bounds decide, not this loop
+            committed = admin.group_offsets(app_id, patience_s=1.0)
+        except KSparkError:
+            continue
         now = sum(committed.get(tp, 0) for tp in inputs)
         if position is not None and now > position:
             shown += 1
@@ -180,7 +185,10 @@ def run_until_consumed(streams: KafkaStreams, bootstrap: str, app_id: str, src: 
             counts = admin.partition_counts()
             rep = [(t, p) for t in counts if t.startswith(f"{app_id}-")
                    and t.endswith("-repartition") for p in range(counts[t])]
-            rep_ends = admin.end_offsets(rep)
+            try:
+                rep_ends = admin.end_offsets(rep, patience_s=1.0)
+            except KSparkError:
+                continue
             if all(committed.get(tp, 0) >= rep_ends[tp] for tp in rep):
                 break
     print(f"done {streams.progress()}", flush=True)

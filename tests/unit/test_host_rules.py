@@ -1,6 +1,12 @@
 """The task runtime's decisions (``_host/rules.py``), one test per rule of its table."""
 
-from kspark._host.rules import COMMIT_STEPS, keep_if_current, same_commit
+from kspark._host.rules import (
+    COMMIT_STEPS,
+    RESTARTS_PER_TIMEOUT,
+    keep_if_current,
+    restart_after,
+    same_commit,
+)
 from kspark._kafka.transactions import Marker
 
 MINE = Marker("q", 3, None, None, producer="p1", where="h:/s")
@@ -48,3 +54,33 @@ def test_the_marker_is_recorded_after_the_commit_and_before_the_checkpoint():
     assert COMMIT_STEPS.index("commit") < COMMIT_STEPS.index("record_marker") \
         < COMMIT_STEPS.index("checkpoint")
     assert COMMIT_STEPS[:2] == ("invalidate_checkpoint", "flush")
+
+
+# restart_after: what a run does after a task ended while Kafka recovered
+TRANSIENT = "... kspark.errors.TransientKafkaError: task 0_1: commit_transaction did not return"
+
+
+def test_a_run_ended_by_a_transient_kafka_failure_starts_again():
+    assert restart_after(TRANSIENT, [], 1000.0, 300_000)
+
+
+def test_a_task_timeout_is_final_the_outage_outlasted_the_bound():
+    assert not restart_after("kspark.errors.TaskTimeoutError: task 0_1: ...", [], 1000.0, 300_000)
+    assert not restart_after(TRANSIENT + "\nkspark.errors.TaskTimeoutError: ...", [], 1000.0,
+                             300_000)
+
+
+def test_any_other_failure_is_final():
+    assert not restart_after("kspark.errors.ProcessorError: task 0_1: node X raised", [],
+                             1000.0, 300_000)
+
+
+def test_at_most_so_many_restarts_within_task_timeout():
+    recent = [1000.0 - i for i in range(RESTARTS_PER_TIMEOUT)]
+    assert not restart_after(TRANSIENT, recent, 1000.0, 300_000)
+    assert restart_after(TRANSIENT, recent[:-1], 1000.0, 300_000)
+
+
+def test_restarts_older_than_task_timeout_do_not_count():
+    old = [100.0 - i for i in range(RESTARTS_PER_TIMEOUT)]
+    assert restart_after(TRANSIENT, old, 1000.0, 300_000)  # 900 s ago > 300 s

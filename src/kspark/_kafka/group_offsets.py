@@ -38,12 +38,8 @@ def renew_group_reader(where: ClientSettings | str, app_id: str) -> None:
     """Drop this process's group reader: after a broker restart librdkafka may keep asking
     a group coordinator it cached and never find the new one (librdkafka issue 5511); the
     next :func:`group_reader` call makes a fresh client, which looks the coordinator up."""
-    found = registry().pop("groups", (app_id, as_settings(where)))
-    if found is not None:
-        try:
-            found.close()
-        except Exception:  # noqa: BLE001 - a stuck client: left to the garbage collector
-            pass
+    # not closed: a task's transactions may still hold it (for its group metadata)
+    registry().pop("groups", (app_id, as_settings(where)))
 
 
 def commit_offsets(where: ClientSettings | str, app_id: str,

@@ -52,7 +52,7 @@ _COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_I
                        KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError._TIMED_OUT)
 
 
-_GRACE_S = 10.0  # beyond a call's own timeout, before it counts as hung
+_GRACE_S = 5.0  # beyond a call's own timeout, before it counts as hung
 
 
 def _requires_abort(err: KafkaError) -> bool:
@@ -138,7 +138,7 @@ class TaskTransactions:
 
     def __init__(self, where: ClientSettings | str, app_id: str, task_id: str,
                  marker_tp: tuple[str, int], extra: Mapping[str, Any] | None = None,
-                 timeout_s: float = 15.0):
+                 timeout_s: float = 10.0):
         self.settings = as_settings(where)
         self.app_id, self.task_id, self.marker_tp = app_id, task_id, marker_tp
         self.transactional_id = f"{app_id}-{task_id}"

@@ -91,6 +91,6 @@ class RestartingQuery:
 def _cause(text: str) -> str:
     """The TransientKafkaError's message in a failed query's text."""
     for line in text.splitlines():
-        if "TransientKafkaError" in line:
-            return line.strip()[:300]
+        if "kspark.errors.TransientKafkaError:" in line:
+            return line.split("kspark.errors.TransientKafkaError:", 1)[1].strip()[:300]
     return text.strip().splitlines()[0][:300] if text.strip() else "?"
