@@ -25,6 +25,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from confluent_kafka import KafkaException
+
 from kspark import KafkaStreams, Materialized, Serdes, StreamsBuilder, spark_session
 from kspark.errors import KSparkError
 from kspark.state import Stores
@@ -161,36 +163,45 @@ def run_printing_batches(streams: KafkaStreams) -> None:
 def run_until_consumed(streams: KafkaStreams, bootstrap: str, app_id: str, src: str) -> None:
     """Real-time mode: start, print ``batches N`` as the group's committed position moves,
     and close once it has committed the input present at start and every repartition record
-    written for it (the input's ends first, so the repartition ends are final)."""
+    written for it (the input's ends first, so the repartition ends are final).
+
+    The group's offsets are read as the application's own threads read them (a consumer's
+    committed offsets, a second at most per look while a broker restarts: the
+    application's own bounds decide then, not this loop)."""
     from kspark._kafka.admin import Admin
+    from kspark._kafka.clients import committed_offsets
 
     admin = Admin(bootstrap, 20000)
     inputs = [(src, p) for p in range(admin.partition_counts()[src])]
-    admin = Admin(bootstrap, 5000)  # the loop below answers within seconds in an outage
     ends = admin.end_offsets(inputs)
     streams.start()
     print("started", flush=True)
-    shown, position = 0, None
+    shown, position, rep = 0, None, None
+
+    def committed(tps):
+        return committed_offsets(bootstrap, app_id, tps, timeout_s=5, stable=False,
+                                 patience_s=1.0)
+
     while not streams.await_termination(0.2):
-        try:  # a broker outage: the application's own bounds decide, not this loop
-            committed = admin.group_offsets(app_id, patience_s=1.0)
-        except KSparkError:
-            continue
-        now = sum(committed.get(tp, 0) for tp in inputs)
-        if position is not None and now > position:
-            shown += 1
-            print(f"batches {shown}", flush=True)
-        position = now
-        if all(committed.get(tp, 0) >= ends[tp] for tp in inputs):
-            counts = admin.partition_counts()
-            rep = [(t, p) for t in counts if t.startswith(f"{app_id}-")
-                   and t.endswith("-repartition") for p in range(counts[t])]
-            try:
-                rep_ends = admin.end_offsets(rep, patience_s=1.0)
-            except KSparkError:
+        try:
+            done = committed(inputs)
+            now = sum(done.get(tp, 0) for tp in inputs)
+            if position is not None and now > position:
+                shown += 1
+                print(f"batches {shown}", flush=True)
+            position = now
+            if not all(done.get(tp, 0) >= ends[tp] for tp in inputs):
                 continue
-            if all(committed.get(tp, 0) >= rep_ends[tp] for tp in rep):
+            if rep is None:
+                counts = admin.partition_counts()
+                rep = [(t, p) for t in counts if t.startswith(f"{app_id}-")
+                       and t.endswith("-repartition") for p in range(counts[t])]
+            rep_ends = admin.end_offsets(rep, patience_s=1.0)
+            done = committed(rep)
+            if all(done.get(tp, 0) >= rep_ends[tp] for tp in rep):
                 break
+        except (KSparkError, KafkaException):
+            continue
     print(f"done {streams.progress()}", flush=True)
     streams.close()
 

@@ -11,6 +11,12 @@ output with ``read_committed`` and prints as its last line::
 ``make soak`` runs it (20 rounds, 200,000 records, exactly_once_v2, then at_least_once,
 where it must see duplicates; ``make soak SOAK_MODE=real_time`` in real-time mode);
 ``python -m tests.integration.soak --help`` for the options.
+
+``--faults broker`` (``make soak-faults``) runs it on a three-node cluster of its own and
+adds to every round one fault of Kafka's own, in a thread while the app runs: a node
+SIGKILLed and started again after 0-10 s, or a rolling restart; the process kill then comes
+in two rounds out of three only. Before the last line it prints, per fault kind, how long
+the faults took and how long the output paused (:func:`output_pause`).
 """
 
 from __future__ import annotations
@@ -21,10 +27,13 @@ import json
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +54,33 @@ class Kill:
 
 
 @dataclass
+class BrokerFault:
+    """One round's fault of the cluster (``--faults broker``): ``kind`` "kill" (node ``node``
+    SIGKILLed, started again ``down_s`` later) or "rolling" (a rolling restart); when it
+    began and ended (monotonic; the end is when every ISR is full again), how long the
+    output paused around it (None: the app had finished before it began), whether the round
+    killed no process (``alone``) and the error if the fault itself failed."""
+
+    kind: str
+    node: int = 0
+    down_s: float = 0.0
+    began: float = 0.0
+    ended: float = 0.0
+    pause_s: float | None = None
+    alone: bool = True
+    error: str | None = None
+
+    @property
+    def took_s(self) -> float:
+        return self.ended - self.began
+
+    def describe(self) -> str:
+        if self.kind == "kill":
+            return f"kill node {self.node} (down {self.down_s:.1f}s)"
+        return "rolling restart"
+
+
+@dataclass
 class Figures:
     duplicates: int = 0
     lost: int = 0
@@ -52,6 +88,7 @@ class Figures:
     open_transactions: int = 0
     disordered: int = 0
     kills: list[Kill] = field(default_factory=list)
+    faults: list[BrokerFault] = field(default_factory=list)
 
     def line(self, rounds: int) -> str:
         return (f"soak: rounds {rounds}, duplicates {self.duplicates}, lost {self.lost}, "
@@ -143,6 +180,30 @@ def finish(proc: subprocess.Popen, timeout_s: float = 600) -> tuple[int, list[st
     return proc.wait(60), lines
 
 
+def sigkill(proc: subprocess.Popen, kill: Kill, delay_s: float, log=print) -> None:
+    """SIGKILL ``kill.victim`` of the running app ``proc``: the driver or its first executor
+    (nothing if the app has exited)."""
+    if proc.poll() is not None:
+        return
+    found = executors(proc.pid)
+    kill.executors = len(found)
+    kill.pids = [proc.pid] if kill.victim == "driver" else found[:1]
+    for pid in kill.pids:
+        os.kill(pid, signal.SIGKILL)
+    log(f"  killed the {kill.victim} ({kill.pids}) {delay_s:.1f}s after batch 1")
+
+
+def reap(proc: subprocess.Popen) -> None:
+    """Kill the app ``proc`` if it still runs, and what it left (executors, workers)."""
+    if proc.poll() is None:
+        proc.kill()
+    for pid in descendants(proc.pid):  # the driver's executors and workers, if orphaned
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def kill_and_finish(cmd: list[str], victim: str, delay_s: float, log=print,
                     env: dict[str, str] | None = None, cwd: Path | None = None) -> Kill:
     """Run the app, SIGKILL ``victim`` ("driver" or "executor") ``delay_s`` after its first
@@ -157,29 +218,207 @@ def kill_and_finish(cmd: list[str], victim: str, delay_s: float, log=print,
             if line.startswith("batches ") and int(line.split()[1]) >= 1 or line.startswith("done"):
                 break
         time.sleep(delay_s)  # a random moment: this is what the soak varies
-        if proc.poll() is None:
-            found = executors(proc.pid)
-            kill.executors = len(found)
-            kill.pids = [proc.pid] if victim == "driver" else found[:1]
-            for pid in kill.pids:
-                os.kill(pid, signal.SIGKILL)
-            log(f"  killed the {victim} ({kill.pids}) {delay_s:.1f}s after batch 1")
+        sigkill(proc, kill, delay_s, log)
         code, more = finish(proc)
         lines += more
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        for pid in descendants(proc.pid):  # the driver's executors and workers, if orphaned
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        reap(proc)
     for _attempt in range(3):
         if code == 0:
             return kill
         code, lines = finish(start_app(cmd, env, cwd))
         kill.restarts += 1
     raise AssertionError(f"the app did not recover (exit {code}):\n" + "".join(lines[-60:]))
+
+
+def is_progress(line: str) -> bool:
+    """A line of the app saying its output moved on: ``batches N`` (N >= 1) or ``done``."""
+    return line.startswith("done") or (line.startswith("batches ")
+                                       and int(line.split()[1]) >= 1)
+
+
+def start_watched(cmd: list[str], lines: list[tuple[float, str]], env: dict[str, str] | None,
+                  cwd: Path | None) -> tuple[subprocess.Popen, threading.Thread]:
+    """Start the app with a thread appending its output to ``lines`` as (monotonic time,
+    line): the time of each progress line is what :func:`output_pause` measures."""
+    proc = start_app(cmd, env, cwd)
+
+    def pump() -> None:
+        for line in proc.stdout:
+            lines.append((time.monotonic(), line))
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    return proc, reader
+
+
+def wait_watched(proc: subprocess.Popen, reader: threading.Thread,
+                 lines: list[tuple[float, str]], timeout_s: float = 600) -> int:
+    """The exit code of a watched app (AssertionError with its output after ``timeout_s``)."""
+    try:
+        code = proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        reap(proc)
+        raise AssertionError(f"the app did not finish in {timeout_s:g}s:\n"
+                             + "".join(line for _, line in lines[-60:])) from None
+    reader.join(30)  # orphaned executors may hold the pipe open: do not wait for them
+    return code
+
+
+def first_progress(proc: subprocess.Popen, lines: list[tuple[float, str]],
+                   timeout_s: float = 600) -> float:
+    """When the app printed its first progress line (or now, if it exited without one)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        moved = [t for t, line in list(lines) if is_progress(line)]
+        if moved or proc.poll() is not None:
+            return moved[0] if moved else time.monotonic()
+        time.sleep(0.05)
+    raise AssertionError("the app printed no progress:\n" + "".join(x for _, x in lines[-60:]))
+
+
+def do_fault(cluster, fault: BrokerFault, log=print) -> None:
+    """Do ``fault`` to ``cluster`` (a LocalCluster) and wait until every ISR is full again;
+    an error is kept in ``fault.error`` (this runs in a thread of its own)."""
+    fault.began = time.monotonic()
+    try:
+        if fault.kind == "kill":
+            cluster.kill(fault.node)
+            time.sleep(fault.down_s)  # the outage's length: what the soak varies
+            cluster.start_node(fault.node)
+        else:
+            cluster.rolling_restart(log=lambda m: log(f"    {m}"))
+        cluster.wait_in_sync()
+    except Exception as e:  # noqa: BLE001 - the round reports it with the app's output
+        fault.error = f"{type(e).__name__}: {e}"
+    fault.ended = time.monotonic()
+
+
+def output_pause(times: list[float], began: float, ended: float) -> float | None:
+    """The longest stretch without a progress line (``times``, sorted) that overlaps the
+    fault [``began``, ``ended``]: from the last progress line before it began, through those
+    during it, to the first after it ended. None if no progress line came after it began
+    (the app had finished its input: nothing could pause)."""
+    if not times or times[-1] <= began:
+        return None
+    marks = [max((t for t in times if t <= began), default=began)]
+    marks += [t for t in times if began < t <= ended]
+    marks += [t for t in times if t > ended][:1]
+    return max((b - a for a, b in itertools.pairwise(marks)), default=0.0)
+
+
+def fault_round(cmd: list[str], cluster, fault: BrokerFault, kill: Kill,
+                delays: tuple[float, float], log=print, env: dict[str, str] | None = None,
+                cwd: Path | None = None) -> Kill:
+    """Run the app; ``delays[0]`` after its first progress line start ``fault`` in a thread
+    (also if the app has finished by then), ``delays[1]`` after it SIGKILL ``kill.victim``
+    (unless it is "none" or the app has exited); run the app again until it exits 0; wait
+    for the fault to end with every ISR full, and time the output's pause around it."""
+    lines: list[tuple[float, str]] = []
+    faulting = threading.Thread(target=do_fault, args=(cluster, fault, log), daemon=True)
+    proc, reader = start_watched(cmd, lines, env, cwd)
+    try:
+        t0 = first_progress(proc, lines)
+        steps: list[tuple[float, Callable[[], None]]] = [(t0 + delays[0], faulting.start)]
+        if kill.victim != "none":
+            steps.append((t0 + delays[1], lambda: sigkill(proc, kill, delays[1], log)))
+        for at, step in sorted(steps, key=lambda s: s[0]):
+            while time.monotonic() < at and proc.poll() is None:
+                time.sleep(0.05)
+            step()
+        code = wait_watched(proc, reader, lines)
+        code = rerun_until_ok(cmd, lines, code, kill, log, env, cwd)
+    finally:
+        reap(proc)
+        if cwd is not None:  # every round's output, for a post-mortem
+            with open(Path(cwd) / "app-output.log", "a") as out:
+                out.writelines(line for _, line in lines)
+    faulting.join(600)
+    if faulting.is_alive() or fault.error:
+        raise AssertionError(f"the broker fault ({fault.describe()}) did not end: "
+                             f"{fault.error or 'still running after 600s'}")
+    if code != 0:
+        raise AssertionError(f"the app did not recover (exit {code}):\n"
+                             + "".join(line for _, line in lines[-60:]))
+    cluster.wait_in_sync()
+    fault.pause_s = output_pause([t for t, x in lines if is_progress(x)], fault.began, fault.ended)
+    return kill
+
+
+def why_failed(code: int, lines: list[str]) -> str:
+    """A failed run's cause, from its output: its signal, else the exception of its last
+    Python traceback and where it was raised, else its last line naming an error."""
+    if code < 0:
+        return f"killed by signal {-code}"
+    starts = [i for i, x in enumerate(lines) if x.startswith("Traceback (most recent call")]
+    if starts:
+        tb = lines[starts[-1] + 1:]
+        raised = [x for x in tb if x.strip() and not x[0].isspace()][:1]
+        frames = [x.strip() for x in tb if x.lstrip().startswith('File "')]
+        ours = [x for x in frames if str(ROOT) in x] or frames  # the last in kspark or tests
+        if raised:
+            return f"{raised[0].strip()[:400]} ({''.join(ours[-1:])})"
+    said = [x for x in lines if "Error" in x or "Exception" in x] or ["(no error)"]
+    return said[-1].strip()[:400]
+
+
+def rerun_until_ok(cmd: list[str], lines: list[tuple[float, str]], code: int, kill: Kill,
+                   log=print, env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
+    """Run the app again while its last run failed (at most 3 times), logging why each failed;
+    the last run's exit code."""
+    mark = 0
+    while code != 0 and kill.restarts < 3:
+        log(f"  the run exited {code}: {why_failed(code, [x for _, x in lines[mark:]])}")
+        kill.restarts += 1
+        mark = len(lines)
+        proc, reader = start_watched(cmd, lines, env, cwd)
+        try:
+            code = wait_watched(proc, reader, lines)
+        finally:
+            reap(proc)
+    return code
+
+
+def plan_fault(rng: random.Random, cluster, victim: str, kill_delay_s: float,
+               max_delay_s: float) -> tuple[BrokerFault, Kill, tuple[float, float]]:
+    """A round's broker fault and process kill (``victim``, or none in a third of the
+    rounds), and their delays after the first progress line."""
+    kill = Kill("none" if rng.random() < 1 / 3 else victim)
+    fault = BrokerFault(rng.choice(("kill", "rolling")), node=rng.randint(1, cluster.size),
+                        down_s=rng.uniform(0.0, 10.0), alone=kill.victim == "none")
+    return fault, kill, (rng.uniform(0.0, max_delay_s), kill_delay_s)
+
+
+def faulted_round(cmd: list[str], cluster, rng: random.Random, victim: str, kill_delay_s: float,
+                  max_delay_s: float, log=print, env: dict[str, str] | None = None,
+                  cwd: Path | None = None) -> tuple[Kill, BrokerFault]:
+    """Plan and run one round of ``--faults broker`` (:func:`fault_round`), logging what was
+    done and how long the fault took."""
+    fault, kill, delays = plan_fault(rng, cluster, victim, kill_delay_s, max_delay_s)
+    process = "no process kill" if kill.victim == "none" else (
+        f"kill the {kill.victim} at ~{delays[1]:.1f}s")
+    log(f"  {process}; broker fault at ~{delays[0]:.1f}s: {fault.describe()}")
+    fault_round(cmd, cluster, fault, kill, delays, log, env, cwd)
+    pause = "n/a (the app had finished)" if fault.pause_s is None else f"{fault.pause_s:.1f}s"
+    log(f"  {fault.describe()} took {fault.took_s:.1f}s (node back, ISRs full); output paused "
+        f"{pause}; {kill.restarts} rerun(s)")
+    return kill, fault
+
+
+def fault_summary(faults: list[BrokerFault]) -> list[str]:
+    """One line per fault kind: how many, how long they took and the output paused."""
+    def stats(xs: list[float]) -> str:
+        return f"median {statistics.median(xs):.1f}s, max {max(xs):.1f}s" if xs else "n/a"
+
+    out = []
+    for kind in ("kill", "rolling"):
+        fs = [f for f in faults if f.kind == kind]
+        paused = [f.pause_s for f in fs if f.pause_s is not None]
+        alone = [f.pause_s for f in fs if f.pause_s is not None and f.alone]
+        out.append(f"faults: {kind} {len(fs)}, took {stats([f.took_s for f in fs])}; output "
+                   f"paused {stats(paused)} ({len(paused)} timed; without a process kill: "
+                   f"{stats(alone)}, {len(alone)} timed)")
+    return out
 
 
 def verify(bootstrap: str, src: str, app_id: str, n: int, keys: int) -> Figures:
@@ -257,11 +496,13 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
          work_dir: str | None = None, log=print, victims: tuple[str, ...] = ("driver", "executor"),
          max_delay_s: float = 3.0, max_offsets: int | None = None,
          slow_ms: float = 0.2, mode: str = "micro_batch",
-         spark_conf: dict[str, str] | None = None) -> Figures:
+         spark_conf: dict[str, str] | None = None, cluster=None) -> Figures:
     """Run the soak against the broker at ``bootstrap``; returns the figures. Each round kills
     one of ``victims`` (at random) up to ``max_delay_s`` after its first micro-batch; the app
     reads ``max_offsets`` records per micro-batch (default: an eighth of a round's);
-    ``spark_conf``: Spark settings for the app's session (``PYSPARK_SUBMIT_ARGS``)."""
+    ``spark_conf``: Spark settings for the app's session (``PYSPARK_SUBMIT_ARGS``).
+    ``cluster``: the LocalCluster at ``bootstrap``, to add a broker fault to every round
+    (:func:`faulted_round`)."""
     from kspark._kafka.admin import Admin
 
     rng = random.Random(seed)
@@ -274,6 +515,8 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
     # each executor keeps its state on a disk of its own (its working directory)
     root = Path(tempfile.mkdtemp(prefix="kspark-soak-", dir=work_dir))
     env = separate_disks_env(root)
+    if cluster is not None:  # a crash in a client library under a fault prints its stacks
+        env["PYTHONFAULTHANDLER"] = "1"
     if spark_conf:
         env["PYSPARK_SUBMIT_ARGS"] = " ".join(
             [f"--conf {k}={v}" for k, v in spark_conf.items()] + ["pyspark-shell"])
@@ -281,19 +524,36 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
     cmd = app_command(bootstrap, src, app_id, STATE_DIR, "--master", master, "--guarantee",
                       guarantee, "--max-offsets", str(per_batch), "--slow-ms", str(slow_ms),
                       "--checkpoint", str(root / "checkpoint"), "--mode", mode)
-    produced, kills = 0, []
+    produced, kills, faults = 0, [], []
     for r in range(rounds):
         n = records // rounds + (records % rounds if r == rounds - 1 else 0)
         produce(bootstrap, src, produced, n, keys)
         produced += n
         victim = rng.choice(victims)
         delay = rng.uniform(0.0, max_delay_s)
-        log(f"round {r + 1}/{rounds}: {n} records, kill the {victim} at ~{delay:.1f}s")
-        kills.append(kill_and_finish(cmd, victim, delay, log, env, root))
+        if cluster is None:
+            log(f"round {r + 1}/{rounds}: {n} records, kill the {victim} at ~{delay:.1f}s")
+            kills.append(kill_and_finish(cmd, victim, delay, log, env, root))
+            continue
+        log(f"round {r + 1}/{rounds}: {n} records")
+        kill, fault = faulted_round(cmd, cluster, rng, victim, delay, max_delay_s, log, env, root)
+        kills.append(kill)
+        faults.append(fault)
     figures = verify(bootstrap, src, app_id, produced, keys)
-    figures.kills = kills
+    figures.kills, figures.faults = kills, faults
     log(f"order: {figures.disordered} records out of input order ({guarantee}, {mode})")
     return figures
+
+
+def own_brokers(faults: str):
+    """The soak's own Kafka, not started: a single broker, or (``faults`` "broker") a
+    cluster of three nodes, each in a temporary directory."""
+    from kspark._kafka.broker import LocalBroker, free_port
+    from kspark._kafka.broker_cluster import LocalCluster
+
+    if faults == "broker":
+        return LocalCluster(Path(tempfile.mkdtemp(prefix="kspark-soak-cluster-")), brokers=3)
+    return LocalBroker(Path(tempfile.mkdtemp(prefix="kspark-soak-broker-")), port=free_port())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,19 +566,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", default="micro_batch", choices=("micro_batch", "real_time"),
                     help="the application's execution.mode")
     ap.add_argument("--bootstrap", default=None, help="default: start a local broker")
+    ap.add_argument("--faults", default="none", choices=("none", "broker"),
+                    help="broker: a three-node cluster of the soak's own, and a broker fault "
+                    "(a node killed, or a rolling restart) in every round")
     a = ap.parse_args(argv)
-    broker = None
-    bootstrap = a.bootstrap
-    if bootstrap is None:
-        from kspark._kafka.broker import LocalBroker, free_port
-
-        broker = LocalBroker(Path(tempfile.mkdtemp(prefix="kspark-soak-broker-")), port=free_port())
-        bootstrap = broker.start()
+    if a.faults == "broker" and a.bootstrap:
+        ap.error("--faults broker restarts brokers of its own cluster: leave out --bootstrap")
+    broker = None if a.bootstrap else own_brokers(a.faults)
+    bootstrap = a.bootstrap or broker.start()
     try:
         began = time.monotonic()
-        f = soak(bootstrap, a.rounds, a.records, a.guarantee, a.keys, seed=a.seed, mode=a.mode)
+        f = soak(bootstrap, a.rounds, a.records, a.guarantee, a.keys, seed=a.seed, mode=a.mode,
+                 cluster=broker if a.faults == "broker" else None)
         print(f"({a.guarantee}, {a.mode}, {a.records} records, "
               f"{time.monotonic() - began:.0f}s)")
+        for line in fault_summary(f.faults) if a.faults == "broker" else []:
+            print(line)
         print(f.line(a.rounds), flush=True)
     finally:
         if broker is not None:

@@ -19,7 +19,7 @@ from kspark._kafka.broker import LocalBroker, free_port
 from tests.integration import soak
 from tests.integration.faults import run_with_fault
 
-RECORDS, KEYS = 30_000, 100
+RECORDS, KEYS = 20_000, 100
 
 
 @pytest.fixture(scope="module")
@@ -74,29 +74,30 @@ def test_broker_sigkilled_and_restarted_under_exactly_once(mode, own_broker, tmp
 
 @pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
 def test_outage_longer_than_task_timeout_fails_clearly(mode, own_broker, tmp_path):
-    """The broker down for longer than task.timeout.ms=15000: the application fails with a
-    TaskTimeoutError naming the cluster and how long it waited, within 15 + 30 s."""
+    """The broker down for longer than task.timeout.ms=10000: the application fails with a
+    TaskTimeoutError naming the cluster and how long it waited, within 10 + 30 s."""
     cmd, _, _ = _app(own_broker.bootstrap, "outage", tmp_path, mode, "exactly_once_v2",
-                     "--task-timeout-ms", "15000")
+                     "--task-timeout-ms", "10000")
     try:
-        run = run_with_fault(cmd, own_broker.kill, timeout_s=15 + 30 + 60)
+        run = run_with_fault(cmd, own_broker.kill, timeout_s=10 + 30 + 60)
     finally:
         own_broker.start()
     failed_after = run.lines[-1][0] - run.fault_began if run.lines else float("inf")
     assert run.code not in (None, 0), f"the app did not fail (exit {run.code}):\n{run.text()}"
-    assert failed_after <= 15 + 30, f"failed only {failed_after:.0f} s after the outage began"
+    assert failed_after <= 10 + 30, f"failed only {failed_after:.0f} s after the outage began"
     text = run.text(200)
     assert "TaskTimeoutError" in text and own_broker.bootstrap in text, text
-    assert "task.timeout.ms=15000" in text, text
+    assert "task.timeout.ms=10000" in text, text
     print(f"\n{mode}: failed {failed_after:.1f} s after the broker went down")
 
 
-@pytest.mark.parametrize("mode,guarantee", [("micro_batch", "exactly_once_v2"),
-                                            ("real_time", "at_least_once")])
+@pytest.mark.parametrize("mode,guarantee", [("real_time", "exactly_once_v2")])
 def test_rolling_restart_of_a_three_broker_cluster(mode, guarantee, broker_cluster, tmp_path):
     """Each of three brokers restarted in turn (a clean stop, a start, the ISRs full again
-    before the next), as an upgrade does, during a run: the output is as without it. The
-    other two combinations of mode and guarantee run in the fault soak (make soak-faults)."""
+    before the next), as an upgrade does, during a run: the output is as without it. Every
+    leader and both coordinators move at least once. Sampled for the suite's time: the
+    default mode under exactly-once; the other combinations of mode and guarantee run in
+    the fault soak (make soak-faults)."""
     cmd, src, app_id = _app(broker_cluster.bootstrap, "rolling", tmp_path, mode, guarantee)
     run = run_with_fault(cmd, lambda: broker_cluster.rolling_restart(log=lambda _: None))
     assert run.code == 0, f"the app did not finish (exit {run.code}):\n{run.text()}"

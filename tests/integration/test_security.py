@@ -136,7 +136,7 @@ def test_exact_output_with_kafka_streams_acl_set_and_no_secret_in_plan(
     streams = app.run(spark, guarantee)
     _check_exact(app)
     # the query's plan (explain) and the topology's description name no secret
-    plan = streams._app._query._jsq.explainInternal(True)
+    plan = streams._app._query.current._jsq.explainInternal(True)
     described = streams._app.graph and topology(app.src, app.long, app.counts).describe()
     for text in (plan, described, repr(streams.config)):
         assert app.user["sasl.password"] not in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import TimeoutError as FutureTimeout
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -32,6 +33,7 @@ log = logging.getLogger("kspark")
 _NO_LEADER_YET = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
                   KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH)
 
+_RETIRED: list[Any] = []  # clients replaced by renew()
 
 
 class Admin(GroupAdmin):
@@ -56,6 +58,8 @@ class Admin(GroupAdmin):
     def renew(self) -> None:
         """A fresh client: after a broker restart librdkafka may keep asking a coordinator
         it cached and never find the new one (librdkafka issues 5456 and 5511)."""
+        _RETIRED.append(self._admin)  # kept: destroying a client with requests in flight
+        del _RETIRED[:-20]  # can crash librdkafka; the oldest go once 20 are kept
         self._admin = new_admin(self._conf, "admin")
 
     def _denied(self, code: int, detail: str, rtype: str, name: str, op: str) -> None:
@@ -64,21 +68,29 @@ class Admin(GroupAdmin):
         if error is not None:
             raise error
 
-    def partition_counts(self) -> dict[str, int]:
+    def partition_counts(self, patience_s: float | None = None) -> dict[str, int]:
         """Every topic's partition count (of the topics this principal may DESCRIBE);
-        BrokerUnreachableError when no broker answers, or the security error that kept
-        kspark out (authentication, certificate)."""
+        BrokerUnreachableError when no broker answers within ``request.timeout.ms`` (at
+        start: is the address right?), or the security error that kept kspark out
+        (authentication, certificate). A running application passes ``patience_s``
+        (``task.timeout.ms``): a broker restart is ridden through, and a longer outage is a
+        TaskTimeoutError."""
         started = time.monotonic()
+        limit = max(self.timeout_s, patience_s or 0.0)
         while True:  # in short steps: a refused login or certificate is named at once
-            step = min(2.0, max(0.1, started + self.timeout_s - time.monotonic()))
+            step = min(2.0, max(0.1, started + limit - time.monotonic()))
             try:
                 md = self._admin.list_topics(timeout=step)
                 break
             except KafkaException as e:
                 check_client(self.settings, self._admin, started)
-                if time.monotonic() - started < self.timeout_s:
+                if time.monotonic() - started < limit:
                     continue
                 cause = e.args[0] if e.args else e
+            if patience_s:
+                stall = self._stall("listing the cluster's topics", patience_s)
+                stall.began = started
+                raise stall.timeout_error(str(cause))
             raise BrokerUnreachableError(
                 f"no Kafka broker answered at bootstrap.servers={self.bootstrap!r} within "
                 f"{self.timeout_s:g}s ({cause}). Is the broker running "
@@ -193,10 +205,14 @@ class Admin(GroupAdmin):
             failed: Any = None
             for tp, fut in res.items():
                 try:
-                    offset = fut.result(timeout=self.timeout_s).offset
+                    offset = fut.result(timeout=self.timeout_s + 1).offset
                 except KafkaException as e:
                     failed = self._offset_error(tp, e.args[0])
                     continue
+                except FutureTimeout:  # no answer at all: a fresh client next time
+                    failed = KafkaError(KafkaError._TIMED_OUT, "no answer")
+                    self.renew()
+                    break
                 if offset >= 0:  # -1001: not known yet (the broker is recovering)
                     out[(tp.topic, tp.partition)] = offset
                     todo.discard((tp.topic, tp.partition))
@@ -248,7 +264,11 @@ class Admin(GroupAdmin):
         for tp, fut in self._admin.delete_records(
                 req, request_timeout=self.timeout_s, operation_timeout=self.timeout_s).items():
             try:
-                fut.result(timeout=self.timeout_s)
+                fut.result(timeout=self.timeout_s + 1)
+            except FutureTimeout:
+                raise KSparkError(f"could not purge topic {tp.topic!r} partition "
+                                  f"{tp.partition}: no answer within {self.timeout_s:g} s"
+                                  ) from None
             except KafkaException as e:
                 self._denied(e.args[0].code(), e.args[0].str(), "TOPIC", tp.topic, "DELETE")
                 raise KSparkError(f"could not purge topic {tp.topic!r} partition {tp.partition} "
@@ -258,17 +278,29 @@ class Admin(GroupAdmin):
         """Each existing topic's id (a topic deleted and created again gets a new one)."""
         from confluent_kafka import TopicCollection
 
-        names = list(topics)
-        if not names:
-            return {}
-        out = {}
-        futures = self._admin.describe_topics(TopicCollection(names),
-                                              request_timeout=self.timeout_s)
-        for name, fut in futures.items():
-            try:
-                out[name] = str(fut.result(timeout=self.timeout_s).topic_id)
-            except KafkaException:
-                continue  # missing: callers compare offsets and find that out themselves
+        todo = set(topics)
+        out: dict[str, str] = {}
+        stall: Stall | None = None
+        while todo:  # a topic not answered for (a broker restarting) is asked again
+            futures = self._admin.describe_topics(TopicCollection(sorted(todo)),
+                                                  request_timeout=self.timeout_s)
+            failed: Any = None
+            for name, fut in futures.items():
+                try:
+                    out[name] = str(fut.result(timeout=self.timeout_s + 1).topic_id)
+                except KafkaException as e:
+                    if not transient(e.args[0]):
+                        todo.discard(name)  # missing: callers compare offsets and see it
+                        continue
+                    failed = e.args[0]
+                    continue
+                except FutureTimeout:
+                    failed = KafkaError(KafkaError._TIMED_OUT, "no answer")
+                    continue
+                todo.discard(name)
+            if todo:
+                stall = stall or self._stall(f"describing topic {min(todo)!r}", None)
+                stall.wait(failed)
         return out
 
     def topic_config(self, topic: str, key: str) -> str | None:
@@ -326,7 +358,10 @@ class Admin(GroupAdmin):
             check_client(self.settings, self._admin, time.monotonic() - self.timeout_s)
             raise BrokerUnreachableError(f"cannot describe the cluster at {self.bootstrap}: "
                                          f"{e.args[0].str()}") from None
-        for key in ("transaction.state.log.replication.factor", "transaction.state.log.min.isr"):
+        keys = ["transaction.state.log.min.isr"]
+        if "__transaction_state" not in self.partition_counts():  # made at the first use
+            keys.insert(0, "transaction.state.log.replication.factor")
+        for key in keys:  # (a broker down for a rolling restart leaves min.isr enough)
             entry = configs.get(key)
             if entry is not None and entry.value is not None and int(entry.value) > len(nodes):
                 raise TransactionsUnavailableError(

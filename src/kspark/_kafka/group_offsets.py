@@ -21,6 +21,8 @@ from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._worker import registry
 from kspark.errors import SinkWriteError
 
+_RETIRED: list[Consumer] = []  # readers replaced by renew_group_reader
+
 __all__ = ["group_reader", "renew_group_reader", "commit_offsets", "committed_offsets"]
 
 
@@ -38,8 +40,12 @@ def renew_group_reader(where: ClientSettings | str, app_id: str) -> None:
     """Drop this process's group reader: after a broker restart librdkafka may keep asking
     a group coordinator it cached and never find the new one (librdkafka issue 5511); the
     next :func:`group_reader` call makes a fresh client, which looks the coordinator up."""
-    # not closed: a task's transactions may still hold it (for its group metadata)
-    registry().pop("groups", (app_id, as_settings(where)))
+    # not closed (a task's transactions may still hold it, for its group metadata) and kept
+    # a while: destroying a client with a request in flight can crash librdkafka
+    old = registry().pop("groups", (app_id, as_settings(where)))
+    if old is not None:
+        _RETIRED.append(old)
+        del _RETIRED[:-20]
 
 
 def commit_offsets(where: ClientSettings | str, app_id: str,

@@ -17,12 +17,17 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from kspark._kafka.factory import new_consumer
+from kspark._kafka.retry import Stall, transient
 from kspark._kafka.security_errors import authorization_for, check_client
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._worker import registry
 from kspark.errors import SourceReadError
 
 __all__ = ["read_range"]
+
+# what librdkafka's error callback says while the brokers are away (restarting, down)
+_AWAY = ("brokers are down", "Connection refused", "Disconnected", "timed out", "Timed out",
+         "Connection reset")
 
 
 def _range_reader(conf: Mapping[str, Any]) -> tuple[Consumer, list[str]]:
@@ -111,9 +116,17 @@ def read_range(where: ClientSettings | str, topic: str, partition: int, start: i
                 consumer.unassign()  # no prefetching for a range nobody reads
             else:  # stuck, failed or abandoned: the next attempt starts from a new consumer
                 _drop_range_reader(consumer)
-        if position < end and time.monotonic() - last_progress > timeout_ms / 1000:
+        bound_ms = _stall_bound_ms(settings, errors, timeout_ms)
+        if position < end and time.monotonic() - last_progress > bound_ms / 1000:
             _fail_stalled(settings, consumer, errors, last_progress, topic, partition,
-                          position, end, timeout_ms)
+                          position, end, bound_ms)
+
+
+def _stall_bound_ms(settings: ClientSettings, errors: list[str], timeout_ms: int) -> int:
+    """How long a read may make no progress: ``source.read.timeout.ms``, or, while the
+    client reports the brokers away (a restart), ``task.timeout.ms`` if that is longer."""
+    away = any(w in e for e in errors[-3:] for w in _AWAY)
+    return max(timeout_ms, settings.task_timeout_ms) if away else timeout_ms
 
 
 def _fail_stalled(settings: ClientSettings, consumer: Consumer, errors: list[str],
@@ -122,6 +135,11 @@ def _fail_stalled(settings: ClientSettings, consumer: Consumer, errors: list[str
     """No progress for ``timeout_ms``: raise what the client says (a refused login, a bad
     CA), else a SourceReadError naming the topic-partition and the last client error."""
     check_client(settings, consumer, last_progress)
+    if timeout_ms == settings.task_timeout_ms and timeout_ms > 0 and errors:
+        stall = Stall(f"reading topic {topic!r} partition {partition} (at offset {position})",
+                      settings.bootstrap, timeout_ms)
+        stall.began = last_progress
+        raise stall.timeout_error(errors[-1])
     last_error = f"; last client error: {errors[-1]}" if errors else ""
     raise SourceReadError(
         f"no progress reading topic {topic!r} partition {partition} for "
@@ -156,6 +174,8 @@ def _consume_some(consumer: Consumer, topic: str, partition: int, position: int,
                                                   "DESCRIBE", False)})
             if denied is not None:
                 raise denied
+            if transient(err):  # a broker restarting: the consumer reconnects by itself
+                continue
             raise SourceReadError(f"reading topic {topic!r} partition {partition} at "
                                   f"offset {position} failed: {err.str()}")
     return batch, position, bool(msgs)

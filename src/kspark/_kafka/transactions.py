@@ -28,7 +28,8 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kspark._engine.documents import Invalid, check_progress, need_dict, need_int, need_str
 from kspark._kafka.group_offsets import group_reader, renew_group_reader
-from kspark._kafka.retry import CallHungError, Stall, bounded_call, transient
+from kspark._kafka.factory import errors_of
+from kspark._kafka.retry import TRANSIENT_CODES, CallHungError, Stall, bounded_call, transient
 from kspark._kafka.security_errors import authorization_for
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._kafka.task_producer import TaskProducer
@@ -251,6 +252,14 @@ class TaskTransactions:
                     raise self._explain(name, err) from None
                 stall.wait(err)
 
+    def _cluster_was_away(self) -> bool:
+        """Whether the producer could not reach the cluster during this transaction (a
+        broker restart: its error callback reported the brokers down or unreachable)."""
+        record = errors_of(self.producer.client)
+        began = self._began or 0.0
+        return record is not None and any(
+            t >= began and code in TRANSIENT_CODES for t, code, _ in record.errors)
+
     def _abandon(self) -> None:
         """This producer is stuck in a call: leave it (its next attempt fences it)."""
         self.abandoned = self.fenced = True
@@ -273,6 +282,12 @@ class TaskTransactions:
                           KafkaError.INVALID_PRODUCER_EPOCH) or err.fatal():
             self.fenced = True
             _forget(self)
+            if open_ms > self.timeout_ms and self._cluster_was_away():
+                return TransientKafkaError(
+                    f"task {self.task_id}: its transaction was open for {open_ms:.0f} ms while "
+                    f"the cluster at {self.settings.bootstrap} was away, longer than "
+                    f"transaction.timeout.ms={self.timeout_ms}, so the broker aborted it "
+                    f"({err.str()}); the batch is replayed")
             if open_ms > self.timeout_ms:
                 return TransactionTimeoutError(
                     f"task {self.task_id}: its transaction was open for {open_ms:.0f} ms, longer "

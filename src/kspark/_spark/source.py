@@ -145,7 +145,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not self.global_topics:
             return {}
         admin = self._admin()
-        counts = admin.partition_counts()
+        counts = admin.partition_counts(admin.settings.task_timeout_ms / 1000)
         present = [t for t in self.global_topics if t in counts]
         ends = admin.end_offsets([(t, p) for t in present for p in range(counts[t])])
         out: Offsets = {t: self._last_globals.get(t, {}) for t in self.global_topics}

@@ -355,13 +355,13 @@ class _Globals:
         ends, so the thread goes on (KIP-406), as the micro-batch source does."""
         from kspark._spark.globals import global_state
 
-        admin = self.ctx.admin()
-        present = set(admin.partition_counts())
+        admin, patience = self.ctx.admin(), self.ctx.settings.task_timeout_ms / 1000
+        present = set(admin.partition_counts(patience))
         tps = [tp for tp in self.tps if tp[0] in present]
         try:
             ends = admin.end_offsets(tps)
         except KSparkError:
-            if {t for t, _ in tps} <= set(admin.partition_counts()):
+            if {t for t, _ in tps} <= set(admin.partition_counts(patience)):
                 raise
             ends = {}  # a topic went between the two calls: its last ends stay
         for (t, p), end in ends.items():
