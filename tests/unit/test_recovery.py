@@ -217,6 +217,17 @@ def test_a_restore_copies_the_planned_range_and_skips_this_batchs_records():
     assert [k for k, _ in raw.range(None, None)] == [b"k1", b"k2", b"k3"]  # q:4 and q:5 skipped
 
 
+def test_a_restore_skips_what_the_last_commits_run_wrote_after_that_commit():
+    """At-least-once: a run (q) committed interval 2, wrote intervals 3 to 5 to the changelog
+    and failed before committing them (a crash, a broker restart); the new run (r) restores
+    the state of interval 2 and processes their input again, not counting it twice."""
+    logs, raw = _changelog(6, stamp_from=0), InMemoryBytesStore("s")
+    n = restore_store(logs, "0_0", raw, StoreRestore("s", "c", 0, 0, 6, False), ("r", 1),
+                      uncommitted=("q", 3))
+    assert n == 6
+    assert [k for k, _ in raw.range(None, None)] == [b"k0", b"k1", b"k2"]
+
+
 def test_a_planned_wipe_empties_the_store_first_and_an_empty_range_reads_nothing(tmp_path,
                                                                                  caplog):
     logs = _changelog(2)

@@ -43,6 +43,7 @@ class KafkaTaskIO:
     def __init__(self, ctx: HostContext, task_id: str, marker_partition: int):
         self.ctx, self.task_id = ctx, task_id
         self.marker_tp = (progress_topic(ctx.app_id), marker_partition)
+        self.marker: Marker | None = None  # the task's last commit, as open_output read it
 
     def open_output(self, batch: tuple[str, int] | None, fence: bool) -> Output:
         ctx = self.ctx
@@ -51,10 +52,12 @@ class KafkaTaskIO:
                 self._forget_kept()
             tx, marker = task_transactions(ctx.settings, ctx.app_id, self.task_id,
                                            self.marker_tp, batch, begin=False)
+            self.marker = marker
             if tx is None:
                 return Output(marker, DISCARD, None, replay=True)
             return Output(marker, tx.producer, tx)
-        marker = read_marker(ctx.settings, ctx.app_id, self.task_id, self.marker_tp)
+        marker = self.marker = read_marker(ctx.settings, ctx.app_id, self.task_id,
+                                           self.marker_tp)
         producer = task_producer(ctx.settings, f"{ctx.app_id}-{self.task_id}-producer",
                                  skip_failed=ctx.skip_failed)
         return Output(marker, producer)
@@ -76,8 +79,10 @@ class KafkaTaskIO:
 
     def restore(self, task: Any, batch: tuple[str, int] | None, saved: Any, again: bool,
                 host: Any) -> dict[TP, int]:
+        m = self.marker  # what its last commit's run wrote after that commit is skipped
         return restore_task(task, self.ctx.builders, batch, saved, again, host=host,
-                            settings=self.ctx.settings)
+                            settings=self.ctx.settings,
+                            uncommitted=None if m is None else (m.query, m.batch + 1))
 
     def invalidate_checkpoint(self, task: Any) -> None:
         invalidate_checkpoint(task)

@@ -78,7 +78,8 @@ LOCAL_PROGRESS = "local"
 def restore_task(task: StreamTask, builders: dict[str, Any],
                  batch: tuple[str, int] | None = None, saved: Any = LOCAL_PROGRESS,
                  replay: bool = False, *, host: TaskHostState,
-                 settings: ClientSettings | None = None) -> dict[tuple[str, int], int]:
+                 settings: ClientSettings | None = None,
+                 uncommitted: tuple[str, int] | None = None) -> dict[tuple[str, int], int]:
     """Bring every logged store of a new task to the state its ``batch`` (query id, batch
     id) starts from; returns the changelog end offsets.
 
@@ -89,18 +90,23 @@ def restore_task(task: StreamTask, builders: dict[str, Any],
     and checkpoint) must not see its own first attempt: when the local progress is of this
     batch of the same query, the batch is a ``replay`` of a committed one, or the checkpoint
     is missing, the local state is wiped and restored, and changelog records that this query
-    stamped with this batch or a later one are skipped.
+    stamped with this batch or a later one are skipped. So are those stamped after the
+    task's last commit by the run that made it (``uncommitted``: that run and the first
+    interval it did not commit): at-least-once writes a changelog record before its input
+    offsets are committed, and a run that failed in between (a crash, a broker restart)
+    left records whose input is processed again.
 
     What the host keeps of the task (the progress resumed, the changelogs' topic ids, the
     records restored) goes to ``host``. ``settings``: the cluster's client settings, when
     the host parsed them once already (else they are parsed from the task's config).
     """
-    return _restore_task(task, builders, batch, saved, replay, host, settings)
+    return _restore_task(task, builders, batch, saved, replay, host, settings, uncommitted)
 
 
 def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, int] | None,
                   saved: Any, replay: bool, host: TaskHostState,
-                  settings: ClientSettings | None) -> dict[tuple[str, int], int]:
+                  settings: ClientSettings | None,
+                  uncommitted: tuple[str, int] | None = None) -> dict[tuple[str, int], int]:
     """restore_task's work: the engine decides (``_engine/state/recovery.py``), this does."""
     if replay:
         invalidate_checkpoint(task)  # the state of before the batch is not written down
@@ -131,7 +137,8 @@ def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, 
         plan = plan_store_restore(task.task_id, name, tp, ends[tp], checkpoint.get(tp),
                                   raw.persistent, app_dir, starts.get(tp))
         host.restored_records += restore_store(reader, task.task_id, raw, plan, batch,
-                                               restore_checker(task.stores[name], task.task_id))
+                                               restore_checker(task.stores[name], task.task_id),
+                                               uncommitted)
     return ends
 
 

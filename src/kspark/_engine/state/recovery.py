@@ -211,12 +211,16 @@ Check = Callable[[bytes | None, bytes | None, str, int, int], None]
 
 
 def restore_store(reader: ChangelogReader, task_id: str, raw: Any, plan: StoreRestore,
-                  batch: Batch | None, check: Check | None = None) -> int:
+                  batch: Batch | None, check: Check | None = None,
+                  uncommitted: Batch | None = None) -> int:
     """Carry out ``plan`` on the byte store ``raw`` (the bottom of the store's layers): wipe
     it if planned, then copy the changelog records of ``[start, end)`` into it, skipping
-    those :func:`stamped_by_this_batch_or_later`; ``check`` (stores in kspark's internal
-    encoding) rejects a record that does not parse. Returns the records read.
+    those :func:`stamped_by_this_batch_or_later` of ``batch`` or of ``uncommitted`` (the
+    run of the task's last commit and its first interval not committed); ``check`` (stores
+    in kspark's internal encoding) rejects a record that does not parse. Returns the
+    records read.
     """
+    skip = [b for b in (batch, uncommitted) if b is not None]
     if plan.wipe:
         if raw.persistent and raw.approximate_num_entries():
             log.warning("task %s: store %r has no valid checkpoint for batch %s; wiping it "
@@ -232,7 +236,7 @@ def restore_store(reader: ChangelogReader, task_id: str, raw: Any, plan: StoreRe
     for msgs in reader.read(tp[0], tp[1], plan.start, plan.end):
         items: list[Any] = []  # (key, value or None: a delete)
         for m in msgs:
-            if batch is not None and stamped_by_this_batch_or_later(m, batch, tp):
+            if any(stamped_by_this_batch_or_later(m, b, tp) for b in skip):
                 skipped += 1  # written by an earlier attempt of this batch (or a later one)
                 continue
             if check is not None:
