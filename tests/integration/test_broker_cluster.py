@@ -1,6 +1,6 @@
 """The local three-node KRaft cluster: replication by default, a crashed node (transactions
-still commit; it rejoins), a rolling restart losing nothing, the CLI; and the single broker
-killed and started again on its port."""
+still commit; it rejoins), the CLI. A rolling restart and the single broker killed and
+started again on its port run under an application in ``test_broker_faults.py``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from kspark._kafka.admin import Admin
-from kspark._kafka.broker import LocalBroker, free_port
 from kspark._kafka.stopoffsets import StopOffsets
 from kspark.cli import main
 from kspark.config import declared_default
@@ -84,20 +83,6 @@ def test_a_killed_node_leaves_transactions_working_and_rejoins(cluster, topic_na
             .topics["__transaction_state"].partitions.values()} == {3}
 
 
-def test_a_rolling_restart_keeps_every_record(cluster, topic_name):
-    topic = topic_name("roll")
-    Admin(cluster.bootstrap).create_topics({topic: 3})
-    write_committed(cluster.bootstrap, topic, [f"v{i}".encode() for i in range(300)],
-                    f"t-{topic}")
-    lines: list[str] = []
-    took = cluster.rolling_restart(log=lines.append)
-    assert sorted(took) == [1, 2, 3] and len(lines) == 6, lines
-    print("\n".join(lines))
-    assert cluster.under_replicated() == []
-    values = sorted(m.value() for m in consume_all(cluster.bootstrap, topic, 300, timeout_s=30))
-    assert values == sorted(f"v{i}".encode() for i in range(300))
-
-
 def test_cli_status_and_start_of_the_cluster(cluster, capsys):
     """``kspark broker start|status --brokers 3`` on the cluster's directory: the ports kept
     in it; a stopped node is reported, and started again by ``start``."""
@@ -110,21 +95,3 @@ def test_cli_status_and_start_of_the_cluster(cluster, capsys):
     assert main(["broker", "start", *args]) == 0
     assert f"bootstrap.servers={cluster.bootstrap}" in capsys.readouterr().out
     assert sorted(metadata(cluster).brokers) == [1, 2, 3]
-
-
-def test_a_killed_single_broker_starts_again_on_its_port(tmp_path):
-    """Its connections cut by SIGKILL, it listens on the same port again. (A 4 s heartbeat
-    session instead of 9 s: the restarted controller refuses the broker's new registration
-    until the old one's session expired.)"""
-    b = LocalBroker(tmp_path, port=free_port(), overrides={
-        "broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500"})
-    bootstrap = b.start()
-    try:
-        Admin(bootstrap).create_topics({"kept": 1})
-        write_committed(bootstrap, "kept", [b"x"], "t-kept")  # leaves connections open
-        assert b.kill()
-        assert not b.status().running and not b.kill()
-        assert b.start() == bootstrap
-        assert [m.value() for m in consume_all(bootstrap, "kept", 1, timeout_s=30)] == [b"x"]
-    finally:
-        b.stop()
