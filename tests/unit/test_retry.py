@@ -17,6 +17,7 @@ from kspark.errors import BrokerUnreachableError, TaskTimeoutError
 @pytest.mark.parametrize("code", [
     KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT,
     KafkaError._NOENT,  # librdkafka: "no leaders found" while the broker is down
+    KafkaError._DESTROY_BROKER,  # a node left the metadata while a request was on it
     KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
     KafkaError.FENCED_LEADER_EPOCH, KafkaError.NOT_COORDINATOR,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_ENOUGH_REPLICAS])

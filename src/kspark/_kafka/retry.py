@@ -44,6 +44,7 @@ def _codes() -> frozenset[int]:
         # the broker is down or restarting: the connection fails or the request times out
         "_TRANSPORT", "_ALL_BROKERS_DOWN", "_TIMED_OUT", "_TIMED_OUT_QUEUE", "_MSG_TIMED_OUT",
         "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "BROKER_NOT_AVAILABLE", "_WAIT_COORD",
+        "_DESTROY_BROKER",  # a broker gone from the metadata (a node restarting) mid-request
         # no leader known (librdkafka says _NOENT "No leaders found" while none is), or a
         # leader moved: Java's InvalidMetadataException family
         "_NOENT", "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION", "UNKNOWN_LEADER_EPOCH",
