@@ -3,7 +3,7 @@ a group's offsets (``kspark reset`` and the tests use them)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -20,15 +20,9 @@ class GroupAdmin:
 
     _admin: Any
     timeout_s: float
-
-    def _denied(self, code: int, detail: str, rtype: str, name: str, op: str) -> None:
-        raise NotImplementedError
-
-    def _stall(self, what: str, patience_s: float | None) -> Stall:
-        raise NotImplementedError
-
-    def renew(self) -> None:
-        raise NotImplementedError
+    _denied: Callable[[int, str, str, str, str], None]
+    _stall: Callable[[str, float | None], Stall]
+    renew: Callable[[], None]
 
     def group_offsets(self, group: str,
                       patience_s: float | None = None) -> dict[tuple[str, int], int]:
