@@ -9,7 +9,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kspark._kafka.retry import CallHungError, Stall, bounded_call, transient
+from kspark._kafka.retry import CallHungError, Stall, bounded_call, not_yet_visible, transient
 from kspark._kafka.settings import ClientSettings
 from kspark.errors import BrokerUnreachableError, TaskTimeoutError
 
@@ -29,6 +29,15 @@ def test_a_broker_restart_or_a_leader_or_coordinator_move_is_transient(code):
     KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.SASL_AUTHENTICATION_FAILED,
     KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_CONFIG, KafkaError.PRODUCER_FENCED])
 def test_a_refusal_or_a_wrong_request_is_not_transient(code):
+    assert not transient(KafkaError(code))
+
+
+@pytest.mark.parametrize("code", [KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART])
+def test_an_unknown_partition_is_only_not_yet_visible_never_transient(code):
+    """A topic just created is unknown for a moment on a node without its metadata yet:
+    retried only where the topic is known to exist (the control topic right after its
+    creation); elsewhere it is a deleted or missing topic, reported at once."""
+    assert not_yet_visible(KafkaError(code))
     assert not transient(KafkaError(code))
 
 

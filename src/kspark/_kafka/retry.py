@@ -33,7 +33,7 @@ from confluent_kafka import KafkaError
 
 from kspark.errors import TaskTimeoutError
 
-__all__ = ["transient", "Stall", "TRANSIENT_CODES", "WARN_EVERY_S", "bounded_call", "CallHungError"]
+__all__ = ["transient", "not_yet_visible", "Stall", "TRANSIENT_CODES", "WARN_EVERY_S", "bounded_call", "CallHungError"]
 
 log = logging.getLogger("kspark")
 WARN_EVERY_S = 10.0  # how often a stalled call says so in the log
@@ -67,6 +67,19 @@ def transient(err: Any) -> bool:
     if err.fatal():
         return False
     return err.code() in TRANSIENT_CODES or (err.retriable() and not _abortable(err))
+
+
+_UNSEEN_CODES = frozenset(getattr(KafkaError, n) for n in ("_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC",
+                                                         "UNKNOWN_TOPIC_OR_PART")
+                          if hasattr(KafkaError, n))
+
+
+def not_yet_visible(err: Any) -> bool:
+    """True for "unknown topic or partition": for a topic the application has just
+    created, a broker that has not received the new metadata yet (another node of the
+    cluster than the one that created it) answers so for a moment. Retry it only for a
+    topic known to exist (for others it is the error to report)."""
+    return not err.fatal() and err.code() in _UNSEEN_CODES
 
 
 def _abortable(err: Any) -> bool:

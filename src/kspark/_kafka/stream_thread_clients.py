@@ -23,7 +23,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from kspark._kafka.factory import new_consumer, new_producer
-from kspark._kafka.retry import Stall, transient
+from kspark._kafka.retry import Stall, not_yet_visible, transient
 from kspark._kafka.settings import ClientSettings, as_settings
 
 log = logging.getLogger("kspark")
@@ -59,7 +59,10 @@ def thread_consumer(where: ClientSettings | str, app_id: str, index: int) -> Any
 
 
 def control_end(where: ClientSettings | str, app_id: str) -> int:
-    """The control topic's end offset: where an epoch's threads start watching."""
+    """The control topic's end offset: where an epoch's threads start watching.
+
+    The driver has just created the topic: a node of the cluster that has not seen it yet
+    answers "unknown partition" for a moment, which is retried like a broker restart."""
     from confluent_kafka import TopicPartition
 
     settings = as_settings(where)
@@ -74,7 +77,7 @@ def control_end(where: ClientSettings | str, app_id: str) -> int:
                                                   timeout=10)
                 return int(high)
             except KafkaException as e:
-                if not transient(e.args[0]):
+                if not (transient(e.args[0]) or not_yet_visible(e.args[0])):
                     raise
                 stall = stall or Stall.of(f"application {app_id!r}: reading the end of the "
                                           "control topic", settings)
