@@ -2,14 +2,48 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import reprlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
 
 __all__ = ["NullKeyFilter", "DelayProcessor", "FilterProcessor", "MapValuesProcessor",
            "MapProcessor", "PeekProcessor", "FlatMapProcessor", "SelectKeyProcessor",
-           "PassThroughProcessor", "BranchProcessor"]
+           "PassThroughProcessor", "BranchProcessor", "is_pair", "not_a_pair"]
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxdict, _SHORT.maxlist = 40, 60, 4, 6
+
+
+def is_pair(result: Any) -> bool:
+    """Whether a mapper's ``result`` is a key-value pair: a 2-tuple, or a ``KeyValue`` (a
+    named 2-tuple). Callers test ``type(r) is tuple and len(r) == 2`` first, the common case."""
+    return isinstance(result, tuple) and len(result) == 2
+
+
+def not_a_pair(what: str, fn: Any, result: Any) -> TypeError:
+    """The error for a mapper ``fn`` whose ``result`` is not a key-value pair (the processor
+    node makes it a ProcessorError naming the task, the node and the record).
+
+    >>> not_a_pair("map() must return", None, {"a": 1})
+    TypeError("map() must return a KeyValue or a (key, value) tuple, got dict {'a': 1}")
+    """
+    return TypeError(f"{what} a KeyValue or a (key, value) tuple, got "
+                     f"{type(result).__name__} {_SHORT.repr(result)}{_origin(fn)}")
+
+
+def _origin(fn: Any) -> str:
+    """`` (from name at file:line)`` for a user function, the line it is defined on."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    code = getattr(fn, "__code__", None)
+    if code is None and callable(fn):  # a callable object: its __call__
+        code = getattr(type(fn).__call__, "__code__", None)
+    if code is None:
+        return ""
+    return f" (from {code.co_name} at {code.co_filename}:{code.co_firstlineno})"
 
 
 class _Operator(Processor):
@@ -60,8 +94,10 @@ class MapProcessor(_Operator):
         self.fn = fn
 
     def process(self, record: Record) -> None:
-        key, value = self.fn(record.key, record.value)
-        self.context.forward(Record(key, value, record.timestamp, record.headers))
+        kv = self.fn(record.key, record.value)
+        if not (type(kv) is tuple and len(kv) == 2) and not is_pair(kv):
+            raise not_a_pair("map() must return", self.fn, kv)
+        self.context.forward(Record(kv[0], kv[1], record.timestamp, record.headers))
 
 
 class PeekProcessor(_Operator):
@@ -90,11 +126,30 @@ class FlatMapProcessor(_Operator):
     def process(self, record: Record) -> None:
         if self.values_only:
             values = self.fn(record.key, record.value) if self.with_key else self.fn(record.value)
-            for v in values:
+            for v in _iterable(self.fn, values, "flat_map_values() must return an iterable of "
+                               "values"):
                 self.context.forward(record.with_value(v))
         else:
-            for k, v in self.fn(record.key, record.value):
-                self.context.forward(Record(k, v, record.timestamp, record.headers))
+            for kv in _iterable(self.fn, self.fn(record.key, record.value)):
+                if not (type(kv) is tuple and len(kv) == 2) and not is_pair(kv):
+                    raise not_a_pair("each element flat_map() returns must be", self.fn, kv)
+                self.context.forward(Record(kv[0], kv[1], record.timestamp, record.headers))
+
+
+def _iterable(fn: Any, result: Any,
+              what: str = "flat_map() must return an iterable of KeyValue or (key, value) "
+                          "tuples") -> Any:
+    """flat_map()'s (or flat_map_values()') ``result`` if it is an iterable of items (a
+    dict is not: iterating it yields its keys; nor is a str or bytes: their characters)."""
+    if type(result) is list or type(result) is tuple:
+        return result
+    if not isinstance(result, (Mapping, str, bytes, bytearray)):
+        try:
+            return iter(result)
+        except TypeError:
+            pass
+    raise TypeError(f"{what} (say, a list), got {type(result).__name__} "
+                    f"{_SHORT.repr(result)}{_origin(fn)}")
 
 
 class SelectKeyProcessor(_Operator):

@@ -9,6 +9,7 @@ from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.context import record_dropped
+from kspark._engine.operators import is_pair, not_a_pair
 from kspark._engine.state.layers import CachingLayer
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.tables.change import Change, out_of_order
@@ -241,7 +242,11 @@ class TableGroupByProcessor(Processor):
         if value is None:
             return None
         pair = self.selector(key, value)
-        return pair if pair is not None and pair[0] is not None and pair[1] is not None else None
+        if pair is None:
+            return None
+        if not (type(pair) is tuple and len(pair) == 2) and not is_pair(pair):
+            raise not_a_pair("group_by()'s selector must return", self.selector, pair)
+        return pair if pair[0] is not None and pair[1] is not None else None
 
     def process(self, record: Record) -> None:
         change: Change = record.value
