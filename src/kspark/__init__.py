@@ -15,6 +15,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kspark.config import StreamsConfig
     from kspark.dsl import (
+        AutoOffsetReset,
+        Branched,
+        Consumed,
+        Grouped,
+        Named,
+        Printed,
+        Produced,
+        Repartitioned,
+        TableJoined,
         BufferConfig,
         EmitStrategy,
         Joined,
@@ -36,11 +45,23 @@ if TYPE_CHECKING:
         Windowed,
     )
     from kspark.errors import KSparkError
-    from kspark.processor import Topology
+    from kspark.processor import KeyValue, Topology
+    from kspark.state import Stores
     from kspark.serde import Serde, Serdes
     from kspark.streams import KafkaStreams, spark_session
 
 __all__ = [
+    "AutoOffsetReset",
+    "Branched",
+    "Consumed",
+    "Grouped",
+    "KeyValue",
+    "Named",
+    "Printed",
+    "Produced",
+    "Repartitioned",
+    "Stores",
+    "TableJoined",
     "BufferConfig",
     "EmitStrategy",
     "Joined",
@@ -76,6 +97,8 @@ _HOME = {
     "StreamsConfig": "kspark.config",
     "KSparkError": "kspark.errors",
     "Topology": "kspark.processor",
+    "KeyValue": "kspark.processor",
+    "Stores": "kspark.state",
     "Serde": "kspark.serde",
     "Serdes": "kspark.serde",
     "KafkaStreams": "kspark.streams",

@@ -72,11 +72,16 @@ class NodeContext(ProcessorContext):
     def get_state_store(self, name: str) -> Any:
         return self._task.get_state_store(self._node, name)
 
-    def schedule(self, interval_ms: int, punctuation_type: Any, callback: Any) -> Any:
-        return self._task.schedule(self._node, interval_ms, punctuation_type, callback)
+    def schedule(self, interval_ms: Any, punctuation_type: Any, callback: Any) -> Any:
+        from kspark._engine.durations import to_ms
 
-    def schedule_record(self, record: Record, delay_ms: int) -> None:
-        self._task.schedule_record(self._node, record, delay_ms)
+        return self._task.schedule(self._node, to_ms(interval_ms, "schedule() interval"),
+                                   punctuation_type, callback)
+
+    def schedule_record(self, record: Record, delay_ms: Any) -> None:
+        from kspark._engine.durations import to_ms
+
+        self._task.schedule_record(self._node, record, to_ms(delay_ms, "delay_ms"))
 
     def is_delayed_delivery(self) -> bool:
         return self._task.delayed_delivery

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,7 +11,7 @@ from typing import Any
 from kspark.errors import TopologyError
 
 __all__ = ["SourceSpec", "ProcessorSpec", "SinkSpec", "GlobalStoreSpec", "TopologyGraph",
-           "NodeSpec", "topic_name"]
+           "NodeSpec", "topic_name", "user_call"]
 
 
 @dataclass(frozen=True)
@@ -86,10 +88,19 @@ class TopologyGraph:
     null_key_filters: dict[str, Any] = field(default_factory=dict)
     # Global stores by store name (their nodes are not in ``nodes``: no task runs them).
     global_stores: dict[str, GlobalStoreSpec] = field(default_factory=dict)
+    # Repartition topics with a number of partitions of their own (Repartitioned).
+    partition_counts: dict[str, int] = field(default_factory=dict)
+    # The user's call that added each node or store: "group_by() at app.py:12", for errors.
+    origins: dict[str, str] = field(default_factory=dict)
+
+    def origin(self, name: str) -> str:
+        """The user's call that added node or store ``name`` ("" if unknown)."""
+        return self.origins.get(name, "")
 
     def add_store(self, builder: Any, processors: tuple[str, ...] = ()) -> None:
         if builder.name in self.stores or builder.name in self.global_stores:
             raise TopologyError(f"a state store named {builder.name!r} already exists")
+        self.origins.setdefault(builder.name, user_call())
         self.stores[builder.name] = (builder, set())
         self.connect(processors, (builder.name,))
 
@@ -134,6 +145,7 @@ class TopologyGraph:
             if dup:
                 raise TopologyError(f"topic {sorted(dup)[0]!r} is already read by another source")
         self.nodes[spec.name] = spec
+        self.origins.setdefault(spec.name, user_call())
         return spec
 
     def add_global_store(self, builder: Any, source: SourceSpec, processor: ProcessorSpec) -> None:
@@ -216,3 +228,20 @@ class TopologyGraph:
 
     def internal_topics(self) -> list[str]:
         return sorted({t for s in self.sources() if s.internal for t in s.topics})
+
+
+_KSPARK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_call() -> str:
+    """The kspark call the user's code made that led here, and where: ``"group_by() at
+    app.py:12"`` ("" when no user code is on the stack)."""
+    frame = sys._getframe(1)  # noqa: SLF001 - the cheap way to walk the stack
+    called = None
+    while frame is not None:
+        if os.path.abspath(frame.f_code.co_filename).startswith(_KSPARK_DIR):
+            called = frame.f_code.co_name
+        elif called is not None:
+            return f"{called}() at {frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return ""

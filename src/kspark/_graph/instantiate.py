@@ -15,40 +15,61 @@ from kspark.serde import Serde, Serdes
 __all__ = ["build_task", "build_global_task", "resolve_serde", "resolve_store"]
 
 
-def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str) -> Serde:
-    """The serde to use: the node's own, else ``default.<kind>.serde``, else a clear error."""
+# How each DSL call takes serdes, for the error of a call that needs one and has none.
+_SERDE_HINTS = {
+    **dict.fromkeys(("stream", "table", "global_table"), "{kind}_serde= or Consumed.with_(...)"),
+    "to": "{kind}_serde= or Produced.with_(...)",
+    "repartition": "{kind}_serde= or Repartitioned.with_(...)",
+    **dict.fromkeys(("group_by", "group_by_key"), "{kind}_serde= or Grouped.with_(...)"),
+    **dict.fromkeys(("join", "left_join", "outer_join"),
+                    "Joined.with_(...) for a stream-table join, StreamJoined.with_(...) for a "
+                    "stream-stream join, Materialized for a table-table join"),
+    **dict.fromkeys(("count", "reduce", "aggregate", "to_table", "filter", "map_values"),
+                    "Materialized.with_(key_serde, value_serde)"),
+}
+
+
+def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str,
+                  origin: str = "") -> Serde:
+    """The serde to use: the node's own, else ``default.<kind>.serde``, else a clear error
+    naming the user's call that needs it (``origin``, as ``TopologyGraph.origin``)."""
     if serde is None:
         serde = config.get(f"default.{kind}.serde")
     if serde is None:
+        if origin:
+            how = _SERDE_HINTS.get(origin.split("(", 1)[0], f"{kind}_serde=")
+            raise TopologyError(
+                f"{origin} needs a {kind} serde (for its node {node!r}): give that call one "
+                f"({how.format(kind=kind)}), or set the config key 'default.{kind}.serde'")
         raise TopologyError(
             f"node {node!r} has no {kind} serde: pass {kind}_serde= to it or set "
             f"the config key 'default.{kind}.serde'"
         )
     if hasattr(serde, "with_defaults"):  # a serde of several serdes, some left to defaults
-        return serde.with_defaults(lambda s: resolve_serde(s, config, kind, node))
+        return serde.with_defaults(lambda s: resolve_serde(s, config, kind, node, origin))
     if getattr(serde, "inner", False) is None:  # a wrapper (Change, Windowed...) of a default
         import copy
 
         resolved = copy.copy(serde)
-        resolved.inner = resolve_serde(None, config, kind, node)
+        resolved.inner = resolve_serde(None, config, kind, node, origin)
         return resolved
     return Serdes.by_name(serde) if isinstance(serde, str) else serde
 
 
-def resolve_store(builder: Any, config: Mapping[str, Any]) -> Any:
+def resolve_store(builder: Any, config: Mapping[str, Any], origin: str = "") -> Any:
     """The builder with default serdes and the default caching (statestore.cache.max.bytes)
     filled in."""
     from dataclasses import replace
 
     from kspark._engine.state.timestamped import ValueAndTimestampSerde
 
-    ks = resolve_serde(builder.key_serde, config, "key", f"store {builder.name}")
+    ks = resolve_serde(builder.key_serde, config, "key", f"store {builder.name}", origin)
     vs = builder.value_serde
     if isinstance(vs, ValueAndTimestampSerde):
         vs = ValueAndTimestampSerde(
-            resolve_serde(vs.inner, config, "value", f"store {builder.name}"))
+            resolve_serde(vs.inner, config, "value", f"store {builder.name}", origin))
     else:
-        vs = resolve_serde(vs, config, "value", f"store {builder.name}")
+        vs = resolve_serde(vs, config, "value", f"store {builder.name}", origin)
     caching, cache_bytes = builder.caching_enabled, config.get("statestore.cache.max.bytes")
     if caching is None:
         caching = (cache_bytes or 0) > 0
@@ -74,11 +95,12 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
     for spec in graph.nodes.values():
         if wanted is not None and spec.name not in wanted:
             continue
+        origin = graph.origin(spec.name)
         if isinstance(spec, SourceSpec):
             node: ProcessorNode = SourceNode(
                 spec.name, [topic_name(t, spec.internal, app_id) for t in spec.topics],
-                resolve_serde(spec.key_serde, config, "key", spec.name),
-                resolve_serde(spec.value_serde, config, "value", spec.name),
+                resolve_serde(spec.key_serde, config, "key", spec.name, origin),
+                resolve_serde(spec.value_serde, config, "value", spec.name, origin),
                 spec.timestamp_extractor)
         elif isinstance(spec, ProcessorSpec):
             processor = spec.supplier()
@@ -90,8 +112,8 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
             topic = (topic_name(cast(str, spec.topic), True, app_id) if spec.internal
                      else spec.topic)
             node = SinkNode(spec.name, topic,
-                            resolve_serde(spec.key_serde, config, "key", spec.name),
-                            resolve_serde(spec.value_serde, config, "value", spec.name),
+                            resolve_serde(spec.key_serde, config, "key", spec.name, origin),
+                            resolve_serde(spec.value_serde, config, "value", spec.name, origin),
                             spec.partitioner)
         else:  # pragma: no cover - the graph only holds the three kinds
             raise TopologyError(f"unknown node kind {spec!r}")
@@ -102,8 +124,8 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
     sources = {t: source for s in graph.sources()
                if isinstance(source := nodes.get(s.name), SourceNode)
                for t in (topic_name(x, s.internal, app_id) for x in s.topics)}
-    stores = {name: resolve_store(builder, config) for name, (builder, procs)
-              in graph.stores.items() if procs & set(nodes)}
+    stores = {name: resolve_store(builder, config, graph.origin(name))
+              for name, (builder, procs) in graph.stores.items() if procs & set(nodes)}
     for name, node in nodes.items():
         node.store_names = set(graph.stores_of(name))
     return StreamTask(task_id, sources, nodes.values(), config, collector, store_builders=stores,

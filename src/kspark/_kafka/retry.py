@@ -33,7 +33,8 @@ from confluent_kafka import KafkaError
 
 from kspark.errors import TaskTimeoutError
 
-__all__ = ["transient", "not_yet_visible", "Stall", "TRANSIENT_CODES", "WARN_EVERY_S", "bounded_call", "CallHungError"]
+__all__ = ["transient", "not_yet_visible", "Stall", "TRANSIENT_CODES", "WARN_EVERY_S",
+           "bounded_call", "CallHungError"]
 
 log = logging.getLogger("kspark")
 WARN_EVERY_S = 10.0  # how often a stalled call says so in the log

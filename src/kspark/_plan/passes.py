@@ -77,7 +77,9 @@ def task_counts(graph: TopologyGraph, subs: list[SubTopology], partition_counts:
             tasks[st.id] = max(counts)
             for t in st.feeds:
                 like = graph.partitions_like.get(t)
-                if like is not None:
+                if t in graph.partition_counts:  # Repartitioned.with_number_of_partitions
+                    fed_count[t] = graph.partition_counts[t]
+                elif like is not None:
                     fed_count[t] = (partition_counts[like] if like in partition_counts
                                     else fed_count[like])
                 else:

@@ -14,6 +14,9 @@ from kspark.dsl.ktable import KTable
 from kspark.dsl.cogrouped import CogroupedKStream
 from kspark.dsl.joined import Joined, StreamJoined
 from kspark.dsl.materialized import Materialized
+from kspark.dsl.branched import Branched
+from kspark.dsl.named import Grouped, Named, Printed, TableJoined
+from kspark.dsl.topic_options import AutoOffsetReset, Consumed, Produced, Repartitioned
 from kspark._engine.aggregates.emit import EmitStrategy
 from kspark._engine.joins.stream_stream import JoinWindows
 from kspark._engine.tables.suppress import BufferConfig, Suppressed
@@ -31,4 +34,5 @@ __all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "KGroupedTab
            "Materialized", "TimeWindows", "TimeWindowedSerde", "Window", "Windowed",
            "SessionWindows", "SlidingWindows", "SessionWindowedSerde", "Suppressed", "BufferConfig",
            "JoinWindows", "CogroupedKStream", "EmitStrategy", "Joined", "StreamJoined",
-           "GlobalKTable"]
+           "GlobalKTable", "Branched", "Grouped", "Named", "Printed", "TableJoined",
+           "AutoOffsetReset", "Consumed", "Produced", "Repartitioned"]

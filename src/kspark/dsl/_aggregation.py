@@ -40,6 +40,18 @@ Aggregator = Callable[[Any, Any, Any], Any]
 Part = tuple[Upstream, Aggregator]  # one of a cogroup's other grouped streams
 
 
+class GivenName(str):
+    """A processor name the user gave (``Named``), used as is where a prefix is expected."""
+
+
+def name_or(prefix: str, named: Any) -> str:
+    """``named``'s name (a ``Named`` or a str) as a :class:`GivenName`, else ``prefix``."""
+    from kspark.dsl._forms import named_of
+
+    given = named_of(named)
+    return GivenName(given) if given else prefix
+
+
 def add_aggregation(up: Upstream, prefix: str, materialized: Materialized | None,
                     value_serde: Any, make_processor: Callable[..., Any],
                     make_builder: Callable[[Materialized, str, Any, Any], Any],
@@ -54,19 +66,23 @@ def add_aggregation(up: Upstream, prefix: str, materialized: Materialized | None
 
     g = up.graph
     m = materialized or Materialized()
-    name = g.next_name(prefix)
+    given = prefix if isinstance(prefix, GivenName) else None
+    if given and more:  # Java's names of a named cogroup's nodes
+        name = f"{given}-cogroup-agg-0"
+    else:
+        name = given or g.next_name(prefix)
     store = m.store_name or f"{name}-STATE-STORE"
     key_serde = m.key_serde if m.key_serde is not None else up.key_serde
     value_serde = m.value_serde if m.value_serde is not None else value_serde
     builder = make_builder(m, store, key_serde, value_serde)  # may refuse: before any node
     g.add(ProcessorSpec(name, make_processor(store), (up.node,)))
     nodes = [name]
-    for other, aggregator in more:
-        nodes.append(g.next_name(prefix))
+    for i, (other, aggregator) in enumerate(more, 1):
+        nodes.append(f"{given}-cogroup-agg-{i}" if given else g.next_name(prefix))
         g.add(ProcessorSpec(nodes[-1], make_processor(store, aggregator), (other.node,)))
     g.add_store(builder, tuple(nodes))
     if more:
-        name = g.next_name("COGROUPKSTREAM-MERGE")
+        name = f"{given}-cogroup-merge" if given else g.next_name("COGROUPKSTREAM-MERGE")
         g.add(ProcessorSpec(name, PassThroughProcessor, tuple(nodes)))
         copartition(g, up.node, *(other.node for other, _ in more))
     return KTable(g, name, None if key_serde is None else table_key_serde(key_serde),

@@ -78,7 +78,7 @@ class AsyncSteps:
                                 timeout_ms, on_failure)
         return self._then(prefix, sup, name, self._key_serde, value_serde, keep_serdes=False)
 
-    def delay(self, delay_ms: int, name: str | None = None, *, key_serde: Any = None,
+    def delay(self, delay_ms: Any, name: str | None = None, *, key_serde: Any = None,
               value_serde: Any = None) -> KStream:
         """Forward each record ``delay_ms`` of wall-clock time after it arrives, unchanged
         (KIP-311's delayed processing). Pending records wait in a changelog-backed store,
@@ -95,6 +95,9 @@ class AsyncSteps:
         """
         from kspark.state.stores import Stores
 
+        from kspark._engine.durations import to_ms
+
+        delay_ms = to_ms(delay_ms, "delay() delay_ms")
         if delay_ms < 0:
             raise TopologyError(f"delay() needs delay_ms >= 0, got {delay_ms}")
         name = name or self._graph.next_name("KSTREAM-DELAY")

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from kspark._engine.state.build import store_kind
 from kspark._graph.graph import SourceSpec, TopologyGraph
+from kspark.dsl import _forms
+from kspark.dsl._overloads import bind
 from kspark.dsl.kstream import KStream
 from kspark.errors import TopologyError
 from kspark.processor.topology import Topology
@@ -14,7 +16,6 @@ from kspark.processor.topology import Topology
 if TYPE_CHECKING:
     from kspark.dsl.global_table import GlobalKTable
     from kspark.dsl.ktable import KTable
-    from kspark.dsl.materialized import Materialized
 
 __all__ = ["StreamsBuilder"]
 
@@ -38,26 +39,28 @@ class StreamsBuilder:
     def __init__(self) -> None:
         self._graph = TopologyGraph()
 
-    def stream(self, topic_or_topics: str | list[str], *, key_serde: Any = None,
-               value_serde: Any = None, timestamp_extractor: Callable | None = None,
-               offset_reset: str | None = None) -> KStream:
-        """A KStream of the records of one topic or several.
+    def stream(self, *args: Any, **kwargs: Any) -> KStream:
+        """A KStream of the records of one topic or several: ``stream(topic | topics
+        [, consumed])``, or the keywords ``key_serde``, ``value_serde``,
+        ``timestamp_extractor``, ``offset_reset``.
 
-        ``offset_reset`` ("earliest", the default, or "latest") says where a new application
-        starts reading these topics; a restarted one resumes from its checkpoint.
+        The offset reset policy (``Consumed.with_offset_reset_policy`` or ``offset_reset``:
+        "earliest", "latest", "none" or "by_duration:<ISO-8601 duration>"; unset,
+        ``auto.offset.reset`` decides) says where a new application starts reading these
+        topics; a restarted one resumes from its committed offsets.
         """
-        _check_reset(offset_reset)
-        topics = (topic_or_topics,) if isinstance(topic_or_topics, str) else tuple(topic_or_topics)
-        name = self._graph.next_name("KSTREAM-SOURCE")
-        self._graph.add(SourceSpec(name, topics, key_serde, value_serde,
-                                   timestamp_extractor, offset_reset))
-        return KStream(self._graph, name, key_serde, value_serde)
+        a = bind("StreamsBuilder.stream", _forms.STREAM, args, kwargs)
+        topics = a["topics"]
+        topics = (topics,) if isinstance(topics, str) else tuple(topics)
+        c = _consumed(a)
+        name = c.processor_name or self._graph.next_name("KSTREAM-SOURCE")
+        self._graph.add(SourceSpec(name, topics, c.key_serde, c.value_serde,
+                                   c.timestamp_extractor, c.offset_reset))
+        return KStream(self._graph, name, c.key_serde, c.value_serde)
 
-    def table(self, topic: str, *, key_serde: Any = None, value_serde: Any = None,
-              materialized: Materialized | None = None,
-              timestamp_extractor: Callable | None = None,
-              offset_reset: str | None = None) -> KTable:
-        """A KTable of ``topic``: each record upserts its key; a null value deletes it."""
+    def table(self, *args: Any, **kwargs: Any) -> KTable:
+        """A KTable of ``topic``: each record upserts its key; a null value deletes it:
+        ``table(topic[, consumed][, materialized])`` (or the keywords of :meth:`stream`)."""
         import functools
 
         from kspark._engine.tables.processors import Switch, TableSourceProcessor
@@ -65,11 +68,14 @@ class StreamsBuilder:
         from kspark.dsl.ktable import KTable
         from kspark.dsl.materialized import Materialized
 
-        src = self._graph.next_name("KSTREAM-SOURCE")
-        self._graph.add(SourceSpec(src, (topic,), key_serde, value_serde, timestamp_extractor,
-                                   offset_reset))
+        a = bind("StreamsBuilder.table", _forms.TABLE, args, kwargs)
+        topic, c = a["topic"], _consumed(a)
+        key_serde, value_serde = c.key_serde, c.value_serde
+        src = c.processor_name or self._graph.next_name("KSTREAM-SOURCE")
+        self._graph.add(SourceSpec(src, (topic,), key_serde, value_serde, c.timestamp_extractor,
+                                   c.offset_reset))
         name = self._graph.next_name("KTABLE-SOURCE")
-        m = materialized or Materialized()
+        m = a["materialized"] or Materialized()
         store = m.store_name or f"{topic}-STATE-STORE-{name[-10:]}"
         ks = m.key_serde if m.key_serde is not None else key_serde
         vs = m.value_serde if m.value_serde is not None else value_serde
@@ -80,11 +86,10 @@ class StreamsBuilder:
         return KTable(self._graph, name, ks, vs, store, queryable=m.store_name is not None,
                       source=source)
 
-    def global_table(self, topic: str, *, key_serde: Any = None, value_serde: Any = None,
-                     materialized: Materialized | None = None,
-                     timestamp_extractor: Callable | None = None,
-                     offset_reset: str | None = None) -> GlobalKTable:
-        """A GlobalKTable of every partition of ``topic``: every task reads its store in full.
+    def global_table(self, *args: Any, **kwargs: Any) -> GlobalKTable:
+        """A GlobalKTable of every partition of ``topic``: every task reads its store in full:
+        ``global_table(topic[, consumed][, materialized])`` (or the keywords of
+        :meth:`stream`).
 
         The store is a timestamped key-value store without a changelog (``topic`` is its
         changelog); it cannot be versioned. ``offset_reset`` ("earliest", the default, or
@@ -98,14 +103,21 @@ class StreamsBuilder:
         from kspark.dsl.global_table import GlobalKTable
         from kspark.dsl.materialized import Materialized
 
-        _check_reset(offset_reset)
-        m = materialized or Materialized()
+        a = bind("StreamsBuilder.global_table", _forms.GLOBAL_TABLE, args, kwargs)
+        topic, c = a["topic"], _consumed(a)
+        key_serde, value_serde = c.key_serde, c.value_serde
+        timestamp_extractor, offset_reset = c.timestamp_extractor, c.offset_reset
+        if offset_reset not in (None, "earliest", "latest"):
+            raise TopologyError(f"global table of topic {topic!r}: its offset reset policy is "
+                                f"'earliest' or 'latest' (as global.consumer.auto.offset."
+                                f"reset), got {offset_reset!r}")
+        m = a["materialized"] or Materialized()
         if m.history_retention_ms is not None:
             raise TopologyError(f"global table of topic {topic!r}: GlobalTables cannot be "
                                 f"versioned")
         store = m.store_name or f"{topic}-STATE-STORE-{self._graph.next_name('')[1:]}"
-        src = SourceSpec(self._graph.next_name("KSTREAM-SOURCE"), (topic,), key_serde,
-                         value_serde, timestamp_extractor, offset_reset)
+        src = SourceSpec(c.processor_name or self._graph.next_name("KSTREAM-SOURCE"), (topic,),
+                         key_serde, value_serde, timestamp_extractor, offset_reset)
         name = self._graph.next_name("KTABLE-SOURCE")
         ks = m.key_serde if m.key_serde is not None else key_serde
         vs = m.value_serde if m.value_serde is not None else value_serde
@@ -146,3 +158,19 @@ class StreamsBuilder:
 def _check_reset(offset_reset: str | None) -> None:
     if offset_reset not in (None, "earliest", "latest"):
         raise TopologyError(f"offset_reset must be 'earliest' or 'latest', got {offset_reset!r}")
+
+
+def _consumed(a: dict[str, Any]) -> Any:
+    """The source's Consumed: the one given, with the keywords given over it, the offset
+    reset policy checked."""
+    from dataclasses import replace
+
+    from kspark.dsl.topic_options import Consumed, check_offset_reset
+
+    c = a["consumed"] or Consumed()
+    for key in ("key_serde", "value_serde", "timestamp_extractor", "offset_reset"):
+        if a[key] is not None:
+            c = replace(c, **{key: a[key]})
+    if c.offset_reset is not None:
+        check_offset_reset(c.offset_reset)
+    return c

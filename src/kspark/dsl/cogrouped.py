@@ -12,12 +12,12 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kspark.dsl import _aggregation
+from kspark.dsl import _aggregation, _forms
+from kspark.dsl._aggregation import name_or
+from kspark.dsl._overloads import bind
 from kspark.dsl._aggregation import Aggregator, Part
-from kspark.dsl.materialized import Materialized
 
 if TYPE_CHECKING:
     from kspark.dsl.grouped import KGroupedStream
@@ -48,12 +48,13 @@ class CogroupedKStream:
         self._parts.append(part)
         return self
 
-    def aggregate(self, initializer: Callable[[], Any],
-                  materialized: Materialized | None = None) -> KTable:
-        """The aggregate per key, starting from ``initializer()``."""
+    def aggregate(self, *args: Any, **kwargs: Any) -> KTable:
+        """The aggregate per key, starting from ``initializer()``:
+        ``aggregate(initializer[, named][, materialized])``."""
+        a = bind("CogroupedKStream.aggregate", _forms.COGROUP_AGGREGATE, args, kwargs)
         (first, aggregator), *more = self._parts
-        return _aggregation.aggregate(first, _PREFIX, initializer, aggregator, materialized,
-                                      None, tuple(more))
+        return _aggregation.aggregate(first, name_or(_PREFIX, a["named"]), a["initializer"],
+                                      aggregator, a["materialized"], None, tuple(more))
 
     def windowed_by(self, windows: Any
                     ) -> TimeWindowedCogroupedKStream | SessionWindowedCogroupedKStream:
@@ -61,6 +62,8 @@ class CogroupedKStream:
         ``SessionWindows``."""
         from kspark._engine.aggregates.windows import SessionWindows
 
+        windows = bind("CogroupedKStream.windowed_by", _forms.WINDOWED_BY, (windows,),
+                       {})["windows"]
         if isinstance(windows, SessionWindows):
             return SessionWindowedCogroupedKStream(self._parts, windows)
         return TimeWindowedCogroupedKStream(self._parts, windows)
@@ -72,12 +75,14 @@ class TimeWindowedCogroupedKStream:
     def __init__(self, parts: list[Part], windows: Any):
         self._parts, self._windows = parts, windows  # parts: the cogroup's, as it grows
 
-    def aggregate(self, initializer: Callable[[], Any],
-                  materialized: Materialized | None = None) -> KTable:
+    def aggregate(self, *args: Any, **kwargs: Any) -> KTable:
+        """``aggregate(initializer[, named][, materialized])`` per window."""
+        a = bind("TimeWindowedCogroupedKStream.aggregate", _forms.COGROUP_AGGREGATE, args,
+                 kwargs)
         (first, aggregator), *more = self._parts
-        return _aggregation.windowed_aggregate(first, self._windows, False, _PREFIX,
-                                               initializer, aggregator, materialized, None,
-                                               tuple(more))
+        return _aggregation.windowed_aggregate(first, self._windows, False,
+                                               name_or(_PREFIX, a["named"]), a["initializer"],
+                                               aggregator, a["materialized"], None, tuple(more))
 
 
 class SessionWindowedCogroupedKStream:
@@ -86,9 +91,13 @@ class SessionWindowedCogroupedKStream:
     def __init__(self, parts: list[Part], windows: Any):
         self._parts, self._windows = parts, windows  # parts: the cogroup's, as it grows
 
-    def aggregate(self, initializer: Callable[[], Any], merger: Aggregator,
-                  materialized: Materialized | None = None) -> KTable:
+    def aggregate(self, *args: Any, **kwargs: Any) -> KTable:
+        """``aggregate(initializer, session_merger(key, agg1, agg2)[, named]
+        [, materialized])`` per session."""
+        a = bind("SessionWindowedCogroupedKStream.aggregate", _forms.COGROUP_SESSION_AGGREGATE,
+                 args, kwargs)
         (first, aggregator), *more = self._parts
-        return _aggregation.session_aggregate(first, self._windows, False, _PREFIX, initializer,
-                                              aggregator, merger, materialized, None,
+        return _aggregation.session_aggregate(first, self._windows, False,
+                                              name_or(_PREFIX, a["named"]), a["initializer"],
+                                              aggregator, a["merger"], a["materialized"], None,
                                               tuple(more))

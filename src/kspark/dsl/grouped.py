@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kspark.dsl import _aggregation
+from kspark.dsl import _aggregation, _forms
+from kspark.dsl._aggregation import name_or
+from kspark.dsl._overloads import bind
 from kspark.dsl._upstream import Upstream
 from kspark.dsl.materialized import Materialized
 
@@ -54,31 +56,39 @@ class KGroupedStream:
         ``SessionWindows``."""
         from kspark._engine.aggregates.windows import SessionWindows, SlidingWindows
 
+        windows = bind("KGroupedStream.windowed_by", _forms.WINDOWED_BY, (windows,),
+                       {})["windows"]
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self._upstream, windows)
         if isinstance(windows, SlidingWindows):
             return SlidingWindowedKStream(self._upstream, windows)
         return TimeWindowedKStream(self._upstream, windows)
 
-    def count(self, materialized: Materialized | None = None) -> KTable:
-        """The number of records per key (values default to Serdes.Long())."""
+    def count(self, *args: Any, **kwargs: Any) -> KTable:
+        """The number of records per key (values default to Serdes.Long()):
+        ``count([named][, materialized])``."""
         from kspark.serde import Serdes
 
-        return _aggregation.aggregate(self._upstream, "KSTREAM-AGGREGATE", lambda: 0,
-                                      lambda k, v, agg: agg + 1, materialized, Serdes.Long())
+        a = bind("KGroupedStream.count", _forms.COUNT, args, kwargs)
+        return _aggregation.aggregate(self._upstream, name_or("KSTREAM-AGGREGATE", a["named"]),
+                                      lambda: 0, lambda k, v, agg: agg + 1, a["materialized"],
+                                      Serdes.Long())
 
-    def reduce(self, reducer: Callable[[Any, Any], Any],
-               materialized: Materialized | None = None) -> KTable:
-        """Combine each key's values with ``reducer(aggregate, value)``."""
-        return _aggregation.aggregate(self._upstream, "KSTREAM-REDUCE", None,
-                                      lambda k, v, agg: reducer(agg, v), materialized,
+    def reduce(self, *args: Any, **kwargs: Any) -> KTable:
+        """Combine each key's values with ``reducer(aggregate, value)``:
+        ``reduce(reducer[, named][, materialized])``."""
+        a = bind("KGroupedStream.reduce", _forms.REDUCE, args, kwargs)
+        reducer = a["reducer"]
+        return _aggregation.aggregate(self._upstream, name_or("KSTREAM-REDUCE", a["named"]),
+                                      None, lambda k, v, agg: reducer(agg, v), a["materialized"],
                                       self._upstream.value_serde)
 
-    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
-                  materialized: Materialized | None = None) -> KTable:
-        """Fold each key's values: ``aggregator(key, value, aggregate)`` from ``initializer()``."""
-        return _aggregation.aggregate(self._upstream, "KSTREAM-AGGREGATE", initializer,
-                                      aggregator, materialized, None)
+    def aggregate(self, *args: Any, **kwargs: Any) -> KTable:
+        """Fold each key's values: ``aggregator(key, value, aggregate)`` from
+        ``initializer()``: ``aggregate(initializer, aggregator[, named][, materialized])``."""
+        a = bind("KGroupedStream.aggregate", _forms.AGGREGATE, args, kwargs)
+        return _aggregation.aggregate(self._upstream, name_or("KSTREAM-AGGREGATE", a["named"]),
+                                      a["initializer"], a["aggregator"], a["materialized"], None)
 
 
 class TimeWindowedKStream:
@@ -110,20 +120,28 @@ class TimeWindowedKStream:
         return _aggregation.windowed_aggregate(self._upstream, self._windows, self._final, prefix,
                                                initializer, aggregator, materialized, value_serde)
 
-    def count(self, materialized: Materialized | None = None) -> KTable:
+    def count(self, *args: Any, **kwargs: Any) -> KTable:
+        """Records per key and window: ``count([named][, materialized])``."""
         from kspark.serde import Serdes
 
-        return self._aggregate("KSTREAM-AGGREGATE", lambda: 0, lambda k, v, agg: agg + 1,
-                               materialized, Serdes.Long())
+        a = bind("TimeWindowedKStream.count", _forms.COUNT, args, kwargs)
+        return self._aggregate(name_or("KSTREAM-AGGREGATE", a["named"]), lambda: 0,
+                               lambda k, v, agg: agg + 1, a["materialized"], Serdes.Long())
 
-    def reduce(self, reducer: Callable[[Any, Any], Any],
-               materialized: Materialized | None = None) -> KTable:
-        return self._aggregate("KSTREAM-REDUCE", None, lambda k, v, agg: reducer(agg, v),
-                               materialized, self._upstream.value_serde)
+    def reduce(self, *args: Any, **kwargs: Any) -> KTable:
+        """``reduce(reducer(aggregate, value)[, named][, materialized])`` per window."""
+        a = bind("TimeWindowedKStream.reduce", _forms.REDUCE, args, kwargs)
+        reducer = a["reducer"]
+        return self._aggregate(name_or("KSTREAM-REDUCE", a["named"]), None,
+                               lambda k, v, agg: reducer(agg, v), a["materialized"],
+                               self._upstream.value_serde)
 
-    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
-                  materialized: Materialized | None = None) -> KTable:
-        return self._aggregate("KSTREAM-AGGREGATE", initializer, aggregator, materialized, None)
+    def aggregate(self, *args: Any, **kwargs: Any) -> KTable:
+        """``aggregate(initializer, aggregator(key, value, aggregate)[, named]
+        [, materialized])`` per window."""
+        a = bind("TimeWindowedKStream.aggregate", _forms.AGGREGATE, args, kwargs)
+        return self._aggregate(name_or("KSTREAM-AGGREGATE", a["named"]), a["initializer"],
+                               a["aggregator"], a["materialized"], None)
 
 
 class SlidingWindowedKStream(TimeWindowedKStream):
@@ -162,22 +180,27 @@ class SessionWindowedKStream:
                                               initializer, aggregator, merger, materialized,
                                               value_serde)
 
-    def count(self, materialized: Materialized | None = None) -> KTable:
+    def count(self, *args: Any, **kwargs: Any) -> KTable:
+        """Records per key and session: ``count([named][, materialized])``."""
         from kspark.serde import Serdes
 
-        return self._aggregate("KSTREAM-AGGREGATE", lambda: 0, lambda k, v, agg: agg + 1,
-                               lambda k, a, b: a + b, materialized, Serdes.Long())
+        a = bind("SessionWindowedKStream.count", _forms.COUNT, args, kwargs)
+        return self._aggregate(name_or("KSTREAM-AGGREGATE", a["named"]), lambda: 0,
+                               lambda k, v, agg: agg + 1, lambda k, x, y: x + y,
+                               a["materialized"], Serdes.Long())
 
-    def reduce(self, reducer: Callable[[Any, Any], Any],
-               materialized: Materialized | None = None) -> KTable:
-        return self._aggregate("KSTREAM-REDUCE", None, lambda k, v, agg: reducer(agg, v),
-                               lambda k, a, b: reducer(a, b), materialized,
-                               self._upstream.value_serde)
+    def reduce(self, *args: Any, **kwargs: Any) -> KTable:
+        """``reduce(reducer(aggregate, value)[, named][, materialized])`` per session."""
+        a = bind("SessionWindowedKStream.reduce", _forms.REDUCE, args, kwargs)
+        reducer = a["reducer"]
+        return self._aggregate(name_or("KSTREAM-REDUCE", a["named"]), None,
+                               lambda k, v, agg: reducer(agg, v), lambda k, x, y: reducer(x, y),
+                               a["materialized"], self._upstream.value_serde)
 
-    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
-                  merger: Callable[[Any, Any, Any], Any],
-                  materialized: Materialized | None = None) -> KTable:
-        """``merger(key, agg1, agg2)`` combines two sessions' aggregates when a record joins
-        them."""
-        return self._aggregate("KSTREAM-AGGREGATE", initializer, aggregator, merger,
-                               materialized, None)
+    def aggregate(self, *args: Any, **kwargs: Any) -> KTable:
+        """``aggregate(initializer, aggregator(key, value, aggregate), merger(key, agg1,
+        agg2)[, named][, materialized])``: the merger combines two sessions' aggregates
+        when a record joins them."""
+        a = bind("SessionWindowedKStream.aggregate", _forms.SESSION_AGGREGATE, args, kwargs)
+        return self._aggregate(name_or("KSTREAM-AGGREGATE", a["named"]), a["initializer"],
+                               a["aggregator"], a["merger"], a["materialized"], None)

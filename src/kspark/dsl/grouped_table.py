@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from kspark._engine.tables import processors as tables
 from kspark._graph.graph import ProcessorSpec
+from kspark.dsl import _forms
+from kspark.dsl._overloads import bind
 from kspark.dsl._upstream import Upstream
 from kspark.dsl.materialized import Materialized
 
@@ -28,23 +30,27 @@ class KGroupedTable:
         >>> per_city = users.group_by(lambda user, city: (city, user)).count()
     """
 
-    def __init__(self, table: Upstream, selector: Callable, key_serde: Any, value_serde: Any):
+    def __init__(self, table: Upstream, selector: Callable, key_serde: Any, value_serde: Any,
+                 name: str | None = None):
         self._table, self._selector = table, selector  # the table regrouped, and how
         self._key_serde, self._value_serde = key_serde, value_serde  # of the regrouped rows
+        self._name = name  # Grouped's: the select node is "<name>-select", the topic
+        # "<name>-repartition"
 
     def _aggregate(self, initializer: Callable[[], Any], adder: Callable, subtractor: Callable,
-                   materialized: Materialized | None, value_serde: Any) -> KTable:
+                   materialized: Materialized | None, value_serde: Any,
+                   named: Any = None) -> KTable:
         from kspark._engine.tables.change import ChangeSerde
         from kspark._engine.tables.processors import TableAggregateProcessor
         from kspark._graph.graph import SinkSpec, SourceSpec
         from kspark.dsl.ktable import KTable
 
         g = self._table.graph
-        select = g.next_name("KTABLE-SELECT")
+        select = f"{self._name}-select" if self._name else g.next_name("KTABLE-SELECT")
         g.add(ProcessorSpec(select, functools.partial(tables.TableGroupByProcessor, self._selector),
                             (self._table.node,), key_changing=True))
-        name = g.next_name("KTABLE-AGGREGATE")
-        topic = f"{name}-repartition"
+        name = _forms.named_of(named) or g.next_name("KTABLE-AGGREGATE")
+        topic = f"{self._name or name}-repartition"
         g.add(SinkSpec(g.next_name("KSTREAM-SINK"), topic, (select,), self._key_serde,
                        ChangeSerde(self._value_serde), internal=True))
         src = g.next_name("KSTREAM-SOURCE")
@@ -59,21 +65,27 @@ class KGroupedTable:
         g.add_store(m.builder(store, ks, vs), (name,))
         return KTable(g, name, ks, vs, store)
 
-    def count(self, materialized: Materialized | None = None) -> KTable:
+    def count(self, *args: Any, **kwargs: Any) -> KTable:
+        """The number of rows per new key: ``count([named][, materialized])``."""
         from kspark.serde import Serdes
 
+        a = bind("KGroupedTable.count", _forms.COUNT, args, kwargs)
         return self._aggregate(lambda: 0, lambda k, v, agg: agg + 1, lambda k, v, agg: agg - 1,
-                               materialized, Serdes.Long())
+                               a["materialized"], Serdes.Long(), a["named"])
 
-    def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
-               materialized: Materialized | None = None) -> KTable:
-        """``adder(agg, new_value)`` and ``subtractor(agg, old_value)``."""
+    def reduce(self, *args: Any, **kwargs: Any) -> KTable:
+        """``adder(agg, new_value)`` and ``subtractor(agg, old_value)``:
+        ``reduce(adder, subtractor[, named][, materialized])``."""
+        a = bind("KGroupedTable.reduce", _forms.TABLE_REDUCE, args, kwargs)
+        adder, subtractor = a["adder"], a["subtractor"]
         return self._aggregate(lambda: None, lambda k, v, agg: v if agg is None else adder(agg, v),
-                               lambda k, v, agg: subtractor(agg, v), materialized,
-                               self._value_serde)
+                               lambda k, v, agg: subtractor(agg, v), a["materialized"],
+                               self._value_serde, a["named"])
 
-    def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
-                  subtractor: Callable[[Any, Any, Any], Any],
-                  materialized: Materialized | None = None) -> KTable:
-        """``adder(key, value, agg)`` / ``subtractor(key, value, agg)`` from ``initializer()``."""
-        return self._aggregate(initializer, adder, subtractor, materialized, None)
+    def aggregate(self, *args: Any, **kwargs: Any) -> KTable:
+        """``adder(key, value, agg)`` / ``subtractor(key, value, agg)`` from
+        ``initializer()``: ``aggregate(initializer, adder, subtractor[, named]
+        [, materialized])``."""
+        a = bind("KGroupedTable.aggregate", _forms.TABLE_AGGREGATE, args, kwargs)
+        return self._aggregate(a["initializer"], a["adder"], a["subtractor"],
+                               a["materialized"], None, a["named"])

@@ -32,7 +32,7 @@ class Joined:
     def with_(key_serde: Any, value_serde: Any, other_value_serde: Any = None) -> "Joined":
         return Joined(key_serde, value_serde, other_value_serde)
 
-    def with_grace_period(self, grace_ms: int) -> "Joined":
+    def with_grace_period(self, grace_ms: Any) -> "Joined":
         """Hold each stream record until stream time passes its timestamp plus ``grace_ms``,
         then join it with the table's value as of its timestamp, in timestamp order (Kafka
         Streams' ``Joined.withGracePeriod``; the table must be versioned). Records later
@@ -42,9 +42,12 @@ class Joined:
             >>> Joined().with_grace_period(5000).grace_ms
             5000
         """
+        from kspark._engine.durations import to_ms
+
+        grace_ms = to_ms(grace_ms, "Joined.with_grace_period grace")
         if grace_ms < 0:
             raise ValueError(f"the grace period must not be negative, got {grace_ms} ms")
-        return replace(self, grace_ms=int(grace_ms))
+        return replace(self, grace_ms=grace_ms)
 
     def with_key_serde(self, serde: Any) -> "Joined":
         return replace(self, key_serde=serde)

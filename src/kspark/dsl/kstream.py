@@ -11,22 +11,22 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kspark._engine import operators as ops
-from kspark._engine.joins import stream_table as ops_joins
 from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
+from kspark.dsl import _forms as f
 from kspark.dsl._async_steps import AsyncSteps
-from kspark.dsl._upstream import Upstream, copartition, relax_null_keys
-from kspark.errors import TopologyError
+from kspark.dsl._join_steps import JoinSteps
+from kspark.dsl._overloads import bind, describe
+from kspark.dsl._upstream import Upstream
 
 if TYPE_CHECKING:
     from kspark.dsl.branched import BranchedKStream
     from kspark.dsl.grouped import KGroupedStream
     from kspark.dsl.ktable import KTable
-    from kspark.dsl.materialized import Materialized
 
 __all__ = ["KStream"]
 
 
-class KStream(AsyncSteps):
+class KStream(AsyncSteps, JoinSteps):
     """An unbounded stream of key-value records; each method adds a node and returns a new
     KStream.
 
@@ -63,53 +63,71 @@ class KStream(AsyncSteps):
         return KStream(self._graph, name, key_serde, value_serde,
                        self._repartition_required or spec.key_changing)
 
-    def filter(self, predicate: Callable[[Any, Any], bool], name: str | None = None) -> KStream:
-        """Keep the records for which ``predicate(key, value)`` is true."""
-        return self._then("KSTREAM-FILTER", functools.partial(ops.FilterProcessor, predicate), name)
+    def filter(self, *args: Any, **kwargs: Any) -> KStream:
+        """Keep the records for which ``predicate(key, value)`` is true:
+        ``filter(predicate[, named])``."""
+        a = bind("KStream.filter", f.FILTER, args, kwargs)
+        return self._then("KSTREAM-FILTER", functools.partial(ops.FilterProcessor,
+                                                              a["predicate"]),
+                          f.named_of(a["named"]))
 
-    def filter_not(self, predicate: Callable[[Any, Any], bool],
-                   name: str | None = None) -> KStream:
+    def filter_not(self, *args: Any, **kwargs: Any) -> KStream:
         """Drop the records for which ``predicate(key, value)`` is true."""
-        return self._then("KSTREAM-FILTER",
-                          functools.partial(ops.FilterProcessor, predicate, True), name)
+        a = bind("KStream.filter_not", f.FILTER, args, kwargs)
+        return self._then("KSTREAM-FILTER", functools.partial(
+            ops.FilterProcessor, a["predicate"], True), f.named_of(a["named"]))
 
-    def map_values(self, fn: Callable[[Any], Any], name: str | None = None, *,
-                   with_key: bool = False) -> KStream:
-        """Replace each value by ``fn(value)``; ``with_key=True`` calls ``fn(key, value)``."""
-        sup = functools.partial(ops.MapValuesProcessor, fn, with_key)
-        return self._then("KSTREAM-MAPVALUES", sup, name, self._key_serde, None, keep_serdes=False)
+    def map_values(self, *args: Any, **kwargs: Any) -> KStream:
+        """Replace each value by ``mapper(value)``, or ``mapper(key, value)`` for a mapper
+        of two arguments (Java's ``ValueMapperWithKey``; or say ``with_key=True``):
+        ``map_values(mapper[, named])``."""
+        a = bind("KStream.map_values", f.MAP_VALUES, args, kwargs)
+        sup = functools.partial(ops.MapValuesProcessor, a["mapper"],
+                                f.with_key(a["mapper"], a["with_key"]))
+        return self._then("KSTREAM-MAPVALUES", sup, f.named_of(a["named"]), self._key_serde,
+                          None, keep_serdes=False)
 
-    def map(self, fn: Callable[[Any, Any], tuple[Any, Any]], name: str | None = None) -> KStream:
-        """Replace each record's key and value by ``fn(key, value) -> (key2, value2)``."""
-        return self._then("KSTREAM-MAP", functools.partial(ops.MapProcessor, fn), name,
-                          keep_serdes=False, key_changing=True)
+    def map(self, *args: Any, **kwargs: Any) -> KStream:
+        """Replace each record's key and value by ``mapper(key, value)``, a ``KeyValue`` or a
+        ``(key, value)`` tuple: ``map(mapper[, named])``."""
+        a = bind("KStream.map", f.MAP, args, kwargs)
+        return self._then("KSTREAM-MAP", functools.partial(ops.MapProcessor, a["mapper"]),
+                          f.named_of(a["named"]), keep_serdes=False, key_changing=True)
 
-    def flat_map(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> KStream:
-        """Replace each record by the ``(key, value)`` pairs of ``fn(key, value)`` (zero or
-        more)."""
-        return self._then("KSTREAM-FLATMAP", functools.partial(ops.FlatMapProcessor, fn), name,
-                          keep_serdes=False, key_changing=True)
+    def flat_map(self, *args: Any, **kwargs: Any) -> KStream:
+        """Replace each record by the ``KeyValue``s (or ``(key, value)`` tuples) of
+        ``mapper(key, value)`` (zero or more): ``flat_map(mapper[, named])``."""
+        a = bind("KStream.flat_map", f.MAP, args, kwargs)
+        return self._then("KSTREAM-FLATMAP", functools.partial(ops.FlatMapProcessor,
+                                                               a["mapper"]),
+                          f.named_of(a["named"]), keep_serdes=False, key_changing=True)
 
-    def flat_map_values(self, fn: Callable[..., Any], name: str | None = None, *,
-                        with_key: bool = False) -> KStream:
-        """Replace each record by one record per value of ``fn(value)`` (``fn(key, value)``
-        with_key)."""
-        sup = functools.partial(ops.FlatMapProcessor, fn, True, with_key)
-        return self._then("KSTREAM-FLATMAPVALUES", sup, name, self._key_serde, None,
-                          keep_serdes=False)
+    def flat_map_values(self, *args: Any, **kwargs: Any) -> KStream:
+        """Replace each record by one record per value of ``mapper(value)`` (or
+        ``mapper(key, value)``): ``flat_map_values(mapper[, named])``."""
+        a = bind("KStream.flat_map_values", f.MAP_VALUES, args, kwargs)
+        sup = functools.partial(ops.FlatMapProcessor, a["mapper"], True,
+                                f.with_key(a["mapper"], a["with_key"]))
+        return self._then("KSTREAM-FLATMAPVALUES", sup, f.named_of(a["named"]),
+                          self._key_serde, None, keep_serdes=False)
 
-    def select_key(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> KStream:
-        """Set each record's key to ``fn(key, value)`` (a later key-based step repartitions)."""
-        return self._then("KSTREAM-KEY-SELECT", functools.partial(ops.SelectKeyProcessor, fn),
-                          name, None, self._value_serde, keep_serdes=False, key_changing=True)
+    def select_key(self, *args: Any, **kwargs: Any) -> KStream:
+        """Set each record's key to ``mapper(key, value)`` (a later key-based step
+        repartitions): ``select_key(mapper[, named])``."""
+        a = bind("KStream.select_key", f.SELECT_KEY, args, kwargs)
+        return self._then("KSTREAM-KEY-SELECT", functools.partial(ops.SelectKeyProcessor,
+                                                                  a["mapper"]),
+                          f.named_of(a["named"]), None, self._value_serde, keep_serdes=False,
+                          key_changing=True)
 
-    def split(self, name: str | None = None) -> "BranchedKStream":
-        """Start routing records to branches:
-        ``split().branch(pred, name=...).default_branch()``."""
+    def split(self, *args: Any, **kwargs: Any) -> "BranchedKStream":
+        """Start routing records to branches: ``split([named]).branch(predicate[,
+        branched])...default_branch([branched])``."""
         from kspark.dsl.branched import BranchedKStream
 
+        a = bind("KStream.split", f.SPLIT, args, kwargs)
         return BranchedKStream(Upstream(self._graph, self._node, self._key_serde,
-                                        self._value_serde), name)
+                                        self._value_serde), f.named_of(a["named"]))
 
     def branch(self, *predicates: Callable[[Any, Any], bool]) -> list[KStream]:
         """The seed's (KIP-28) branch: one stream per predicate; a record goes to the first
@@ -119,25 +137,30 @@ class KStream(AsyncSteps):
             b.branch(p)
         return list(b.no_default_branch().values())
 
-    def merge(self, other: KStream, name: str | None = None) -> KStream:
-        """One stream with the records of both streams."""
-        name = name or self._graph.next_name("KSTREAM-MERGE")
+    def merge(self, other: KStream, named: Any = None, *, name: str | None = None) -> KStream:
+        """One stream with the records of both streams: ``merge(stream[, named])``."""
+        if not isinstance(other, KStream):
+            raise TypeError(f"KStream.merge() takes another KStream, got {describe(other)}")
+        name = f.named_of(named) or name or self._graph.next_name("KSTREAM-MERGE")
         self._graph.add(ProcessorSpec(name, ops.PassThroughProcessor, (self._node, other._node)))
         return KStream(self._graph, name,
                        self._key_serde if self._key_serde == other._key_serde else None,
                        self._value_serde if self._value_serde == other._value_serde else None)
 
-    def process(self, processor_supplier: Callable[[], Any], *store_names: str,
+    def process(self, processor_supplier: Callable[[], Any], *store_names: Any,
                 name: str | None = None) -> KStream:
-        """Run a Processor API processor (``processor_supplier()`` makes one per task).
+        """Run a Processor API processor (``processor_supplier()`` makes one per task):
+        ``process(supplier[, named], *store_names)``.
 
         ``store_names`` name stores added with ``StreamsBuilder.add_state_store`` that the
         processor may use through ``context.get_state_store(name)``.
         """
+        name, store_names = _process_args("KStream.process", processor_supplier, store_names,
+                                          name)
         return self._then("KSTREAM-PROCESSOR", processor_supplier, name, keep_serdes=False,
                           stores=store_names)
 
-    def process_values(self, processor_supplier: Callable[[], Any], *store_names: str,
+    def process_values(self, processor_supplier: Callable[[], Any], *store_names: Any,
                        name: str | None = None) -> KStream:
         """Run a processor that may change values, timestamps and headers but not keys (Kafka
         Streams' FixedKeyProcessor), so no repartition follows; forwarding another key while
@@ -156,15 +179,17 @@ class KStream(AsyncSteps):
         """
         from kspark._engine.values import FixedKeyProcessor
 
+        name, store_names = _process_args("KStream.process_values", processor_supplier,
+                                          store_names, name)
         node = name or self._graph.next_name("KSTREAM-PROCESSVALUES")
         return self._then("KSTREAM-PROCESSVALUES", functools.partial(
             FixedKeyProcessor, processor_supplier, node), node, self._key_serde, None,
             keep_serdes=False, stores=store_names)
 
-    def to_table(self, materialized: Materialized | None = None, *,
-                 name: str | None = None) -> KTable:
+    def to_table(self, *args: Any, **kwargs: Any) -> KTable:
         """This stream as a table (KIP-523): each record upserts its key, a null value deletes
-        it; records with a null key are dropped. Repartitions first if the key changed.
+        it; records with a null key are dropped. Repartitions first if the key changed:
+        ``to_table([named][, materialized])``.
 
         Example:
             >>> from kspark import StreamsBuilder, Serdes
@@ -176,13 +201,14 @@ class KStream(AsyncSteps):
         from kspark.dsl.ktable import KTable
         from kspark.dsl.materialized import Materialized
 
-        m = materialized or Materialized()
+        a = bind("KStream.to_table", f.TO_TABLE, args, kwargs)
+        m = a["materialized"] or Materialized()
         ks = m.key_serde if m.key_serde is not None else self._key_serde
         vs = m.value_serde if m.value_serde is not None else self._value_serde
         stream: KStream = (self.repartition(key_serde=ks, value_serde=vs)
                            if self._repartition_required else self)
         g = self._graph
-        node = name or g.next_name("KSTREAM-TOTABLE")
+        node = f.named_of(a["named"]) or g.next_name("KSTREAM-TOTABLE")
         store = m.store_name or f"{node}-STATE-STORE"
         source = Switch()
         g.add(ProcessorSpec(node, functools.partial(TableSourceProcessor, store, source),
@@ -190,10 +216,16 @@ class KStream(AsyncSteps):
         g.add_store(m.builder(store, ks, vs), (node,))
         return KTable(g, node, ks, vs, store, queryable=m.store_name is not None, source=source)
 
-    def print(self, label: str | None = None, name: str | None = None) -> None:
-        """Print each record as ``[label]: key, value`` (label defaults to the node's name)."""
-        tag = label or self._node
-        self.foreach(lambda k, v: print(f"[{tag}]: {k}, {v}", flush=True), name)
+    def print(self, *args: Any, **kwargs: Any) -> None:
+        """Print each record: ``print(Printed.to_sys_out().with_label("x"))`` or
+        ``print(Printed.to_file(path))`` as Java; ``print([label][, name])`` writes
+        ``[label]: key, value`` to standard output (label defaults to the node's name)."""
+        from kspark.dsl.named import Printed
+
+        a = bind("KStream.print", f.PRINT, args, kwargs)
+        printed = a.get("printed") or Printed(label=a.get("label"))
+        name = f.named_of(a.get("named")) or printed.processor_name
+        self.foreach(printed.action(self._node), name)
 
     def through(self, topic: str, *, key_serde: Any = None, value_serde: Any = None,
                 partitioner: Callable[..., int | None] | None = None) -> KStream:
@@ -202,18 +234,26 @@ class KStream(AsyncSteps):
         self.to(topic, key_serde=key_serde, value_serde=value_serde, partitioner=partitioner)
         return self._source_of(topic, key_serde, value_serde, internal=False)
 
-    def repartition(self, *, key_serde: Any = None, value_serde: Any = None,
-                    name: str | None = None,
-                    partitioner: Callable[..., int | None] | None = None) -> KStream:
-        """Redistribute records by key through ``<application.id>-<name>-repartition``.
+    def repartition(self, *args: Any, **kwargs: Any) -> KStream:
+        """Redistribute records by key through ``<application.id>-<name>-repartition``:
+        ``repartition([repartitioned])`` (name, serdes, partitioner, number of partitions),
+        or the keywords ``key_serde``, ``value_serde``, ``name``, ``partitioner``.
 
         Records with a null key are dropped first (Kafka Streams' ``-repartition-filter``),
         here and in the repartitions before ``group_by`` and joins, unless a left or outer
         join downstream wants them (KIP-962: Java 4.1 keeps them then, and so does kspark)."""
-        return self._repartitioned(key_serde, value_serde, name, partitioner)
+        from kspark.dsl.topic_options import Repartitioned
+
+        a = bind("KStream.repartition", f.REPARTITION, args, kwargs)
+        r = a["repartitioned"] or Repartitioned()
+        return self._repartitioned(_first(a["key_serde"], r.key_serde),
+                                   _first(a["value_serde"], r.value_serde),
+                                   a["name"] or r.name, _first(a["partitioner"], r.partitioner),
+                                   r.number_of_partitions)
 
     def _repartitioned(self, key_serde: Any, value_serde: Any, name: str | None,
-                       partitioner: Callable[..., int | None] | None) -> KStream:
+                       partitioner: Callable[..., int | None] | None,
+                       partitions: int | None = None) -> KStream:
         from kspark._engine.tables.processors import Switch
 
         base = name or self._graph.next_name("KSTREAM-REPARTITION")
@@ -226,6 +266,8 @@ class KStream(AsyncSteps):
                                       (self._node,)))
         self._graph.add(SinkSpec(self._graph.next_name("KSTREAM-SINK"), topic, (keyed,),
                                  ks, vs, partitioner, internal=True))
+        if partitions is not None:
+            self._graph.partition_counts[topic] = partitions
         return self._source_of(topic, ks, vs, internal=True)
 
     def _source_of(self, topic: str, key_serde: Any, value_serde: Any,
@@ -236,139 +278,88 @@ class KStream(AsyncSteps):
         self._graph.add(SourceSpec(src, (topic,), ks, vs, internal=internal))
         return KStream(self._graph, src, ks, vs)
 
-    def join(self, table: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
-             joined: Any = None, *, left: bool = False, name: str | None = None) -> KStream:
-        """Join each record with ``table``'s current value for its key:
-        ``joiner(value, table_value)``.
-
-        The stream is repartitioned first if an earlier step changed its key (with
-        ``joined``'s serdes, a :class:`~kspark.dsl.Joined`); stream and table topics must be
-        co-partitioned (checked at start). With another KStream and ``JoinWindows``, a
-        windowed stream-stream join (``joined``: a :class:`~kspark.dsl.StreamJoined`). With a
-        :class:`~kspark.dsl.GlobalKTable`, as in Java ``join(global_table, key_selector,
-        joiner)``: each record joins the row ``key_selector(key, value)`` names, with no
-        repartition and no co-partitioning.
-        """
-        from kspark.dsl.global_table import GlobalKTable
-
-        if isinstance(table, GlobalKTable):
-            return self._global_join(table, joiner, windows, left, name)
-        if isinstance(table, KStream):
-            return self._stream_join(table, joiner, windows, "inner", joined)
-        return self._table_join(table, joiner, joined, left, name)
-
-    def _table_join(self, table: Any, joiner: Callable[[Any, Any], Any], joined: Any,
-                    left: bool, name: str | None) -> KStream:
-        from kspark.dsl._stream_joins import add_grace_buffer, check_table_join
-
-        # How a table's rows are read is the DSL's own business: Kafka keeps it on KTableImpl
-        # (valueGetterSupplier), not on the KTable interface; here it stays private to KTable.
-        getter, node, versioned = table._join_side()  # noqa: SLF001 - see above
-        ks = None if joined is None else joined.key_serde
-        vs = None if joined is None else joined.value_serde
-        grace = None if joined is None else joined.grace_ms
-        check_table_join(self._graph, getter, node, versioned, grace)
-        stream: KStream = (self._repartitioned(ks, vs, None, None)
-                           if self._repartition_required else self)
-        if left:
-            relax_null_keys(self._graph, stream._node)
-        name = name or self._graph.next_name("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN")
-        buffer = None if grace is None else f"{name}-Buffer"
-        out = stream._then("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", functools.partial(
-            ops_joins.StreamTableJoinProcessor, getter, joiner, left, grace, buffer), name,
-            stream._key_serde, None, keep_serdes=False, stores=tuple(getter.stores))
-        if buffer is not None:
-            add_grace_buffer(self._graph, buffer, name, ks or stream._key_serde,
-                             vs if vs is not None else stream._value_serde)
-        copartition(self._graph, stream._node, node)
-        return out
-
-    def _global_join(self, table: Any, key_selector: Any, joiner: Any, left: bool,
-                     name: str | None) -> KStream:
-        if not callable(key_selector) or not callable(joiner):
-            raise TopologyError("a join with a GlobalKTable takes (global_table, key_selector, "
-                                "joiner): key_selector(key, value) -> the table's key, "
-                                "joiner(value, table_value) -> the result")
-        if left:
-            relax_null_keys(self._graph, self._node)
-        name = name or self._graph.next_name("KSTREAM-LEFTJOIN")  # Java's name for both kinds
-        return self._then("KSTREAM-LEFTJOIN", functools.partial(
-            ops_joins.GlobalTableJoinProcessor, table.store_name, key_selector, joiner, left),
-            name, self._key_serde, None, keep_serdes=False)
-
-    def left_join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
-                  joined: Any = None, *, name: str | None = None) -> KStream:
-        """Like :meth:`join`, but records without a partner are joined with None (for a
-        stream, once their join window has closed)."""
-        from kspark.dsl.global_table import GlobalKTable
-
-        if isinstance(other, GlobalKTable):
-            return self._global_join(other, joiner, windows, True, name)
-        if isinstance(other, KStream):
-            return self._stream_join(other, joiner, windows, "left", joined)
-        return self.join(other, joiner, joined=joined, left=True, name=name)
-
-    def outer_join(self, other: KStream, joiner: Callable[[Any, Any], Any],
-                   windows: Any, joined: Any = None) -> KStream:
-        """Windowed stream-stream outer join: unpartnered records of either side join None."""
-        return self._stream_join(other, joiner, windows, "outer", joined)
-
-    def _stream_join(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: Any,
-                     kind: str, joined: Any) -> KStream:
-        from kspark.dsl._stream_joins import stream_stream_join
-        from kspark.dsl.joined import StreamJoined
-
-        if windows is None:
-            raise TopologyError("a stream-stream join needs JoinWindows")
-        sj = joined or StreamJoined()
-        ks = sj.key_serde
-        this_vs = sj.value_serde if sj.value_serde is not None else self._value_serde
-        that_vs = (sj.other_value_serde if sj.other_value_serde is not None
-                   else other._value_serde)
-        left: KStream = (self._repartitioned(ks, this_vs, None, None)
-                         if self._repartition_required else self)
-        right: KStream = (other._repartitioned(ks, that_vs, None, None)
-                          if other._repartition_required else other)
-        merge = stream_stream_join(
-            Upstream(self._graph, left._node, ks if ks is not None else left._key_serde, this_vs),
-            Upstream(self._graph, right._node, ks if ks is not None else right._key_serde,
-                     that_vs), joiner, windows, kind, sj)
-        return KStream(self._graph, merge, self._key_serde, None)
-
-    def group_by_key(self, *, key_serde: Any = None,
-                     value_serde: Any = None) -> KGroupedStream:
-        """Group by the current key (repartitioning first if an earlier step changed it)."""
+    def group_by_key(self, *args: Any, **kwargs: Any) -> KGroupedStream:
+        """Group by the current key (repartitioning first if an earlier step changed it):
+        ``group_by_key([grouped])``, or the keywords ``key_serde``, ``value_serde``."""
         from kspark.dsl.grouped import KGroupedStream
+        from kspark.dsl.named import Grouped
 
-        ks = key_serde if key_serde is not None else self._key_serde
-        vs = value_serde if value_serde is not None else self._value_serde
-        stream: KStream = (self.repartition(key_serde=ks, value_serde=vs,
-                                            name=self._graph.next_name("KSTREAM-AGGREGATE"))
+        a = bind("KStream.group_by_key", f.GROUP_BY_KEY, args, kwargs)
+        return KGroupedStream(self._grouped(a["grouped"] or Grouped(), a["key_serde"],
+                                            a["value_serde"]))
+
+    def _grouped(self, grouped: Any, key_serde: Any, value_serde: Any) -> Upstream:
+        ks = _first(key_serde, grouped.key_serde, self._key_serde)
+        vs = _first(value_serde, grouped.value_serde, self._value_serde)
+        stream: KStream = (self.repartition(key_serde=ks, value_serde=vs, name=grouped.name
+                                            or self._graph.next_name("KSTREAM-AGGREGATE"))
                            if self._repartition_required else self)
-        return KGroupedStream(Upstream(self._graph, stream._node, ks, vs))
+        return Upstream(self._graph, stream._node, ks, vs)
 
-    def group_by(self, fn: Callable[[Any, Any], Any], *, key_serde: Any = None,
-                 value_serde: Any = None) -> KGroupedStream:
-        """Group by ``fn(key, value)`` (always repartitions by the new key)."""
-        return self.select_key(fn).group_by_key(key_serde=key_serde, value_serde=value_serde)
+    def group_by(self, *args: Any, **kwargs: Any) -> KGroupedStream:
+        """Group by ``key_selector(key, value)`` (always repartitions by the new key):
+        ``group_by(key_selector[, grouped])``, or the keywords ``key_serde``,
+        ``value_serde``."""
+        from kspark.dsl.grouped import KGroupedStream
+        from kspark.dsl.named import Grouped
 
-    def peek(self, action: Callable[[Any, Any], None], name: str | None = None) -> KStream:
-        """Call ``action(key, value)`` for each record and pass it on unchanged."""
-        return self._then("KSTREAM-PEEK", functools.partial(ops.PeekProcessor, action), name)
+        a = bind("KStream.group_by", f.GROUP_BY, args, kwargs)
+        keyed: KStream = self.select_key(a["selector"])
+        return KGroupedStream(keyed._grouped(a["grouped"] or Grouped(), a["key_serde"],
+                                             a["value_serde"]))
 
-    def foreach(self, action: Callable[[Any, Any], None], name: str | None = None) -> None:
-        """Call ``action(key, value)`` for each record (a terminal operation)."""
-        self._then("KSTREAM-FOREACH", functools.partial(ops.PeekProcessor, action, False), name)
+    def peek(self, *args: Any, **kwargs: Any) -> KStream:
+        """Call ``action(key, value)`` for each record and pass it on unchanged:
+        ``peek(action[, named])``."""
+        a = bind("KStream.peek", f.ACTION, args, kwargs)
+        return self._then("KSTREAM-PEEK", functools.partial(ops.PeekProcessor, a["action"]),
+                          f.named_of(a["named"]))
 
-    def to(self, topic: str | Callable[..., str], *, key_serde: Any = None, value_serde: Any = None,
-           partitioner: Callable[..., int | None] | None = None, name: str | None = None) -> None:
-        """Write the stream to ``topic``, or to ``topic(key, value, record_metadata)``'s answer.
+    def foreach(self, *args: Any, **kwargs: Any) -> None:
+        """Call ``action(key, value)`` for each record (a terminal operation):
+        ``foreach(action[, named])``."""
+        a = bind("KStream.foreach", f.ACTION, args, kwargs)
+        self._then("KSTREAM-FOREACH", functools.partial(ops.PeekProcessor, a["action"], False),
+                   f.named_of(a["named"]))
 
-        Serdes default to the stream's, then to the config's. ``partitioner(topic, key, value,
-        num_partitions)`` may choose the partition (None: Kafka's default, murmur2 of the key).
+    def to(self, *args: Any, **kwargs: Any) -> None:
+        """Write the stream to ``topic``, or to ``topic_extractor(key, value,
+        record_context)``'s answer: ``to(topic[, produced])``.
+
+        Serdes come from ``produced`` (or the keywords ``key_serde``/``value_serde``), then
+        the stream's, then the config's. A partitioner (``Produced.with_stream_partitioner``
+        or ``partitioner=``), ``partitioner(topic, key, value, num_partitions)``, may choose
+        the partition (None: Kafka's default, murmur2 of the key).
         """
-        name = name or self._graph.next_name("KSTREAM-SINK")
-        self._graph.add(SinkSpec(name, topic, (self._node,),
-                                 key_serde if key_serde is not None else self._key_serde,
-                                 value_serde if value_serde is not None else self._value_serde,
-                                 partitioner))
+        from kspark.dsl.topic_options import Produced
+
+        a = bind("KStream.to", f.TO, args, kwargs)
+        p = a["produced"] or Produced()
+        name = a["name"] or p.processor_name or self._graph.next_name("KSTREAM-SINK")
+        self._graph.add(SinkSpec(name, a["topic"], (self._node,),
+                                 _first(a["key_serde"], p.key_serde, self._key_serde),
+                                 _first(a["value_serde"], p.value_serde, self._value_serde),
+                                 _first(a["partitioner"], p.partitioner)))
+
+
+def _process_args(call: str, supplier: Any, stores: tuple, name: str | None
+                  ) -> tuple[str | None, tuple[str, ...]]:
+    """Java's ``process(supplier, String...)`` and ``process(supplier, Named, String...)``:
+    the processor's name and the store names, checked."""
+    from kspark.dsl.named import Named
+
+    if not callable(supplier):
+        raise TypeError(f"{call}() takes a processor supplier (a Processor class or a "
+                        f"function making one) first, got {describe(supplier)}")
+    if stores and isinstance(stores[0], Named):
+        name, stores = stores[0].name, stores[1:]
+    bad = [x for x in stores if not isinstance(x, str)]
+    if bad:
+        raise TypeError(f"{call}(supplier[, named], *store_names): store names are str, got "
+                        f"{describe(bad[0])}")
+    return name, stores
+
+
+def _first(*values: Any) -> Any:
+    """The first value that is not None."""
+    return next((v for v in values if v is not None), None)

@@ -14,6 +14,8 @@ from kspark._engine.state.build import StoreKind, store_kind
 from kspark._engine.tables import getters
 from kspark._engine.tables import processors as tables
 from kspark._graph.graph import ProcessorSpec, TopologyGraph
+from kspark.dsl import _forms as f
+from kspark.dsl._overloads import bind, describe
 from kspark.dsl._upstream import Upstream, copartition
 from kspark.dsl.grouped_table import KGroupedTable
 from kspark.dsl.materialized import Materialized
@@ -94,11 +96,12 @@ class KTable:
     def _derived(self, prefix: str, make: Callable[[str | None], Any],
                  materialized: Materialized | None, value_serde: Any, getter: Any,
                  old: tables.OldValues | None = None,
-                 old_policy: Callable[[bool], bool] | None = None) -> KTable:
+                 old_policy: Callable[[bool], bool] | None = None,
+                 name: str | None = None) -> KTable:
         """A filter or mapper of this table; with ``materialized`` it keeps its own store.
         ``old``: its processor's switch for sending old values; ``old_policy``: how it answers
         a request to send them when it has no store (by default: as this table does)."""
-        name = self._graph.next_name(prefix)
+        name = name or self._graph.next_name(prefix)
         store = None
         if materialized is not None and materialized.store_name is not None:
             store = materialized.store_name
@@ -117,9 +120,9 @@ class KTable:
             out._versioned = self._versioned  # read through this table's store
         return out
 
-    def filter(self, predicate: Callable[[Any, Any], bool],
-               materialized: Materialized | None = None) -> KTable:
-        """Keep the rows for which ``predicate(key, value)`` holds (others read as deleted).
+    def filter(self, *args: Any, **kwargs: Any) -> KTable:
+        """Keep the rows for which ``predicate(key, value)`` holds (others read as deleted):
+        ``filter(predicate[, named][, materialized])``.
 
         As Kafka Streams' KTableFilter, a filter whose old values nobody downstream needs
         forwards a delete for every update that fails the predicate.
@@ -132,31 +135,34 @@ class KTable:
             >>> big.queryable_store_name()
             'big-prices'
         """
-        return self._filter(predicate, False, materialized)
+        return self._filter("KTable.filter", False, args, kwargs)
 
-    def filter_not(self, predicate: Callable[[Any, Any], bool],
-                   materialized: Materialized | None = None) -> KTable:
+    def filter_not(self, *args: Any, **kwargs: Any) -> KTable:
         """Keep the rows for which ``predicate(key, value)`` does not hold."""
-        return self._filter(predicate, True, materialized)
+        return self._filter("KTable.filter_not", True, args, kwargs)
 
-    def _filter(self, predicate: Callable, negate: bool,
-                materialized: Materialized | None) -> KTable:
+    def _filter(self, call: str, negate: bool, args: tuple, kwargs: dict) -> KTable:
+        a = bind(call, f.FILTER_TABLE, args, kwargs)
+        predicate, materialized = a["predicate"], a["materialized"]
         old = tables.OldValues(self._enable_old(False))
         getter = None if self._getter is None else (
             lambda: getters.FilterGetter(self._reader(), predicate, negate))
         return self._derived("KTABLE-FILTER", lambda store: functools.partial(
             tables.TableFilterProcessor, predicate, negate, old, store, self._versioned),
             materialized, self._value_serde, getter, old,
-            lambda force: self._enable_old(force) or old.on)
+            lambda force: self._enable_old(force) or old.on, f.named_of(a["named"]))
 
-    def map_values(self, fn: Callable[..., Any], materialized: Materialized | None = None, *,
-                   with_key: bool = False) -> KTable:
-        """Map each value with ``fn(value)`` (``fn(key, value)`` with_key); with
-        ``materialized`` the result is kept in its own store."""
+    def map_values(self, *args: Any, **kwargs: Any) -> KTable:
+        """Map each value with ``mapper(value)`` (``mapper(key, value)`` for a mapper of two
+        arguments, or ``with_key=True``); with ``materialized`` the result is kept in its own
+        store: ``map_values(mapper[, named][, materialized])``."""
+        a = bind("KTable.map_values", f.TABLE_MAP_VALUES, args, kwargs)
+        fn, keyed = a["mapper"], f.with_key(a["mapper"], a["with_key"])
         getter = None if self._getter is None else (
-            lambda: getters.MapGetter(self._reader(), fn, with_key))
+            lambda: getters.MapGetter(self._reader(), fn, keyed))
         return self._derived("KTABLE-MAPVALUES", lambda store: functools.partial(
-            tables.TableMapValuesProcessor, fn, with_key, store), materialized, None, getter)
+            tables.TableMapValuesProcessor, fn, keyed, store), a["materialized"], None, getter,
+            name=f.named_of(a["named"]))
 
     def transform_values(self, transformer_supplier: Callable[[], Any],
                          materialized: Materialized | None = None,
@@ -196,7 +202,7 @@ class KTable:
         return out
 
     def _join(self, other: KTable, joiner: Callable[[Any, Any], Any], kind: str,
-              materialized: Materialized | None = None) -> KTable:
+              materialized: Materialized | None = None, name: str | None = None) -> KTable:
         from kspark._engine.joins.table_table import TableTableJoinProcessor
 
         for readable, node in ((self._getter is not None, self._node),
@@ -212,15 +218,16 @@ class KTable:
             other._enable_old(True)
         prefix = {"inner": "KTABLE-JOIN", "left": "KTABLE-LEFTJOIN",
                   "outer": "KTABLE-OUTERJOIN"}[kind]
-        this = self._graph.next_name(prefix + "THIS")
-        that = self._graph.next_name(prefix + "OTHER")
+        # named: Java's names, "<name>-join-this", "<name>-join-other" and "<name>"
+        this = f"{name}-join-this" if name else self._graph.next_name(prefix + "THIS")
+        that = f"{name}-join-other" if name else self._graph.next_name(prefix + "OTHER")
         self._graph.add(ProcessorSpec(this, functools.partial(
             TableTableJoinProcessor, other_reader, joiner, kind, True), (self._node,)))
         self._graph.add(ProcessorSpec(that, functools.partial(
             TableTableJoinProcessor, this_reader, joiner, kind, False), (other._node,)))
         self._graph.connect((this,), other_reader.stores)
         self._graph.connect((that,), this_reader.stores)
-        merge = self._graph.next_name("KTABLE-MERGE")
+        merge = name or self._graph.next_name("KTABLE-MERGE")
         store = None if materialized is None else materialized.store_name
         value_serde = None if materialized is None else materialized.value_serde
         if store is None:
@@ -242,15 +249,16 @@ class KTable:
         out._old_policy = enable
         return out
 
-    def join(self, other: KTable, joiner: Callable[..., Any],
-             fk_joiner: Callable[[Any, Any], Any] | None = None, *,
-             materialized: Materialized | None = None) -> KTable:
-        """Rows present in both tables, valued ``joiner(value, other_value)``.
+    def join(self, other: Any, *args: Any, **kwargs: Any) -> KTable:
+        """Rows present in both tables, in Java's two forms:
 
-        ``join(other, foreign_key_extractor, joiner)`` is a foreign-key join: each row joins
-        the row of ``other`` whose key is ``foreign_key_extractor(value)`` (or
-        ``foreign_key_extractor(key, value)``); the tables need not be co-partitioned, and
-        the result is keyed like this table.
+        - ``join(other, joiner[, named][, materialized])``: rows of the same key, valued
+          ``joiner(value, other_value)``;
+        - ``join(other, foreign_key_extractor, joiner[, table_joined][, materialized])``: a
+          foreign-key join (two functions, as Java tells it apart by its ``Function``): each
+          row joins the row of ``other`` whose key is ``foreign_key_extractor(value)`` (or
+          ``foreign_key_extractor(key, value)``); the tables need not be co-partitioned,
+          and the result is keyed like this table.
 
         Example:
             >>> from kspark import StreamsBuilder, Serdes
@@ -261,20 +269,27 @@ class KTable:
             >>> enriched = orders.join(products, lambda order: order.split("|")[0],
             ...                        lambda order, product: f"{order} {product}")
         """
-        if fk_joiner is not None:
-            return self._fk_join(other, joiner, fk_joiner, False, materialized)
-        return self._join(other, joiner, "inner", materialized)
+        return self._any_join("join", "inner", other, args, kwargs)
 
-    def left_join(self, other: KTable, joiner: Callable[..., Any],
-                  fk_joiner: Callable[[Any, Any], Any] | None = None, *,
-                  materialized: Materialized | None = None) -> KTable:
-        """Every row of this table; ``other_value`` is None where the other has none.
+    def left_join(self, other: Any, *args: Any, **kwargs: Any) -> KTable:
+        """Every row of this table; ``other_value`` is None where the other has none. The
+        same two forms as :meth:`join` (the second: the foreign-key variant)."""
+        return self._any_join("left_join", "left", other, args, kwargs)
 
-        ``left_join(other, foreign_key_extractor, joiner)``: the foreign-key variant.
-        """
-        if fk_joiner is not None:
-            return self._fk_join(other, joiner, fk_joiner, True, materialized)
-        return self._join(other, joiner, "left", materialized)
+    def _any_join(self, call: str, kind: str, other: Any, args: tuple, kwargs: dict) -> KTable:
+        a = bind(f"KTable.{call}", f.table_join_forms(call, kind != "outer"), (other, *args),
+                 kwargs)
+        if a["form"] == 0:
+            return self._join(other, a["joiner"], kind, a["materialized"],
+                              f.named_of(a["named"]))
+        tj = a["table_joined"]
+        if tj is not None and (tj.partitioner or tj.other_partitioner or tj.name):
+            raise TopologyError(
+                f"KTable.{call}(): TableJoined's partitioners and name are not supported yet "
+                "(kspark partitions a foreign-key join's subscription topics by key with "
+                "Kafka's default partitioner and names them itself); leave TableJoined out")
+        return self._fk_join(other, a["extractor"], a["joiner"], kind == "left",
+                             a["materialized"])
 
     def _fk_join(self, other: KTable, extractor: Callable[[Any], Any],
                  joiner: Callable[[Any, Any], Any], left: bool,
@@ -296,30 +311,44 @@ class KTable:
         return KTable(self._graph, node, self._key_serde, m.value_serde, result,
                       queryable=m.store_name is not None, source=output)
 
-    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], *,
-                   materialized: Materialized | None = None) -> KTable:
-        """Rows present in either table (the missing side is None)."""
-        return self._join(other, joiner, "outer", materialized)
+    def outer_join(self, other: Any, *args: Any, **kwargs: Any) -> KTable:
+        """Rows present in either table (the missing side is None):
+        ``outer_join(other, joiner[, named][, materialized])``."""
+        return self._any_join("outer_join", "outer", other, args, kwargs)
 
-    def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], *, key_serde: Any = None,
-                 value_serde: Any = None) -> KGroupedTable:
-        """Re-group the table's rows by ``selector(key, value) -> (new_key, new_value)``."""
+    def group_by(self, *args: Any, **kwargs: Any) -> KGroupedTable:
+        """Re-group the table's rows by ``selector(key, value) -> KeyValue(new_key,
+        new_value)``: ``group_by(selector[, grouped])``, or the keywords ``key_serde``,
+        ``value_serde``."""
+        from kspark.dsl.named import Grouped
+
+        a = bind("KTable.group_by", f.TABLE_GROUP_BY, args, kwargs)
+        g = a["grouped"] or Grouped()
         self._enable_old(True)  # the regrouping subtracts each row's old value
         return KGroupedTable(Upstream(self._graph, self._node, self._key_serde,
-                                      self._value_serde), selector, key_serde, value_serde)
+                                      self._value_serde), a["selector"],
+                             a["key_serde"] if a["key_serde"] is not None else g.key_serde,
+                             a["value_serde"] if a["value_serde"] is not None
+                             else g.value_serde, g.name)
 
-    def suppress(self, suppressed: Any) -> KTable:
+    def suppress(self, suppressed: Any, named: Any = None) -> KTable:
         """Hold updates back: final window results (``Suppressed.until_window_closes``) or at
         most one per key per time limit (``Suppressed.until_time_limit``)."""
         from kspark._engine.state.internal_serdes import SuppressBufferSerde
         from kspark._engine.tables.suppress import SuppressProcessor
         from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 
+        from kspark._engine.tables.suppress import Suppressed
+
+        if not isinstance(suppressed, Suppressed):
+            raise TypeError("KTable.suppress() takes a Suppressed (Suppressed."
+                            "until_window_closes(...) or until_time_limit(...)), got "
+                            f"{describe(suppressed)}")
         if self._versioned:
             raise TopologyError(f"suppress() is only supported for non-versioned KTables; table "
                                 f"{self._node!r} reads a versioned store")
         self._enable_old(True)
-        name = self._graph.next_name("KTABLE-SUPPRESS")
+        name = f.named_of(named) or self._graph.next_name("KTABLE-SUPPRESS")
         store = f"{name}-STATE-STORE"
         self._graph.add(ProcessorSpec(name, functools.partial(
             SuppressProcessor, store, suppressed, self._window_grace), (self._node,)))
@@ -332,9 +361,10 @@ class KTable:
         out._old_policy = self._enable_old
         return out
 
-    def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None) -> KStream:
+    def to_stream(self, *args: Any, **kwargs: Any) -> KStream:
         """The table's updates as a KStream (a delete is a record with a None value); with
-        ``mapper``, each record is re-keyed by ``mapper(key, value)`` (as ``select_key``).
+        ``mapper``, each record is re-keyed by ``mapper(key, value)`` (as ``select_key``):
+        ``to_stream([mapper][, named])``.
 
         Example:
             >>> from kspark import StreamsBuilder, Serdes
@@ -344,8 +374,9 @@ class KTable:
         """
         from kspark.dsl.kstream import KStream
 
-        name = self._graph.next_name("KTABLE-TOSTREAM")
+        a = bind("KTable.to_stream", f.TABLE_TO_STREAM, args, kwargs)
+        name = f.named_of(a["named"]) or self._graph.next_name("KTABLE-TOSTREAM")
         self._graph.add(ProcessorSpec(name, tables.TableToStreamProcessor, (self._node,)))
         stream = KStream(self._graph, name, self._key_serde, self._value_serde)
-        return stream if mapper is None else stream.select_key(mapper)
+        return stream if a["mapper"] is None else stream.select_key(a["mapper"])
 

@@ -62,14 +62,17 @@ class Materialized:
     def with_logging_disabled(self) -> "Materialized":
         return replace(self, logging=False)
 
-    def with_retention(self, retention_ms: int) -> "Materialized":
+    def with_retention(self, retention_ms: Any) -> "Materialized":
         """How long a window or session store keeps windows; at least the window size (or
         session gap) plus grace, checked when the aggregation is added."""
-        if int(retention_ms) < 0:
+        from kspark._engine.durations import to_ms
+
+        retention_ms = to_ms(retention_ms, "Materialized.with_retention retention")
+        if retention_ms < 0:
             from kspark.errors import TopologyError
 
             raise TopologyError(f"a store's retention must not be negative (got {retention_ms})")
-        return replace(self, retention_ms=int(retention_ms))
+        return replace(self, retention_ms=retention_ms)
 
     def in_memory(self) -> "Materialized":
         """Keep the store in memory instead of RocksDB."""

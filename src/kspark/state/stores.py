@@ -96,6 +96,15 @@ class DelayedRecordsStoreBuilder(KeyValueStoreBuilder):
         return DelayedRecordsStore(self.name, inner, self.key_serde, self.value_serde)
 
 
+def _durations(supplier: Any, *fields: str) -> None:
+    """Durations given as ``timedelta`` become int ms (as Java's ``Duration`` overloads)."""
+    from kspark._engine.durations import to_ms
+
+    for f in fields:
+        object.__setattr__(supplier, f, to_ms(getattr(supplier, f), f"store "
+                                              f"{supplier.name!r} {f}"))
+
+
 @dataclass(frozen=True)
 class VersionedBytesStoreSupplier:
     """Names a versioned key-value store (KIP-889) and how far back it answers reads."""
@@ -110,6 +119,7 @@ class VersionedBytesStoreSupplier:
                                       self.history_retention_ms)
 
     def __post_init__(self) -> None:
+        _durations(self, "history_retention_ms")
         if self.history_retention_ms < 0:
             from kspark.errors import TopologyError
 
@@ -142,6 +152,9 @@ class WindowBytesStoreSupplier:
     time_first: bool = False  # kspark-internal: a final-results (on_window_close) store
     kind: ClassVar[StoreKind] = StoreKind.WINDOW
 
+    def __post_init__(self) -> None:
+        _durations(self, "retention_ms", "window_size_ms")
+
     def typed_store(self, inner: Any, key_serde: Any, value_serde: Any) -> WindowStore:
         return WindowStore(self.name, inner, key_serde, value_serde, self.retention_ms,
                            self.window_size_ms, self.retain_duplicates, self.time_first)
@@ -163,6 +176,9 @@ class SessionBytesStoreSupplier:
     persistent: bool
     retention_ms: int
     kind: ClassVar[StoreKind] = StoreKind.SESSION
+
+    def __post_init__(self) -> None:
+        _durations(self, "retention_ms")
 
     def typed_store(self, inner: Any, key_serde: Any, value_serde: Any) -> SessionStore:
         return SessionStore(self.name, inner, key_serde, value_serde, self.retention_ms)

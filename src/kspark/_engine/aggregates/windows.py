@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kspark._engine.durations import to_ms
 from kspark.errors import SerializationError
 from kspark.serde._base import cannot_deserialize
 
@@ -43,16 +44,21 @@ class TimeWindows:
     grace_ms: int
 
     @staticmethod
-    def of_size_with_no_grace(size_ms: int) -> "TimeWindows":
-        return TimeWindows._checked(size_ms, size_ms, 0)
+    def of_size_with_no_grace(size_ms: Any) -> "TimeWindows":
+        """Tumbling windows of ``size_ms`` (int ms or a ``timedelta``), no grace."""
+        size = to_ms(size_ms, "window size")
+        return TimeWindows._checked(size, size, 0)
 
     @staticmethod
-    def of_size_and_grace(size_ms: int, grace_ms: int) -> "TimeWindows":
-        return TimeWindows._checked(size_ms, size_ms, grace_ms)
+    def of_size_and_grace(size_ms: Any, grace_ms: Any) -> "TimeWindows":
+        """Tumbling windows of ``size_ms`` that accept records ``grace_ms`` late (each int
+        ms or a ``timedelta``)."""
+        size = to_ms(size_ms, "window size")
+        return TimeWindows._checked(size, size, to_ms(grace_ms, "grace"))
 
-    def advance_by(self, advance_ms: int) -> "TimeWindows":
+    def advance_by(self, advance_ms: Any) -> "TimeWindows":
         """Hopping windows: a new window every ``advance_ms`` (at most the size)."""
-        return TimeWindows._checked(self.size_ms, advance_ms, self.grace_ms)
+        return TimeWindows._checked(self.size_ms, to_ms(advance_ms, "advance"), self.grace_ms)
 
     @staticmethod
     def _checked(size: int, advance: int, grace: int) -> "TimeWindows":
@@ -91,11 +97,13 @@ class SlidingWindows:
     grace_ms: int
 
     @staticmethod
-    def of_time_difference_with_no_grace(time_difference_ms: int) -> "SlidingWindows":
+    def of_time_difference_with_no_grace(time_difference_ms: Any) -> "SlidingWindows":
         return SlidingWindows.of_time_difference_and_grace(time_difference_ms, 0)
 
     @staticmethod
-    def of_time_difference_and_grace(time_difference_ms: int, grace_ms: int) -> "SlidingWindows":
+    def of_time_difference_and_grace(time_difference_ms: Any, grace_ms: Any) -> "SlidingWindows":
+        time_difference_ms = to_ms(time_difference_ms, "time difference")
+        grace_ms = to_ms(grace_ms, "grace")
         if time_difference_ms <= 0 or grace_ms < 0:
             raise ValueError(f"invalid sliding windows: time difference {time_difference_ms} ms, "
                              f"grace {grace_ms} ms (need time difference > 0, grace >= 0)")
@@ -156,11 +164,12 @@ class SessionWindows:
     grace_ms: int
 
     @staticmethod
-    def of_inactivity_gap_with_no_grace(gap_ms: int) -> "SessionWindows":
+    def of_inactivity_gap_with_no_grace(gap_ms: Any) -> "SessionWindows":
         return SessionWindows.of_inactivity_gap_and_grace(gap_ms, 0)
 
     @staticmethod
-    def of_inactivity_gap_and_grace(gap_ms: int, grace_ms: int) -> "SessionWindows":
+    def of_inactivity_gap_and_grace(gap_ms: Any, grace_ms: Any) -> "SessionWindows":
+        gap_ms, grace_ms = to_ms(gap_ms, "inactivity gap"), to_ms(grace_ms, "grace")
         if gap_ms <= 0 or grace_ms < 0:
             raise ValueError(f"invalid session windows: gap {gap_ms} ms, grace {grace_ms} ms "
                              "(need gap > 0, grace >= 0)")

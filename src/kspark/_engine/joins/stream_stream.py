@@ -9,6 +9,7 @@ from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.context import record_dropped
+from kspark._engine.durations import to_ms
 from kspark._engine.progress import KeepsProgress
 
 __all__ = ["JoinWindows", "StreamStreamJoinProcessor"]
@@ -29,25 +30,26 @@ class JoinWindows:
     grace_ms: int
 
     @staticmethod
-    def of_time_difference_with_no_grace(diff_ms: int) -> "JoinWindows":
-        """Kafka Streams' ``ofTimeDifferenceWithNoGrace``."""
-        return JoinWindows(diff_ms, diff_ms, 0)
+    def of_time_difference_with_no_grace(diff_ms: Any) -> "JoinWindows":
+        """Kafka Streams' ``ofTimeDifferenceWithNoGrace`` (int ms or a ``timedelta``)."""
+        return JoinWindows.of_time_difference_and_grace(diff_ms, 0)
 
     of_time_difference_without_grace = of_time_difference_with_no_grace  # kspark's older name
 
     @staticmethod
-    def of_time_difference_and_grace(diff_ms: int, grace_ms: int) -> "JoinWindows":
+    def of_time_difference_and_grace(diff_ms: Any, grace_ms: Any) -> "JoinWindows":
+        diff_ms, grace_ms = to_ms(diff_ms, "time difference"), to_ms(grace_ms, "grace")
         if diff_ms < 0 or grace_ms < 0:
             raise ValueError("join window difference and grace must be >= 0")
         return JoinWindows(diff_ms, diff_ms, grace_ms)
 
-    def before(self, ms: int) -> "JoinWindows":
+    def before(self, ms: Any) -> "JoinWindows":
         """How far before a left record a right record may be."""
-        return JoinWindows(ms, self.after_ms, self.grace_ms)
+        return JoinWindows(to_ms(ms, "before"), self.after_ms, self.grace_ms)
 
-    def after(self, ms: int) -> "JoinWindows":
+    def after(self, ms: Any) -> "JoinWindows":
         """How far after a left record a right record may be."""
-        return JoinWindows(self.before_ms, ms, self.grace_ms)
+        return JoinWindows(self.before_ms, to_ms(ms, "after"), self.grace_ms)
 
     def size_ms(self) -> int:
         return self.before_ms + self.after_ms

@@ -169,6 +169,9 @@ class KeyValueStore(StoreBase):
     def decode_key(self, raw: bytes) -> Any:
         return self.key_serde.deserialize(self._name, raw)
 
+    def encode_value(self, value: Any) -> bytes:
+        return self.value_serde.serialize(self._name, value)
+
     def get(self, key: Any) -> Any:
         return self._v(self.inner.get(self._k(key)))
 

@@ -5,10 +5,12 @@ entries in kspark's own encoding: ``state.internal_serdes.SuppressBufferSerde``)
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark._engine.durations import to_ms
+from kspark._engine.either import either
 from kspark.errors import StreamsError
 
 __all__ = ["BufferConfig", "Suppressed", "SuppressProcessor"]
@@ -16,24 +18,57 @@ __all__ = ["BufferConfig", "Suppressed", "SuppressProcessor"]
 
 @dataclass(frozen=True)
 class BufferConfig:
-    """How much suppress may hold, and what happens when it is full."""
+    """How much suppress may hold (records, bytes, or both), and what happens when it is
+    full: emit the oldest early (the default) or shut down.
 
-    max_records: int | None = None
-    shut_down_when_full_: bool = False
+    Example:
+        >>> b = BufferConfig.max_records(100).with_max_bytes(1_000_000).shut_down_when_full()
+        >>> (b.record_limit, b.byte_limit, b.shut_down)
+        (100, 1000000, True)
+    """
+
+    record_limit: int | None = None
+    byte_limit: int | None = None
+    shut_down: bool = False
 
     @staticmethod
     def unbounded() -> "BufferConfig":
         return BufferConfig()
 
     @staticmethod
-    def with_max_records(n: int) -> "BufferConfig":
-        return BufferConfig(max_records=n)
+    def max_records(n: int) -> "BufferConfig":
+        """Kafka Streams' ``BufferConfig.maxRecords``."""
+        return BufferConfig(record_limit=_limit(n, "max_records"))
+
+    @staticmethod
+    def max_bytes(n: int) -> "BufferConfig":
+        """Kafka Streams' ``BufferConfig.maxBytes``: the buffer's entries (each its key and
+        buffered change, serialized as the buffer's store holds them) may take ``n`` bytes."""
+        return BufferConfig(byte_limit=_limit(n, "max_bytes"))
+
+    @either
+    def with_max_records(self, n: int) -> "BufferConfig":
+        """Java's ``withMaxRecords``; on the class, as ``max_records`` (kspark's older use)."""
+        return replace(self, record_limit=_limit(n, "max_records"))
+
+    @either
+    def with_max_bytes(self, n: int) -> "BufferConfig":
+        return replace(self, byte_limit=_limit(n, "max_bytes"))
+
+    def with_no_bound(self) -> "BufferConfig":
+        return replace(self, record_limit=None, byte_limit=None)
 
     def emit_early_when_full(self) -> "BufferConfig":
-        return BufferConfig(self.max_records, False)
+        return replace(self, shut_down=False)
 
     def shut_down_when_full(self) -> "BufferConfig":
-        return BufferConfig(self.max_records, True)
+        return replace(self, shut_down=True)
+
+
+def _limit(n: Any, what: str) -> int:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise TypeError(f"BufferConfig.{what} takes an int >= 0, got {n!r}")
+    return n
 
 
 @dataclass(frozen=True)
@@ -55,8 +90,11 @@ class Suppressed:
         return Suppressed(True, 0, buffer or BufferConfig.unbounded())
 
     @staticmethod
-    def until_time_limit(time_to_wait_ms: int, buffer: BufferConfig | None = None) -> "Suppressed":
-        return Suppressed(False, time_to_wait_ms, buffer or BufferConfig.unbounded())
+    def until_time_limit(time_to_wait_ms: Any,
+                         buffer: BufferConfig | None = None) -> "Suppressed":
+        """At most one update per key per ``time_to_wait_ms`` (int ms or a ``timedelta``)."""
+        return Suppressed(False, to_ms(time_to_wait_ms, "time to wait"),
+                          buffer or BufferConfig.unbounded())
 
 
 class SuppressProcessor(Processor):
@@ -72,8 +110,13 @@ class SuppressProcessor(Processor):
         self.store = context.get_state_store(self.store_name)
         self.observed = -1
         self.heap: list[tuple[int, bytes, Any]] = []
+        # max_bytes: each entry's size, as the buffer's store holds it (key and value bytes)
+        self.sizes: dict[bytes, int] | None = (
+            {} if self.suppressed.buffer.byte_limit is not None else None)
+        self.bytes = 0
         for kv in self.store.all():  # rebuild the index (the store may have been restored)
             self._index(kv.value[0], kv.key)
+            self._sized(kv.key, kv.value)
             self.observed = max(self.observed, kv.value[1])
 
     def _due_time(self, record: Record) -> int:
@@ -91,12 +134,23 @@ class SuppressProcessor(Processor):
         old = held[2].old if held is not None else record.value.old
         from kspark._engine.tables.change import Change
 
-        self.store.put(record.key, (due, record.timestamp, Change(record.value.new, old),
-                                    record.headers))
+        entry = (due, record.timestamp, Change(record.value.new, old), record.headers)
+        self.store.put(record.key, entry)
+        self._sized(record.key, entry)
         if held is None:
             self._index(due, record.key)
         self._emit_due()
         self._enforce_bound()
+
+    def _sized(self, key: Any, entry: Any) -> None:
+        """Note ``key``'s entry size (None: removed), when the buffer is bounded in bytes."""
+        if self.sizes is None:
+            return
+        raw = self.store.encode_key(key)
+        self.bytes -= self.sizes.pop(raw, 0)
+        if entry is not None:
+            self.sizes[raw] = size = len(raw) + len(self.store.encode_value(entry))
+            self.bytes += size
 
     def _index(self, due: int, key: Any) -> None:
         heapq.heappush(self.heap, (due, self.store.encode_key(key), key))
@@ -106,6 +160,7 @@ class SuppressProcessor(Processor):
         if held is None:
             return
         self.store.delete(key)
+        self._sized(key, None)
         _, ts, change, headers = held
         if change.new is None and self.suppressed.final_results:
             return
@@ -117,11 +172,17 @@ class SuppressProcessor(Processor):
             self._emit(key)
 
     def _enforce_bound(self) -> None:
-        limit = self.suppressed.buffer.max_records
-        while limit is not None and len(self.heap) > limit:
-            if self.suppressed.buffer.shut_down_when_full_:
+        buffer = self.suppressed.buffer
+        while self._over(buffer):
+            if buffer.shut_down:
                 raise StreamsError(
-                    f"suppress buffer {self.store_name!r} is full ({limit} records) and is "
-                    "configured to shut down when full; raise BufferConfig.with_max_records")
+                    f"suppress buffer {self.store_name!r} is full ({len(self.heap)} records, "
+                    f"{self.bytes} bytes; limits: {buffer.record_limit} records, "
+                    f"{buffer.byte_limit} bytes) and is configured to shut down when full; "
+                    "raise BufferConfig.max_records / max_bytes")
             _, _, key = heapq.heappop(self.heap)
             self._emit(key)
+
+    def _over(self, buffer: BufferConfig) -> bool:
+        return ((buffer.record_limit is not None and len(self.heap) > buffer.record_limit)
+                or (buffer.byte_limit is not None and self.bytes > buffer.byte_limit))
