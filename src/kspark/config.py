@@ -7,7 +7,9 @@ client settings common to every client (``security.protocol``, ``sasl.*``, ``ssl
 of client (see kspark._kafka.settings); keys kspark's guarantees rely on are refused. A value
 ``${env:NAME}`` is read from an environment variable and ``${file:PATH}`` (or
 ``${file:PATH:KEY}``, a key of a properties file) from a file, so secrets need not be written
-in the config. An unknown key or a bad value is rejected when the config is built.
+in the config. An unknown key or a bad value is rejected when the config is built; a Kafka
+Streams key kspark does not take (or a client key it does not honour) is refused saying what
+to use instead, and Java's deprecated names are read as today's (kspark._config_java).
 
 Every key declares the execution modes it applies to (``ConfigKey.modes``): a key given for
 the other mode's use alone (``num.stream.threads`` with ``micro_batch``, say) is refused
@@ -30,17 +32,20 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kspark._config_java import (DEPRECATED_VALUES, refused_client_key, renamed, renamed_value,
+                                 task_idle_problem, unknown_key)
 from kspark._config_text import parse_properties, resolve_reference
+from kspark._engine.offset_reset import reset_policy_problem
 from kspark.errors import ConfigError
 
 __all__ = ["StreamsConfig", "ConfigKey", "CONFIG_KEYS", "MICRO_BATCH", "REAL_TIME", "MODES", "BOTH",
            "declared_default", "checkpoint_location", "commit_interval_ms", "parse_properties"]
 
+GUARANTEE = "processing.guarantee"
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
 # execution.mode's values; a ConfigKey's ``modes`` names those it applies to
@@ -96,23 +101,6 @@ def _app_id(v: Any) -> str | None:
     return None if ok else "may only contain letters, digits, '.', '_' and '-'"
 
 
-_EOS_ALIASES = ("exactly_once", "exactly_once_beta")  # the seed's and Kafka 2.5's names
-
-
-def _guarantee(v: Any) -> str | None:
-    return _one_of(AT_LEAST_ONCE, EXACTLY_ONCE_V2, *_EOS_ALIASES)(v)
-
-
-def _guarantee_alias(v: str) -> str:
-    """``exactly_once`` and ``exactly_once_beta`` mean ``exactly_once_v2``, with a warning,
-    as in Kafka Streams 3.x+."""
-    if v in _EOS_ALIASES:
-        warnings.warn(f"processing.guarantee={v!r} is deprecated; it means "
-                      f"{EXACTLY_ONCE_V2!r}, use that name", DeprecationWarning, stacklevel=4)
-        return EXACTLY_ONCE_V2
-    return v
-
-
 def _serde(v: Any) -> str | None:
     from kspark.serde import Serde, Serdes
 
@@ -143,8 +131,9 @@ _KEYS = [
     ConfigKey("processing.guarantee", str, AT_LEAST_ONCE, "at_least_once, or exactly_once_v2 "
               "(KIP-129: each task's output, changelog records, progress and input offsets "
               "commit in one Kafka transaction per micro-batch; 'exactly_once' and "
-              "'exactly_once_beta' are deprecated aliases).", _guarantee,
-              convert=_guarantee_alias, modes=BOTH),
+              "'exactly_once_beta' are deprecated aliases).",
+              _one_of(AT_LEAST_ONCE, EXACTLY_ONCE_V2, *DEPRECATED_VALUES[GUARANTEE]),
+              convert=lambda v: renamed_value(GUARANTEE, v), modes=BOTH),
     ConfigKey("default.key.serde", object, None, "Serde for keys where none is given: a Serde or "
               "a built-in name such as 'String'.", _serde, modes=BOTH),
     ConfigKey("default.value.serde", object, None, "Serde for values where none is given.", _serde,
@@ -171,7 +160,8 @@ _KEYS = [
               "turn dead-lettering off)", modes=BOTH),
     ConfigKey("statestore.cache.max.bytes", int, 10 * 1024 * 1024, "Record cache for DSL "
               "stores: above 0, a table emits each key's latest change once per commit (on "
-              "Spark: per micro-batch); 0 emits every update.", _non_negative, modes=BOTH),
+              "Spark: per micro-batch); 0 emits every update. Deprecated alias: "
+              "cache.max.bytes.buffering.", _non_negative, modes=BOTH),
     ConfigKey("replication.factor", int, -1, "Replication factor of the internal topics kspark "
               "creates (changelogs, the progress, metadata and instance topics); -1 takes the "
               "brokers' default.replication.factor, as Kafka Streams does.",
@@ -197,6 +187,15 @@ _KEYS = [
               "topology with delayed records (KStream.delay, context.schedule_record) runs a "
               "micro-batch to fire those that are due, also when no input arrives.", _positive,
               modes=(MICRO_BATCH,)),
+    ConfigKey("auto.offset.reset", str, "earliest", "Where a source partition without a "
+              "(valid) committed offset starts: earliest, latest, none (the start fails, naming "
+              "those partitions) or by_duration:<ISO-8601 duration> (the first record at or "
+              "after now - duration); a source's offset_reset overrides it; internal topics "
+              "start at earliest.", reset_policy_problem, modes=BOTH),
+    ConfigKey("max.task.idle.ms", int, 0, "How long a task waits for an empty input partition "
+              "before processing its others: 0 (Kafka Streams' default) only while the "
+              "partition has data on the broker; -1 never; more is refused.",
+              lambda v: None if v >= -1 else "must be >= -1", modes=BOTH),
     ConfigKey("global.consumer.auto.offset.reset", str, "earliest", "Where a global store is "
               "rebuilt from when its offsets are invalid (KIP-406): 'earliest' or 'latest'; a "
               "global table's own offset_reset overrides it.", _one_of("earliest", "latest"),
@@ -303,21 +302,20 @@ class StreamsConfig(Mapping[str, Any]):
     def __init__(self, props: Mapping[str, Any] | None = None):
         from kspark._kafka.settings import check_owned, is_common_key
 
-        props = dict(props or {})
+        props = renamed(props or {})  # Kafka Streams' deprecated names (_config_java.py)
         values: dict[str, Any] = {}
         for name, value in props.items():
             if not isinstance(name, str):
                 raise ConfigError(f"config keys must be strings, got {name!r}")
-            value = resolve_reference(name, value)
-            if name.startswith(PASS_THROUGH_PREFIXES) or is_common_key(name):
+            value, key = resolve_reference(name, value), CONFIG_KEYS.get(name)
+            if key is not None:
+                values[name] = _check(key, value)
+            elif refused_client_key(name):
+                raise ConfigError(refused_client_key(name))
+            elif name.startswith(PASS_THROUGH_PREFIXES) or is_common_key(name):
                 values[name] = value
-                continue
-            key = CONFIG_KEYS.get(name)
-            if key is None:
-                raise ConfigError(
-                    f"unknown config key {name!r}; see docs/config.md for the keys kspark accepts"
-                )
-            values[name] = _check(key, value)
+            else:
+                raise ConfigError(unknown_key(name))
         for key in _KEYS:
             if key.name not in values:
                 if key.required:
@@ -325,6 +323,8 @@ class StreamsConfig(Mapping[str, Any]):
                 values[key.name] = key.default
         check_owned(values)
         _check_modes(props, values[MODE])
+        if task_idle_problem(values["max.task.idle.ms"], values[MODE]):
+            raise ConfigError(task_idle_problem(values["max.task.idle.ms"], values[MODE]))
         self._values = values
         self._given = frozenset(props)
 

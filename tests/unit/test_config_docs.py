@@ -76,3 +76,16 @@ def test_every_declared_key_is_documented_with_the_modes_it_applies_to():
     wrong = {name: (documented[name][1], expected(key)) for name, key in CONFIG_KEYS.items()
              if name in documented and documented[name][1] != expected(key)}
     assert not wrong, f"docs/config.md's modes differ (documented, declared): {wrong}"
+
+
+def test_every_kafka_streams_key_kspark_refuses_is_in_the_docs_table():
+    from kspark._config_java import JAVA_KEYS
+
+    lines = DOC.read_text().splitlines()
+    start = lines.index("| Kafka Streams key | in kspark |") + 2
+    documented = set()
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        documented.update(re.findall(r"`([^`]+)`", line.strip("|").split("|")[0]))
+    assert documented == set(JAVA_KEYS), "docs/config.md's table of Kafka Streams keys differs"

@@ -31,7 +31,7 @@ BOTH_MODES = {"application.id", "bootstrap.servers", "state.dir", "commit.interv
               "statestore.cache.max.bytes", "replication.factor", "request.timeout.ms",
               "async.max.in.flight", "global.consumer.auto.offset.reset", "autostop.at",
               "execution.mode", "source.read.timeout.ms", "task.timeout.ms",
-              "retry.backoff.ms"}
+              "retry.backoff.ms", "auto.offset.reset", "max.task.idle.ms"}
 
 BASE = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
 OTHER = {MICRO_BATCH: REAL_TIME, REAL_TIME: MICRO_BATCH}

@@ -190,10 +190,29 @@ class Admin(GroupAdmin):
         While a broker restarts, or a leader moves, the answer is an error or no offset at
         all (-1001): that is retried, ``retry.backoff.ms`` apart, for ``patience_s``
         (default: ``task.timeout.ms``), then a TaskTimeoutError names the partition."""
-        from confluent_kafka import IsolationLevel
         from confluent_kafka.admin import OffsetSpec
 
         spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
+        return self._list_offsets(partitions, spec, committed, patience_s)
+
+    def offsets_for_time(self, partitions: Iterable[tuple[str, int]], timestamp_ms: int
+                         ) -> dict[tuple[str, int], int | None]:
+        """The first offset of each topic-partition whose record's timestamp is at or after
+        ``timestamp_ms`` (read_committed; None: no record is that recent), as Kafka's
+        ``offsetsForTimes``."""
+        from confluent_kafka.admin import OffsetSpec
+
+        found = self._list_offsets(partitions, OffsetSpec.for_timestamp(timestamp_ms), True,
+                                   None, none_ok=True)
+        return {tp: offset if offset >= 0 else None for tp, offset in found.items()}
+
+    def _list_offsets(self, partitions: Iterable[tuple[str, int]], spec: Any, committed: bool,
+                      patience_s: float | None, none_ok: bool = False
+                      ) -> dict[tuple[str, int], int]:
+        """ListOffsets of ``spec`` for each partition, retried as :meth:`end_offsets` says
+        (``none_ok``: -1, "no such record" for a timestamp, is an answer)."""
+        from confluent_kafka import IsolationLevel
+
         isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
         todo = {(t, p) for t, p in partitions}
         out: dict[tuple[str, int], int] = {}
@@ -213,7 +232,7 @@ class Admin(GroupAdmin):
                     failed = KafkaError(KafkaError._TIMED_OUT, "no answer")
                     self.renew()
                     break
-                if offset >= 0:  # -1001: not known yet (the broker is recovering)
+                if offset >= 0 or (none_ok and offset == -1):  # -1001: not known yet
                     out[(tp.topic, tp.partition)] = offset
                     todo.discard((tp.topic, tp.partition))
                 else:

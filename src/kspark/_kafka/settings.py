@@ -78,7 +78,7 @@ _OWNED: dict[str, tuple[tuple[str, ...], str]] = {
     "isolation.level": (("read_committed",), "kspark reads with read_committed so that "
                         "aborted transactions are never processed"),
     "enable.auto.commit": (("false",), "kspark commits input offsets itself, with the "
-                           "output they produced"),
+                           "output they produced; use commit.interval.ms"),
     "transactional.id": ((), "under exactly_once_v2 each task's producer has the stable id "
                          "<application.id>-<task> that fences its older attempts"),
     "enable.idempotence": (("true",), "kspark's producers are idempotent so that retries "

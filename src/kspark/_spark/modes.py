@@ -193,7 +193,8 @@ class RealTimeDriver:
                          "the application's tasks")
         app.create_topic(admin, counts, control_topic(app_id), 1, "the control topic")
         self.query = real_time_query(spark, app.graph, c, query_plan, commit_interval_ms(c),
-                                     app.stop_offsets).start()
+                                     app.stop_offsets, _real_time_starts(admin, app, counts)
+                                     ).start()
         app.start_timings.step("real-time start")
         return self.query
 
@@ -206,6 +207,35 @@ class RealTimeDriver:
 
     def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
         return self.query.metrics()
+
+
+def _real_time_starts(admin: Admin, app: Any, counts: dict[str, int]
+                      ) -> tuple[tuple[TP, int, int], ...]:
+    """Where each source partition without a valid committed offset starts (its reset
+    policy, resolved once per start: every epoch of the run starts there until a task
+    commits), with the group's offset seen (-1: none), as ``Epoch.starts``; under
+    ``earliest`` the start is OFFSET_BEGINNING, which records deleted meanwhile cannot
+    put out of range. Partitions under ``none`` fail the start here, on the driver."""
+    from confluent_kafka import OFFSET_BEGINNING
+
+    from kspark._engine.offset_reset import topic_policy
+    from kspark._host.start_offsets import resolve_start_offsets
+    from kspark._kafka.clients import committed_offsets
+
+    c = app.config
+    topics, resets = kafka_sources(app.graph)
+    tps = [(t, p) for t in topics for p in range(counts[t])]
+    if not tps:
+        return ()
+    # the last completed commit (as micro_batch's resume): an open transaction of a run
+    # that died is not waited for; a thread reads the group again once its tasks opened
+    group = committed_offsets(admin.settings, c["application.id"], tps, stable=False)
+    starts = resolve_start_offsets(admin, c["application.id"], tps, group, resets,
+                                   c["auto.offset.reset"])
+    earliest = {t for t in topics
+                if topic_policy(False, resets.get(t), c["auto.offset.reset"]).name == "earliest"}
+    return tuple((tp, group.get(tp, -1), OFFSET_BEGINNING if tp[0] in earliest else at)
+                 for tp, at in sorted(starts.items()) if group.get(tp) != at)
 
 
 def _discard_micro_batch_checkpoint(app_id: str, location: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from kspark._host.start_offsets import resolve_start_offsets
 from kspark._kafka.admin import Admin
 from kspark._kafka.group_offsets import committed_offsets
 from kspark._kafka.range_reader import read_range
@@ -30,8 +31,9 @@ TP = tuple[str, int]
 
 def resume_offsets(spark: SparkSession, config: Mapping[str, Any], topics: list[str],
                    resets: Mapping[str, str], location: str) -> Offsets | None:
-    """The offsets the query's first batch starts from (None: each topic's earliest, or
-    latest for 'latest' sources). Pinned in the checkpoint before the first batch is planned,
+    """The offsets the query's first batch starts from (None: no topics): the group's,
+    else each topic's reset policy (``resets``: the sources' own, over the config's
+    ``auto.offset.reset``). Pinned in the checkpoint before the first batch is planned,
     so a replay of batch 0 starts from the same place.
 
     Raises ProgressMismatchError if an existing checkpoint disagrees with the group.
@@ -46,7 +48,7 @@ def resume_offsets(spark: SparkSession, config: Mapping[str, Any], topics: list[
     group = committed_offsets(settings, app_id, tps, stable=False)
     checkpoint = SparkCheckpoint(spark, location)
     if checkpoint.latest_batch() is None:
-        start = _fresh_start(admin, tps, group, resets)
+        start = _fresh_start(admin, app_id, tps, group, resets, config["auto.offset.reset"])
         checkpoint.pin_start(start)
         if group:
             log.info("application %r has no Spark checkpoint at %s: resuming from the offsets "
@@ -57,21 +59,14 @@ def resume_offsets(spark: SparkSession, config: Mapping[str, Any], topics: list[
     return pinned
 
 
-def _fresh_start(admin: Admin, tps: list[TP], group: dict[TP, int],
-                 resets: Mapping[str, str]) -> Offsets:
+def _fresh_start(admin: Admin, app_id: str, tps: list[TP], group: dict[TP, int],
+                 resets: Mapping[str, str], configured: str) -> Offsets:
     """The group's offset per partition; where it has none (or one outside the log), the
-    source's reset policy."""
-    earliest, latest = admin.end_offsets(tps, earliest=True), admin.end_offsets(tps)
+    topic's reset policy (``kspark._host.start_offsets``)."""
     start: Offsets = {}
-    for t, p in tps:
-        reset = latest if resets.get(t) == "latest" else earliest
-        offset = group.get((t, p))
-        if offset is not None and not earliest[(t, p)] <= offset <= latest[(t, p)]:
-            log.warning("topic %r partition %d: the committed offset %d is outside the log "
-                        "[%d, %d]; starting from the %s offset", t, p, offset,
-                        earliest[(t, p)], latest[(t, p)], resets.get(t) or "earliest")
-            offset = None
-        start.setdefault(t, {})[str(p)] = reset[(t, p)] if offset is None else offset
+    for (t, p), offset in resolve_start_offsets(admin, app_id, tps, group, resets,
+                                                configured).items():
+        start.setdefault(t, {})[str(p)] = offset
     return start
 
 

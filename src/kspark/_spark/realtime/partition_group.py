@@ -1,5 +1,6 @@
 """What a real-time thread holds of one task's input between polls: Kafka Streams'
-``PartitionGroup`` with ``max.task.idle.ms=0``.
+``PartitionGroup`` with ``max.task.idle.ms=0`` (wait for an empty partition while it has
+data on the broker), or ``-1`` (``wait=False``: never wait).
 
 Example:
     >>> from kspark._engine.nodes import RawRecord
@@ -25,8 +26,8 @@ TP = tuple[str, int]
 class PartitionGroup:
     """The records polled and not processed yet of a task reading ``sources``."""
 
-    def __init__(self, sources: tuple[TP, ...]):
-        self.sources = sources
+    def __init__(self, sources: tuple[TP, ...], wait: bool = True):
+        self.sources, self.wait = sources, wait
         self.pending: dict[TP, list[RawRecord]] = {}
         self.positions: dict[TP, int] = {}  # after the records taken: the next offset
 
@@ -38,9 +39,9 @@ class PartitionGroup:
     def ready(self, at_end: Container[TP]) -> bool:
         """Whether to process what is held: every input partition has records held or has
         none left to fetch (``at_end``), so that records are picked by head timestamp across
-        the partitions."""
-        return bool(self.pending) and all(tp in self.pending or tp in at_end
-                                          for tp in self.sources)
+        the partitions; without ``wait``, whenever records are held."""
+        return bool(self.pending) and (not self.wait or all(
+            tp in self.pending or tp in at_end for tp in self.sources))
 
     def take(self) -> list[RawRecord]:
         """Every record held, noting each partition's next offset in :attr:`positions`."""

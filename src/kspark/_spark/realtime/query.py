@@ -72,10 +72,12 @@ class RealTimeRunError(Exception):
 
 
 def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
-                    interval_ms: int, stop: dict[tuple[str, int], int] | None = None
+                    interval_ms: int, stop: dict[tuple[str, int], int] | None = None,
+                    starts: tuple[tuple[tuple[str, int], int, int], ...] = ()
                     ) -> RealTimeQuery:
     """The real-time run of every sub-topology of ``plan`` (``stop``: a batch run's stop
-    offsets, KIP-95)."""
+    offsets, KIP-95; ``starts``: the source partitions' starts the driver resolved, see
+    ``Epoch.starts``)."""
     from kspark._plan.plan import kafka_sources
 
     members = real_time_members(plan, graph, config)
@@ -87,7 +89,7 @@ def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
     epoch = Epoch("", threads, tuple(specs), tuple(sorted(kafka_sources(graph)[1].items())),
                   interval_ms, int(config["real_time.epoch.ms"]), 0,
                   int(config["repartition.purge.interval.ms"]),
-                  tuple(sorted((stop or {}).items())))
+                  tuple(sorted((stop or {}).items())), starts)
     log.info("application %r: real-time mode, %d stream threads for %d tasks of %d "
              "sub-topologies, commit every %d ms", plan.application_id, threads, len(specs),
              len(members), interval_ms)

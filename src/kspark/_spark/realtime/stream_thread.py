@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kspark._engine.nodes import RawRecord
+from kspark._engine.offset_reset import assigned_start
 from kspark._kafka.records import raw_record
 from kspark._kafka.retry import transient
 from kspark._spark.realtime.consumer_fault import ConsumerFault
@@ -52,12 +53,15 @@ class Epoch:
     run: str  # unique to the epoch: the batch stamp of its commits
     threads: int
     tasks: tuple[TaskSpec, ...]  # every task; thread i runs tasks[i::threads]
-    resets: tuple[tuple[str, str], ...]  # per-topic offset reset (earliest by default)
+    resets: tuple[tuple[str, str], ...]  # per-topic offset reset of partitions not in starts
     interval_ms: int  # commit.interval.ms
     length_ms: int  # real_time.epoch.ms
     control_begin: int  # where the threads watch the control topic from
     purge_ms: int  # repartition.purge.interval.ms
     stop: tuple[tuple[tuple[str, int], int], ...] = ()  # a batch run's stop offsets (KIP-95)
+    # the driver's resolved starts: (partition, group's offset it saw or -1, start offset
+    # or OFFSET_BEGINNING); see kspark._engine.offset_reset.assigned_start
+    starts: tuple[tuple[tuple[str, int], int, int], ...] = ()
 
     def mine(self, index: int) -> tuple[TaskSpec, ...]:
         """Thread ``index``'s tasks: the same in every epoch (a sticky assignment)."""
@@ -182,18 +186,19 @@ def assign_threads(claims: list[list[Any]], threads: int) -> dict[int, int]:
 
 
 def _assign(ctx: HostContext, index: int, epoch: Epoch, specs: tuple[TaskSpec, ...]) -> Any:
-    """The thread's consumer, assigned its tasks' partitions at the group's committed
-    offsets (after the tasks opened: under exactly-once their fencing ended any older
-    attempt's transaction first), else each topic's reset policy."""
+    """The thread's consumer, assigned its tasks' partitions (after the tasks opened: under
+    exactly-once their fencing ended any older attempt's transaction first) where
+    ``assigned_start`` says: the driver's resolved start, or the group's committed offset;
+    else (internal topics) the earliest offset."""
     from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TopicPartition
 
     tps = [tp for s in specs for tp in s.sources]
     committed = committed_offsets(ctx.settings, ctx.app_id, tps)
-    resets = dict(epoch.resets)
+    resets, starts = dict(epoch.resets), {tp: (seen, at) for tp, seen, at in epoch.starts}
     consumer = thread_consumer(ctx.settings, ctx.app_id, index)
-    consumer.assign([TopicPartition(t, p, committed.get((t, p), OFFSET_END if resets.get(t) ==
-                                                        "latest" else OFFSET_BEGINNING))
-                     for t, p in tps])
+    consumer.assign([TopicPartition(t, p, assigned_start(committed.get((t, p)), starts.get(
+        (t, p)), OFFSET_END if resets.get(t) == "latest" else OFFSET_BEGINNING))
+        for t, p in tps])
     return consumer
 
 
@@ -208,7 +213,8 @@ class _Loop:
         self.consumer, self.tasks, self.watch, self.epoch, self.ctx = (
             consumer, tasks, watch, epoch, ctx)
         self.reporter, self.globals = reporter, globals_
-        self.groups = {s: PartitionGroup(s.sources) for s in tasks}
+        wait = ctx.config["max.task.idle.ms"] != -1  # -1: never wait (0: see ready())
+        self.groups = {s: PartitionGroup(s.sources, wait) for s in tasks}
         self.owner = {tp: s for s in tasks for tp in s.sources}
         self.at_end: dict[TP, int] = {}  # partitions with nothing to fetch now: their end
         self.purged: dict[TP, int] = {}
