@@ -1,5 +1,6 @@
-"""The ``kspark`` command: manage the local broker, run the demo or an application, describe
-an application's Spark plan, reset an application, rebuild a lost changelog.
+"""The ``kspark`` command: manage the local broker, make, fill and read topics, run the demo
+or an application, describe an application's Spark plan, reset an application, rebuild a
+lost changelog.
 
 Example:
     >>> from kspark.cli import build_parser
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kspark._cli_topics import add_topics, run_topics
 from kspark.errors import KSparkError
 
 __all__ = ["main", "build_parser", "client_config"]
@@ -33,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_describe(sub)
     _add_reset(sub)
     _add_changelog(sub)
+    add_topics(sub)
     return p
 
 
@@ -308,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
             return _reset(args)
         if args.command == "describe":
             return _describe(args)
+        if args.command == "topics":
+            return run_topics(args)
         if args.command == "run":
             from kspark._runner import run_application
 

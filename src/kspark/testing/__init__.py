@@ -6,6 +6,9 @@ Example:
     >>> from kspark.testing import TopologyTestDriver
 """
 
-from kspark.testing.driver import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
+from kspark.testing.driver import TopologyTestDriver
+from kspark.testing.records import NoSuchElementError, TestRecord
+from kspark.testing.topics import TestInputTopic, TestOutputTopic
 
-__all__ = ["TopologyTestDriver", "TestInputTopic", "TestOutputTopic", "TestRecord"]
+__all__ = ["TopologyTestDriver", "TestInputTopic", "TestOutputTopic", "TestRecord",
+           "NoSuchElementError"]

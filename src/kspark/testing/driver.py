@@ -5,12 +5,10 @@ from __future__ import annotations
 import copy
 import shutil
 import tempfile
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-from kspark._engine.api import Headers, normalize_headers
+from kspark._engine.api import Headers
 from kspark._engine.collector import MemoryCollector
 from kspark._engine.nodes import RawRecord
 from kspark._engine.partition_group import PartitionGroup
@@ -20,22 +18,14 @@ from kspark._graph.instantiate import build_global_task, build_task
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
 from kspark.processor.topology import Topology
+from kspark.testing.records import to_millis, to_timestamp
+from kspark.testing.topics import TestInputTopic, TestOutputTopic
 
-__all__ = ["TopologyTestDriver", "TestInputTopic", "TestOutputTopic", "TestRecord"]
+__all__ = ["TopologyTestDriver", "store_kind"]
 
+_GETTERS = {"key-value": "key_value", "versioned key-value": "versioned_key_value",
+            "window": "window", "session": "session"}  # store kind: its getter's name
 _DRIVER_DEFAULTS = {"application.id": "topology-test-driver", "bootstrap.servers": "dummy:1234"}
-
-
-@dataclass(frozen=True)
-class TestRecord:
-    """A record piped in or read out of the driver."""
-
-    __test__ = False  # not a pytest test class
-
-    key: Any
-    value: Any
-    timestamp: int | None = None
-    headers: Headers = ()
 
 
 class TopologyTestDriver:
@@ -61,7 +51,8 @@ class TopologyTestDriver:
     __test__ = False
 
     def __init__(self, topology: Topology, config: Mapping[str, Any] | None = None,
-                 initial_wall_clock_time_ms: int = 0):
+                 initial_wall_clock_time: Any = 0, *,
+                 initial_wall_clock_time_ms: int | None = None):
         props = dict(_DRIVER_DEFAULTS)
         self._tmp_state = None
         if "state.dir" not in (config or {}):
@@ -71,7 +62,9 @@ class TopologyTestDriver:
         self.config = StreamsConfig(props)
         # As Java's driver reads Topology's internal builder through package access
         self._graph = topology._graph  # noqa: SLF001 - the driver runs the topology's own graph
-        self._wall_clock_ms = initial_wall_clock_time_ms
+        self._wall_clock_ms = to_timestamp(  # ms or a datetime (Java's Instant)
+            initial_wall_clock_time if initial_wall_clock_time_ms is None
+            else initial_wall_clock_time_ms, "initial_wall_clock_time") or 0
         self._collector = MemoryCollector()
         # Global stores are updated at once when their topic is piped into, as in Java.
         self._global = build_global_task(self._graph, self.config)
@@ -92,25 +85,34 @@ class TopologyTestDriver:
         self._looped = 0  # records written to topics the topology also reads, fed back so far
 
     def create_input_topic(self, name: str, key_serde: Any, value_serde: Any,
-                           start_timestamp_ms: int = 0,
-                           auto_advance_ms: int = 0) -> TestInputTopic:
-        """An input topic to pipe records into; ``name`` must be a source topic."""
+                           start_timestamp: Any = 0, auto_advance: Any = 0, *,
+                           start_timestamp_ms: int | None = None,
+                           auto_advance_ms: int | None = None) -> TestInputTopic:
+        """An input topic to pipe records into; ``name`` must be a source topic.
+
+        As Java's ``createInputTopic(name, keySerde, valueSerde, startTimestamp,
+        autoAdvance)``: a record piped without a timestamp gets the topic's current time
+        (``start_timestamp`` at first: ms or a ``datetime``; 0 by default, where Java's
+        takes the wall clock's now), which then moves on by ``auto_advance`` (ms or a
+        ``timedelta``). ``start_timestamp_ms`` and ``auto_advance_ms`` are the old names."""
         if name not in self._graph.source_topics(self.config["application.id"]) + \
                 self._graph.global_topics():
             raise TopologyError(f"topic {name!r} is not a source topic of the topology; "
                                 f"its source topics are {self._graph.user_source_topics()}")
-        return TestInputTopic(self._pipe, name, key_serde, value_serde, start_timestamp_ms,
-                              auto_advance_ms)
+        start = start_timestamp if start_timestamp_ms is None else start_timestamp_ms
+        advance = auto_advance if auto_advance_ms is None else auto_advance_ms
+        return TestInputTopic(self._pipe, name, key_serde, value_serde, start, advance)
 
     def create_output_topic(self, name: str, key_serde: Any,
                             value_serde: Any) -> TestOutputTopic:
         """An output topic to read what the topology wrote to ``name``."""
         return TestOutputTopic(self._records_for, name, key_serde, value_serde)
 
-    def advance_wall_clock_time(self, ms: int) -> None:
-        """Move the mocked wall clock forward by ``ms``: async retries whose backoff has
-        passed run, then wall-clock punctuations and delayed records that are due fire."""
-        self._wall_clock_ms += ms
+    def advance_wall_clock_time(self, advance: Any) -> None:
+        """Move the mocked wall clock forward by ``advance`` (ms or a ``timedelta``): async
+        retries whose backoff has passed run, then wall-clock punctuations and delayed
+        records that are due fire."""
+        self._wall_clock_ms += to_millis(advance, "advance")
         if self._async.run_due():
             self._retire_async()
         self._task.maybe_punctuate_wall_clock()
@@ -204,41 +206,53 @@ class TopologyTestDriver:
                                 f"{sorted(self._task.stores)}")
         return self._task.stores[name]
 
-    def _typed_store(self, name: str, cls: type, kind: str) -> Any:
-        """Store ``name`` if it is a ``cls``; a DSL store is read with plain values (no
-        timestamps)."""
-        from kspark._engine.state.timestamped import ValueAndTimestampSerde
+    def get_all_state_stores(self) -> dict[str, Any]:
+        """Every state store by name, the task's and the global ones."""
+        return {**self._task.stores, **self._global.stores}
 
+    def _typed_store(self, name: str, kind: str, timestamped: bool | None = None) -> Any:
+        """Store ``name`` if it is of ``kind`` (see ``store_kind``). A store keeping values
+        with their timestamps (the DSL's) is read with plain values unless ``timestamped``;
+        ``timestamped=True`` refuses a store that keeps none."""
         store = self.get_state_store(name)
-        if not isinstance(store, cls):
-            raise TopologyError(f"state store {name!r} is not a {kind} store")
-        if isinstance(store.value_serde, ValueAndTimestampSerde):
+        actual, stamped = store_kind(store)
+        if actual != kind or (timestamped and not stamped):
+            what = f"{actual} store{' with timestamps' if stamped else ''}"
+            getter = (f"get_{'timestamped_' if stamped else ''}{_GETTERS[actual]}_store"
+                      if actual in _GETTERS else "get_state_store")
+            raise TopologyError(f"state store {name!r} is a {what}, not a "
+                                f"{'timestamped ' if timestamped else ''}{kind} store: read "
+                                f"it with driver.{getter}({name!r})")
+        if stamped and not timestamped:
             view = copy.copy(store)  # shares the bytes below; only the value serde differs
             view.value_serde = _PlainValues(store.value_serde)
             return view
         return store
 
     def get_key_value_store(self, name: str) -> Any:
-        """The key-value store ``name``."""
-        from kspark._engine.state.kv import KeyValueStore
+        """The key-value store ``name``; a DSL (timestamped) store's values are read
+        without their timestamps, as Java's facade reads them."""
+        return self._typed_store(name, "key-value")
 
-        return self._typed_store(name, KeyValueStore, "key-value")
+    def get_timestamped_key_value_store(self, name: str) -> Any:
+        """The timestamped key-value store ``name`` (a DSL store): ValueAndTimestamp values."""
+        return self._typed_store(name, "key-value", timestamped=True)
+
+    def get_versioned_key_value_store(self, name: str) -> Any:
+        """The versioned key-value store ``name``: ``get(key)`` and ``get(key, as_of)``."""
+        return self._typed_store(name, "versioned key-value")
 
     def get_window_store(self, name: str) -> Any:
-        """The window store ``name``."""
-        from kspark._engine.state.window import WindowStore
+        """The window store ``name`` (a DSL store's values without their timestamps)."""
+        return self._typed_store(name, "window")
 
-        return self._typed_store(name, WindowStore, "window")
+    def get_timestamped_window_store(self, name: str) -> Any:
+        """The timestamped window store ``name``: ValueAndTimestamp values."""
+        return self._typed_store(name, "window", timestamped=True)
 
     def get_session_store(self, name: str) -> Any:
         """The session store ``name``."""
-        from kspark._engine.state.session import SessionStore
-
-        return self._typed_store(name, SessionStore, "session")
-
-    def get_timestamped_key_value_store(self, name: str) -> Any:
-        """A DSL store with its ValueAndTimestamp values."""
-        return self.get_state_store(name)
+        return self._typed_store(name, "session")
 
     def close(self) -> None:
         """Close the task's processors and stores (and remove the driver's own state dir)."""
@@ -271,98 +285,16 @@ class _PlainValues:
                                           None if data is None else ValueAndTimestamp(data, 0))
 
 
-class TestInputTopic:
-    """Pipes records into one source topic of a driver (made by its ``create_input_topic``)."""
+def store_kind(store: Any) -> tuple[str, bool]:
+    """(kind, whether its values carry timestamps) of an engine store: kind is
+    ``key-value``, ``versioned key-value``, ``window``, ``session`` or its class name."""
+    from kspark._engine.state.kv import KeyValueStore
+    from kspark._engine.state.session import SessionStore
+    from kspark._engine.state.timestamped import ValueAndTimestampSerde
+    from kspark._engine.state.versioned import VersionedKeyValueStore
+    from kspark._engine.state.window import WindowStore
 
-    __test__ = False
-
-    def __init__(self, pipe: Callable[[str, bytes | None, bytes | None, int, Headers], None],
-                 name: str, key_serde: Any, value_serde: Any, start_timestamp_ms: int,
-                 auto_advance_ms: int):
-        self._pipe, self.name = pipe, name  # pipe: the driver's, as Java's pipeRecord
-        self._ks, self._vs = key_serde, value_serde
-        self._next_ts = start_timestamp_ms
-        self._advance = auto_advance_ms
-
-    def advance_time(self, ms: int) -> None:
-        """Move the timestamp given to records piped without one forward by ``ms``."""
-        self._next_ts += ms
-
-    def pipe_input(self, key: Any = None, value: Any = None, timestamp_ms: int | None = None,
-                   headers: Any = None) -> None:
-        """Pipe one record (its timestamp defaults to the topic's current time)."""
-        if timestamp_ms is None:
-            timestamp_ms = self._next_ts
-            self._next_ts += self._advance
-        self._pipe(self.name, self._ks.serialize(self.name, key),
-                   self._vs.serialize(self.name, value), timestamp_ms, normalize_headers(headers))
-
-    def pipe_key_value_list(self, pairs: Iterable[tuple[Any, Any]]) -> None:
-        for k, v in pairs:
-            self.pipe_input(k, v)
-
-    def pipe_value_list(self, values: Iterable[Any]) -> None:
-        for v in values:
-            self.pipe_input(None, v)
-
-    def pipe_record_list(self, records: Iterable[TestRecord]) -> None:
-        for r in records:
-            self.pipe_input(r.key, r.value, r.timestamp, r.headers)
-
-
-class TestOutputTopic:
-    """Reads, in order, what the topology wrote to one topic (made by a driver's
-    ``create_output_topic``)."""
-
-    __test__ = False
-
-    def __init__(self, records_for: Callable[[str], list], name: str, key_serde: Any,
-                 value_serde: Any):
-        self._records_for, self.name = records_for, name  # what the driver's task wrote
-        self._ks, self._vs = key_serde, value_serde
-        self._pos = 0
-
-    def _unread(self) -> deque:
-        return deque(self._records_for(self.name)[self._pos:])
-
-    def read_record(self) -> TestRecord:
-        """The next record; raises if there is none."""
-        pending = self._unread()
-        if not pending:
-            raise IndexError(f"output topic {self.name!r} has no record left to read")
-        self._pos += 1
-        r = pending[0]
-        return TestRecord(self._ks.deserialize(self.name, r.key),
-                          self._vs.deserialize(self.name, r.value), r.timestamp, r.headers)
-
-    def read_value(self) -> Any:
-        return self.read_record().value
-
-    def read_key_value(self) -> tuple[Any, Any]:
-        r = self.read_record()
-        return r.key, r.value
-
-    def read_records_to_list(self) -> list[TestRecord]:
-        return [self.read_record() for _ in range(self.get_queue_size())]
-
-    def read_values_to_list(self) -> list[Any]:
-        return [r.value for r in self.read_records_to_list()]
-
-    def read_key_values_to_list(self) -> list[tuple[Any, Any]]:
-        return [(r.key, r.value) for r in self.read_records_to_list()]
-
-    def read_key_values_to_map(self) -> dict[Any, Any]:
-        """The latest value per key (a None value removes the key, as a table would)."""
-        out: dict[Any, Any] = {}
-        for k, v in self.read_key_values_to_list():
-            if v is None:
-                out.pop(k, None)
-            else:
-                out[k] = v
-        return out
-
-    def get_queue_size(self) -> int:
-        return len(self._records_for(self.name)) - self._pos
-
-    def is_empty(self) -> bool:
-        return self.get_queue_size() == 0
+    kinds = ((VersionedKeyValueStore, "versioned key-value"), (WindowStore, "window"),
+             (SessionStore, "session"), (KeyValueStore, "key-value"))
+    kind = next((k for cls, k in kinds if isinstance(store, cls)), type(store).__name__)
+    return kind, isinstance(getattr(store, "value_serde", None), ValueAndTimestampSerde)
