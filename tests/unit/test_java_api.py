@@ -288,3 +288,55 @@ def test_flat_map_values_refuses_a_str_dict_bytes_or_none_result(result):
         "out", Produced.with_(S, S))
     with pytest.raises(ProcessorError, match="flat_map_values\\(\\) must return an iterable"):
         _drive(b, {"in": [("k", "v", 1)]}, {"out": (S, S)})
+
+
+def test_a_serde_class_in_the_config_is_made_into_a_serde_as_javas_serde_class():
+    b = StreamsBuilder()
+    b.stream("in").to("out")
+    with TopologyTestDriver(b.build(), {**CONFIG, "default.key.serde": Serdes.String,
+                                        "default.value.serde": Serdes.String}) as d:
+        d.create_input_topic("in", S, S).pipe_input("k", "v")
+        assert d.create_output_topic("out", S, S).read_key_value() == ("k", "v")
+
+
+def test_a_multicast_partitioner_is_refused_naming_the_sink():
+    b = StreamsBuilder()
+    b.stream("in", Consumed.with_(S, S)).to("out", Produced.with_(S, S).with_stream_partitioner(
+        lambda topic, k, v, n: {0, 1}))
+    with pytest.raises(Exception, match="multicast"):
+        _drive(b, {"in": [("k", "v", 1)]}, {"out": (S, S)})
+
+
+def test_a_processor_supplier_object_with_get_and_stores_connects_its_stores():
+    """Java's ProcessorSupplier with ConnectedStoreProvider.stores()."""
+    from kspark.processor import Processor
+
+    class Count(Processor):
+        def init(self, context):
+            self.context, self.store = context, context.get_state_store("Counts")
+
+        def process(self, record):
+            n = (self.store.get(record.key) or 0) + 1
+            self.store.put(record.key, n)
+            self.context.forward(record.with_value(n))
+
+    class Supplier:
+        def get(self):
+            return Count()
+
+        def stores(self):
+            return {Stores.key_value_store_builder(Stores.in_memory_key_value_store("Counts"),
+                                                   S, L)}
+
+    b = StreamsBuilder()
+    b.stream("in", Consumed.with_(S, S)).process(Supplier()).to("out", Produced.with_(S, L))
+    out = _drive(b, {"in": [("a", "x", 1), ("a", "y", 2)]}, {"out": (S, L)})
+    assert out["out"] == [("a", 1), ("a", 2)]
+
+
+def test_consumed_takes_javas_one_argument_overloads_and_versioned_stores_take_timedelta():
+    extractor = lambda record, partition_time: 7  # noqa: E731
+    assert Consumed.with_(extractor).timestamp_extractor is extractor
+    assert Consumed.with_(AutoOffsetReset.latest()).offset_reset == "latest"
+    assert Stores.persistent_versioned_key_value_store(
+        "v", timedelta(minutes=5)).history_retention_ms == 300_000

@@ -155,7 +155,13 @@ class SinkNode(ProcessorNode):
         if self.partitioner is not None:
             n = self.task.partition_counts.get(topic, 1)
             partition = self.partitioner(topic, record.key, record.value, n)
-            if partition is not None and not 0 <= partition < n:
+            if partition is not None and (type(partition) is not int or not 0 <= partition < n):
+                if not isinstance(partition, int) or isinstance(partition, bool):
+                    raise TopologyError(
+                        f"the partitioner of sink {self.name!r} returned {partition!r} for "
+                        f"topic {topic!r}: a partitioner returns one partition number (or None "
+                        "for Kafka's default); multicast to several partitions (Java's set of "
+                        "partitions) is not supported")
                 raise TopologyError(
                     f"the partitioner of sink {self.name!r} chose partition {partition} of topic "
                     f"{topic!r}, which has {n} partition(s)")

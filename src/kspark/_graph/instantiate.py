@@ -53,7 +53,7 @@ def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str,
         resolved = copy.copy(serde)
         resolved.inner = resolve_serde(None, config, kind, node, origin)
         return resolved
-    return Serdes.by_name(serde) if isinstance(serde, str) else serde
+    return Serdes.by_name(serde) if isinstance(serde, (str, type)) else serde
 
 
 def resolve_store(builder: Any, config: Mapping[str, Any], origin: str = "") -> Any:

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kspark._engine.either import either
+
 __all__ = ["Joined", "StreamJoined"]
 
 
@@ -32,6 +34,7 @@ class Joined:
     def with_(key_serde: Any, value_serde: Any, other_value_serde: Any = None) -> "Joined":
         return Joined(key_serde, value_serde, other_value_serde)
 
+    @either
     def with_grace_period(self, grace_ms: Any) -> "Joined":
         """Hold each stream record until stream time passes its timestamp plus ``grace_ms``,
         then join it with the table's value as of its timestamp, in timestamp order (Kafka
@@ -49,12 +52,15 @@ class Joined:
             raise ValueError(f"the grace period must not be negative, got {grace_ms} ms")
         return replace(self, grace_ms=grace_ms)
 
+    @either
     def with_key_serde(self, serde: Any) -> "Joined":
         return replace(self, key_serde=serde)
 
+    @either
     def with_value_serde(self, serde: Any) -> "Joined":
         return replace(self, value_serde=serde)
 
+    @either
     def with_other_value_serde(self, serde: Any) -> "Joined":
         return replace(self, other_value_serde=serde)
 
@@ -80,15 +86,19 @@ class StreamJoined:
     def with_(key_serde: Any, value_serde: Any, other_value_serde: Any) -> "StreamJoined":
         return StreamJoined(key_serde, value_serde, other_value_serde)
 
+    @either
     def with_key_serde(self, serde: Any) -> "StreamJoined":
         return replace(self, key_serde=serde)
 
+    @either
     def with_value_serde(self, serde: Any) -> "StreamJoined":
         return replace(self, value_serde=serde)
 
+    @either
     def with_other_value_serde(self, serde: Any) -> "StreamJoined":
         return replace(self, other_value_serde=serde)
 
+    @either
     def with_store_name(self, name: str) -> "StreamJoined":
         return replace(self, store_name=name)
 

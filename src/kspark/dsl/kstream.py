@@ -155,8 +155,8 @@ class KStream(AsyncSteps, JoinSteps):
         ``store_names`` name stores added with ``StreamsBuilder.add_state_store`` that the
         processor may use through ``context.get_state_store(name)``.
         """
-        name, store_names = _process_args("KStream.process", processor_supplier, store_names,
-                                          name)
+        processor_supplier, name, store_names = _process_args(
+            self._graph, "KStream.process", processor_supplier, store_names, name)
         return self._then("KSTREAM-PROCESSOR", processor_supplier, name, keep_serdes=False,
                           stores=store_names)
 
@@ -179,8 +179,8 @@ class KStream(AsyncSteps, JoinSteps):
         """
         from kspark._engine.values import FixedKeyProcessor
 
-        name, store_names = _process_args("KStream.process_values", processor_supplier,
-                                          store_names, name)
+        processor_supplier, name, store_names = _process_args(
+            self._graph, "KStream.process_values", processor_supplier, store_names, name)
         node = name or self._graph.next_name("KSTREAM-PROCESSVALUES")
         return self._then("KSTREAM-PROCESSVALUES", functools.partial(
             FixedKeyProcessor, processor_supplier, node), node, self._key_serde, None,
@@ -342,12 +342,21 @@ class KStream(AsyncSteps, JoinSteps):
                                  _first(a["partitioner"], p.partitioner)))
 
 
-def _process_args(call: str, supplier: Any, stores: tuple, name: str | None
-                  ) -> tuple[str | None, tuple[str, ...]]:
+def _process_args(graph: TopologyGraph, call: str, supplier: Any, stores: tuple,
+                  name: str | None) -> tuple[Callable[[], Any], str | None, tuple[str, ...]]:
     """Java's ``process(supplier, String...)`` and ``process(supplier, Named, String...)``:
-    the processor's name and the store names, checked."""
+    the supplier as a function, the processor's name and the store names, checked. A
+    supplier may be Java's ``ProcessorSupplier``: an object with ``get()`` and, optionally,
+    ``stores()`` (store builders, added to the topology and connected, as Java's
+    ``ConnectedStoreProvider``)."""
     from kspark.dsl.named import Named
 
+    if not callable(supplier) and callable(getattr(supplier, "get", None)):
+        provided = tuple(getattr(supplier, "stores", lambda: ())() or ())
+        for builder in provided:
+            if builder.name not in graph.stores:
+                graph.add_store(builder)
+        stores, supplier = (*stores, *(b.name for b in provided)), supplier.get
     if not callable(supplier):
         raise TypeError(f"{call}() takes a processor supplier (a Processor class or a "
                         f"function making one) first, got {describe(supplier)}")
@@ -357,7 +366,7 @@ def _process_args(call: str, supplier: Any, stores: tuple, name: str | None
     if bad:
         raise TypeError(f"{call}(supplier[, named], *store_names): store names are str, got "
                         f"{describe(bad[0])}")
-    return name, stores
+    return supplier, name, stores
 
 
 def _first(*values: Any) -> Any:

@@ -92,9 +92,19 @@ class Consumed:
     processor_name: str | None = None
 
     @staticmethod
-    def with_(key_serde: Any, value_serde: Any, timestamp_extractor: Callable | None = None,
-              offset_reset: str | None = None) -> "Consumed":
-        return Consumed(key_serde, value_serde, timestamp_extractor, offset_reset)
+    def with_(*args: Any) -> "Consumed":
+        """Java's overloads: ``with_(key_serde, value_serde[, timestamp_extractor
+        [, offset_reset]])``, ``with_(timestamp_extractor)`` or ``with_(offset_reset)``."""
+        if len(args) == 1:
+            if isinstance(args[0], str):
+                return Consumed(offset_reset=args[0])
+            if callable(args[0]) or hasattr(args[0], "extract"):
+                return Consumed(timestamp_extractor=args[0])
+        elif 2 <= len(args) <= 4:
+            return Consumed(*args)
+        raise TypeError("Consumed.with_() takes (key_serde, value_serde[, timestamp_extractor"
+                        "[, offset_reset]]), (timestamp_extractor) or (offset_reset), got "
+                        f"{len(args)} argument(s)")
 
     @either
     def as_(self, processor_name: str) -> "Consumed":

@@ -13,19 +13,6 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
-from kspark._engine.state.kv import KeyValue as _StoreKeyValue
+from kspark._engine.state.kv import KeyValue
 
 __all__ = ["KeyValue"]
-
-
-class KeyValue(_StoreKeyValue):
-    """A key and a value (a named 2-tuple: it unpacks as ``k, v = kv``)."""
-
-    __slots__ = ()
-
-    @classmethod
-    def pair(cls, key: Any, value: Any) -> "KeyValue":
-        """``KeyValue(key, value)``, named as Java's ``KeyValue.pair``."""
-        return cls(key, value)

@@ -10,6 +10,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 from kspark.errors import ConfigError
 from kspark.serde._base import Serde
 from kspark.serde import _builtin as _b
@@ -37,9 +39,16 @@ class Serdes:
               "Bytes", "ByteArray", "UUID", "Void", "Json")
 
     @classmethod
-    def by_name(cls, name: str) -> Serde:
+    def by_name(cls, name: Any) -> Serde:
         """The built-in serde called ``name`` (``"String"``, or Java's
-        ``...Serdes$StringSerde``)."""
+        ``...Serdes$StringSerde``), or a serde class made into a serde (as Java's
+        ``Serdes.StringSerde.class`` in a config: ``Serdes.String``)."""
+        if isinstance(name, type) and issubclass(name, Serde):
+            return name()
+        if not isinstance(name, str):
+            raise ConfigError(f"a serde in the config is a Serde, a Serde class or a built-in "
+                              f"serde's name such as 'String', got {type(name).__name__} "
+                              f"{name!r:.60}")
         short = name.rsplit("$", 1)[-1].rsplit(".", 1)[-1]
         short = short[: -len("Serde")] if short.endswith("Serde") and short != "Serde" else short
         if short not in cls._NAMES:

@@ -264,11 +264,11 @@ class Stores:
         return WindowStoreBuilder(supplier, key_serde, ValueAndTimestampSerde(value_serde))
 
     @staticmethod
-    def persistent_versioned_key_value_store(name: str, history_retention_ms: int
+    def persistent_versioned_key_value_store(name: str, history_retention_ms: Any
                                              ) -> VersionedBytesStoreSupplier:
         """A versioned store (KIP-889): reads as of a timestamp within ``history_retention_ms``
         of the store's stream time. ``Materialized.as_`` it to make a versioned table."""
-        return VersionedBytesStoreSupplier(name, int(history_retention_ms))
+        return VersionedBytesStoreSupplier(name, history_retention_ms)
 
     @staticmethod
     def versioned_key_value_store_builder(supplier: VersionedBytesStoreSupplier, key_serde: Any,

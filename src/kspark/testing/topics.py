@@ -15,6 +15,9 @@ Example:
 
 from __future__ import annotations
 
+from kspark.errors import KSparkError
+
+import datetime
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -64,8 +67,9 @@ class TestInputTopic:
           ``pipe_input(key, value, timestamp, headers)``;
         - ``pipe_input(test_record)``: a :class:`TestRecord`;
         - by keyword: ``key=``, ``value=``, ``timestamp=`` (ms or a ``datetime``, naive read
-          as UTC; ``timestamp_ms=`` too), ``headers=`` (Java's ``pipeInput(value, instant)``
-          is ``pipe_input(value, timestamp=instant)``).
+          as UTC; ``timestamp_ms=`` too), ``headers=``;
+        - ``pipe_input(value, instant)`` with a ``datetime`` second, as Java's
+          ``pipeInput(value, Instant)`` (an int second is a value: ``pipe_input(key, value)``).
 
         Without a timestamp the record gets the topic's current time (then moved on by the
         topic's auto-advance).
@@ -79,6 +83,9 @@ class TestInputTopic:
             if key is not UNSET or value is not UNSET or timestamp is not None or headers:
                 raise TypeError("pipe_input(test_record) takes no other argument")
             record = args[0]
+        elif len(args) == 2 and isinstance(args[1], datetime.datetime) and timestamp is None:
+            record = TestRecord(None, args[0], args[1], **{k: v for k, v in keywords.items()
+                                                          if k == "headers"})
         else:
             record = TestRecord(*args, **keywords)
         self._pipe_record(record)
@@ -175,14 +182,15 @@ class TestOutputTopic:
         return [(r.key, r.value) for r in self.read_records_to_list()]
 
     def read_key_values_to_map(self) -> dict[Any, Any]:
-        """The latest value per key. Unlike Java's (which keeps a null under its key), a
-        None value removes the key, as a table would."""
+        """The latest value per key, as Java's ``readKeyValuesToMap``: a tombstone leaves
+        its key with the value None (a null key is refused, as in Java)."""
         out: dict[Any, Any] = {}
         for r in self.read_records_to_list():
-            if r.value is None:
-                out.pop(r.key, None)
-            else:
-                out[r.key] = r.value
+            if r.key is None:
+                raise KSparkError(f"output topic {self.name!r}: read_key_values_to_map() "
+                                  "cannot take a record with a null key (as Java's); use "
+                                  "read_key_values_to_list()")
+            out[r.key] = r.value
         return out
 
     def get_queue_size(self) -> int:

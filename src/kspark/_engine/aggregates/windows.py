@@ -110,6 +110,14 @@ class SlidingWindows:
         return SlidingWindows(time_difference_ms, grace_ms)
 
 
+def _check_windowed(serde: Any, topic: str, data: Any) -> None:
+    if not isinstance(data, Windowed):
+        raise SerializationError(
+            f"{serde!r} cannot serialize {type(data).__name__} {data!r:.60} for topic {topic!r}: "
+            "it takes Windowed keys (those of a windowed aggregation); use the key's own serde "
+            "for plain keys")
+
+
 def _check_length(serde: Any, topic: str, data: bytes, n: int) -> None:
     if len(data) < n:
         raise SerializationError(f"{serde!r} cannot deserialize {len(data)} bytes of {topic!r}: "
@@ -137,6 +145,7 @@ class TimeWindowedSerde:
     def serialize(self, topic: str, data: Windowed | None) -> bytes | None:
         if data is None:
             return None
+        _check_windowed(self, topic, data)
         return (self.inner.serialize(topic, data.key)
                 + data.window.start.to_bytes(8, "big", signed=True))
 
@@ -185,6 +194,7 @@ class SessionWindowedSerde:
     def serialize(self, topic: str, data: Windowed | None) -> bytes | None:
         if data is None:
             return None
+        _check_windowed(self, topic, data)
         return (self.inner.serialize(topic, data.key)
                 + data.window.end.to_bytes(8, "big", signed=True)
                 + data.window.start.to_bytes(8, "big", signed=True))

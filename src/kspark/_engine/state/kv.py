@@ -11,10 +11,16 @@ __all__ = ["KeyValue", "KeyValueIterator", "KeyValueStore", "StoreBase", "tagged
 
 
 class KeyValue(NamedTuple):
-    """A key and its value, as store iterators return them."""
+    """A key and its value, as store iterators return them and as ``map``, ``flat_map`` and
+    a table's ``group_by`` may return them (Java's ``KeyValue``; a 2-tuple works too)."""
 
     key: Any
     value: Any
+
+    @classmethod
+    def pair(cls, key: Any, value: Any) -> "KeyValue":
+        """``KeyValue(key, value)``, named as Java's ``KeyValue.pair``."""
+        return cls(key, value)
 
 
 class KeyValueIterator:
