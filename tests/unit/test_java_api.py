@@ -340,3 +340,19 @@ def test_consumed_takes_javas_one_argument_overloads_and_versioned_stores_take_t
     assert Consumed.with_(AutoOffsetReset.latest()).offset_reset == "latest"
     assert Stores.persistent_versioned_key_value_store(
         "v", timedelta(minutes=5)).history_retention_ms == 300_000
+
+
+def test_store_reads_take_datetime_as_javas_instant():
+    from datetime import datetime, timezone
+
+    b = StreamsBuilder()
+    (b.stream("in", Consumed.with_(S, S)).group_by_key()
+     .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10)))
+     .count(Materialized.as_("counts")))
+    with TopologyTestDriver(b.build(), CONFIG) as d:
+        d.create_input_topic("in", S, S).pipe_input("k", "v", 15_000)
+        store = d.get_window_store("counts")
+        at = datetime.fromtimestamp(10, tz=timezone.utc)
+        assert store.fetch("k", at) == store.fetch("k", 10_000)
+        assert [tuple(kv) for kv in store.fetch("k", at, at + timedelta(seconds=5))] == \
+            [tuple(kv) for kv in store.fetch("k", 10_000, 15_000)]

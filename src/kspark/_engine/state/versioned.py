@@ -108,6 +108,10 @@ class VersionedKeyValueStore(StoreBase):
         """The latest version, or with ``as_of`` the version valid at that time (None: none,
         a tombstone, or older than the history retention). As Java's
         MeteredVersionedKeyValueStore, the record has no ``valid_to``."""
+        if as_of is not None and type(as_of) is not int:
+            from kspark._engine.durations import to_epoch_ms
+
+            as_of = to_epoch_ms(as_of, "get() as_of")
         history = _decode(self.inner.get(self._k(key)))
         if not history:
             return None

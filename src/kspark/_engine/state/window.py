@@ -116,7 +116,9 @@ class WindowStore(StoreBase):
 
     def fetch(self, key: Any, time_from: int, time_to: int | None = None) -> Any:
         """``fetch(key, t)``: the value of the window starting at t; ``fetch(key, from, to)``:
-        an iterator of KeyValue(window start, value) in time order."""
+        an iterator of KeyValue(window start, value) in time order. Times are epoch ms or
+        ``datetime``s (Java's ``Instant``)."""
+        time_from, time_to = _ms(time_from), None if time_to is None else _ms(time_to)
         kb = self.key_serde.serialize(self._name, key)
         if time_to is None:
             for _, _, v in self._scan(kb, time_from, time_from, False):
@@ -126,6 +128,7 @@ class WindowStore(StoreBase):
                                 for _, s, v in self._scan(kb, time_from, time_to, False))
 
     def backward_fetch(self, key: Any, time_from: int, time_to: int) -> KeyValueIterator:
+        time_from, time_to = _ms(time_from), _ms(time_to)
         kb = self.key_serde.serialize(self._name, key)
         return KeyValueIterator(KeyValue(s, self.value_serde.deserialize(self._name, v))
                                 for _, s, v in self._scan(kb, time_from, time_to, True))
@@ -140,7 +143,7 @@ class WindowStore(StoreBase):
 
     def fetch_all(self, time_from: int, time_to: int) -> KeyValueIterator:
         """Every key's windows starting in ``[time_from, time_to]``, as Windowed keys."""
-        return self._windowed(self._scan(None, time_from, time_to, False))
+        return self._windowed(self._scan(None, _ms(time_from), _ms(time_to), False))
 
     def all(self) -> KeyValueIterator:
         return self._windowed(self._scan(None, -(1 << 62), 1 << 62, False))
@@ -156,3 +159,12 @@ class WindowStore(StoreBase):
         for k in dead:
             self.inner.delete(k)
         return len(dead)
+
+
+def _ms(t: Any) -> int:
+    """A time argument in epoch ms (a ``datetime`` converted; ints as they are)."""
+    if type(t) is int:
+        return t
+    from kspark._engine.durations import to_epoch_ms
+
+    return to_epoch_ms(t, "a window store's time")
