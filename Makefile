@@ -18,6 +18,7 @@ $(VENV)/.installed: pyproject.toml setup.py src/kspark-zipless.pth
 
 setup: $(VENV)/.installed
 	$(VENV)/bin/kspark broker fetch >/dev/null
+	$(VENV)/bin/kspark registry fetch >/dev/null
 
 demo: setup
 	$(VENV)/bin/kspark demo

@@ -26,6 +26,21 @@ def broker(tmp_path_factory):
     b.stop()
 
 
+@pytest.fixture(scope="session")
+def schema_registry(tmp_path_factory):
+    """A real Schema Registry (Apicurio Registry, Confluent's API at ``.url``, in memory,
+    BACKWARD compatibility) started by kspark on a free loopback port when a test first asks
+    for it, stopped at the end of the session; the LocalRegistry itself."""
+    from kspark._kafka.registry import LocalRegistry
+
+    r = LocalRegistry(tmp_path_factory.mktemp("schema-registry"))
+    try:
+        r.start()
+        yield r
+    finally:
+        r.stop()
+
+
 @pytest.fixture(scope="module")
 def broker_cluster(tmp_path_factory):
     """A real three-node KRaft cluster (each node broker and controller; replication factor 3,

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kspark._cli_registry import add_registry, run_registry
 from kspark._cli_topics import add_topics, run_topics
 from kspark.errors import KSparkError
 
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_reset(sub)
     _add_changelog(sub)
     add_topics(sub)
+    add_registry(sub)
     return p
 
 
@@ -313,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
             return _describe(args)
         if args.command == "topics":
             return run_topics(args)
+        if args.command == "registry":
+            return run_registry(args)
         if args.command == "run":
             from kspark._runner import run_application
 

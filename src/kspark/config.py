@@ -41,6 +41,7 @@ from kspark._config_java import (DEPRECATED_VALUES, refused_client_key, renamed,
 from kspark._config_text import parse_properties, resolve_reference
 from kspark._engine.offset_reset import reset_policy_problem
 from kspark.errors import ConfigError
+from kspark.serde._registry_keys import registry_config
 
 __all__ = ["StreamsConfig", "ConfigKey", "CONFIG_KEYS", "MICRO_BATCH", "REAL_TIME", "MODES", "BOTH",
            "declared_default", "checkpoint_location", "commit_interval_ms", "parse_properties"]
@@ -126,8 +127,7 @@ _KEYS = [
     ConfigKey("commit.interval.ms", int, 1000, "How often progress is committed. real_time "
               "mode, when not set: Kafka Streams' defaults (30000 under at_least_once, 100 "
               "under exactly_once_v2); micro_batch mode: each micro-batch is one commit, so "
-              "this is also the trigger interval (1000 when not set).", _non_negative,
-              modes=BOTH),
+              "this is also the trigger interval (1000 when not set).", _non_negative, modes=BOTH),
     ConfigKey("processing.guarantee", str, AT_LEAST_ONCE, "at_least_once, or exactly_once_v2 "
               "(KIP-129: each task's output, changelog records, progress and input offsets "
               "commit in one Kafka transaction per micro-batch; 'exactly_once' and "
@@ -235,7 +235,7 @@ _KEYS = [
     ConfigKey("source.read.timeout.ms", int, 60000, "kspark: a task that cannot read up to its "
               "planned offset within this time fails, naming topic and partition.", _positive,
               modes=BOTH),
-]
+] + [ConfigKey(*k, modes=BOTH) for k in registry_config()]  # Schema Registry serdes' keys
 CONFIG_KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
 MODE = "execution.mode"
 # real_time's commit.interval.ms when it is not set: Kafka Streams' defaults (micro_batch

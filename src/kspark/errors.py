@@ -21,6 +21,7 @@ __all__ = [
     "BrokerUnreachableError",
     "TaskTimeoutError",
     "TransientKafkaError",
+    "SchemaRegistryUnreachableError",
     "BrokerError",
     "PrerequisiteError",
     "SourceReadError",
@@ -82,6 +83,14 @@ class TransientKafkaError(KSparkError):
     is unknown, or one that must be aborted. The application replays the batch from its
     last commit (fencing the old attempt) by itself; this error reaches the user only if
     that keeps happening for ``task.timeout.ms``."""
+
+
+class SchemaRegistryUnreachableError(TransientKafkaError):
+    """The schema registry did not answer within ``request.timeout.ms`` while a record was
+    read or written. The record is never skipped (no exception handler sees this): the task
+    attempt ends and is replayed from its last commit, as after a broker restart, so an
+    outage delays the application and loses nothing; it reaches the user only if it lasts
+    ``task.timeout.ms``."""
 
 
 class BrokerError(KSparkError):

@@ -107,9 +107,15 @@ def test_a_missing_reference_names_the_key_and_the_variable(monkeypatch, tmp_pat
 def test_secrets_never_show_in_repr():
     c = StreamsConfig({**BASE, **SECURE, "ssl.key.pem": "-----BEGIN PRIVATE KEY-----xyz",
                        "sasl.oauthbearer.client.secret": "oidc-secret",
-                       "producer.ssl.key.password": "key-pass-9", "spark.master": "local[2]"})
+                       "producer.ssl.key.password": "key-pass-9", "spark.master": "local[2]",
+                       # the Schema Registry serdes' secrets (kspark.serde.registry)
+                       "basic.auth.user.info": "sr:sr-pw-1",
+                       "schema.registry.basic.auth.user.info": "sr:sr-pw-2",
+                       "bearer.auth.token": "sr-token", "bearer.auth.client.secret": "sr-cs",
+                       "schema.registry.ssl.key.password": "sr-key-pw"})
     shown = repr(c) + repr(ClientSettings.from_config(c))
-    for secret in ("pw-123", "xyz", "oidc-secret", "key-pass-9"):
+    for secret in ("pw-123", "xyz", "oidc-secret", "key-pass-9", "sr-pw-1", "sr-pw-2",
+                   "sr-token", "sr-cs", "sr-key-pw"):
         assert secret not in shown
     assert "alice" in shown and "/ca.pem" in shown  # names and paths are no secrets
 

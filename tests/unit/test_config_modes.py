@@ -10,6 +10,7 @@ import pytest
 from kspark import KafkaStreams, StreamsBuilder, StreamsConfig
 from kspark.config import BOTH, CONFIG_KEYS, MICRO_BATCH, MODES, REAL_TIME
 from kspark.errors import ConfigError, KSparkError
+from kspark.serde._registry_keys import registry_config
 from kspark.testing import TopologyTestDriver
 
 # key -> a value it accepts (what the refusal tests give)
@@ -32,6 +33,7 @@ BOTH_MODES = {"application.id", "bootstrap.servers", "state.dir", "commit.interv
               "async.max.in.flight", "global.consumer.auto.offset.reset", "autostop.at",
               "execution.mode", "source.read.timeout.ms", "task.timeout.ms",
               "retry.backoff.ms", "auto.offset.reset", "max.task.idle.ms"}
+BOTH_MODES |= {k[0] for k in registry_config()}  # the Schema Registry serdes' keys
 
 BASE = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
 OTHER = {MICRO_BATCH: REAL_TIME, REAL_TIME: MICRO_BATCH}

@@ -12,6 +12,7 @@ from kspark.errors import (
     ProcessorError,
     SerializationError,
     SinkWriteError,
+    TransientKafkaError,
     TopologyError,
 )
 
@@ -53,6 +54,8 @@ def deserialize_record(raw: RawRecord, key_serde: Any, value_serde: Any,
         key = key_serde.deserialize(raw.topic, raw.key)
         part, serde, data = "VALUE", value_serde, raw.value
         return key, value_serde.deserialize(raw.topic, raw.value)
+    except TransientKafkaError:  # a schema registry away: replayed, never a skipped record
+        raise
     except Exception as e:
         raise SerializationError(
             f"cannot deserialize the {part} of the record at topic {raw.topic!r}, partition "
@@ -143,6 +146,8 @@ class SinkNode(ProcessorNode):
         try:
             key = self.key_serde.serialize(topic, record.key)
             value = self.value_serde.serialize(topic, record.value)
+        except TransientKafkaError:  # a schema registry away: replayed, never skipped
+            raise
         except Exception as e:  # noqa: BLE001 - serdes are user code: any error is theirs
             error = SerializationError(
                 f"sink {self.name!r} cannot serialize a record for topic {topic!r} in task "

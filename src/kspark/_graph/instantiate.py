@@ -32,7 +32,10 @@ _SERDE_HINTS = {
 def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str,
                   origin: str = "") -> Serde:
     """The serde to use: the node's own, else ``default.<kind>.serde``, else a clear error
-    naming the user's call that needs it (``origin``, as ``TopologyGraph.origin``)."""
+    naming the user's call that needs it (``origin``, as ``TopologyGraph.origin``). A serde
+    with ``configure(config, is_key)`` (a Schema Registry serde) is given the application
+    config, as Java's ``Serde.configure``: what it returns is used (a configured copy; the
+    serde itself, shared by every task, is never changed)."""
     if serde is None:
         serde = config.get(f"default.{kind}.serde")
     if serde is None:
@@ -47,13 +50,16 @@ def resolve_serde(serde: Any, config: Mapping[str, Any], kind: str, node: str,
         )
     if hasattr(serde, "with_defaults"):  # a serde of several serdes, some left to defaults
         return serde.with_defaults(lambda s: resolve_serde(s, config, kind, node, origin))
-    if getattr(serde, "inner", False) is None:  # a wrapper (Change, Windowed...) of a default
+    inner = getattr(serde, "inner", False)
+    if inner is None or hasattr(inner, "configure"):  # a wrapper (Change, Windowed...)
         import copy
 
         resolved = copy.copy(serde)
-        resolved.inner = resolve_serde(None, config, kind, node, origin)
+        resolved.inner = resolve_serde(inner, config, kind, node, origin)
         return resolved
-    return Serdes.by_name(serde) if isinstance(serde, (str, type)) else serde
+    serde = Serdes.by_name(serde) if isinstance(serde, (str, type)) else serde
+    configure = getattr(serde, "configure", None)
+    return configure(config, kind == "key") if callable(configure) else serde
 
 
 def resolve_store(builder: Any, config: Mapping[str, Any], origin: str = "") -> Any:

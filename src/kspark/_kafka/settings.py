@@ -42,7 +42,7 @@ CLIENT_PREFIXES = ("consumer.", "producer.", "admin.", "restore.consumer.")
 _KINDS = {"consumer": ("consumer.",), "producer": ("producer.",), "admin": ("admin.",),
           "restore.consumer": ("consumer.", "restore.consumer.")}
 
-_SECRET_WORDS = ("password", "secret", "jaas", "token", "credential")
+_SECRET_WORDS = ("password", "secret", "jaas", "token", "credential", "user.info")
 _SECRET_KEYS = {"ssl.key.pem", "ssl_key", "sasl.oauthbearer.config"}
 
 

@@ -1,0 +1,55 @@
+"""``kspark registry start|stop|status|fetch``: a local Schema Registry (Apicurio Registry,
+serving Confluent's API, in memory) beside the local broker.
+
+Example:
+    >>> from kspark.cli import build_parser
+    >>> args = build_parser().parse_args(["registry", "start", "--port", "0"])
+    >>> (args.action, args.port)
+    ('start', 0)
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_registry", "run_registry", "DEFAULT_PORT"]
+
+DEFAULT_PORT = 8081  # Confluent Schema Registry's
+
+
+def add_registry(sub: Any) -> None:
+    registry = sub.add_parser("registry", help="manage a local Schema Registry (Apicurio "
+                              "Registry with Confluent's API, schemas kept in memory)")
+    registry.add_argument("action", choices=["start", "stop", "status", "fetch"])
+    registry.add_argument("--port", type=int, default=DEFAULT_PORT,
+                          help=f"start: the port on 127.0.0.1 (default {DEFAULT_PORT}; 0: a "
+                          "free one)")
+    registry.add_argument("--dir", type=Path, default=None,
+                          help="work directory: pid, port and log (default: "
+                          "$KSPARK_HOME/registry)")
+
+
+def run_registry(args: argparse.Namespace) -> int:
+    from kspark._kafka.registry import LocalRegistry, registry_dist
+
+    if args.action == "fetch":
+        print(registry_dist())
+        return 0
+    r = LocalRegistry(args.dir, port=args.port or None)
+    if args.action == "start":
+        st = r.status()
+        if st.running:
+            print(f"kspark registry: already running (pid {st.pid}); url={st.url}")
+            return 0
+        print(f"kspark registry: starting (log: {r.log_file}) ...", flush=True)
+        print(f"kspark registry: running; url={r.start()}")
+    elif args.action == "stop":
+        print("kspark registry: stopped" if r.stop() else "kspark registry: was not running")
+    else:
+        st = r.status()
+        print(f"kspark registry: running (pid {st.pid}); url={st.url}" if st.running
+              else "kspark registry: not running")
+        return 0 if st.running else 3
+    return 0

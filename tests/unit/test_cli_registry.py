@@ -1,0 +1,134 @@
+"""``kspark registry`` and LocalRegistry without a JVM: the parser, the status of a registry
+that never ran, the Maven fetch (a stand-in ``mvn``), and start-up failures (a stand-in
+``java``) reported with the log."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import textwrap
+
+import pytest
+
+from kspark._kafka import registry as reg
+from kspark._kafka.registry import LocalRegistry, RegistryError, registry_dist
+from kspark.cli import build_parser, main
+from kspark.errors import PrerequisiteError
+
+
+def test_the_registry_parser():
+    args = build_parser().parse_args(["registry", "start"])
+    assert (args.action, args.port, args.dir) == ("start", 8081, None)
+    args = build_parser().parse_args(["registry", "status", "--port", "0", "--dir", "/tmp/r"])
+    assert (args.action, args.port, str(args.dir)) == ("status", 0, "/tmp/r")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["registry", "restart"])
+
+
+def test_status_and_stop_of_a_registry_that_never_ran(tmp_path, capsys):
+    args = ["--dir", str(tmp_path / "registry")]
+    assert main(["registry", "status", *args]) == 3
+    assert "kspark registry: not running" in capsys.readouterr().out
+    assert main(["registry", "stop", *args]) == 0
+    assert "was not running" in capsys.readouterr().out
+    assert not (tmp_path / "registry").exists()  # nothing written until it starts
+    with pytest.raises(RegistryError, match="start it first"):
+        LocalRegistry(tmp_path / "registry").url  # noqa: B018 - the property raises
+
+
+def _script(path, body: str):
+    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(body))
+    path.chmod(0o755)
+    return path
+
+
+def _fake_mvn(tmp_path, monkeypatch, body: str):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _script(bin_dir / "mvn", body)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+
+
+def test_a_failed_maven_fetch_says_what_maven_said(tmp_path, monkeypatch):
+    _fake_mvn(tmp_path, monkeypatch, """
+        import sys
+        print("[ERROR] Failed to execute goal ... Could not transfer artifact", file=sys.stderr)
+        sys.exit(1)
+    """)
+    with pytest.raises(PrerequisiteError, match="(?s)exit 1.*Could not transfer artifact"):
+        registry_dist(tmp_path / "home", quiet=True)
+    assert list((tmp_path / "home").iterdir()) == []  # no half-fetched directory left
+
+
+def test_the_distribution_is_fetched_and_extracted_once(tmp_path, monkeypatch):
+    jar = f"apicurio-registry-app-{reg.APICURIO_VERSION}-runner.jar"
+    _fake_mvn(tmp_path, monkeypatch, f"""
+        import io, pathlib, sys, tarfile
+        out = pathlib.Path([a.split("=", 1)[1] for a in sys.argv
+                            if a.startswith("-DoutputDirectory=")][0])
+        out.mkdir(parents=True)
+        with open("{tmp_path}/calls", "a") as f:
+            f.write(" ".join(sys.argv[1:]) + "\\n")
+        with tarfile.open(out / "apicurio-registry-app-all.tar.gz", "w:gz") as tar:
+            for name in ("{jar}", "lib/a.jar"):
+                info = tarfile.TarInfo(name)
+                info.size = 2
+                tar.addfile(info, io.BytesIO(b"PK"))
+    """)
+    dist = registry_dist(tmp_path / "home", quiet=True)
+    assert dist == tmp_path / "home" / f"apicurio-registry-{reg.APICURIO_VERSION}"
+    assert {p.name for p in dist.iterdir()} == {".complete", jar, "lib"}
+    assert registry_dist(tmp_path / "home", quiet=True) == dist
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert len(calls) == 1  # the second call found it
+    assert f"-Dartifact=io.apicurio:apicurio-registry-app:{reg.APICURIO_VERSION}:tar.gz:all" \
+        in calls[0] and "-Dtransitive=false" in calls[0]
+
+
+@pytest.fixture
+def fake_java(tmp_path, monkeypatch):
+    """Point LocalRegistry at a stand-in ``java`` whose body the test gives."""
+    monkeypatch.setattr(reg, "registry_dist", lambda *a, **k: tmp_path)
+
+    def make(body: str):
+        java = _script(tmp_path / "java", body)
+        monkeypatch.setattr(reg, "java_binary", lambda: str(java))
+    return make
+
+
+def test_a_taken_port_is_refused_with_what_to_do(tmp_path, fake_java):
+    fake_java("raise SystemExit(1)\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        r = LocalRegistry(tmp_path / "registry", port=s.getsockname()[1])
+        with pytest.raises(RegistryError, match="already in use.*--port 0"):
+            r.start()
+
+
+def test_a_registry_that_exits_while_starting_is_reported_with_its_log(tmp_path, fake_java):
+    fake_java("""
+        print("ERROR Port 1 seems to be in use by another process. Quarkus may already be "
+              "running", flush=True)
+        raise SystemExit(1)
+    """)
+    r = LocalRegistry(tmp_path / "registry")  # a free port: taken meanwhile, so tried anew
+    with pytest.raises(RegistryError, match="(?s)exited with code 1.*registry.log.*in use"):
+        r.start(timeout_s=20)
+    assert r.log_file.read_text().count("seems to be in use") == 3  # three ports tried
+    assert not r.status().running
+
+
+def test_a_registry_that_never_answers_is_stopped_and_reported(tmp_path, fake_java):
+    fake_java("""
+        import time
+        print("starting, slowly", flush=True)
+        time.sleep(60)
+    """)
+    r = LocalRegistry(tmp_path / "registry")
+    with pytest.raises(RegistryError, match="(?s)did not answer GET .*/subjects within 1s.*"
+                                            "starting, slowly"):
+        r.start(timeout_s=1)
+    assert not r.status().running
+    assert not (tmp_path / "registry" / "registry.pid").exists()
+
