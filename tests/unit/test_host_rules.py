@@ -64,6 +64,12 @@ def test_a_run_ended_by_a_transient_kafka_failure_starts_again():
     assert restart_after(TRANSIENT, [], 1000.0, 300_000)
 
 
+def test_a_schema_registry_away_is_transient_too_and_starts_the_run_again():
+    """A kind of TransientKafkaError, named by its own class in the failure's text."""
+    assert restart_after("kspark.errors.SchemaRegistryUnreachableError: Serdes.avro() cannot "
+                         "read ...", [], 100.0, 300_000)
+
+
 def test_a_task_timeout_is_final_the_outage_outlasted_the_bound():
     assert not restart_after("kspark.errors.TaskTimeoutError: task 0_1: ...", [], 1000.0, 300_000)
     assert not restart_after(TRANSIENT + "\nkspark.errors.TaskTimeoutError: ...", [], 1000.0,

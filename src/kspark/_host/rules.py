@@ -90,6 +90,21 @@ def keep_if_current(mine: Any, committed: Any, kept_ends: Mapping[TP, int],
 RESTARTS_PER_TIMEOUT = 10
 
 
+def transient_names() -> tuple[str, ...]:
+    """The qualified names of TransientKafkaError and its kinds (a schema registry away,
+    ...), as a failed run's text names them.
+
+    >>> "kspark.errors.SchemaRegistryUnreachableError" in transient_names()
+    True
+    """
+    from kspark.errors import TransientKafkaError
+
+    kinds = [TransientKafkaError]
+    for kind in kinds:
+        kinds.extend(kind.__subclasses__())
+    return tuple(f"kspark.errors.{k.__name__}" for k in kinds)
+
+
 def restart_after(failure: str, restarts: list[float], now: float,
                   task_timeout_ms: int) -> bool:
     """Whether a run (a micro-batch query, a real-time epoch) that failed with ``failure``
@@ -104,7 +119,7 @@ def restart_after(failure: str, restarts: list[float], now: float,
     >>> restart_after("kspark.errors.TaskTimeoutError: task 0_1: ...", [], 100.0, 300_000)
     False
     """
-    if "TransientKafkaError" not in failure or "TaskTimeoutError" in failure:
+    if not any(name in failure for name in transient_names()) or "TaskTimeoutError" in failure:
         return False
     recent = [t for t in restarts if now - t < task_timeout_ms / 1000]
     return len(recent) < RESTARTS_PER_TIMEOUT

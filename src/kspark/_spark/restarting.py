@@ -89,8 +89,11 @@ class RestartingQuery:
 
 
 def _cause(text: str) -> str:
-    """The TransientKafkaError's message in a failed query's text."""
+    """The TransientKafkaError's (or its kind's) message in a failed query's text."""
+    from kspark._host.rules import transient_names
+
     for line in text.splitlines():
-        if "kspark.errors.TransientKafkaError:" in line:
-            return line.split("kspark.errors.TransientKafkaError:", 1)[1].strip()[:300]
+        for name in transient_names():
+            if f"{name}:" in line:
+                return line.split(f"{name}:", 1)[1].strip()[:300]
     return text.strip().splitlines()[0][:300] if text.strip() else "?"
