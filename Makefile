@@ -46,6 +46,7 @@ bench: setup
 	$(PY) benchmarks/eos_overhead.py
 	$(PY) benchmarks/latency.py
 	$(PY) benchmarks/range_stall.py
+	$(PY) benchmarks/registry_serdes.py
 
 # Optional, not part of test: kspark side by side with a confluent-kafka loop, Quix Streams,
 # Bytewax and native PySpark (see benchmarks/README.md), e.g. PEERS_ARGS="--records 20000

@@ -85,6 +85,32 @@ class View:
 
 # -- byte-identical with confluent-kafka's own serializers, each reading the other's bytes
 
+def test_avros_fast_path_writes_and_reads_what_confluents_serializers_do_record_after_record():
+    """After a topic's first record (written by confluent's serializer) and a schema id's
+    first record (read by its deserializer), fastavro does the work: same bytes, same
+    values, and the same named error for a wrong value."""
+    conf = _mock()
+    ours = Serdes.avro(USER_V2).configure(conf, is_key=False)
+    client = schema_registry_client(conf)
+    theirs = AvroSerializer(client, USER_V2,
+                            conf={"subject.name.strategy": topic_subject_name_strategy})
+    v1 = AvroSerializer(client, USER_V1, conf={"auto.register.schemas": True,
+                                              "subject.name.strategy":
+                                                  topic_subject_name_strategy})
+    users = [{"name": f"u{i}", "tier": "gold" if i % 2 else "basic"} for i in range(20)]
+    assert [ours.serialize("t", u) for u in users] == [theirs(u, VALUE) for u in users]
+    codec = ours._codec_of(ours._settings())  # noqa: SLF001 - the fast paths in use
+    assert codec.fast[("w", "t")] is not None
+    raws = [theirs(u, VALUE) for u in users]
+    assert [ours.deserialize("t", r) for r in raws] == users
+    old = [v1({"name": f"old{i}"}, VALUE) for i in range(3)]  # v1 records: the v2 default
+    assert [ours.deserialize("t", r) for r in old] == [
+        {"name": f"old{i}", "tier": "basic"} for i in range(3)]
+    assert sum(1 for k, v in codec.fast.items() if k[0] == "r" and v is not None) == 2
+    with pytest.raises(SerializationError, match="cannot write the value of topic 't'"):
+        ours.serialize("t", {"name": 7, "tier": "x"})
+
+
 @pytest.mark.parametrize("is_key", [False, True])
 def test_avro_writes_what_confluents_serializer_writes_and_each_reads_the_other(is_key):
     conf, ctx = _mock(), KEY if is_key else VALUE

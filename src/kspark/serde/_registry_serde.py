@@ -33,6 +33,9 @@ class _Codec:
         self.serde, self.settings = serde, settings
         self.client = client_for(settings)
         self._made: dict[str, Any] = {}
+        # Avro's fast paths (``_registry_fast``): a writer per topic, a reader per schema id;
+        # None: checked, and confluent's path it stays
+        self.fast: dict[tuple[str, Any], Any] = {}
         self._lock = threading.Lock()
 
     def get(self, op: str) -> Any:

@@ -28,6 +28,7 @@ from typing import Any
 
 from kspark.errors import ConfigError
 from kspark.serde._base import cannot_serialize
+from kspark.serde._registry_fast import reader_for, writer_for
 from kspark.serde._registry_serde import RegistrySerde
 from kspark.serde._registry_settings import Settings, client_for, settings_from
 from kspark.serde._registry_types import avro_schema, is_record_type, json_schema
@@ -79,6 +80,51 @@ class AvroRegistrySerde(RegistrySerde):
             except Exception as e:  # noqa: BLE001 - fastavro's and json's errors alike
                 raise ConfigError(f"Serdes.avro(): schema_str is no valid Avro schema "
                                   f"({type(e).__name__}: {e})") from e
+
+    def serialize(self, topic: str, data: Any) -> bytes | None:
+        """As :class:`RegistrySerde`'s, through fastavro once confluent's serializer has
+        written this topic's first record the same way (``_registry_fast``)."""
+        if data is None:
+            return None
+        s = self._settings()
+        codec = self._codec_of(s)
+        fast = codec.fast.get(("w", topic))
+        if fast is not None:
+            try:
+                return fast.write(self._plain(topic, data))
+            except Exception:  # noqa: BLE001 - confluent's path names the error
+                pass
+        out = super().serialize(topic, data)
+        if ("w", topic) not in codec.fast and out is not None and self._schema is not None:
+            fixed = not (s.use_latest and not s.auto_register)  # our schema, not the latest
+            codec.fast[("w", topic)] = fixed and writer_for(
+                codec.get("write"), self._schema, self._plain(topic, data), out) or None
+        return out
+
+    def deserialize(self, topic: str, data: bytes | None) -> Any:
+        """As :class:`RegistrySerde`'s, through fastavro once confluent's deserializer has
+        read a schema id's first record the same way (``_registry_fast``)."""
+        if data is None:
+            return None
+        s = self._settings()
+        if s.use_latest or len(data) < 6 or data[0] != 0:
+            return super().deserialize(topic, data)
+        codec, schema_id = self._codec_of(s), int.from_bytes(data[1:5], "big")
+        fast = codec.fast.get(("r", schema_id))
+        if fast is not None:
+            try:
+                return self._typed(fast.read(data))
+            except Exception:  # noqa: BLE001 - confluent's path names the error
+                pass
+        value = super().deserialize(topic, data)
+        if ("r", schema_id) not in codec.fast:
+            # the deserializer looked the id up under the topic's subject (TopicNameStrategy)
+            # or none: the client's cache holds it so
+            subject = s.subject_of(topic, None) if s.strategy == "TopicNameStrategy" else None
+            codec.fast[("r", schema_id)] = reader_for(codec.client, schema_id, subject,
+                                                      self._schema, bytes(data), value,
+                                                      self._typed)
+        return value
 
     def _make(self, op: str, client: Any, settings: Settings) -> Any:
         from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
