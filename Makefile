@@ -68,6 +68,7 @@ soak: setup
 # app runs (and in two rounds out of three a process kill as above). Before the last line, one
 # line per fault kind: "faults: KIND N, took ...; output paused ...". Not part of make test.
 soak-faults: setup
+	KSPARK_FULL_MATRIX=1 $(PY) -m pytest -q tests/integration/test_broker_faults.py
 	$(PY) -m tests.integration.soak --faults broker --rounds $(ROUNDS) --records $(RECORDS) --guarantee exactly_once_v2 --mode $(SOAK_MODE)
 	$(PY) -m tests.integration.soak --faults broker --rounds $(ROUNDS) --records $(RECORDS) --guarantee at_least_once --mode $(SOAK_MODE)
 

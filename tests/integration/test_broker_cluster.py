@@ -34,9 +34,15 @@ def metadata(cluster, topic: str | None = None):
 
 
 def replicas(cluster, topic: str) -> list[tuple[int, int, int]]:
-    """(partition, replica count, ISR size) of every partition of ``topic``."""
-    parts = metadata(cluster, topic).topics[topic].partitions.values()
-    return sorted((p.id, len(p.replicas), len(p.isrs)) for p in parts)
+    """(partition, replica count, ISR size) of every partition of ``topic``, once the node
+    this client asks knows the topic (a topic just created reaches the other nodes'
+    metadata a moment later: CI saw none at first)."""
+    deadline = time.monotonic() + 30
+    while True:
+        parts = metadata(cluster, topic).topics[topic].partitions.values()
+        if parts or time.monotonic() > deadline:
+            return sorted((p.id, len(p.replicas), len(p.isrs)) for p in parts)
+        time.sleep(0.2)
 
 
 def write_committed(bootstrap: str, topic: str, values: list[bytes], txn_id: str) -> float:
