@@ -1,7 +1,8 @@
 """End offsets while a broker restarts (``Admin.end_offsets``): the client's "no offset yet"
 (-1001), "no leaders found" and a leader epoch from before the restart are asked again —
 never read as a deleted topic or a lost changelog (which would fail a task with
-ChangelogLostError) — and a topic the cluster says does not exist still fails at once."""
+ChangelogLostError) — and a topic the cluster says does not exist fails once it has stayed
+away for MISSING_GRACE_S (one being created again is read when it is back)."""
 
 from concurrent.futures import Future
 from types import SimpleNamespace
@@ -66,9 +67,18 @@ def test_an_unknown_offset_for_longer_than_task_timeout_is_a_task_timeout_naming
         _admin(client, task_timeout_ms=100).end_offsets([("app-counts-changelog", 2)])
 
 
-def test_a_topic_the_cluster_says_does_not_exist_fails_at_once():
+def test_a_topic_the_cluster_says_does_not_exist_fails_after_the_grace(monkeypatch):
+    monkeypatch.setattr("kspark._kafka.admin.MISSING_GRACE_S", 0.05)
     nope = KafkaError(KafkaError._NOENT, "Failed to query partition leaders: No leaders found")
     client = _Client([(None, nope)], topic_exists=False)
-    with pytest.raises(KSparkError, match="cannot read the end offset of topic 'gone'"):
+    with pytest.raises(KSparkError, match="cannot read the end offset of topic 'gone' "
+                                          "partition 0 .*the topic does not exist"):
         _admin(client).end_offsets([("gone", 0)])
-    assert client.asked == 1
+
+
+def test_a_topic_deleted_and_created_again_is_read_when_it_is_back():
+    """KIP-406's global topic recreated: for a moment the cluster says it does not exist."""
+    nope = KafkaError(KafkaError._NOENT, "Failed to query partition leaders: No leaders found")
+    client = _Client([(None, nope), (None, nope), (7, None)], topic_exists=False)
+    assert _admin(client).end_offsets([("again", 0)]) == {("again", 0): 7}
+    assert client.asked == 3

@@ -13,7 +13,7 @@ from confluent_kafka.admin import NewTopic
 
 from kspark._kafka.admin_groups import GroupAdmin
 from kspark._kafka.factory import new_admin
-from kspark._kafka.retry import Stall, transient
+from kspark._kafka.retry import Stall, not_yet_visible, transient
 from kspark._kafka.security_errors import authorization_for, check_client
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark.config import declared_default
@@ -30,6 +30,10 @@ __all__ = ["Admin"]
 log = logging.getLogger("kspark")
 # A new (or just recreated) topic's leader may not be known yet, or the broker's metadata
 # lags the request's leader epoch: Java's clients retry these (InvalidMetadataException).
+# A topic the cluster says it lacks while offsets are read: deleted and being created again
+# (KIP-406's global topic), or created a moment ago; retried this long, then an error.
+MISSING_GRACE_S = 10.0
+
 _NO_LEADER_YET = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
                   KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH)
 
@@ -217,6 +221,7 @@ class Admin(GroupAdmin):
         todo = {(t, p) for t, p in partitions}
         out: dict[tuple[str, int], int] = {}
         stall: Stall | None = None
+        missing: dict[str, float] = {}  # topics the cluster said it lacks, since when
         while todo:
             req = {TopicPartition(t, p): spec for t, p in todo}
             res = self._admin.list_offsets(req, isolation_level=isolation,
@@ -226,7 +231,7 @@ class Admin(GroupAdmin):
                 try:
                     offset = fut.result(timeout=self.timeout_s + 1).offset
                 except KafkaException as e:
-                    failed = self._offset_error(tp, e.args[0])
+                    failed = self._offset_error(tp, e.args[0], missing)
                     continue
                 except FutureTimeout:  # no answer at all: a fresh client next time
                     failed = KafkaError(KafkaError._TIMED_OUT, "no answer")
@@ -245,12 +250,23 @@ class Admin(GroupAdmin):
                 stall.wait(failed)
         return out
 
-    def _offset_error(self, tp: TopicPartition, err: KafkaError) -> KafkaError:
-        """``err`` if a retry may help (a leader moving, the broker restarting); raises
-        otherwise (a missing ACL, an unknown topic, ...)."""
+    def _offset_error(self, tp: TopicPartition, err: KafkaError,
+                      missing: dict[str, float]) -> KafkaError:
+        """``err`` if a retry may help (a leader moving, the broker restarting, a topic
+        created a moment ago or being created again: absent for at most MISSING_GRACE_S);
+        raises otherwise (a missing ACL, a topic that stays away, ...)."""
         self._denied(err.code(), err.str(), "TOPIC", tp.topic, "DESCRIBE")
-        if (transient(err) or err.code() in _NO_LEADER_YET) and self._refresh(tp.topic):
-            return err
+        if transient(err) or err.code() in _NO_LEADER_YET or not_yet_visible(err):
+            if self._refresh(tp.topic):
+                missing.pop(tp.topic, None)
+                return err
+            since = missing.setdefault(tp.topic, time.monotonic())
+            if time.monotonic() - since < MISSING_GRACE_S:
+                return err
+            raise KSparkError(f"cannot read the end offset of topic {tp.topic!r} partition "
+                              f"{tp.partition} at {self.bootstrap}: the topic does not exist "
+                              f"(for {MISSING_GRACE_S:.0f} s of retries; {err.str()}); create "
+                              f"it, or check the name") from None
         raise KSparkError(f"cannot read the end offset of topic {tp.topic!r} partition "
                           f"{tp.partition} at {self.bootstrap}: {err.str()}") from None
 

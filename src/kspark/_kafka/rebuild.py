@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 from kspark._engine.state.build import changelog_topic
@@ -28,7 +29,7 @@ from kspark._engine.state.checkpoint import (
 from kspark._kafka.admin import Admin
 from kspark._kafka.task_producer import TaskProducer
 from kspark._kafka.settings import ClientSettings, as_settings
-from kspark.errors import ChangelogLostError
+from kspark.errors import ChangelogLostError, StateStoreError
 
 __all__ = ["rebuild_changelog"]
 
@@ -101,7 +102,7 @@ def _write(settings: ClientSettings, topic: str, store: str,
     written: dict[int, int] = {}
     for task_dir, p in tasks:
         written[p] = 0
-        db = RocksDBBytesStore(store, task_dir / store)
+        db = _opened(store, task_dir / store)
         try:
             for key, value in db.range(None, None):
                 producer.send(topic, key, value, 0, (), p)  # timestamp 0: now
@@ -112,3 +113,21 @@ def _write(settings: ClientSettings, topic: str, store: str,
                  written[p], task_dir / store)
     producer.flush()
     return written
+
+
+def _opened(store: str, path: Path, patience_s: float = 60.0) -> RocksDBBytesStore:
+    """The task's store, waiting (at most ``patience_s``) while a worker of the run that
+    just failed still holds its lock: it lets go as it exits."""
+    deadline, said = time.monotonic() + patience_s, False
+    while True:
+        try:
+            return RocksDBBytesStore(store, path)
+        except StateStoreError as e:
+            if "lock" not in str(e).lower() or time.monotonic() >= deadline:
+                raise
+            if not said:
+                log.warning("store %r at %s is still locked by another process (a worker of the "
+                            "application's last run?); waiting up to %.0f s for it to let go",
+                            store, path, patience_s)
+                said = True
+            time.sleep(0.5)
