@@ -68,7 +68,7 @@ def test_an_unknown_offset_for_longer_than_task_timeout_is_a_task_timeout_naming
 
 
 def test_a_topic_the_cluster_says_does_not_exist_fails_after_the_grace(monkeypatch):
-    monkeypatch.setattr("kspark._kafka.admin.MISSING_GRACE_S", 0.05)
+    monkeypatch.setattr("kspark._kafka.admin_offsets.MISSING_GRACE_S", 0.05)
     nope = KafkaError(KafkaError._NOENT, "Failed to query partition leaders: No leaders found")
     client = _Client([(None, nope)], topic_exists=False)
     with pytest.raises(KSparkError, match="cannot read the end offset of topic 'gone' "
