@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
@@ -169,9 +170,10 @@ class RegistrySerde(Serde):
 
     # -- what each format gives
 
+    @abstractmethod
     def _make(self, op: str, client: Any, settings: Settings) -> Any:
-        """confluent-kafka's serializer (``op`` "write") or deserializer ("read")."""
-        raise NotImplementedError
+        """confluent-kafka's serializer (``op`` "write") or deserializer ("read"): each
+        format's own."""
 
     def _record_name(self) -> str | None:
         """The record's name that RecordNameStrategy makes the subject of (each format's
