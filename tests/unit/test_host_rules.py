@@ -70,6 +70,12 @@ def test_a_schema_registry_away_is_transient_too_and_starts_the_run_again():
                          "read ...", [], 100.0, 300_000)
 
 
+def test_a_python_worker_too_slow_to_start_is_transient_and_starts_the_run_again():
+    """Spark waits a fixed 10 s for a new Python worker; on a busy machine it can miss."""
+    assert restart_after("org.apache.spark.SparkException: Python worker failed to connect "
+                         "back.", [], 100.0, 300_000)
+
+
 def test_a_task_timeout_is_final_the_outage_outlasted_the_bound():
     assert not restart_after("kspark.errors.TaskTimeoutError: task 0_1: ...", [], 1000.0, 300_000)
     assert not restart_after(TRANSIENT + "\nkspark.errors.TaskTimeoutError: ...", [], 1000.0,

@@ -89,6 +89,11 @@ def keep_if_current(mine: Any, committed: Any, kept_ends: Mapping[TP, int],
 # At most this many restarts after transient Kafka failures within task.timeout.ms.
 RESTARTS_PER_TIMEOUT = 10
 
+# Spark's own failures that a new attempt resolves: a Python worker that did not connect
+# back within Spark's fixed 10 s (a fresh interpreter starting on a machine busy enough);
+# nothing of the run was written, so it starts again from its last commit like any other.
+SPARK_TRANSIENT = ("Python worker failed to connect back",)
+
 
 def transient_names() -> tuple[str, ...]:
     """The qualified names of TransientKafkaError and its kinds (a schema registry away,
@@ -109,8 +114,9 @@ def restart_after(failure: str, restarts: list[float], now: float,
                   task_timeout_ms: int) -> bool:
     """Whether a run (a micro-batch query, a real-time epoch) that failed with ``failure``
     (its text) starts again: only after a TransientKafkaError (the attempt was abandoned
-    while the cluster recovered; the new one fences it and replays from the last commit),
-    never after a TaskTimeoutError (the cluster stayed away longer than task.timeout.ms) or
+    while the cluster recovered; the new one fences it and replays from the last commit)
+    or one of Spark's own transient failures (:data:`SPARK_TRANSIENT`), never after a
+    TaskTimeoutError (the cluster stayed away longer than task.timeout.ms) or
     any other error, and at most RESTARTS_PER_TIMEOUT times within task.timeout.ms
     (``restarts``: the monotonic times of the earlier restarts).
 
@@ -119,7 +125,8 @@ def restart_after(failure: str, restarts: list[float], now: float,
     >>> restart_after("kspark.errors.TaskTimeoutError: task 0_1: ...", [], 100.0, 300_000)
     False
     """
-    if not any(name in failure for name in transient_names()) or "TaskTimeoutError" in failure:
+    transient = (*transient_names(), *SPARK_TRANSIENT)
+    if not any(name in failure for name in transient) or "TaskTimeoutError" in failure:
         return False
     recent = [t for t in restarts if now - t < task_timeout_ms / 1000]
     return len(recent) < RESTARTS_PER_TIMEOUT

@@ -54,8 +54,8 @@ class RestartingQuery:
                         self._error = e
                         return
                     self.restarts.append(now)
-                    log.warning("application %r: a task ended while the Kafka cluster "
-                                "recovered (%s); starting the query again from its last "
+                    log.warning("application %r: the run ended on a transient failure "
+                                "(%s); starting the query again from its last "
                                 "commit (restart %d)", self.app_id, _cause(text),
                                 len(self.restarts))
                     self._last_progress = self.lastProgress
