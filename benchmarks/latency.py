@@ -131,10 +131,12 @@ def run(bootstrap: str, spark, work: str, rate: int, seconds: float, warmup: flo
         sent = steady_input(bootstrap, src, rate, seconds)
         got = latencies(bootstrap, dst, warm + sent, 120 + seconds)
     if mode == "real_time":  # the threads' own view: how long their commits take
-        threads = streams.metrics()["stream_threads"].values()
+        m = streams.metrics()
+        avg = m.find("commit-latency-avg", "stream-thread-metrics")
+        top = m.find("commit-latency-max", "stream-thread-metrics")
         print(mode, guarantee, "commit latency avg/max per thread (ms):", ", ".join(
-            f"{t['commit_latency_avg_ms']:.0f}/{t['commit_latency_max_ms']:.0f}"
-            for t in threads), flush=True)
+            f"{a.metric_value():.0f}/{b.metric_value():.0f}" for a, b in zip(avg, top)),
+            flush=True)
     streams.close()
     if len(got) != warm + sent:
         raise SystemExit(f"trigger {trigger_ms} ms: {len(got)} records out of {warm + sent}")

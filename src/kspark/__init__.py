@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     from kspark.processor import KeyValue, Topology
     from kspark.state import Stores
     from kspark.serde import Serde, Serdes
-    from kspark.streams import KafkaStreams, spark_session
+    from kspark.metrics import Metric, MetricName, Metrics
+    from kspark.streams import KafkaStreams, StreamThreadExceptionResponse, spark_session
 
 __all__ = [
     "AutoOffsetReset",
@@ -88,6 +89,10 @@ __all__ = [
     "Window",
     "Windowed",
     "spark_session",
+    "Metric",
+    "MetricName",
+    "Metrics",
+    "StreamThreadExceptionResponse",
 ]
 
 # Where each public name lives. They load on first use (PEP 562): `import kspark` alone stays
@@ -103,6 +108,10 @@ _HOME = {
     "Serdes": "kspark.serde",
     "KafkaStreams": "kspark.streams",
     "spark_session": "kspark.streams",
+    "StreamThreadExceptionResponse": "kspark.streams",
+    "Metric": "kspark.metrics",
+    "MetricName": "kspark.metrics",
+    "Metrics": "kspark.metrics",
 }
 
 

@@ -42,11 +42,9 @@ _METRICS = ("kspark reports KafkaStreams.metrics() and progress() (and Spark's U
             "metrics reporters")
 JAVA_KEYS: dict[str, str] = {
     "default.deserialization.exception.handler": "use deserialization.exception.handler "
-    "(Kafka Streams 4's name): log_and_fail or log_and_continue",
-    "default.production.exception.handler": "use production.exception.handler: "
-    "log_and_fail or log_and_continue",
-    "processing.exception.handler": "not supported: an exception in a processor fails its "
-    "task with a ProcessorError naming the node and record (log_and_fail)",
+    "(Kafka Streams 4's name; it takes the same values)",
+    "default.production.exception.handler": "use production.exception.handler (Kafka "
+    "Streams 4's name; it takes the same values)",
     "num.standby.replicas": _PLACED, "acceptable.recovery.lag": _PLACED,
     "max.warmup.replicas": _PLACED, "probing.rebalance.interval.ms": _PLACED,
     "rack.aware.assignment.tags": _PLACED, "rack.aware.assignment.strategy": _PLACED,
@@ -64,7 +62,7 @@ JAVA_KEYS: dict[str, str] = {
     "poll.ms": "not configurable: a real_time thread's poll waits at most 50 ms; micro_batch "
     "reads the ranges it planned",
     "retries": "use task.timeout.ms: how long kspark retries a failing Kafka call",
-    "metrics.recording.level": _METRICS, "metric.reporters": _METRICS,
+    "metric.reporters": _METRICS,
     "send.buffer.bytes": "use socket.send.buffer.bytes (librdkafka's name, every client)",
     "receive.buffer.bytes": "use socket.receive.buffer.bytes (librdkafka's name, every client)",
 }

@@ -9,8 +9,12 @@ and ``--set key=value`` overrides, checked as every StreamsConfig is.
 
 Exit codes: 0 when a batch run (``autostop.at=eol``) finished, that is reached its stop
 offsets; 2 when the application could not start or failed; 130 when interrupted (Ctrl-C:
-the batch run stays unfinished and the next start resumes it). A line per completed
-micro-batch shows progress; the last line sums the run up.
+the batch run stays unfinished and the next start resumes it). Output, the same in both
+execution modes (see ``_live_view.py``): a start line; every ``--every`` seconds (default
+5, 0: none) a live line with the client's state, records in and out (total and per
+second), lag per input topic, commits, restores, task moves and dropped records; a summary
+line when the run ends, saying how it ended (finished its batch run, stopped, interrupted,
+failed).
 
 Example:
     >>> parse_properties("# job\\napplication.id = hourly\\nmax.offsets.per.trigger=5000\\n")
@@ -22,17 +26,20 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
+from time import monotonic
 from typing import Any
 
 from kspark._kafka.stopoffsets import format_offsets
+from kspark._live_view import DEFAULT_EVERY_S, LiveView, Reading, read, summary
 from kspark.config import StreamsConfig, parse_properties
 from kspark.errors import ConfigError
 from kspark.processor.topology import Topology
 
 __all__ = ["run_application", "load_topology", "parse_properties"]
+
+_POLL_S = 0.5  # how often the run checks whether it ended and whether a line is due
 
 
 def load_topology(spec: str) -> Topology:
@@ -66,75 +73,51 @@ def load_topology(spec: str) -> Topology:
 
 
 def run_application(spec: str, config_file: Path | None, overrides: list[str],
-                    out: Callable[[str], None] = print) -> int:
-    """Run the application until its batch run finishes (or, streaming, until interrupted)."""
+                    out: Callable[[str], None] = print, every: float = DEFAULT_EVERY_S) -> int:
+    """Run the application until its batch run finishes (or, streaming, until interrupted),
+    a live line every ``every`` seconds (0: none) and a summary at the end."""
     from kspark.streams import KafkaStreams
 
+    config = _config(config_file, overrides)
+    app, batch = config["application.id"], config["autostop.at"] == "eol"
+    streams = KafkaStreams(load_topology(spec), config)
+    started = monotonic()
+    streams.start()
+    out(f"kspark run: application {app!r} started (batch run); stop offsets "
+        f"{format_offsets(streams.stop_offsets())}" if batch
+        else f"kspark run: application {app!r} started (streaming; Ctrl-C stops it)")
+    view = LiveView(every, read(streams, monotonic()) or Reading(started, None))
+
+    def end(ended: str, tail: str = "") -> None:
+        now = monotonic()
+        last = read(streams, now) or view.last
+        out(summary(app, ended, last, now - started) + tail)
+
+    try:
+        while not streams.await_termination(_POLL_S):
+            text = view.tick(monotonic(), lambda: read(streams, monotonic()))
+            if text is not None:
+                out(text)
+    except KeyboardInterrupt:
+        streams.close()
+        end("interrupted", "; the batch run is unfinished and the next start resumes it"
+            if batch else "")
+        return 130
+    except Exception:
+        end("failed")
+        raise
+    end("finished its batch run" if batch else "stopped",
+        f"; stop offsets reached: {format_offsets(streams.stop_offsets())}" if batch else "")
+    streams.close()
+    return 0
+
+
+def _config(config_file: Path | None, overrides: list[str]) -> StreamsConfig:
+    """The properties file's keys, then the ``--set key=value`` overrides, checked."""
     props: dict[str, Any] = parse_properties(config_file.read_text()) if config_file else {}
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep:
             raise ConfigError(f"--set {item!r} is not 'key=value'")
         props[key.strip()] = value.strip()
-    config = StreamsConfig(props)
-    app = config["application.id"]
-    topology = load_topology(spec)
-    streams = KafkaStreams(topology, config)
-    started = time.monotonic()
-    streams.start()
-    mode = "batch run" if config["autostop.at"] == "eol" else "streaming"
-    out(f"kspark run: application {app!r} started ({mode}); stop offsets "
-        f"{format_offsets(streams.stop_offsets())}" if mode == "batch run"
-        else f"kspark run: application {app!r} started (streaming; Ctrl-C stops it)")
-    shown = 0
-    try:
-        while not streams.await_termination(0.5):
-            shown = _show(streams, shown, out)
-    except KeyboardInterrupt:
-        streams.close()
-        out(f"kspark run: application {app!r} interrupted after {time.monotonic() - started:.1f} s"
-            + ("; the batch run is unfinished and the next start resumes it"
-               if mode == "batch run" else ""))
-        return 130
-    _show(streams, shown, out)
-    p = streams.progress()
-    streams.close()
-    if mode != "batch run":
-        out(f"kspark run: application {app!r} stopped")
-        return 0
-    out(f"kspark run: application {app!r} finished its batch run: {p['records_in']} records in, "
-        f"{p['records_out']} records out, {time.monotonic() - started:.1f} s; stop offsets "
-        f"reached: {format_offsets(streams.stop_offsets())}")
-    return 0
-
-
-def _show(streams: Any, shown: int, out: Callable[[str], None]) -> int:
-    if streams.config["execution.mode"] == "real_time":
-        return _show_live(streams, shown, out)
-    p = streams.progress()
-    if p["batches"] != shown:
-        out(f"kspark run: micro-batch {p['batches']} done: {p['records_in']} records in, "
-            f"{p['records_out']} records out so far")
-    return p["batches"]
-
-
-_LIVE_EVERY_S = 2.0
-_last_live = [0.0]
-
-
-def _show_live(streams: Any, shown: int, out: Callable[[str], None]) -> int:
-    """Real-time mode: the threads' live counts, lag, rate and commit latency, at most every
-    2 s and only when records came in; ``shown``: the records-in count last shown."""
-    now = time.monotonic()
-    if now - _last_live[0] < _LIVE_EVERY_S:
-        return shown
-    p = streams.progress()
-    if p["records_in"] == shown:
-        return shown
-    _last_live[0] = now
-    threads = streams.metrics().get("stream_threads", {}).values()
-    rate = sum(m["process_rate"] for m in threads)
-    commit = max((m["commit_latency_max_ms"] for m in threads), default=0.0)
-    out(f"kspark run: {p['records_in']} records in, {p['records_out']} out, lag {p['lag']}, "
-        f"{rate:.0f} records/s, commit {commit:.0f} ms (real-time epoch {p['batches'] + 1})")
-    return int(p["records_in"])
+    return StreamsConfig(props)

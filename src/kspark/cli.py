@@ -65,12 +65,33 @@ def _add_demo_and_run(sub: Any) -> None:
     demo = sub.add_parser("demo", help="run the demo topology on Spark against Kafka")
     demo.add_argument("--bootstrap-servers", default=None,
                       help="use this Kafka instead of starting a local broker")
-    run = sub.add_parser("run", help="run an application (batch runs exit 0 once finished)")
+    run = sub.add_parser("run", help="run an application (batch runs exit 0 once finished): "
+                         "a live line every few seconds, a summary line at the end",
+                         description="Run an application until its batch run finishes "
+                         "(autostop.at=eol) or, streaming, until Ctrl-C. Prints a start line, a "
+                         "live line every --every seconds and a summary line (records in and "
+                         "out, elapsed, average rate, commits, restores, moves, dropped records, "
+                         "how the run ended). Exit 0: finished; 2: failed; 130: interrupted.")
     run.add_argument("application", help="module:attr or file.py:attr naming a Topology, a "
                      "StreamsBuilder, or a function returning one")
     run.add_argument("--config", type=Path, default=None, help="a properties file (key=value)")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="a config key, overriding the file (repeatable)")
+    run.add_argument("--every", type=_seconds, default=5.0, metavar="SECONDS",
+                     help="a live line every SECONDS (default 5; 0: none): state, records in "
+                     "and out with records/s, lag per input topic, commits, restores, task "
+                     "moves, dropped records")
+
+
+def _seconds(text: str) -> float:
+    """``--every``'s value: a number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 def _add_describe(sub: Any) -> None:
@@ -320,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             from kspark._runner import run_application
 
-            return run_application(args.application, args.config, args.set)
+            return run_application(args.application, args.config, args.set, every=args.every)
         from kspark.demo.run import run_demo
 
         return run_demo(args.bootstrap_servers)

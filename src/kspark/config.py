@@ -39,9 +39,11 @@ from typing import Any
 from kspark._config_java import (DEPRECATED_VALUES, refused_client_key, renamed, renamed_value,
                                  task_idle_problem, unknown_key)
 from kspark._config_text import parse_properties, resolve_reference
+from kspark._engine.handler_config import handler_config
 from kspark._engine.offset_reset import reset_policy_problem
 from kspark.errors import ConfigError
 from kspark.serde._registry_keys import registry_config
+from kspark._config_ops import operations_config
 
 __all__ = ["StreamsConfig", "ConfigKey", "CONFIG_KEYS", "MICRO_BATCH", "REAL_TIME", "MODES", "BOTH",
            "declared_default", "checkpoint_location", "commit_interval_ms", "parse_properties"]
@@ -143,19 +145,10 @@ _KEYS = [
               lambda v: None if callable(v) or hasattr(v, "extract") else
               "must be a TimestampExtractor or a function (record, partition_time) -> int",
               modes=BOTH),
-    ConfigKey("deserialization.exception.handler", str, "log_and_fail", "What a task does with a "
-              "record it cannot deserialize: log_and_fail stops with an error naming topic, "
-              "partition and offset; log_and_continue logs, counts and skips it.",
-              _one_of("log_and_fail", "log_and_continue"), modes=BOTH),
-    ConfigKey("production.exception.handler", str, "log_and_fail", "What a task does with a "
-              "record it cannot serialize or that Kafka refuses (say, larger than "
-              "message.max.bytes): log_and_fail stops with an error naming the sink, topic, "
-              "partition and size; log_and_continue logs, counts and skips it (its input record "
-              "goes to the dead-letter topic if one is set).",
-              _one_of("log_and_fail", "log_and_continue"), modes=BOTH),
-    ConfigKey("errors.dead.letter.queue.topic.name", str, None, "If set, records that cannot be "
-              "deserialized are also written, unchanged, to this topic, with headers naming the "
-              "error and where the record came from (KIP-1034). The topic must exist at start.",
+    ConfigKey("errors.dead.letter.queue.topic.name", str, None, "If set, the built-in "
+              "exception handlers also write the input record of each error (deserialization, "
+              "processing, production), unchanged, to this topic, with Kafka Streams' "
+              "__streams.errors.* headers (KIP-1034). The topic must exist at start.",
               lambda v: None if v.strip() else "must not be empty (leave the key out to "
               "turn dead-lettering off)", modes=BOTH),
     ConfigKey("statestore.cache.max.bytes", int, 10 * 1024 * 1024, "Record cache for DSL "
@@ -235,11 +228,11 @@ _KEYS = [
     ConfigKey("source.read.timeout.ms", int, 60000, "kspark: a task that cannot read up to its "
               "planned offset within this time fails, naming topic and partition.", _positive,
               modes=BOTH),
-] + [ConfigKey(*k, modes=BOTH) for k in registry_config()]  # Schema Registry serdes' keys
+] + [ConfigKey(*k, modes=BOTH) for k in (*registry_config(), *operations_config(),
+                                          *handler_config())]  # + the exception handlers
 CONFIG_KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
 MODE = "execution.mode"
-# real_time's commit.interval.ms when it is not set: Kafka Streams' defaults (micro_batch
-# keeps the declared default, a micro-batch per second)
+# real_time's commit.interval.ms if not set: Kafka Streams' (micro_batch: the declared one)
 REAL_TIME_COMMIT_INTERVAL_MS = {AT_LEAST_ONCE: 30_000, EXACTLY_ONCE_V2: 100}
 
 

@@ -40,6 +40,22 @@ __all__ = [
     "CertificateError",
     "AuthorizationError",
     "CorruptStateError",
+    "ExceptionHandlerError",
+    # the exception handlers (kspark._engine.handlers; docs/handlers.md)
+    "ErrorHandlerContext",
+    "Response",
+    "Result",
+    "ProducerRecord",
+    "ProcessingExceptionHandler",
+    "LogAndFailProcessingExceptionHandler",
+    "LogAndContinueProcessingExceptionHandler",
+    "DeserializationExceptionHandler",
+    "LogAndFailExceptionHandler",
+    "LogAndContinueExceptionHandler",
+    "ProductionExceptionHandler",
+    "DefaultProductionExceptionHandler",
+    "LogAndContinueProductionExceptionHandler",
+    "SerializationExceptionOrigin",
 ]
 
 
@@ -209,3 +225,31 @@ class CorruptStateError(StateStoreError):
     does not parse: it was damaged, or written by something other than kspark. kspark never
     executes such data. The message names the store or document, where it was read (topic,
     partition and offset, or file) and what to do (usually: reset the application)."""
+
+
+class ExceptionHandlerError(ProcessorError):
+    """An exception handler (``processing.exception.handler``, or the deserialization or
+    production one) raised, or answered something other than a Response, while handling an
+    error: the task fails (as Java's "Fatal user code error in ... error callback"). The
+    message names the key, the handler, the task and the error it was handling; the
+    handler's own exception is chained as ``__cause__``."""
+
+
+# The handler types live with the engine that calls them; they are public here, as Java's
+# org.apache.kafka.streams.errors holds them.
+from kspark._engine.handlers import (  # noqa: E402 - after the errors the engine imports
+    DefaultProductionExceptionHandler,
+    DeserializationExceptionHandler,
+    ErrorHandlerContext,
+    LogAndContinueExceptionHandler,
+    LogAndContinueProcessingExceptionHandler,
+    LogAndContinueProductionExceptionHandler,
+    LogAndFailExceptionHandler,
+    LogAndFailProcessingExceptionHandler,
+    ProcessingExceptionHandler,
+    ProducerRecord,
+    ProductionExceptionHandler,
+    Response,
+    Result,
+    SerializationExceptionOrigin,
+)

@@ -6,15 +6,22 @@ building topologies and testing them with the TopologyTestDriver never loads Spa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from kspark._engine.metrics.names import Metrics
+from kspark._host.lifecycle import Lifecycle, State, StreamThreadExceptionResponse
 from kspark._host.runner import Runner
+from kspark._host.supervisor import Supervisor
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsError
 from kspark.processor.topology import Topology
 
-__all__ = ["KafkaStreams", "spark_session"]
+log = logging.getLogger("kspark")
+
+__all__ = ["KafkaStreams", "StreamThreadExceptionResponse", "spark_session"]
 
 
 class KafkaStreams:
@@ -30,25 +37,86 @@ class KafkaStreams:
         streams.close()
     """
 
+    State = State  # KafkaStreams.State.RUNNING, as Java's
+
     def __init__(self, topology: Topology, config: Mapping[str, Any] | StreamsConfig,
                  spark: Any = None):
         self.config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
         self._topology = topology
         self._spark = spark
         self._app: Runner | None = None  # the one protocol of every execution mode
-        self._state = "CREATED"
+        self._life = Lifecycle()
+        self._supervisor: Supervisor | None = None
+        self._handler: Callable[[BaseException], Any] | None = None
+        self._endpoint: Any = None
 
     def start(self) -> None:
-        """Check topics and brokers, then start the streaming query (returns at once)."""
-        if self._state != "CREATED":
-            raise StreamsError(
-                f"cannot start a KafkaStreams in state {self._state}; build a new one")
+        """Check topics and brokers, then start the streaming query (returns at once; the
+        state is REBALANCING until the tasks run, then RUNNING)."""
+        if self._life.state is not State.CREATED:
+            raise StreamsError(f"cannot start a KafkaStreams in state {self._life.state.name}; "
+                               "build a new one")
         from kspark._spark.app import SparkApplication
 
         graph = self._topology._graph  # noqa: SLF001 - kspark's own topology graph
         self._app = SparkApplication(graph, self.config, self._spark)
-        self._app.start()
-        self._state = "RUNNING"
+        self._app.on_failure = self._replace_after
+        self._life.to(State.REBALANCING)
+        self._start_endpoint()
+        try:
+            self._app.start()
+        except BaseException:
+            self._life.to(State.PENDING_ERROR)
+            self._life.to(State.ERROR)
+            self._stop_endpoint()
+            raise
+        self._supervisor = Supervisor(self._app, self._life)
+        self._supervisor.start()
+
+    def set_state_listener(self, listener: Callable[[State, State], Any]) -> None:
+        """``listener(new_state, old_state)`` after every state change (Java's
+        ``StateListener.onChange``), from the thread that changed it; only before
+        ``start()``. A listener that raises is logged and ignored."""
+        self._require_created("set_state_listener")
+        self._life.listener = listener
+
+    def set_uncaught_exception_handler(self, handler: Any) -> None:
+        """What the application does when a task fails for good (KIP-671): ``handler`` is a
+        function of the exception, or an object with ``handle(exception)``, returning a
+        :class:`~kspark.StreamThreadExceptionResponse`. REPLACE_THREAD runs the failed
+        micro-batch query or real-time epoch again from the last commit (at most 10 times
+        within ``task.timeout.ms``, then the application fails); SHUTDOWN_CLIENT and
+        SHUTDOWN_APPLICATION (a kspark application is one client) stop it in ERROR, as
+        does the default (no handler), as in Kafka Streams. Only before ``start()``."""
+        self._require_created("set_uncaught_exception_handler")
+        handle = getattr(handler, "handle", None)
+        if not callable(handle) and not callable(handler):
+            raise StreamsError("set_uncaught_exception_handler() takes a function of the "
+                               "exception or an object with handle(exception), got "
+                               f"{type(handler).__name__}")
+        self._handler = handle if callable(handle) else handler
+
+    def _replace_after(self, error: BaseException, restarts: list[float]) -> bool:
+        """The failed run's fate, as the uncaught exception handler answers."""
+        from kspark._host.rules import replace_allowed
+        from kspark._spark.app import explain
+
+        if self._handler is None:
+            return False
+        exc = StreamsError(explain(self.config["application.id"], error))
+        try:
+            answer = self._handler(exc)
+        except Exception:  # noqa: BLE001 - a handler that raises: shut the client down
+            log.exception("the uncaught exception handler raised; shutting the client down")
+            return False
+        if answer is not StreamThreadExceptionResponse.REPLACE_THREAD:
+            return False
+        if not replace_allowed(restarts, time.monotonic(), int(self.config["task.timeout.ms"])):
+            log.error("the uncaught exception handler asked to replace the run again, but it "
+                      "failed %d times within task.timeout.ms; the application fails",
+                      len(restarts))
+            return False
+        return True
 
     def describe(self, partitions: Mapping[str, int] | None = None) -> str:
         """The topology as Kafka Streams prints it (``Topology.describe()``), then the Spark
@@ -74,20 +142,31 @@ class KafkaStreams:
         Raises :class:`~kspark.errors.StreamsError` if the query failed.
         """
         self._require_started()
-        done = self._app.await_termination(timeout_s)
-        if done:
-            self._state = "NOT_RUNNING"
-        return done
+        ended = self._life.wait_for((State.NOT_RUNNING, State.ERROR), timeout_s)
+        if ended and self._supervisor is not None and self._supervisor.error is not None:
+            raise self._supervisor.error
+        return ended
 
     def close(self, timeout_s: float | None = None) -> None:
-        """Stop the query (after the running micro-batch) and release resources."""
-        if self._app is not None:
-            self._app.stop(timeout_s)
-        self._state = "NOT_RUNNING"
+        """Stop the query (after the running micro-batch) and release resources. A client
+        in ERROR stays in ERROR, as in Kafka Streams."""
+        failed = self._life.state in (State.PENDING_ERROR, State.ERROR)
+        self._life.to(State.PENDING_SHUTDOWN)
+        try:
+            if self._supervisor is not None:
+                self._supervisor.stop()
+            if self._app is not None:
+                self._app.stop(timeout_s)
+        finally:
+            self._stop_endpoint()
+            if not failed:
+                self._life.to(State.NOT_RUNNING)
 
-    def state(self) -> str:
-        """CREATED, RUNNING or NOT_RUNNING, as Kafka Streams' states."""
-        return self._state
+    def state(self) -> State:
+        """The client's state, as Kafka Streams' ``KafkaStreams.State``: CREATED,
+        REBALANCING, RUNNING, PENDING_SHUTDOWN, NOT_RUNNING, PENDING_ERROR or ERROR (each
+        equal to its name; see docs/operations.md for what each means on Spark)."""
+        return self._life.state
 
     def progress(self) -> dict[str, int]:
         """One shape in both execution modes (``PROGRESS_KEYS``): ``batches`` (micro-batches done,
@@ -106,15 +185,17 @@ class KafkaStreams:
         self._require_started()
         return self._app.progress()
 
-    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
-        """``{"stream_threads": {...}, "lag": {topic: {partition: n}}, "async": {...}}`` in
-        both execution modes. ``async``: each async processor's (KIP-311) ``completed``,
-        ``retried``, ``dead_lettered``, ``latency_avg_ms``, ``in_flight_peak`` and
-        ``in_flight``. ``stream_threads``: in real-time mode, each thread's
-        (``stream-thread-0``, ...) ``records_in``, ``records_out``, ``commits``,
-        ``process_rate`` (records/s), ``commit_latency_avg_ms`` and
-        ``commit_latency_max_ms``, reported every commit interval (at least every 5 s);
-        empty in micro-batch mode, which has no long-running threads."""
+    def metrics(self) -> Metrics:
+        """``{MetricName: Metric}``, as Java's ``KafkaStreams.metrics()``, in both execution
+        modes: Kafka Streams' task, processor-node and topic metrics with Java's names,
+        groups and tags (``stream-task-metrics``: ``dropped-records-total``,
+        ``process-rate``, ``record-lateness-avg``, ...), summed over the executors;
+        ``stream-thread-metrics`` per real-time stream thread (``<app>-StreamThread-<n>``)
+        or for the driver's view of the micro-batches (``<app>-micro-batch``); the input lag
+        (``records-lag`` per partition) and the async processors'
+        (``kspark-async-processor-metrics``). ``metrics().total(name)`` sums a metric over
+        its tags; ``metrics().value(name, task_id="0_1")`` reads one. Counts are of
+        committed work. The list, and what each means on Spark: docs/operations.md."""
         self._require_started()
         return self._app.metrics()
 
@@ -129,6 +210,33 @@ class KafkaStreams:
         """Whether a batch run ended by reaching its stop offsets (its finished marker is
         written); False while running, when streaming, or after ``close()`` stopped it early."""
         return self._app is not None and self._app.finished
+
+    def metrics_http_port(self) -> int | None:
+        """The port the metrics endpoint listens on (``metrics.http.port``; 0 asks for a
+        free one), or None when it is off."""
+        return None if self._endpoint is None else self._endpoint.port
+
+    def _start_endpoint(self) -> None:
+        """``metrics.http.port``: /metrics, /health/live, /health/ready on the driver."""
+        if self.config["metrics.http.port"] is None:
+            return
+        from kspark._host.http_endpoint import MetricsEndpoint
+
+        self._endpoint = MetricsEndpoint(
+            lambda: self._app.metrics() if self._app is not None else Metrics(),
+            live=lambda: self._life.state not in (State.PENDING_ERROR, State.ERROR),
+            ready=lambda: self._life.state is State.RUNNING,
+            host=self.config["metrics.http.host"], port=int(self.config["metrics.http.port"]))
+        self._endpoint.start()
+
+    def _stop_endpoint(self) -> None:
+        if self._endpoint is not None:
+            self._endpoint.stop()
+
+    def _require_created(self, what: str) -> None:
+        if self._life.state is not State.CREATED:
+            raise StreamsError(f"{what}() only before start(); the client is "
+                               f"{self._life.state.name}")
 
     def _require_started(self) -> None:
         if self._app is None:

@@ -9,9 +9,13 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.*;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.*;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.*;
+import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
+import org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler;
 import org.apache.kafka.streams.kstream.*;
 import org.apache.kafka.streams.state.*;
 import org.apache.kafka.streams.test.TestRecord;
@@ -50,6 +54,7 @@ public class Reference {
             List<String[]> inputs = new ArrayList<>();
             List<String> outs = new ArrayList<>();
             List<String[]> stores = new ArrayList<>();
+            boolean dropped = false, metrics = false;
             for (String line : lines) {
                 String[] t = line.split(" ");
                 switch (t[0]) {
@@ -58,6 +63,12 @@ public class Reference {
                     case "to": ((KStream) vars.get(t[1])).to(t[2], Produced.with(S, L)); outs.add(t[2]); break;
                     case "input": inputs.add(t); break;
                     case "store": stores.add(t); break;
+                    case "handler":
+                        p.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, t[1].equals("continue")
+                            ? LogAndContinueProcessingExceptionHandler.class : LogAndFailProcessingExceptionHandler.class);
+                        break;
+                    case "dropped": dropped = true; break;
+                    case "metrics": metrics = true; p.put(StreamsConfig.METRICS_RECORDING_LEVEL_CONFIG, t[1]); break;
                     default: break;
                 }
             }
@@ -73,6 +84,8 @@ public class Reference {
                           .append(show(r.value())).append(' ').append(r.timestamp()).append('\n');
                 }
                 for (String[] t : stores) dump(d, t[1], t[2], sb);
+                if (dropped) sb.append("dropped ").append(dropped(d)).append('\n');
+                if (metrics) names(d, sb);
             }
         } catch (Throwable e) {
             Throwable c = e;
@@ -101,6 +114,30 @@ public class Reference {
         }
     }
 
+    // the tasks' dropped-records-total (stream-task-metrics)
+    static long dropped(TopologyTestDriver d) {
+        double n = 0;
+        for (Map.Entry<MetricName, ? extends Metric> e : d.metrics().entrySet())
+            if (e.getKey().name().equals("dropped-records-total") && e.getKey().group().equals("stream-task-metrics"))
+                n += ((Number) e.getValue().metricValue()).doubleValue();
+        return (long) n;
+    }
+
+    // the task-, node- and topic-level metrics' names, groups and tag keys (issue 42)
+    static void names(TopologyTestDriver d, StringBuilder sb) {
+        List<String> out = new ArrayList<>();
+        for (MetricName n : d.metrics().keySet()) {
+            if (!n.group().equals("stream-task-metrics") && !n.group().equals("stream-processor-node-metrics")
+                    && !n.group().equals("stream-topic-metrics")) continue;
+            List<String> keys = new ArrayList<>(n.tags().keySet());
+            Collections.sort(keys);
+            out.add("metric " + n.group() + " " + n.name() + " " + String.join(",", keys) + " "
+                    + n.tags().getOrDefault("processor-node-id", "-") + " " + n.tags().getOrDefault("topic", "-"));
+        }
+        Collections.sort(out);
+        for (String line : out) sb.append(line).append('\n');
+    }
+
     static String show(Object o) { return o == null ? "~" : o.toString(); }
     static String str(String s) { return s.equals("~") ? null : s; }
     static Long num(String s) { return s.equals("~") ? null : Long.valueOf(s); }
@@ -126,6 +163,10 @@ public class Reference {
             case "inc": return v -> v == null ? null : (Long) v + 1;
             case "dbl": return v -> v == null ? null : (Long) v * 2;
             case "nul": return v -> v == null || (Long) v % 3 == 0 ? null : v;
+            case "boom": return v -> {
+                if (v != null && (Long) v % 5 == 0) throw new ArithmeticException("boom " + v);
+                return v;
+            };
             default: throw new IllegalArgumentException("mapper " + n);
         }
     }

@@ -8,9 +8,16 @@ Streams. Keys are strings, values longs; ``~`` stands for null.
     to <var> <topic>                   write a stream to an output topic
     input <topic> <key> <value> <ts>   pipe one record
     store <name> kv|window             dump a materialized store at the end
+    handler continue|fail              processing.exception.handler (KIP-1033): Java's
+                                       LogAndContinue/LogAndFailProcessingExceptionHandler
+    dropped                            answer the tasks' dropped-records-total too
+    metrics INFO|DEBUG|TRACE           metrics.recording.level; answer the names, groups and
+                                       tag keys of the task, node and topic metrics too
 
 The answer is one line per output record, ``record <topic> <key> <value> <ts>``, per topic
-in read order, then ``row <store> <key> <value>`` per store entry; or ``error <message>``.
+in read order, then ``row <store> <key> <value>`` per store entry, then (with a ``dropped``
+line) ``dropped <n>``, then (with a ``metrics`` line) ``metric <group> <name> <tag keys>
+<node> <topic>`` per metric, sorted; or ``error <message>``.
 
 Example:
     >>> run(["op s0 stream in", "op s1 map_values s0 inc", "to s1 out", "input in a 1 5"])
@@ -42,7 +49,18 @@ MAPPERS = {
     "inc": lambda v: None if v is None else v + 1,
     "dbl": lambda v: None if v is None else v * 2,
     "nul": lambda v: None if v is None or v % 3 == 0 else v,
+    "boom": lambda v: _boom(v),
 }
+JAVA_HANDLERS = {"continue": "org.apache.kafka.streams.errors."
+                 "LogAndContinueProcessingExceptionHandler",
+                 "fail": "org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler"}
+
+
+def _boom(v: Any) -> Any:
+    """Raises on a multiple of 5 (user code failing: the processing handler decides)."""
+    if v is not None and v % 5 == 0:
+        raise ArithmeticError(f"boom {v}")
+    return v
 
 
 def _key_of(name: str, k: Any, v: Any) -> Any:
@@ -173,6 +191,8 @@ class Built:
     inputs: list[list[str]] = field(default_factory=list)
     outs: list[str] = field(default_factory=list)
     stores: list[list[str]] = field(default_factory=list)
+    dropped: bool = False  # a ``dropped`` line: answer the dropped-records count too
+    metrics: bool = False  # a ``metrics LEVEL`` line: answer the metrics' names too
 
 
 def build(lines: list[str], builder: StreamsBuilder | None = None, prefix: str = "") -> Built:
@@ -194,7 +214,47 @@ def build(lines: list[str], builder: StreamsBuilder | None = None, prefix: str =
             built.inputs.append([t[0], prefix + t[1], *t[2:]])
         elif t[0] == "store":
             built.stores.append([t[0], prefix + t[1], *t[2:]])
+        elif t[0] == "handler":
+            built.config["processing.exception.handler"] = JAVA_HANDLERS[t[1]]
+        elif t[0] == "dropped":
+            built.dropped = True
+        elif t[0] == "metrics":
+            built.metrics = True
+            built.config["metrics.recording.level"] = t[1]
     return built
+
+
+TASK = "stream-task-metrics"
+
+
+def _metric_names(metrics: Any) -> list[str]:
+    """``metric <group> <name> <tag keys> <node> <topic>`` of each task, node and topic
+    metric, sorted (as ``Reference.java`` prints Java's)."""
+    groups = (TASK, "stream-processor-node-metrics", "stream-topic-metrics")
+    return sorted(f"metric {n.group} {n.name} {','.join(sorted(n.tags))} "
+                  f"{n.tags.get('processor-node-id', '-')} {n.tags.get('topic', '-')}"
+                  for n in metrics if n.group in groups)
+
+
+def normal_metrics(answer: list[str]) -> list[str]:
+    """An answer's metric lines with each node's number and each internal topic's name left
+    out: kspark and Java number some nodes of a topology differently (docs/conformance.md),
+    and the metrics are compared by name, group, tag keys and kind of node."""
+    import re
+
+    out = []
+    for line in answer:
+        if line.startswith("metric "):
+            *head, node, topic = line.split(" ")
+            node = re.sub(r"-\d{10}$", "", node)
+            # Java names a cogroup's repartition nodes after its store, kspark as any other
+            node = re.sub(r"^.*-repartition-(source|sink)$",
+                          lambda m: f"KSTREAM-{m.group(1).upper()}", node)
+            internal = topic.startswith(("ref-", "topology-test-driver-"))
+            topic = "(internal)" if internal else topic
+            line = " ".join([*head, node, topic])
+        out.append(line)
+    return out
 
 
 def run(lines: list[str]) -> list[str]:
@@ -219,6 +279,11 @@ def run(lines: list[str]) -> list[str]:
                     for kv in d.get_window_store(name).all():
                         answer.append(f"row {name} {kv.key.key}@{kv.key.window.start} "
                                       f"{_show(kv.value)}")
+            metrics = d.metrics()
+            if built.dropped:  # the driver's one task counts them (dropped-records-total)
+                answer.append(f"dropped {metrics.total('dropped-records-total', TASK)}")
+            if built.metrics:
+                answer += _metric_names(metrics)
         return answer
     except (KSparkError, ValueError, TypeError) as e:  # Java answers these with an error too
         return [f"error {type(e).__name__}: {e}"]

@@ -47,8 +47,37 @@ def _merged_repartitions(n: int) -> list[str]:
 
 
 _COGROUP = ["op c cogroup g1 g2", "op t aggregate c -", "op o to_stream t", "to o out"]
+# issue 42: user code that raises ("boom": on a multiple of 5) under Java's
+# LogAndContinueProcessingExceptionHandler; the answer ends with dropped-records-total
+_BOOM = ["cache 0", "handler continue", "dropped", "op s stream in"]
+_BOOM_INPUTS = ["input in a 1 1", "input in b 5 2", "input in a 10 3", "input in c 7 4",
+                "input in b 15 5"]
+
+# issue 42: Kafka Streams' metrics; the answer ends with dropped-records-total and the
+# names, groups and tag keys of the task, node and topic metrics
+_DROPS = ["cache 0", "op s stream in", "op g group_by_key s", "op w time_windows g 10 10 0",
+         "op c count w st", "op o to_stream c", "op u unwindow o", "to u out",
+         "input in a 1 1", "input in a 1 30", "input in a 1 2", "input in ~ 1 31",
+         "input in b ~ 32", "store st win", "dropped"]
 
 RULES: dict[str, list[str]] = {
+    "issue 42 a late record and a null key are dropped and counted, a null value is not (INFO)": [
+        *_DROPS, "metrics INFO"],
+    "issue 42 the metrics of a windowed count with suppress (DEBUG)": [
+        *_DROPS[:5], "op p suppress c", "op o to_stream p", *_DROPS[6:], "metrics DEBUG"],
+    "issue 42 a record whose processing raises is dropped at that node and counted": [
+        *_BOOM, "op m map_values s boom", "to m out", *_BOOM_INPUTS],
+    "issue 42 the other branch still processes the record that raised": [
+        *_BOOM, "op m map_values s boom", "op n map_values s inc", "to m out", "to n out2",
+        *_BOOM_INPUTS],
+    "issue 42 each forwarded record is decided on its own": [
+        *_BOOM, "op f flat_map_values s", "op m map_values f boom", "to m out", *_BOOM_INPUTS],
+    "issue 42 an aggregation after the failing step counts the rest": [
+        *_BOOM, "op m map_values s boom", "op g group_by_key m", "op c count g st",
+        "op o to_stream c", "to o out", *_BOOM_INPUTS, "store st kv"],
+    "issue 42 a failing step after a repartition": [
+        *_BOOM, "op k select_key s flip", "op r repartition k", "op m map_values r boom",
+        "to m out", *_BOOM_INPUTS],
     "1 aggregate timestamp is the max": _count(tail=(
         "input in a 1 10", "input in a 1 5", "input in b 1 3", "store st kv")),
     "2 windowed count counts null values": _count("time_windows 10 10 0", tail=(

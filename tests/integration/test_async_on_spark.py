@@ -102,7 +102,8 @@ def test_enrichment_through_a_slow_failing_http_service_is_exact_and_in_order(
                                                      max_offsets_per_trigger=200), spark=spark)
         streams.start()
         assert streams.await_termination(300)
-        metrics = streams.metrics()["async"]["enrich"]
+        metrics = {n.name: m.metric_value() for n, m in streams.metrics().items()
+                   if n.tags.get("processor-node-id") == "enrich"}
         streams.close()
     finally:
         service.shutdown()
@@ -115,9 +116,9 @@ def test_enrichment_through_a_slow_failing_http_service_is_exact_and_in_order(
     assert service.failed > 0 and service.requests >= n + service.failed  # failures retried
     assert service.max_in_flight > 2, "the calls did not overlap"
     # committed batches' metrics: a batch replayed after a failure may have called again
-    assert metrics["completed"] == n and metrics["dead_lettered"] == 0, metrics
-    assert 1 <= metrics["retried"] <= service.failed, (metrics, service.failed)
-    assert metrics["in_flight_peak"] > 2 and metrics["latency_avg_ms"] >= 20, metrics
+    assert metrics["completed-total"] == n and metrics["dead-lettered-total"] == 0, metrics
+    assert 1 <= metrics["retried-total"] <= service.failed, (metrics, service.failed)
+    assert metrics["in-flight-peak"] > 2 and metrics["latency-avg"] >= 20, metrics
 
 
 def test_delayed_records_fire_on_spark_after_their_delay_without_new_input(

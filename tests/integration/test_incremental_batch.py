@@ -11,6 +11,7 @@ are checked in every run. Output is read with read_committed and checked record 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -119,7 +120,7 @@ def _run_args(app_file: Path, broker: str, app_id: str, state: Path, spark: bool
     if spark:
         sets.update({"spark.master": "local[2]", "spark.ui.enabled": "false",
                      "spark.sql.shuffle.partitions": 2})
-    return ["run", f"{app_file}:TOPOLOGY",
+    return ["run", f"{app_file}:TOPOLOGY", "--every", "1",
             *[a for k, v in sets.items() for a in ("--set", f"{k}={v}")]]
 
 
@@ -139,7 +140,7 @@ def _kill_after_a_batch(cmd: list[str]) -> str:
             lines.append(line)
             if "started (batch run); stop offsets" in line:
                 started = line.split("stop offsets ", 1)[1].strip()
-            if line.startswith("kspark run: micro-batch ") or "finished its batch run" in line:
+            if re.search(r", commits [1-9]", line) or "finished its batch run" in line:
                 break
         assert proc.poll() is None and "finished" not in lines[-1], "".join(lines[-30:])
         os.killpg(proc.pid, signal.SIGKILL)

@@ -291,7 +291,7 @@ def test_a_record_too_large_for_the_producer_fails_naming_topic_partition_size_a
     (dead,) = read_all(broker, dlq)
     assert (dead.key(), len(dead.value())) == (b"big", 600_000)
     headers = dict(dead.headers())
-    assert headers["__streams.errors.exception"] == b"SinkWriteError"
+    assert headers["__streams.errors.exception"] == b"kspark.errors.SinkWriteError"
     assert headers["__streams.errors.topic"] == src.encode()
 
 

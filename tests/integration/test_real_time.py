@@ -167,7 +167,7 @@ def test_passthrough_at_least_once_keeps_every_record_in_order(
     out = consume_all(broker, dst, 300, timeout_s=120)
     live = _await_live(streams, lambda p, m: p["records_in"] == 300 and p["lag"] == 0
                        and p["commits"] >= 1 and p["position"] == 300
-                       and len(m["lag"].get(src, {})) == 2)
+                       and len(m.find("records-lag", topic=src)) == 2)
     with pytest.raises(InstanceAlreadyRunningError, match="already running"):  # the guard
         KafkaStreams(b.build(), {**cfg, "state.dir": cfg["state.dir"] + "-other"},
                      spark=spark).start()
@@ -175,9 +175,12 @@ def test_passthrough_at_least_once_keeps_every_record_in_order(
     progress, metrics = live  # reported by the threads while their epoch still runs
     assert progress["batches"] == 0 and progress["records_out"] == 300
     assert progress["position"] == 300
-    threads = metrics["stream_threads"]
-    assert len(threads) == 2 and sum(t["records_in"] for t in threads.values()) == 300
-    assert max(t["commit_latency_max_ms"] for t in threads.values()) > 0
+    assert len(metrics.find("process-total", "stream-thread-metrics")) == 2
+    assert metrics.total("process-total", "stream-thread-metrics") == 300
+    assert max(m.metric_value() for m in metrics.find("commit-latency-max")) > 0
+    # Kafka Streams' task metrics, summed over the threads' tasks
+    assert metrics.total("records-consumed-total", "stream-topic-metrics") == 300
+    assert len(metrics.find("dropped-records-total", "stream-task-metrics")) == 2
     by_key = collections.defaultdict(list)
     for m in out:
         by_key[m.key().decode()].append(m.value().decode())
@@ -229,7 +232,7 @@ def test_async_steps_and_delayed_records_run_on_the_real_clock(
         _produce(broker, src, records)
         out = consume_all(broker, dst, 40, timeout_s=120)
         _, metrics = _await_live(
-            streams, lambda p, m: m["async"].get("enrich", {}).get("completed") == 40)
+            streams, lambda p, m: m.total("completed-total", processor_node_id="enrich") == 40)
     finally:
         streams.close()
     by_key = collections.defaultdict(list)
@@ -238,7 +241,7 @@ def test_async_steps_and_delayed_records_run_on_the_real_clock(
         assert m.timestamp()[1] >= sent  # the record's own timestamp is kept
     for k, values in by_key.items():
         assert values == [v.upper() for kk, v, _ in records if kk == k]
-    assert len(out) == 40 and metrics["async"]["enrich"]["in_flight"] == 0
+    assert len(out) == 40 and metrics.value("in-flight", processor_node_id="enrich") == 0
 
 
 def test_a_batch_run_stops_at_its_stop_offsets_with_repartition_topics_drained(
@@ -425,8 +428,9 @@ def test_a_new_attempt_of_a_task_fences_its_zombie(broker, admin, topic_name, ap
 
 def test_kspark_run_prints_live_progress_and_stops_on_ctrl_c(broker, admin, topic_name,
                                                                app_config, tmp_path):
-    """``kspark run`` in real-time mode prints the threads' live counts, lag, rate and
-    commit latency while the epoch runs; Ctrl-C (SIGINT) commits, stops and exits 130."""
+    """``kspark run`` in real-time mode prints its live line (state, counts and rates, lag
+    per input topic) while the epoch runs; Ctrl-C (SIGINT) commits, stops, prints the
+    summary and exits 130."""
     import os
     import signal
     import subprocess
@@ -446,7 +450,7 @@ def test_kspark_run_prints_live_progress_and_stops_on_ctrl_c(broker, admin, topi
                         "TOPOLOGY = b.build()\n")
     cfg = _real_time(app_config, commit_interval_ms=200)
     cfg.update({"spark.master": "local[2]", "spark.ui.enabled": "false"})
-    cmd = [sys.executable, "-m", "kspark.cli", "run", f"{app_file}:TOPOLOGY",
+    cmd = [sys.executable, "-m", "kspark.cli", "run", f"{app_file}:TOPOLOGY", "--every", "1",
            *[a for k, v in cfg.items() for a in ("--set", f"{k}={v}")]]
     proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True,
@@ -456,7 +460,7 @@ def test_kspark_run_prints_live_progress_and_stops_on_ctrl_c(broker, admin, topi
         deadline = time.monotonic() + 180
         for line in proc.stdout:
             lines.append(line)
-            if "500 records in, 500 out, lag 0" in line:
+            if ", in 500 (" in line and ", out 500 (" in line:
                 break
             assert time.monotonic() < deadline, "".join(lines[-30:])
         os.kill(proc.pid, signal.SIGINT)
@@ -467,8 +471,8 @@ def test_kspark_run_prints_live_progress_and_stops_on_ctrl_c(broker, admin, topi
             os.killpg(proc.pid, signal.SIGKILL)
     out = "".join(lines)
     assert proc.returncode == 130, out[-3000:]
-    assert "records/s, commit" in out and "(real-time epoch 1)" in out
-    assert "interrupted after" in out
+    assert "kspark run: RUNNING, in " in out and "/s), out " in out
+    assert f"kspark run: application '{cfg['application.id']}' interrupted: " in out
     assert len(consume_all(broker, dst, 500, timeout_s=30)) == 500
 
 

@@ -160,7 +160,7 @@ def test_after_the_last_attempt_the_record_is_dead_lettered():
         (dead,) = [r for r in d.producer_records() if r.topic == "dlq"]
         headers = dict(dead.headers)
         assert headers["__streams.errors.attempts"] == b"3"
-        assert headers["__streams.errors.exception"] == b"ConnectionError"
+        assert headers["__streams.errors.exception"] == b"builtins.ConnectionError"
         assert headers["__streams.errors.offset"] == b"0"
         assert I.deserialize("in", dead.value) == 7
 

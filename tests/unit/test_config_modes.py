@@ -29,11 +29,13 @@ BOTH_MODES = {"application.id", "bootstrap.servers", "state.dir", "commit.interv
               "processing.guarantee", "default.key.serde", "default.value.serde",
               "default.timestamp.extractor", "deserialization.exception.handler",
               "production.exception.handler", "errors.dead.letter.queue.topic.name",
+              "processing.exception.handler",
               "statestore.cache.max.bytes", "replication.factor", "request.timeout.ms",
               "async.max.in.flight", "global.consumer.auto.offset.reset", "autostop.at",
               "execution.mode", "source.read.timeout.ms", "task.timeout.ms",
               "retry.backoff.ms", "auto.offset.reset", "max.task.idle.ms"}
 BOTH_MODES |= {k[0] for k in registry_config()}  # the Schema Registry serdes' keys
+BOTH_MODES |= {"metrics.recording.level", "metrics.http.port", "metrics.http.host"}
 
 BASE = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
 OTHER = {MICRO_BATCH: REAL_TIME, REAL_TIME: MICRO_BATCH}

@@ -259,5 +259,5 @@ def test_production_handler_log_and_continue_skips_and_dead_letters_the_input_re
     dead = d.create_output_topic("dlq", Serdes.ByteArray(), Serdes.ByteArray()).read_record()
     assert (dead.key, dead.value) == (b"bad", b"\x00\x00\x00\x02")  # the input record, unchanged
     headers = dict(dead.headers)
-    assert headers["__streams.errors.exception"] == b"SerializationError"
+    assert headers["__streams.errors.exception"] == b"kspark.errors.SerializationError"
     assert headers["__streams.errors.offset"] == b"1"

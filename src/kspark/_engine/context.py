@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from kspark._engine.nodes import ProcessorNode, RawRecord
     from kspark._engine.task import StreamTask
 
-__all__ = ["NodeContext", "DropsRecords", "record_dropped"]
+__all__ = ["NodeContext", "DropsRecords", "record_dropped", "count_metric"]
 
 
 class DropsRecords(Protocol):
@@ -28,6 +28,14 @@ def record_dropped(context: ProcessorContext, reason: str) -> None:
     goes to it as is (any other context fails here, as it always did).
     """
     cast(DropsRecords, context).record_dropped(reason)
+
+
+def count_metric(context: ProcessorContext, stat: str, value: int | float = 0) -> None:
+    """Count ``stat`` of the context's node in its task's metrics (kspark's DSL
+    processors, say a suppress node's emits); a context without a task (a test's) counts
+    nothing."""
+    if isinstance(context, NodeContext):
+        context._task.stats.record(stat, value, context._node.name)  # noqa: SLF001
 
 
 class NodeContext(ProcessorContext):

@@ -7,6 +7,8 @@ import traceback
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from kspark._engine.api import Processor, Record
+from kspark._engine.handlers import ProducerRecord, SerializationExceptionOrigin
+from kspark._engine.metrics.stats import record_size
 from kspark.errors import (
     KSparkError,
     ProcessorError,
@@ -68,6 +70,8 @@ def deserialize_record(raw: RawRecord, key_serde: Any, value_serde: Any,
 class ProcessorNode:
     """Runs one processor and forwards what it emits to its children."""
 
+    terminal = False  # no children: Kafka Streams measures its end-to-end latency (INFO)
+
     def __init__(self, name: str, processor: Processor):
         self.name = name
         self.processor = processor
@@ -78,6 +82,7 @@ class ProcessorNode:
         from kspark._engine.context import NodeContext
 
         self.task = task
+        self.terminal = not self.children
         self.processor.init(NodeContext(task, self))
 
     def process(self, record: Record) -> None:
@@ -85,8 +90,12 @@ class ProcessorNode:
             self.processor.process(record)
         except KSparkError:
             raise
-        except Exception as e:  # user code: name the task, node, record and line
-            raise ProcessorError(_describe_failure(self, e)) from e
+        except Exception as e:  # user code: processing.exception.handler decides (KIP-1033)
+            if not self.task.continue_after(self, record, e):  # fail: name node, record, line
+                raise ProcessorError(_describe_failure(self, e)) from e
+            return  # continue: dropped at this node (counted, logged)
+        if self.terminal:
+            self.task.stats.record("e2e", self.task.clock() - record.timestamp, self.name)
 
     def close(self) -> None:
         self.processor.close()
@@ -143,8 +152,10 @@ class SinkNode(ProcessorNode):
     def process(self, record: Record) -> None:
         topic = self.topic if isinstance(self.topic, str) else self.topic(
             record.key, record.value, self.task.record_metadata)
+        origin = SerializationExceptionOrigin.KEY
         try:
             key = self.key_serde.serialize(topic, record.key)
+            origin = SerializationExceptionOrigin.VALUE
             value = self.value_serde.serialize(topic, record.value)
         except TransientKafkaError:  # a schema registry away: replayed, never skipped
             raise
@@ -154,7 +165,8 @@ class SinkNode(ProcessorNode):
                 f"{self.task.task_id} with key serde {self.key_serde!r} and value serde "
                 f"{self.value_serde!r}: {e}")
             error.__cause__ = e
-            self.task.write_failed(self.name, error)
+            self.task.write_failed(self.name, error, ProducerRecord(
+                topic, record.key, record.value, record.headers, record.timestamp), origin)
             return
         partition = None
         if self.partitioner is not None:
@@ -176,7 +188,13 @@ class SinkNode(ProcessorNode):
             if e.fatal:
                 raise
             named = SinkWriteError(f"sink {self.name!r} in task {self.task.task_id}: {e}")
-            self.task.write_failed(self.name, named)
+            self.task.write_failed(self.name, named, ProducerRecord(
+                topic, key, value, record.headers, record.timestamp, partition))
+            return
+        stats = self.task.stats
+        stats.record("bytes-produced", record_size(key, value, topic, record.headers),
+                     f"{self.name}|{topic}")
+        stats.record("e2e", self.task.clock() - record.timestamp, self.name)
 
 
 _KSPARK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

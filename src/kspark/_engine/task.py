@@ -23,6 +23,9 @@ from typing import Any
 from kspark._engine.api import Record, RecordMetadata
 from kspark._engine.async_.processor import AsyncProcessor
 from kspark._engine.collector import RecordCollector
+from kspark._engine.metrics.names import recording_level
+from kspark._engine.metrics.shape import declare_metrics
+from kspark._engine.metrics.stats import TaskStats, record_size
 from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode
 from kspark._engine.partition_group import PartitionGroup
 from kspark._engine.progress import KeepsProgress
@@ -77,8 +80,7 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         self.partition_time: dict[tuple[str, int], int] = {}
         self._default_extractor = (config.get("default.timestamp.extractor")
                                    or FailOnInvalidTimestamp())
-        self._on_bad_record = _setting(config, "deserialization.exception.handler")
-        self._on_write_error = _setting(config, "production.exception.handler")
+        self._init_handlers(config)  # the three exception handlers (task_errors.py)
         self.dead_letter_topic = config.get("errors.dead.letter.queue.topic.name")
         self._group = PartitionGroup()
         self._stream_punctuations = PunctuationQueue()
@@ -91,8 +93,12 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         self.batch: tuple[str, int] | None = None
         self._resume_schedules: dict[str, tuple[int, int]] = {}
         self._schedule_counts: dict[str, int] = {}
+        self.stats = TaskStats(task_id, recording_level(
+            _setting(config, "metrics.recording.level")))  # Kafka Streams' metrics
+        self._dropped_counted = 0
         self._open_stores(store_builders or {}, restore)
         self._init_processors()
+        declare_metrics(self)
 
     def _open_stores(self, store_builders: Mapping[str, Any],
                      restore: Callable[["StreamTask"], Any] | None) -> None:
@@ -203,6 +209,7 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         try:
             record = source.deserialize(raw)
         except SerializationError as e:
+            self.stats.record("bytes-consumed", 0, f"{source.name}|{raw.topic}")
             self._bad_record(raw, e)
             return
         tp = (raw.topic, raw.partition)
@@ -220,12 +227,24 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
             return
         if ts != record.timestamp:
             record = record.with_timestamp(ts)
+        stats = self.stats
+        stats.record("bytes-consumed", record_size(raw.key, raw.value, raw.topic, raw.headers),
+                     f"{source.name}|{raw.topic}")
+        stats.record("e2e", self.clock() - ts, source.name)
+        if stats.debug:
+            stats.record("record-lateness", max(0, self.stream_time - ts))
         if ts > before:
             self.partition_time[tp] = ts
         if ts > self.stream_time:
             self.stream_time = ts
         self.current_timestamp = ts
-        source.process(record)
+        if stats.debug:
+            began = time.perf_counter_ns()
+            source.process(record)
+            stats.record("process", time.perf_counter_ns() - began)
+            stats.node(source.name)
+        else:
+            source.process(record)
         self.processed += 1
         self._current = None
         if self._stream_punctuations.schedules:
@@ -254,6 +273,16 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
             store.flush()
         self.collector.flush()
         self.commit_requested = False
+
+    def take_stats(self) -> dict[str, list]:
+        """The task's metrics counts since the last call (``metrics/stats.py``), with the
+        records it dropped and its cache's size; a host adds them to its commit's report."""
+        dropped, self._dropped_counted = self.dropped - self._dropped_counted, self.dropped
+        if dropped:
+            self.stats.count("dropped-records", dropped)
+        if self.stats.debug:
+            self.stats.gauge("=cache-size", self.record_cache.size)
+        return self.stats.take()
 
     def close(self) -> None:
         for node in self.nodes:

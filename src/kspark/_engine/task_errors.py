@@ -1,6 +1,13 @@
-"""What a :class:`~kspark._engine.task.StreamTask` does with a record it cannot read or
-write: dead-letter it (KIP-1034, ``errors.dead.letter.queue.topic.name``), then skip it
-(``log_and_continue``) or fail the task (``log_and_fail``, the default).
+"""What a :class:`~kspark._engine.task.StreamTask` does with a record it cannot read,
+process or write: it asks the configured exception handler (``deserialization.``,
+``processing.`` (KIP-1033) or ``production.exception.handler``; see
+:mod:`~kspark._engine.handlers`), writes the dead-letter records the handler returns
+(KIP-1034), then drops the record (RESUME, Java's CONTINUE: counted in ``dropped``, logged
+at WARN) or fails the task (FAIL, the default).
+
+As Kafka Streams (ProcessorNode.process, StreamTask.punctuate), the processing handler sees
+what user code raises in a processor or a punctuation, never kspark's own errors (a
+KSparkError: a failure a downstream node already decided, a sink's, a broker's).
 
 Example:
     >>> from kspark._engine.collector import MemoryCollector
@@ -17,10 +24,17 @@ Example:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from kspark._engine.api import Record
 from kspark._engine.collector import RecordCollector
-from kspark._engine.nodes import ProcessorNode, RawRecord
-from kspark.errors import KSparkError, SerializationError
+from kspark._engine.handler_config import (DESERIALIZATION, PROCESSING, PRODUCTION, as_response,
+                                           make_handler)
+from kspark._engine.handlers import (ErrorHandlerContext, ProducerRecord, Response, Result,
+                                     SerializationExceptionOrigin, dead_letter_record)
+from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode, _describe_failure
+from kspark.errors import ExceptionHandlerError, KSparkError, ProcessorError, SerializationError
 
 __all__ = ["RecordErrors"]
 
@@ -29,53 +43,160 @@ log = logging.getLogger("kspark")
 
 class RecordErrors:
     """The error handling of :class:`~kspark._engine.task.StreamTask` (a mixin: the task
-    sets the attributes below)."""
+    sets the attributes below and calls :meth:`_init_handlers`)."""
 
     task_id: str
     collector: RecordCollector
     stream_time: int
     dropped: int
     dead_letter_topic: str | None
+    sources: dict[str, SourceNode]
     _current: RawRecord | None
-    _on_bad_record: str
-    _on_write_error: str
+
+    def _init_handlers(self, config: Mapping[str, Any]) -> None:
+        """Make this task's three handlers from ``config``, each configured with it."""
+        from kspark.config import declared_default
+
+        def made(key: str) -> Any:
+            return make_handler(key, config.get(key, declared_default(key)), config)
+
+        self._on_bad_record = made(DESERIALIZATION)
+        self._on_processing_error = made(PROCESSING)
+        self._on_write_error = made(PRODUCTION)
 
     def record_dropped(self, node: ProcessorNode, reason: str) -> None:
         self.dropped += 1
         log.warning("task %s, processor %s drops a record: %s", self.task_id, node.name, reason)
 
-    def _bad_record(self, raw: RawRecord, error: SerializationError) -> None:
-        """A record that cannot be deserialized: dead-letter it if configured, then continue
-        or fail."""
-        self.dead_letter(raw, error)
-        self._current = None
-        if self._on_bad_record != "log_and_continue":
-            raise error
-        self.dropped += 1
-        log.warning("task %s skips an undeserializable record (%s)", self.task_id, error)
+    def _context(self, node: str, timestamp: int, headers: Any,
+                 raw: RawRecord | None) -> ErrorHandlerContext:
+        """The handler's view of where the error happened; ``raw`` None: a punctuation."""
+        if raw is None:
+            return ErrorHandlerContext(None, -1, -1, tuple(headers or ()), node, self.task_id,
+                                       timestamp, None, None)
+        return ErrorHandlerContext(raw.topic, raw.partition, raw.offset, tuple(headers or ()),
+                                   node, self.task_id, timestamp, raw.key, raw.value)
 
-    def write_failed(self, sink: str, error: KSparkError) -> None:
-        """Sink ``sink`` could not serialize or hand over a record (production.exception.handler):
-        dead-letter the input record being processed if configured, then continue or fail."""
-        self.dead_letter(self._current, error)
-        if self._on_write_error != "log_and_continue":
-            raise error
+    def _ask(self, key: str, handler: Any, call: Callable[[], Any],
+             context: ErrorHandlerContext, error: BaseException) -> Response:
+        """``call``'s answer as a Response, its dead-letter records written; a handler that
+        raises (or answers no Response) fails the task with an ExceptionHandlerError."""
+        try:
+            response = as_response(call())
+            for record in response.dead_letter_records:
+                _check_record(record)
+        except Exception as e:
+            raise ExceptionHandlerError(
+                f"task {self.task_id}, processor {context.processor_node_id!r}: {key} "
+                f"{handler!r} failed while handling {type(error).__name__}: {error} "
+                f"({_where(context)}): {type(e).__name__}: {e}; fix the handler (Kafka "
+                "Streams fails the same way: fatal user code error in the error callback)"
+            ) from e
+        for record in response.dead_letter_records:
+            self._write_dead_letter(record, context)
+        return response
+
+    def _write_dead_letter(self, record: Any, context: ErrorHandlerContext) -> None:
+        ts = getattr(record, "timestamp", None)
+        self.collector.send(record.topic, record.key, record.value,
+                            max(context.timestamp if ts is None else ts, 0),
+                            tuple(getattr(record, "headers", ()) or ()),
+                            getattr(record, "partition", None))
+
+    def _resumed(self, key: str, context: ErrorHandlerContext, error: BaseException) -> None:
         self.dropped += 1
-        log.warning("task %s, sink %r: skips a record it cannot write (%s)", self.task_id, sink,
-                    error)
+        log.warning("task %s, processor %s drops the record (%s) after %s: %s (%s answered "
+                    "CONTINUE)", self.task_id, context.processor_node_id, _where(context),
+                    type(error).__name__, error, key)
+
+    def continue_after(self, node: ProcessorNode, record: Record, error: Exception) -> bool:
+        """``processing.exception.handler``'s decision about ``error``, raised by user code in
+        ``node`` processing ``record``: True, the record is dropped at ``node`` (counted and
+        logged); False, the task fails."""
+        context = self._context(node.name, record.timestamp, record.headers, self._current)
+        handler = self._on_processing_error
+        response = self._ask(PROCESSING, handler, lambda: handler.handle(context, record, error),
+                             context, error)
+        if response.result is Result.FAIL:
+            return False
+        self._resumed(PROCESSING, context, error)
+        return True
+
+    def punctuation_failed(self, node: Any, timestamp: int, error: Exception) -> None:
+        """A punctuation of ``node`` raised ``error``: the processing handler decides, with
+        no record (as Java's StreamTask.punctuate); raises ProcessorError to fail."""
+        context = self._context(node.name, timestamp, (), None)
+        handler = self._on_processing_error
+        response = self._ask(PROCESSING, handler, lambda: handler.handle(context, None, error),
+                             context, error)
+        if response.result is Result.FAIL:
+            raise ProcessorError(f"{_describe_failure(node, error)} (in a punctuation at "
+                                 f"{timestamp})") from error
+        self._resumed(PROCESSING, context, error)
+
+    def _bad_record(self, raw: RawRecord, error: SerializationError) -> None:
+        """A record that cannot be deserialized: ``deserialization.exception.handler``
+        decides (its record is the raw one)."""
+        source = self.sources.get(raw.topic)
+        context = self._context(source.name if source else "?", raw.timestamp, raw.headers,
+                                raw)
+        handler = self._on_bad_record
+        try:
+            response = self._ask(DESERIALIZATION, handler,
+                                 lambda: handler.handle(context, raw, error), context, error)
+        finally:
+            self._current = None
+        if response.result is Result.FAIL:
+            raise error
+        self._resumed(DESERIALIZATION, context, error)
+
+    def write_failed(self, sink: str, error: KSparkError, record: ProducerRecord | None = None,
+                     origin: SerializationExceptionOrigin | None = None) -> None:
+        """Sink ``sink`` could not serialize ``record`` (``origin``: its KEY or VALUE) or
+        hand it over: ``production.exception.handler`` decides."""
+        headers = record.headers if record is not None else ()
+        ts = record.timestamp if record is not None and record.timestamp is not None else max(
+            self.stream_time, 0)
+        context = self._context(sink, ts, headers, self._current)
+        handler = self._on_write_error
+
+        def call() -> Any:
+            if origin is None:
+                return handler.handle(context, record, error)
+            serialization = getattr(handler, "handle_serialization_exception", None)
+            return (serialization(context, record, error, origin) if callable(serialization)
+                    else Response.fail())  # Java's default for a handler without it
+
+        if self._ask(PRODUCTION, handler, call, context, error).result is Result.FAIL:
+            raise error
+        self._resumed(PRODUCTION, context, error)
 
     def dead_letter(self, raw: RawRecord | None, error: BaseException,
-                     extra_headers: tuple = ()) -> None:
-        """KIP-1034: the input record, unchanged, with headers naming the error and its origin
-        (no input record, as in a punctuation: only the headers)."""
+                    extra_headers: tuple = ()) -> None:
+        """KIP-1034 for an async step's failed call: the input record, unchanged, with Kafka
+        Streams' ``__streams.errors.*`` headers and ``extra_headers`` (no input record, as
+        in a punctuation: no key or value)."""
         if not self.dead_letter_topic:
             return
-        headers = (tuple(raw.headers) if raw else ()) + (
-            ("__streams.errors.exception", type(error).__name__.encode()),
-            ("__streams.errors.message", str(error).encode()),
-        ) + ((("__streams.errors.topic", raw.topic.encode()),
-              ("__streams.errors.partition", str(raw.partition).encode()),
-              ("__streams.errors.offset", str(raw.offset).encode())) if raw else ()) + extra_headers
-        self.collector.send(self.dead_letter_topic, raw.key if raw else None,
-                            raw.value if raw else None,
-                            raw.timestamp if raw else max(self.stream_time, 0), headers, None)
+        ts = raw.timestamp if raw is not None else max(self.stream_time, 0)
+        context = self._context("?", ts, raw.headers if raw is not None else (), raw)
+        record = dead_letter_record(self.dead_letter_topic, context, error)
+        self._write_dead_letter(record._replace(headers=record.headers + tuple(extra_headers)),
+                                context)
+
+
+def _check_record(record: Any) -> None:
+    """TypeError unless ``record`` is a dead-letter record: a topic, key and value bytes."""
+    topic, key, value = (getattr(record, "topic", None), getattr(record, "key", None),
+                         getattr(record, "value", None))
+    if not isinstance(topic, str) or not all(
+            x is None or isinstance(x, (bytes, bytearray)) for x in (key, value)):
+        raise TypeError(f"its dead-letter record {record!r} is not a ProducerRecord(topic, "
+                        "key bytes, value bytes, ...)")
+
+
+def _where(context: ErrorHandlerContext) -> str:
+    if context.topic is None:
+        return "in a punctuation"
+    return (f"record at topic {context.topic!r}, partition {context.partition}, offset "
+            f"{context.offset}")

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +34,7 @@ from kspark._engine.punctuation import (
     PunctuationType,
 )
 from kspark._engine.state.delayed import DelayedRecordsStore
-from kspark.errors import TopologyError
+from kspark.errors import KSparkError, TopologyError
 
 __all__ = ["TaskScheduling"]
 
@@ -43,6 +44,7 @@ class TaskScheduling:
     mixin: the task sets the attributes below)."""
 
     task_id: str
+    stats: Any  # metrics/stats.py's TaskStats
     nodes: list[ProcessorNode]
     stores: dict[str, Any]
     clock: Callable[[], int]
@@ -56,6 +58,7 @@ class TaskScheduling:
     _delayed_stores: list[DelayedRecordsStore]
     _resume_schedules: dict[str, tuple[int, int]]
     _schedule_counts: dict[str, int]
+    punctuation_failed: Callable[[Any, int, Exception], None]  # task_errors.RecordErrors
 
     @contextlib.contextmanager
     def processing(self, raw: RawRecord | None) -> Any:
@@ -101,10 +104,26 @@ class TaskScheduling:
         return fired
 
     def _fire(self, schedules: list[PunctuationSchedule], now: int) -> int:
+        stats = self.stats
         for s in schedules:
             self.current_timestamp = now
-            s.callback(now)
+            if stats.debug:
+                began = time.perf_counter_ns()
+                self._punctuate(s, now)
+                stats.record("punctuate", time.perf_counter_ns() - began)
+            else:
+                self._punctuate(s, now)
         return len(schedules)
+
+    def _punctuate(self, s: PunctuationSchedule, now: int) -> None:
+        """Run one punctuation; what its user code raises goes to the processing exception
+        handler, with no record (as Java's StreamTask.punctuate)."""
+        try:
+            s.callback(now)
+        except KSparkError:  # kspark's own, or a failure a node already decided
+            raise
+        except Exception as e:  # noqa: BLE001 - user code: processing.exception.handler decides
+            self.punctuation_failed(s.node, now, e)
 
     def now_ms(self) -> int:
         """The time delayed records are due against: the micro-batch's pinned clock on

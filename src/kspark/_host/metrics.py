@@ -18,14 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["TaskMetrics", "COUNTS"]
+__all__ = ["TaskMetrics", "COUNTS", "application_metrics", "thread_id"]
 
 
 @dataclass
 class TaskMetrics:
     """Counts of one task (or a sum of tasks); ``where``: task id -> where it committed
     last (``host:state.dir``, for the micro-batch placement); ``async_``: the async nodes'
-    counters (``_engine/async_/metrics.py``)."""
+    counters (``_engine/async_/metrics.py``); ``streams``: the task's counts for Kafka
+    Streams' metrics (``_engine/metrics/stats.py``)."""
 
     records_in: int = 0
     records_out: int = 0
@@ -37,16 +38,52 @@ class TaskMetrics:
     kept: int = 0  # openings that reused the task this worker kept
     where: dict[str, str] = field(default_factory=dict)
     async_: dict[str, Any] = field(default_factory=dict)
+    streams: dict[str, list] = field(default_factory=dict)  # Kafka Streams' metrics' counts
 
     def add(self, other: TaskMetrics) -> None:
         """Add ``other``'s counts to these (``where``: the later wins)."""
         from kspark._engine.async_.metrics import merge_metrics
+        from kspark._engine.metrics.stats import merge_stats
 
         for name in COUNTS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.where.update(other.where)
         if other.async_:
             merge_metrics(self.async_, other.async_)
+        if other.streams:
+            merge_stats(self.streams, other.streams)
 
 
 COUNTS = tuple(f.name for f in fields(TaskMetrics) if f.type == "int")
+
+
+def thread_id(app_id: str, thread: int | str) -> str:
+    """The ``thread-id`` tag: a real-time stream thread's (``<app>-StreamThread-<n>``, from
+    1, as Java names them), or ``<app>-micro-batch`` for the driver's view of a
+    micro-batch's tasks.
+
+    >>> thread_id("app", 0), thread_id("app", "micro-batch")
+    ('app-StreamThread-1', 'app-micro-batch')
+    """
+    return f"{app_id}-StreamThread-{thread + 1}" if isinstance(thread, int) else \
+        f"{app_id}-{thread}"
+
+
+def application_metrics(view: Any, stats: dict[str, list], thread_of: Any,
+                        lag: dict[tuple[str, int], int], app_id: str,
+                        async_summary: dict[str, dict[str, float]],
+                        threads: dict[str, dict[str, float]]) -> Any:
+    """``KafkaStreams.metrics()`` in every execution mode: the tasks' summed counts
+    (``stats``, through the driver's ``view`` for rates) as Kafka Streams' task, node and
+    topic metrics, each thread's figures, the consumer lag, the async processors."""
+    from kspark._engine.metrics.names import Metrics
+    from kspark._engine.metrics.view import (async_processor_metrics, lag_metrics,
+                                             thread_metrics)
+
+    view.replace(stats)
+    out = Metrics(view.metrics(thread_of))
+    for name, values in threads.items():
+        out.update(thread_metrics(name, values))
+    out.update(lag_metrics(lag, f"{app_id}-consumer"))
+    out.update(async_processor_metrics(async_summary))
+    return out

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["COMMIT_STEPS", "same_commit", "keep_if_current", "restart_after",
-           "RESTARTS_PER_TIMEOUT"]
+           "replace_allowed", "RESTARTS_PER_TIMEOUT"]
 
 TP = tuple[str, int]
 
@@ -130,3 +130,16 @@ def restart_after(failure: str, restarts: list[float], now: float,
         return False
     recent = [t for t in restarts if now - t < task_timeout_ms / 1000]
     return len(recent) < RESTARTS_PER_TIMEOUT
+
+
+def replace_allowed(restarts: list[float], now: float, task_timeout_ms: int) -> bool:
+    """Whether a run the uncaught exception handler asked to replace (REPLACE_THREAD) may
+    start again: as after a transient failure, at most RESTARTS_PER_TIMEOUT times within
+    task.timeout.ms, so a task that fails on every attempt ends the application.
+
+    >>> replace_allowed([], 100.0, 300_000)
+    True
+    >>> replace_allowed([99.0] * RESTARTS_PER_TIMEOUT, 100.0, 300_000)
+    False
+    """
+    return len([t for t in restarts if now - t < task_timeout_ms / 1000]) < RESTARTS_PER_TIMEOUT

@@ -6,14 +6,14 @@ it (``_spark/modes.py``), never a branch in the application.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 __all__ = ["Runner"]
 
 
 class Runner(Protocol):
     """A running application: start it, wait for it, stop it, and read its progress (one
-    shape: ``_host/progress.py``) and metrics (``stream_threads``, ``lag``, ``async``)."""
+    shape: ``_host/progress.py``) and metrics (``KafkaStreams.metrics()``'s mapping)."""
 
     stop_offsets: dict[tuple[str, int], int] | None  # a batch run's (KIP-95), else None
     finished: bool  # a batch run reached its stop offsets
@@ -26,4 +26,6 @@ class Runner(Protocol):
 
     def progress(self) -> dict[str, int]: ...
 
-    def metrics(self) -> dict[str, dict[str, dict[str, float]]]: ...
+    def metrics(self) -> Any: ...  # a Metrics: {MetricName: Metric}
+
+    def ready(self) -> bool: ...  # RUNNING: the tasks are open and restored

@@ -115,6 +115,8 @@ class HostedTask:
         restored = self.host.take_restored()
         self._pending.restored_records += restored
         self._pending.restores += restored > 0
+        if restored:  # Kafka Streams' task-level restore-total / restore-rate
+            self.task.stats.count("restore", restored)
 
     # -- an interval ----------------------------------------------------------------------
 
@@ -201,6 +203,7 @@ class HostedTask:
         out.where = {self.task_id: self.here}
         if self.task.async_nodes:
             out.async_ = async_metrics(self.task, take=True)
+        out.streams = self.task.take_stats()
         return out
 
     # -- the end ----------------------------------------------------------------------------
@@ -237,6 +240,7 @@ class HostedTask:
         left.kept, self.kept_count = self.kept_count, 0
         if task is None:
             return left
+        left.streams = task.take_stats()  # a task with nothing to commit: its metrics exist
         if any(bottom(s).persistent for s in task.stores.values()):
             task.close()
         else:

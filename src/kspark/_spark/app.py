@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pyspark.errors import StreamingQueryException
@@ -23,7 +24,7 @@ from kspark._kafka.instance import InstanceGuard, instance_group
 from kspark.config import (EXACTLY_ONCE_V2, StreamsConfig, checkpoint_location)
 from kspark.errors import ChangelogLostError, MissingSourceTopicError, StreamsError, TopologyError
 
-__all__ = ["SparkApplication"]
+__all__ = ["SparkApplication", "explain"]
 
 log = logging.getLogger("kspark")
 
@@ -69,6 +70,8 @@ class SparkApplication:
         self.stop_offsets: dict[tuple[str, int], int] | None = None
         self.finished = False  # a batch run reached its stop offsets
         self.start_timings = StartTimings(config["application.id"])
+        # the uncaught exception handler's say on a failed run (KafkaStreams sets it)
+        self.on_failure: Callable[[BaseException, list[float]], bool] | None = None
 
     @property
     def checkpoint_dir(self) -> str:
@@ -139,6 +142,7 @@ class SparkApplication:
         timings.step("session")
         self._driver = DRIVERS[c["execution.mode"]](self)
         self._query = self._driver.start(spark, admin, counts)
+        self._query.on_failure = self.on_failure
 
     def begin_batch_run(self, admin: Admin, topics: list[str], counts: dict[str, int]
                         ) -> BatchRun | None:
@@ -204,7 +208,7 @@ class SparkApplication:
         except (StreamingQueryException, RealTimeRunError) as e:
             self._release()
             self._reported = True
-            raise StreamsError(_explain(self.config["application.id"], e)) from e
+            raise StreamsError(explain(self.config["application.id"], e)) from e
         if done:
             self._finish_run()
             self._release()
@@ -233,16 +237,21 @@ class SparkApplication:
         self._release()
         if (self._query is not None and self._query.exception() is not None
                 and not self._reported):  # a failure await_termination() raised is not raised again
-            raise StreamsError(_explain(self.config["application.id"], self._query.exception()))
+            raise StreamsError(explain(self.config["application.id"], self._query.exception()))
 
-    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
+    def metrics(self) -> Any:
         return self._driver.metrics()
 
     def progress(self) -> dict[str, int]:
         return self._driver.progress()
 
+    def ready(self) -> bool:
+        """Whether the tasks run (the client is RUNNING, not REBALANCING)."""
+        ready = getattr(self._query, "ready", None)
+        return bool(ready()) if ready is not None else False
 
-def _explain(app_id: str, e: BaseException) -> str:
+
+def explain(app_id: str, e: BaseException) -> str:
     """The first kspark error named in a failed query's trace, else its first line (the
     whole trace, with the Python worker's traceback, goes to the log)."""
     text = str(getattr(e, "desc", None) or e)

@@ -15,7 +15,8 @@ from typing import Any, Protocol
 from pyspark.sql import SparkSession
 
 from kspark._engine.async_.metrics import summarize_metrics
-from kspark._host.metrics import TaskMetrics
+from kspark._engine.metrics.view import MetricsView
+from kspark._host.metrics import TaskMetrics, application_metrics, thread_id
 from kspark._host.progress import progress_of
 from kspark._kafka.admin import Admin
 from kspark._kafka.transactions import progress_topic
@@ -47,7 +48,9 @@ class ModeDriver(Protocol):
 
     def progress(self) -> dict[str, int]: ...
 
-    def metrics(self) -> dict[str, dict[str, dict[str, float]]]: ...
+    def metrics(self) -> Any:
+        """``KafkaStreams.metrics()``: a :class:`~kspark._engine.metrics.names.Metrics`."""
+        ...
 
 
 class _Idle:
@@ -62,8 +65,10 @@ class _Idle:
     def progress(self) -> dict[str, int]:
         return progress_of(0, 0, 0, TaskMetrics())
 
-    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
-        return {"stream_threads": {}, "lag": {}, "async": {}}
+    def metrics(self) -> Any:
+        from kspark._engine.metrics.names import Metrics
+
+        return Metrics()
 
 
 IDLE = _Idle()
@@ -80,6 +85,7 @@ class MicroBatchDriver:
         self.admin: Admin | None = None
         self.session: SparkSession | None = None
         self._last_lag: dict[TP, int] = {}
+        self._view = MetricsView()
 
     def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
         from kspark._spark.micro_batch import MicroBatchHost
@@ -126,12 +132,18 @@ class MicroBatchDriver:
         return progress_of(batches, sum(self._positions().values()), sum(self._lag().values()),
                            self._task_metrics())
 
-    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
-        lag: dict[str, dict[str, float]] = {}
-        for (t, p), n in self._lag().items():
-            lag.setdefault(t, {})[str(p)] = float(n)
-        return {"stream_threads": {}, "lag": lag,
-                "async": summarize_metrics(self._task_metrics().async_)}
+    def metrics(self) -> Any:
+        """``KafkaStreams.metrics()`` from the committed task batches of this process; one
+        "thread", the driver's view of the micro-batches' tasks (docs/operations.md)."""
+        app = self.app.config["application.id"]
+        done = self._task_metrics()
+        rates = self._view
+        me = thread_id(app, "micro-batch")
+        threads = {me: {"process-total": done.records_in, "commit-total": done.commits,
+                        "process-rate": rates.rate("thread|process", done.records_in),
+                        "commit-rate": rates.rate("thread|commit", done.commits)}}
+        return application_metrics(rates, done.streams, lambda task: me, self._lag(), app,
+                                   summarize_metrics(done.async_), threads)
 
     def _task_metrics(self) -> TaskMetrics:
         """What the committed task batches of this process counted."""
@@ -205,7 +217,7 @@ class RealTimeDriver:
     def progress(self) -> dict[str, int]:
         return self.query.progress(kafka_sources(self.app.graph)[0])
 
-    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
+    def metrics(self) -> Any:
         return self.query.metrics()
 
 

@@ -35,6 +35,9 @@ class RestartingQuery:
         self._last_progress: Any = None
         self._error: BaseException | None = None
         self._stopping = False
+        # asked when a failure is not transient: True runs the query again (the uncaught
+        # exception handler's REPLACE_THREAD, see KafkaStreams.set_uncaught_exception_handler)
+        self.on_failure: Callable[[BaseException, list[float]], bool] | None = None
         self._done = threading.Event()
         threading.Thread(target=self._watch, name="kspark-query-watch", daemon=True).start()
 
@@ -49,8 +52,10 @@ class RestartingQuery:
                 except StreamingQueryException as e:
                     text = str(getattr(e, "desc", None) or e)
                     now = time.monotonic()
-                    if self._stopping or not restart_after(text, self.restarts, now,
-                                                           self.task_timeout_ms):
+                    if self._stopping or not (
+                            restart_after(text, self.restarts, now, self.task_timeout_ms)
+                            or (self.on_failure is not None
+                                and self.on_failure(e, self.restarts))):
                         self._error = e
                         return
                     self.restarts.append(now)
@@ -68,6 +73,11 @@ class RestartingQuery:
     @property
     def isActive(self) -> bool:  # noqa: N802 - a streaming query's name
         return not self._done.is_set()
+
+    def ready(self) -> bool:
+        """Whether the running query committed a micro-batch (its tasks are open and
+        restored); False again after a restart until the new query commits one."""
+        return not self._done.is_set() and self.current.lastProgress is not None
 
     @property
     def lastProgress(self) -> Any:  # noqa: N802

@@ -14,6 +14,8 @@ from kspark._engine.nodes import RawRecord
 from kspark._engine.partition_group import PartitionGroup
 from kspark._engine.async_.metrics import async_metrics, summarize_metrics
 from kspark._engine.async_.runtime import InlineRuntime
+from kspark._engine.metrics.names import Metrics
+from kspark._engine.metrics.view import MetricsView, async_processor_metrics
 from kspark._graph.instantiate import build_global_task, build_task
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
@@ -66,6 +68,7 @@ class TopologyTestDriver:
             initial_wall_clock_time if initial_wall_clock_time_ms is None
             else initial_wall_clock_time_ms, "initial_wall_clock_time") or 0
         self._collector = MemoryCollector()
+        self._metrics_view = MetricsView()
         # Global stores are updated at once when their topic is piped into, as in Java.
         self._global = build_global_task(self._graph, self.config)
         # Async steps run their calls only when completed: at each commit, in issue order, or
@@ -137,12 +140,28 @@ class TopologyTestDriver:
         self._task.flush(complete_async=self.auto_complete_async)
         self._process_queued()
 
-    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
-        """``{"async": {processor: {...}}}``: each async processor's ``in_flight``,
-        ``in_flight_peak``, ``completed``, ``retried``, ``dead_lettered`` and
-        ``latency_avg_ms`` (on the fake clock: the backoffs waited), as
-        ``KafkaStreams.metrics()`` reports them."""
-        return {"async": summarize_metrics(async_metrics(self._task))}
+    def metrics(self) -> Metrics:
+        """``{MetricName: Metric}`` as Java's ``TopologyTestDriver.metrics()``: the task's,
+        its nodes' and its topics' metrics with Kafka Streams' names, groups and tags
+        (``thread-id`` is ``main``, as Java's), recorded as ``metrics.recording.level``
+        says, and each async processor's figures (``kspark-async-processor-metrics``: on
+        the fake clock, ``latency-avg`` is the backoffs waited). See docs/operations.md.
+
+        Example:
+            >>> from kspark import Serdes, StreamsBuilder
+            >>> b = StreamsBuilder()
+            >>> s = Serdes.String()
+            >>> b.stream("in", key_serde=s, value_serde=s).to("out")
+            >>> with TopologyTestDriver(b.build()) as d:
+            ...     d.create_input_topic("in", s, s).pipe_input("k", "v")
+            ...     m = d.metrics()
+            >>> m.total("records-consumed-total"), m.total("records-produced-total")
+            (1, 1)
+        """
+        self._metrics_view.add(self._task.take_stats())
+        out = Metrics(self._metrics_view.metrics(lambda task: "main"))
+        out.update(async_processor_metrics(summarize_metrics(async_metrics(self._task))))
+        return out
 
     def _retire_async(self) -> None:
         for node in self._task.async_nodes:

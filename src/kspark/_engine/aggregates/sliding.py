@@ -66,6 +66,8 @@ class SlidingWindowAggregateProcessor(TableStoreProcessor, FinalResults, KeepsPr
 
     def process(self, record: Record) -> None:
         if record.key is None or record.value is None:
+            record_dropped(self.context, "a sliding-window aggregation skips a record with a "
+                                         f"null {'key' if record.key is None else 'value'}")
             return
         t, d = record.timestamp, self.windows.time_difference_ms
         self.observed = max(self.observed, t)

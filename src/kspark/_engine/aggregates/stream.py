@@ -7,6 +7,7 @@ from typing import Any
 
 from kspark._engine.api import Record
 from kspark._engine.tables.processors import TableStoreProcessor
+from kspark._engine.context import record_dropped
 
 __all__ = ["StreamAggregateProcessor"]
 
@@ -25,6 +26,8 @@ class StreamAggregateProcessor(TableStoreProcessor):
 
     def process(self, record: Record) -> None:
         if record.key is None or record.value is None:
+            record_dropped(self.context, "an aggregation skips a record with a null "
+                                         f"{'key' if record.key is None else 'value'}")
             return
         old_vt = self.store.get(record.key)
         old = None if old_vt is None else old_vt.value

@@ -55,6 +55,7 @@ class WindowAggregateProcessor(TableStoreProcessor, FinalResults, KeepsProgress)
 
     def process(self, record: Record) -> None:
         if record.key is None:
+            record_dropped(self.context, "a windowed aggregation skips a record with a null key")
             return
         ts = record.timestamp
         self.observed = max(self.observed, ts)
@@ -113,6 +114,7 @@ class SessionAggregateProcessor(TableStoreProcessor, FinalResults, KeepsProgress
         from the initializer, merges every overlapping session, then adds the record;
         results and the tombstones of merged sessions carry the session's end as timestamp."""
         if record.key is None:
+            record_dropped(self.context, "a session aggregation skips a record with a null key")
             return
         ts, gap = record.timestamp, self.windows.gap_ms
         self.observed = max(self.observed, ts)

@@ -9,7 +9,6 @@ from typing import Any
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.context import record_dropped
 from kspark._engine.progress import KeepsProgress
-from kspark.errors import StreamsError
 
 __all__ = ["StreamTableJoinProcessor", "TimeFirstKeySerde", "GlobalTableJoinProcessor"]
 
@@ -76,16 +75,17 @@ class StreamTableJoinProcessor(Processor, KeepsProgress):
             self.seq = max((kv.key[2] for kv in self.buffer.all()), default=0)
 
     def process(self, record: Record) -> None:
-        if record.value is None:
-            return
-        if record.key is None and not self.left:
+        if record.value is None or (record.key is None and not self.left):
+            record_dropped(self.context, "a stream-table join skips a record with a null "
+                                         f"{'value' if record.value is None else 'key'}")
             return
         # a buffer, its name and a grace period come together (the DSL sets all or none)
         if self.buffer is None or self.buffer_name is None or self.grace_ms is None:
             self._join(record)
             return
-        if record.key is None:
-            raise StreamsError(
+        if record.key is None:  # Java fails in its buffer (an NPE), an error of this record
+            # the processing exception handler decides about: fails the task by default
+            raise ValueError(
                 f"task {self.context.task_id()}: the grace period of stream-table join "
                 f"{self.buffer_name[:-len('-Buffer')]!r} cannot hold a record with a null key "
                 f"({_where(self.context)}); as in Kafka Streams a grace period needs keys: "

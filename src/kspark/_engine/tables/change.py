@@ -22,13 +22,16 @@ class Change(NamedTuple):
     is_latest: bool = True
 
 
-def out_of_order(context: ProcessorContext, record: Record, what: str) -> bool:
-    """True (and the record counted as dropped) for an out-of-order versioned-table update,
-    which joins and re-grouping skip as Kafka Streams does."""
+def out_of_order(context: ProcessorContext, record: Record, what: str,
+                 counted: bool = True) -> bool:
+    """True for an out-of-order versioned-table update, which joins and re-grouping skip as
+    Kafka Streams does; joins count it as dropped (``counted``), re-grouping does not
+    (Java's KTableRepartitionMap skips it silently)."""
     if record.value.is_latest:
         return False
-    record_dropped(context, f"{what} skips an out-of-order update of key {record.key!r} at "
-                            f"{record.timestamp} from a versioned table")
+    if counted:
+        record_dropped(context, f"{what} skips an out-of-order update of key {record.key!r} "
+                                f"at {record.timestamp} from a versioned table")
     return True
 
 

@@ -117,6 +117,7 @@ class TableSourceProcessor(TableStoreProcessor):
 
     def process(self, record: Record) -> None:
         if record.key is None:
+            record_dropped(self.context, "a table source skips a record with a null key")
             return
         if self.materialized is not None and not self.materialized.on:
             # KTableSource without a store: forward, keep nothing
@@ -250,7 +251,7 @@ class TableGroupByProcessor(Processor):
 
     def process(self, record: Record) -> None:
         change: Change = record.value
-        if out_of_order(self.context, record, "a table's group_by"):
+        if out_of_order(self.context, record, "a table's group_by", counted=False):
             return
         old, new = self._select(record.key, change.old), self._select(record.key, change.new)
         ts, headers = record.timestamp, record.headers

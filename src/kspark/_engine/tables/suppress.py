@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark._engine.context import count_metric
 from kspark._engine.durations import to_ms
 from kspark._engine.either import either
 from kspark.errors import StreamsError
@@ -164,6 +165,7 @@ class SuppressProcessor(Processor):
         _, ts, change, headers = held
         if change.new is None and self.suppressed.final_results:
             return
+        count_metric(self.context, "suppression-emit")
         self.context.forward(Record(key, change, ts, headers))
 
     def _emit_due(self) -> None:

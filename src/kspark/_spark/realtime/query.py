@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +27,9 @@ from kspark._spark.realtime.checks import real_time_members, threads_for
 from kspark._spark.realtime.layout import task_specs
 from kspark._spark.realtime.stream_thread import Epoch, run_stream_thread
 from kspark._spark.realtime.thread_metrics import LiveTotals
+from kspark._engine.metrics.view import MetricsView
 from kspark._host.context import HostContext
+from kspark._host.metrics import application_metrics, thread_id
 from kspark._host.rules import restart_after
 from kspark._host.progress import progress_of
 
@@ -109,6 +112,9 @@ class RealTimeQuery:
         self._epoch: Epoch | None = None
         self._stopping = False
         self._error: BaseException | None = None
+        # asked when an epoch fails for good: True runs a new epoch (the uncaught exception
+        # handler's REPLACE_THREAD, see KafkaStreams.set_uncaught_exception_handler)
+        self.on_failure: Callable[[BaseException, list[float]], bool] | None = None
         self._done = threading.Event()
         self._lock = threading.Lock()
         self.epochs = 0
@@ -118,6 +124,7 @@ class RealTimeQuery:
             self.batch_end = BatchEnd(self.ctx.settings, self.ctx.config, self.ctx.app_id,
                                       dict(epoch.stop), drained)
         self.live = LiveTotals()
+        self._view = MetricsView()
         self._reader: MetricsReader | None = None
         self._metrics_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="kspark-real-time", daemon=True)
@@ -203,11 +210,18 @@ class RealTimeQuery:
             live = self.live.progress()
             return progress_of(self.epochs, position, live["lag"], live)
 
-    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
-        """The running epoch's threads' latest metrics (see ``thread_metrics.py``)."""
+    def metrics(self) -> Any:
+        """``KafkaStreams.metrics()``: the finished epochs' counts and the running epoch's
+        threads' latest reports (see ``thread_metrics.py``)."""
+        app = self.ctx.app_id
         with self._metrics_lock:
             self._read_reports()
-            return self.live.metrics()
+            live = self.live
+            stats = live.streams_stats()
+            threads = {thread_id(app, i): v for i, v in live.thread_values().items()}
+            return application_metrics(
+                self._view, stats, lambda task: thread_id(app, live.thread_of_task.get(task, 0)),
+                live.lag(), app, live.async_summary(), threads)
 
     def _run(self) -> None:
         failed = 0  # epochs in a row that lost an executor or a Python worker
@@ -225,10 +239,12 @@ class RealTimeQuery:
                     if not self._stopping and restart_after(
                             str(e), restarts, time.monotonic(), self.task_timeout_ms):
                         restarts.append(time.monotonic())
-                        self._epoch_lost(e, "a task ended while the Kafka cluster recovered",
+                        self._epoch_lost(e, "a task ended on a transient failure",
                                          len(restarts))
                         continue
                     if self._stopping or not lost_worker(e) or failed >= MAX_LOST_EPOCHS:
+                        if not self._stopping and self._replaced(e, restarts):
+                            continue
                         raise
                     failed += 1
                     with self._metrics_lock:  # its threads' counts went with them
@@ -244,6 +260,24 @@ class RealTimeQuery:
                 self._error = e
         finally:
             self._done.set()
+
+    def _replaced(self, error: BaseException, restarts: list[float]) -> bool:
+        """The uncaught exception handler answered REPLACE_THREAD: a new epoch."""
+        if self.on_failure is None or not self.on_failure(RealTimeRunError(error), restarts):
+            return False
+        restarts.append(time.monotonic())
+        self._epoch_lost(error, "the uncaught exception handler replaced it", len(restarts))
+        return True
+
+    def ready(self) -> bool:
+        """Whether every stream thread of the running epoch reported (its tasks are open
+        and restored); False between epochs."""
+        with self._metrics_lock:
+            self._read_reports()
+            epoch = self._epoch
+            if epoch is None or self._done.is_set():
+                return False
+            return sum(1 for run, _ in self.live.live if run == epoch.run) >= epoch.threads
 
     def _epoch_lost(self, error: BaseException, why: str, count: int) -> None:
         """A new epoch retries the lost one from the last commits (fencing the old)."""

@@ -16,8 +16,8 @@ Example:
     >>> totals.add_report("run-1", r)
     >>> totals.progress()["records_in"], totals.progress()["lag"]
     (500, 3)
-    >>> totals.metrics()["lag"], totals.metrics()["stream_threads"]["stream-thread-0"]["commits"]
-    ({'in': {'0': 3.0}}, 2.0)
+    >>> totals.lag(), totals.thread_values()[0]["commit-total"]
+    ({('in', 0): 3}, 2)
     >>> totals.end_epoch("run-1", [{"records_in": 600, "records_out": 590, "commits": 3}])
     >>> totals.progress()["records_in"], totals.progress()["commits"]
     (600, 3)
@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from kspark._engine.async_.metrics import async_metrics, merge_metrics, summarize_metrics
+from kspark._engine.metrics.stats import merge_stats, split_key
 from kspark._host.metrics import TaskMetrics
 
 __all__ = ["ThreadMeter", "LiveTotals", "ThreadReporter", "COUNTS"]
@@ -87,6 +88,8 @@ class LiveTotals:
         self.tasks_kept = 0
         self.opened = dict.fromkeys(EPOCH_COUNTS, 0)
         self.finished_async: dict[str, dict[str, float]] = {}  # async steps' raw counters
+        self.finished_streams: dict[str, list] = {}  # Kafka Streams' metrics' counts
+        self.thread_of_task: dict[str, int] = {}  # the thread that last ran each task
 
     def add_report(self, run: str, report: dict[str, Any]) -> None:
         """The latest report of a thread of epoch ``run`` (ignored once the epoch ended)."""
@@ -109,6 +112,7 @@ class LiveTotals:
             for k in EPOCH_COUNTS:
                 self.opened[k] += int(row.get(k, 0))
             merge_metrics(self.finished_async, row.get("async", {}))
+            merge_stats(self.finished_streams, row.get("streams", {}))
 
     def progress(self) -> dict[str, int]:
         """Counts so far (live), the input lag the threads last saw, the tasks that
@@ -121,27 +125,49 @@ class LiveTotals:
         out.update(self.opened)
         return out
 
-    def metrics(self) -> dict[str, dict[str, dict[str, float]]]:
-        """``stream_threads``: each thread's latest report; ``lag``: per input topic, each
-        partition's lag (records not yet processed); ``async``: the async steps (KIP-311),
-        as the micro-batch mode reports them."""
-        threads: dict[str, dict[str, float]] = {}
-        lag: dict[str, dict[str, float]] = {}
+    def streams_stats(self) -> dict[str, list]:
+        """Kafka Streams' metrics' counts: the finished epochs' and the running one's
+        threads' latest (what they committed), and which thread ran each task last."""
+        out: dict[str, list] = {}
+        merge_stats(out, self.finished_streams)
+        for (_, thread), r in sorted(self.live.items(), key=lambda kv: kv[0][1]):
+            stats = r.get("committed", {}).get("streams", {})
+            merge_stats(out, stats)
+            for key in stats:
+                self.thread_of_task[split_key(key)[1]] = thread
+        return out
+
+    def thread_values(self) -> dict[int, dict[str, float]]:
+        """Each live thread's figures by Java's thread-metric names."""
+        out = {}
+        for (_, thread), r in sorted(self.live.items(), key=lambda kv: kv[0][1]):
+            out[thread] = {"process-total": r["records_in"], "process-rate": r["process_rate"],
+                           "commit-total": r["commits"],
+                           "commit-latency-avg": r["commit_latency_avg_ms"],
+                           "commit-latency-max": r["commit_latency_max_ms"]}
+        return out
+
+    def lag(self) -> dict[tuple[str, int], int]:
+        """Each input partition's lag, as the threads last saw it."""
+        out = {}
+        for r in self.live.values():
+            for tp, n in r["lag"].items():
+                topic, _, p = tp.rpartition(":")
+                out[(topic, int(p))] = int(n)
+        return out
+
+    def async_summary(self) -> dict[str, dict[str, float]]:
+        """The async steps (KIP-311) as the micro-batch mode reports them: the finished
+        epochs' counters and the running one's, with the calls in flight now."""
         raw = merge_metrics({}, self.finished_async)
         in_flight: dict[str, float] = {}  # now: the sum of the threads' latest reports
-        for (_, thread), r in sorted(self.live.items(), key=lambda kv: kv[0][1]):
-            threads[f"stream-thread-{thread}"] = {
-                k: float(v) for k, v in r.items()
-                if k not in ("thread", "lag", "async", "committed")}
+        for r in self.live.values():
             merge_metrics(raw, r.get("async", {}))
             for name, m in r.get("async", {}).items():
                 in_flight[name] = in_flight.get(name, 0) + m["in_flight"]
-            for tp, n in r["lag"].items():
-                topic, _, p = tp.rpartition(":")
-                lag.setdefault(topic, {})[p] = float(n)
         for name, m in raw.items():
             m["in_flight"] = in_flight.get(name, 0)
-        return {"stream_threads": threads, "lag": lag, "async": summarize_metrics(raw)}
+        return summarize_metrics(raw)
 
 
 class ThreadReporter:
@@ -161,13 +187,13 @@ class ThreadReporter:
         done.async_ = {}
         self.committed.add(done)
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> dict[str, Any]:
         """The thread's counts of its commits (see ``thread_metrics.COUNTS``)."""
         c = self.committed
         return {"records_in": c.records_in, "records_out": c.records_out,
                 "changelog_records": c.changelog_records, "commits": c.commits,
                 "restored_records": c.restored_records, "task_restores": c.restores,
-                "task_moves": c.moves}
+                "task_moves": c.moves, "streams": c.streams}
 
     def maybe_report(self, loop: Any, last: bool) -> None:
         now = time.monotonic()

@@ -1,0 +1,68 @@
+"""Which metrics a task has, declared when it opens (:func:`declare_metrics`), as Java
+Kafka Streams registers them: the task's own; process counts for source nodes; end-to-end
+latency for source nodes and nodes without children; suppression emits for suppress nodes;
+final emits for windowed aggregations; per-topic throughput for sources and sinks; the
+cache's size for a task with a caching store.
+
+Example:
+    >>> from kspark._engine.collector import MemoryCollector
+    >>> from kspark._engine.task import StreamTask
+    >>> task = StreamTask("0_0", {}, [], {"application.id": "app", "state.dir": "/tmp"},
+    ...                   MemoryCollector())
+    >>> sorted(task.stats.peek())
+    ['=shape-task|0_0|']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["declare_metrics"]
+
+
+def _kinds(node: Any) -> list[tuple[str, str]]:
+    from kspark._engine.aggregates.emit import FinalResults
+    from kspark._engine.nodes import SinkNode, SourceNode
+    from kspark._engine.tables.suppress import SuppressProcessor
+
+    out: list[tuple[str, str]] = []
+    if isinstance(node, SourceNode):
+        out += [("source", node.name), ("e2e", node.name)]
+        out += [("consumed", f"{node.name}|{t}") for t in node.topics]
+    elif not node.children:
+        out.append(("e2e", node.name))
+    if isinstance(node, SinkNode) and isinstance(node.topic, str):
+        out.append(("produced", f"{node.name}|{node.topic}"))
+    if isinstance(node.processor, SuppressProcessor):
+        out.append(("suppress", node.name))
+    if isinstance(node.processor, FinalResults):
+        out.append(("window-agg", node.name))
+    return out
+
+
+def declare_metrics(task: Any) -> None:
+    """Declare ``task``'s metrics in its :class:`~kspark._engine.metrics.stats.TaskStats`."""
+    stats = task.stats
+    stats.shape("task")
+    if any(_cached(s) for n, s in task.stores.items() if n not in _unused(task)):
+        stats.shape("cache")
+    for node in task.nodes:
+        for kind, where in _kinds(node):
+            stats.shape(kind, where)
+
+
+def _unused(task: Any) -> set[str | None]:
+    """The stores of source tables that nothing materializes (Java has no store there)."""
+    from kspark._engine.tables.processors import TableSourceProcessor
+
+    return {n.processor.store_name for n in task.nodes
+            if isinstance(n.processor, TableSourceProcessor)
+            and n.processor.materialized is not None and not n.processor.materialized.on}
+
+
+def _cached(store: Any) -> bool:
+    """Whether a store has a caching layer (Kafka Streams' record cache)."""
+    from kspark._engine.state.layers import CachingLayer
+
+    layer = getattr(store, "layer", None)
+    return callable(layer) and layer(CachingLayer) is not None
