@@ -99,7 +99,7 @@ def test_a_run_that_ends_by_itself_shuts_down():
     run, life, seen, _ = _watched()
     run.ended.set()
     assert life.wait_for((State.NOT_RUNNING,), 5)
-    assert seen[-2:] == ["PENDING_SHUTDOWN", "NOT_RUNNING"]
+    assert seen == ["REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING"]
 
 
 def _client(handler=None):

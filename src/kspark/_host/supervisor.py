@@ -4,7 +4,8 @@ does (``lifecycle.py``), without anyone calling ``await_termination()``.
 :class:`Supervisor` asks the :class:`~kspark._host.runner.Runner` every ``every_s``: a run
 that ended with an error moves the client to PENDING_ERROR and ERROR (within a poll of the
 failure: the failed query or epoch ends its wait at once); a run that ended by itself (a
-batch run reached its stop offsets) to PENDING_SHUTDOWN and NOT_RUNNING; otherwise to
+batch run reached its stop offsets: its tasks ran, so through RUNNING if it ended before
+the supervisor saw it ready) to PENDING_SHUTDOWN and NOT_RUNNING; otherwise to
 RUNNING while the runner is ready (its tasks open and restored) and REBALANCING while it is
 not (starting, restoring, between real-time epochs, a query started again).
 
@@ -65,7 +66,8 @@ class Supervisor:
                 return
             if self._stopping.is_set():
                 return
-            if ended:
+            if ended:  # its tasks ran (a batch run can end between two looks): RUNNING first
+                self.life.to(State.RUNNING)
                 self.life.to(State.PENDING_SHUTDOWN)
                 self.life.to(State.NOT_RUNNING)
                 return
