@@ -86,6 +86,9 @@ def run_application(spec: str, config_file: Path | None, overrides: list[str],
     out(f"kspark run: application {app!r} started (batch run); stop offsets "
         f"{format_offsets(streams.stop_offsets())}" if batch
         else f"kspark run: application {app!r} started (streaming; Ctrl-C stops it)")
+    if streams.metrics_http_port() is not None:
+        out(f"kspark run: metrics on http://{config['metrics.http.host']}:"
+            f"{streams.metrics_http_port()}/metrics (/health/live, /health/ready)")
     view = LiveView(every, read(streams, monotonic()) or Reading(started, None))
 
     def end(ended: str, tail: str = "") -> None:

@@ -3,9 +3,12 @@ execution modes: Kafka Streams' metrics summed over the tasks, the Prometheus an
 endpoint, the processing exception handler with dead letters, and the client's states.
 
 1. A topology that drops 3 late records (a window closed) in one task and skips 1 bad value
-   (``processing.exception.handler=log_and_continue``) in the other: ``dropped-records-total``
+   in the other (``processing.exception.handler``: a user's subclass of Java's
+   LogAndContinueProcessingExceptionHandler, pickled to the executors and configured there):
+   ``dropped-records-total``
    is 4 across its tasks in ``metrics()`` and in a Prometheus scrape of ``/metrics``; the
-   dead-letter topic holds the bad record with every ``__streams.errors.*`` header; the
+   dead-letter topic holds the bad input record, unchanged, with Kafka Streams'
+   ``__streams.errors.*`` headers in Java's order (the stack trace names the raising line); the
    output is exact; the listener saw REBALANCING -> RUNNING.
 2. ``log_and_fail`` (the default): a bad value moves the running client to ERROR, with no
    call to ``await_termination()``; the listener sees RUNNING -> PENDING_ERROR -> ERROR;
@@ -23,6 +26,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kspark import KafkaStreams, Serdes, StreamsBuilder, TimeWindows
+from kspark.errors import LogAndContinueProcessingExceptionHandler
 from tests.conftest import consume_all
 
 pytestmark = pytest.mark.integration
@@ -37,10 +41,19 @@ def _produce(broker, topic, records):
     p.flush(10)
 
 
+class Continue(LogAndContinueProcessingExceptionHandler):
+    """Java's LogAndContinueProcessingExceptionHandler as a user's subclass: it reaches the
+    executors pickled and reads the dead-letter topic in configure(), there."""
+
+
+def parse(value: str) -> int:
+    return int(value)
+
+
 def _topology(src, dst):
     """Parse the value, count per key in 10 s windows (no grace), write the counts."""
     b = StreamsBuilder()
-    (b.stream(src, key_serde=S, value_serde=S).map_values(int).group_by_key()
+    (b.stream(src, key_serde=S, value_serde=S).map_values(parse).group_by_key()
      .windowed_by(TimeWindows.of_size_with_no_grace(10_000)).count()
      .to_stream().map(lambda k, n: (f"{k.key}@{k.window.start}", str(n)))
      .to(dst, key_serde=S, value_serde=S))
@@ -81,7 +94,7 @@ def test_dropped_records_show_in_metrics_and_prometheus_and_dead_letters_hold_th
     _produce(broker, src, late + bad)
     seen = []
     streams = KafkaStreams(_topology(src, dst), app_config(
-        execution_mode=mode, processing_exception_handler="log_and_continue",
+        execution_mode=mode, processing_exception_handler=Continue,
         metrics_http_port=0, commit_interval_ms=200,
         **{"errors.dead.letter.queue.topic.name": dlq}), spark=spark)
     streams.set_state_listener(lambda new, old: seen.append(new.name))
@@ -104,11 +117,16 @@ def test_dropped_records_show_in_metrics_and_prometheus_and_dead_letters_hold_th
     assert out == {"a@0": "2", "a@50000": "1", "b@0": "2"}
     dead = consume_all(broker, dlq, 1)
     assert [(d.key(), d.value()) for d in dead] == [(b"b", b"oops")]
+    assert dead[0].timestamp()[1] == 1500  # the input record's
+    assert [k for k, _ in dead[0].headers()] == [f"__streams.errors.{h}" for h in (
+        "exception", "message", "stacktrace", "topic", "partition", "offset")]
     headers = dict(dead[0].headers())
-    assert headers["__streams.errors.exception"].endswith(b"ValueError")
-    assert b"invalid literal" in headers["__streams.errors.message"]
-    assert b"Traceback" in headers["__streams.errors.stacktrace"] or \
-        b"ValueError" in headers["__streams.errors.stacktrace"]
+    assert headers["__streams.errors.exception"] == b"builtins.ValueError"
+    assert headers["__streams.errors.message"] == \
+        b"invalid literal for int() with base 10: 'oops'"
+    trace = headers["__streams.errors.stacktrace"].decode()
+    assert trace.rstrip().endswith("ValueError: invalid literal for int() with base 10: 'oops'")
+    assert "in parse" in trace
     assert (headers["__streams.errors.topic"], headers["__streams.errors.partition"],
             headers["__streams.errors.offset"]) == (src.encode(), b"1", b"1")
 

@@ -147,6 +147,9 @@ class Client:
     def close(self):
         self.closed = True
 
+    def metrics_http_port(self):
+        return 9464 if self.config["metrics.http.port"] is not None else None
+
 
 class Clock:
     now = 1000.0
@@ -233,3 +236,11 @@ def test_every_is_five_seconds_by_default_and_never_negative():
     assert parser.parse_args(["run", "app:T", "--every", "0"]).every == 0.0
     with pytest.raises(SystemExit):
         parser.parse_args(["run", "app:T", "--every", "-1"])
+
+
+def test_the_metrics_endpoint_is_named_when_it_is_on(monkeypatch):
+    clock = Clock()
+    _, lines = run(monkeypatch, Client(clock), clock, "autostop.at=eol",
+                   "metrics.http.port=9464")
+    assert lines[1] == ("kspark run: metrics on http://127.0.0.1:9464/metrics (/health/live, "
+                        "/health/ready)")

@@ -128,3 +128,17 @@ def test_a_lookup_that_matches_several_metrics_says_so():
     m = _run(_windowed_count(), "INFO")
     with pytest.raises(Exception, match="metrics match 'record-e2e-latency-max'"):
         m.value("record-e2e-latency-max")
+
+
+def test_final_results_count_their_emits_and_the_pass_latency():
+    from kspark import EmitStrategy
+
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=L).group_by_key()
+     .windowed_by(TimeWindows.of_size_with_no_grace(10_000))
+     .emit_strategy(EmitStrategy.on_window_close()).count()
+     .to_stream().to("out"))
+    assert _run(b, "INFO", times=(1000, 31_000)).value("window-aggregate-final-emit-total") == 0
+    m = _run(b, "DEBUG", times=(1000, 2000, 15_000, 31_000))
+    assert m.value("window-aggregate-final-emit-total") == 2  # [0,10s) then [10s,20s)
+    assert m.value("window-aggregate-final-emit-latency-max") >= 0

@@ -31,10 +31,10 @@ def record_dropped(context: ProcessorContext, reason: str) -> None:
 
 
 def count_metric(context: ProcessorContext, stat: str, value: int | float = 0) -> None:
-    """Count ``stat`` of the context's node in its task's metrics (kspark's DSL
-    processors, say a suppress node's emits); a context without a task (a test's) counts
-    nothing."""
-    if isinstance(context, NodeContext):
+    """Count ``stat`` of the context's node in its task's metrics at DEBUG level (kspark's
+    DSL processors: a suppress node's emits, final results), as Java's node-level sensors; a
+    context without a task (a test's) counts nothing."""
+    if isinstance(context, NodeContext) and context._task.stats.debug:  # noqa: SLF001
         context._task.stats.record(stat, value, context._node.name)  # noqa: SLF001
 
 

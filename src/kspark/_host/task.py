@@ -115,7 +115,7 @@ class HostedTask:
         restored = self.host.take_restored()
         self._pending.restored_records += restored
         self._pending.restores += restored > 0
-        if restored:  # Kafka Streams' task-level restore-total / restore-rate
+        if restored and self.task.stats.debug:  # task-level restore-total, -rate (DEBUG)
             self.task.stats.count("restore", restored)
 
     # -- an interval ----------------------------------------------------------------------

@@ -18,11 +18,13 @@ Example:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from kspark._engine.api import Record
+from kspark._engine.context import count_metric
 
 __all__ = ["EmitStrategy", "FinalResults", "windows_starting_between"]
 
@@ -65,10 +67,18 @@ class FinalResults:
             return
         from kspark._engine.tables.change import Change
 
+        began = time.monotonic()
+        emitted = 0
         for key, value, ts in list(self._closed(*bounds)):
             self.context.forward(Record(key, Change(value, None), ts,  # type: ignore[attr-defined]
                                         record.headers))
+            emitted += 1
         self.last_emit = close
+        if emitted:  # Kafka Streams' window-aggregate-final-emit-* metrics
+            count_metric(self.context, "final-emit-latency",  # type: ignore[attr-defined]
+                         1000 * (time.monotonic() - began))
+            for _ in range(emitted):
+                count_metric(self.context, "final-emit")  # type: ignore[attr-defined]
 
 
 def windows_starting_between(store: Any, lower: int, upper: int) -> list[Any]:

@@ -85,9 +85,9 @@ _NODE = {
                  ("suppression-emit-total", "suppression-emit", "total", "The total number of "
                   "emitted records from the suppression buffer")],
     "window-agg": [
-        ("window-aggregate-final-emit-latency-avg", "final-emit", "avg",
+        ("window-aggregate-final-emit-latency-avg", "final-emit-latency", "avg",
          "The average latency of calls to emit final in milliseconds"),
-        ("window-aggregate-final-emit-latency-max", "final-emit", "max",
+        ("window-aggregate-final-emit-latency-max", "final-emit-latency", "max",
          "The maximum latency of calls to emit final in milliseconds"),
         ("window-aggregate-final-emit-rate", "final-emit", "rate",
          "The average number of emit final records per second"),
