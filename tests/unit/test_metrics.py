@@ -142,3 +142,24 @@ def test_final_results_count_their_emits_and_the_pass_latency():
     m = _run(b, "DEBUG", times=(1000, 2000, 15_000, 31_000))
     assert m.value("window-aggregate-final-emit-total") == 2  # [0,10s) then [10s,20s)
     assert m.value("window-aggregate-final-emit-latency-max") >= 0
+
+
+def test_three_late_records_and_one_bad_value_are_four_dropped_records():
+    """Issue 42's example, as tests/integration/test_operations_on_spark.py runs it on Spark:
+    3 records of a closed window and 1 value a user's handler skips (KIP-1033)."""
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=S).map_values(int).group_by_key()
+     .windowed_by(TimeWindows.of_size_with_no_grace(10_000)).count()
+     .to_stream().map(lambda k, n: (f"{k.key}@{k.window.start}", str(n)))
+     .to("out", key_serde=S, value_serde=S))
+    with TopologyTestDriver(b.build(), {"processing.exception.handler":
+                                        "log_and_continue"}) as d:
+        i = d.create_input_topic("in", S, S)
+        for key, value, ts in [("b", "1", 1000), ("b", "oops", 1500), ("b", "1", 2000),
+                               ("a", "1", 1000), ("a", "1", 2000), ("a", "1", 50_000),
+                               ("a", "1", 3000), ("a", "1", 3001), ("a", "1", 3002)]:
+            i.pipe_input(key, value, ts)
+        out = d.create_output_topic("out", S, S).read_key_values_to_map()
+        m = d.metrics()
+    assert m.value("dropped-records-total", task_id="0_0") == 4
+    assert out == {"a@0": "2", "a@50000": "1", "b@0": "2"}
