@@ -80,8 +80,9 @@ def application_metrics(view: Any, stats: dict[str, list], thread_of: Any,
     from kspark._engine.metrics.view import (async_processor_metrics, lag_metrics,
                                              thread_metrics)
 
-    view.replace(stats)
-    out = Metrics(view.metrics(thread_of))
+    with view.lock:
+        view.replace(stats)
+        out = Metrics(view.metrics(thread_of))
     for name, values in threads.items():
         out.update(thread_metrics(name, values))
     out.update(lag_metrics(lag, f"{app_id}-consumer"))

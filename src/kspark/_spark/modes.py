@@ -139,9 +139,10 @@ class MicroBatchDriver:
         done = self._task_metrics()
         rates = self._view
         me = thread_id(app, "micro-batch")
-        threads = {me: {"process-total": done.records_in, "commit-total": done.commits,
-                        "process-rate": rates.rate("thread|process", done.records_in),
-                        "commit-rate": rates.rate("thread|commit", done.commits)}}
+        with rates.lock:
+            threads = {me: {"process-total": done.records_in, "commit-total": done.commits,
+                            "process-rate": rates.rate("thread|process", done.records_in),
+                            "commit-rate": rates.rate("thread|commit", done.commits)}}
         return application_metrics(rates, done.streams, lambda task: me, self._lag(), app,
                                    summarize_metrics(done.async_), threads)
 

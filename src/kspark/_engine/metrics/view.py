@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -38,6 +39,7 @@ class MetricsView:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self.totals: dict[str, Stat] = {}
+        self.lock = threading.Lock()  # a scrape and a user's call may come at once
         self._clock = clock
         self._born = clock()
         self._seen: dict[str, deque[tuple[float, float]]] = {}
