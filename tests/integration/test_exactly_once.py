@@ -142,13 +142,13 @@ def test_executor_killed_mid_batch_on_local_cluster(mode, broker, tmp_path):
     time: once the group's committed position first moved, mid-epoch), each executor with
     its own disk; the run goes on without a restart (real time: the lost epoch is followed
     by a new one), output exact. One round, exactly_once_v2 only (``make soak`` runs both
-    guarantees, many rounds; ``SOAK_MODE=real_time`` in real-time mode); real_time is
-    sampled with 3,000 records instead of 6,000 (the suite's time budget). Real time: the
+    guarantees, many rounds; ``SOAK_MODE=real_time`` in real-time mode), with 3,000
+    records: two micro-batches of 1,500 (the suite's time budget). Real time: the
     new epoch, a barrier stage, is submitted before the replacement executor is up, and
     Spark checks again for enough slots every
     ``spark.scheduler.barrier.maxConcurrentTasksCheck.interval`` (15 s by default): 2 s
     here, which saves about 12 s (40 checks allowed, so 80 s for the replacement)."""
-    records = 6000 if mode == "micro_batch" else 3000
+    records = 3000
     conf = ({"spark.scheduler.barrier.maxConcurrentTasksCheck.interval": "2s"}
             if mode == "real_time" else None)
     f = soak.soak(broker, rounds=1, records=records, guarantee="exactly_once_v2", keys=KEYS,

@@ -332,7 +332,7 @@ def _diff(got: dict, want: dict, n: int = 8) -> str:
 
 # -- placement: tasks stay with their state, in both modes ------------------------------
 RT_APP = Path(__file__).resolve().parent / "standalone_rt_app.py"
-RT_ROUNDS, RT_PER_ROUND, RT_KEYS = 6, 400, 40
+RT_ROUNDS, RT_PER_ROUND, RT_KEYS = 5, 400, 40  # the kill after round 4, then one more
 DEADLINE_S = 240  # from spark-submit to the kill
 
 
