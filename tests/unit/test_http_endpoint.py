@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from kspark.metrics import MetricName
+
 import logging
 import socket
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -16,15 +18,7 @@ from kspark._host.http_endpoint import MetricsEndpoint, label_name, prometheus_n
 TIMEOUT_S = 5
 
 
-@dataclass(frozen=True)
-class Name:
-    name: str
-    group: str
-    description: str = ""
-    tags: dict[str, str] = field(default_factory=dict)
-
-    def __hash__(self):
-        return hash((self.name, self.group, tuple(sorted(self.tags.items()))))
+Name = MetricName  # the real one: name, group, description, tags
 
 
 @dataclass

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from kspark.metrics import MetricName
+
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 
@@ -16,15 +18,7 @@ LAG = ("records-lag", "consumer-fetch-manager-metrics")
 DROPPED = ("dropped-records-total", "stream-task-metrics")
 
 
-@dataclass(frozen=True)
-class Name:
-    name: str
-    group: str
-    description: str = ""
-    tags: dict[str, str] = field(default_factory=dict)
-
-    def __hash__(self):
-        return hash((self.name, self.group, tuple(sorted(self.tags.items()))))
+Name = MetricName  # the real one: name, group, description, tags
 
 
 @dataclass
