@@ -1,8 +1,9 @@
 """What a hosted task did between two commits, as one typed value that adds up.
 
-Both execution modes carry the same value to the driver: the micro-batch driver adds each
-task's :class:`TaskMetrics` to one accumulator, the real-time threads sum theirs into the
-reports they send. ``records_out`` counts records written to user and repartition topics,
+Both execution modes carry the same value to the driver through the control topic: each
+committed micro-batch task batch sends its :class:`TaskMetrics` (see
+``_kafka/task_reports.py``), the real-time threads sum theirs into the reports they send.
+``records_out`` counts records written to user and repartition topics,
 ``changelog_records`` those written to changelogs.
 
 Example:
@@ -15,10 +16,10 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["TaskMetrics", "COUNTS", "application_metrics", "thread_id"]
+__all__ = ["TaskMetrics", "ReportedTotals", "COUNTS", "application_metrics", "thread_id"]
 
 
 @dataclass
@@ -52,6 +53,42 @@ class TaskMetrics:
             merge_metrics(self.async_, other.async_)
         if other.streams:
             merge_stats(self.streams, other.streams)
+
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able copy (:meth:`of` reads it back).
+
+        >>> TaskMetrics.of(TaskMetrics(records_in=2, where={"0_1": "h:/s"}).to_dict()).where
+        {'0_1': 'h:/s'}
+        """
+        return asdict(self)
+
+    @classmethod
+    def of(cls, counts: dict[str, Any]) -> TaskMetrics:
+        """The value of a :meth:`to_dict` (keys it does not know are left out)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in counts.items() if k in known})
+
+
+class ReportedTotals:
+    """The driver's sum of the task reports read from the control topic
+    (``_kafka/task_reports.TaskReportReader``): what this run's committed task batches
+    counted. Safe to call from several threads."""
+
+    def __init__(self, reader: Any):
+        import threading
+
+        self._reader, self._total, self._lock = reader, TaskMetrics(), threading.Lock()
+
+    def value(self) -> TaskMetrics:
+        """The totals, with the reports that arrived since the last call added."""
+        with self._lock:
+            for report in self._reader.read():
+                self._total.add(TaskMetrics.of(report["counts"]))
+            return self._total
+
+    def close(self) -> None:
+        self._reader.close()
 
 
 COUNTS = tuple(f.name for f in fields(TaskMetrics) if f.type == "int")

@@ -9,12 +9,21 @@ executor is lost (to a replacement, if one starts within ``placement.replacement
 or executors are added.
 
 What the placement knows comes from the batches themselves: where each task last committed
-(an accumulator its task batches add to) and, when the set of executors changes, a probe
-job on each executor telling where its ``state.dir`` is and which tasks' state it holds.
+(the task reports of the control topic, ``ReportedTotals``) and, when the set of executors
+changes, a probe job on each executor telling where its ``state.dir`` is and which tasks'
+state it holds.
+
+Every batch's stages are told which batch they run (the streaming query's id, from its
+checkpoint, and the batch id): a task recognises a batch it already committed by it.
+
+On Spark Connect the host runs in a Python process of the Connect server (Spark pickles
+it there) and places nothing: the placement shim is a JVM class, which a Connect client
+cannot load (said once in the log; tasks then run where Spark puts them and restore their
+state when they move).
 
 Example (needs Spark, so not run)::
 
-    host = MicroBatchHost(spark, built, config)
+    host = MicroBatchHost(spark, built, config, totals)
     built.df.writeStream.foreachBatch(host).start()
 """
 
@@ -30,10 +39,15 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import col
 
-from kspark._spark.located import Rows, live_executors, load, located
+from kspark._host.metrics import ReportedTotals
 from kspark._plan.placement import place
 from kspark._plan.plan import Stage
+from kspark._spark.checkpoint import SparkCheckpoint
+from kspark._spark.connect import degraded, is_connect
+from kspark._spark.located import Rows, live_executors, load, located
 from kspark._spark.planner import SOURCE_TAG, BuiltQuery, batch_frames, source_tasks
+from kspark.config import checkpoint_location
+from kspark.errors import StreamsError
 
 __all__ = ["MicroBatchHost"]
 
@@ -43,11 +57,22 @@ log = logging.getLogger("kspark")
 class MicroBatchHost:
     """The ``foreachBatch`` function of a micro-batch query (see the module)."""
 
-    def __init__(self, spark: SparkSession, built: BuiltQuery, config: Any):
-        self.spark, self.built = spark, built
+    def __init__(self, spark: SparkSession, built: BuiltQuery, config: Any,
+                 totals: ReportedTotals | None = None):
+        self.spark: SparkSession | None = spark
+        self.plan, self.functions = built.plan, built.functions
         self.app_id, self.state_dir = config["application.id"], config["state.dir"]
+        self.checkpoint = checkpoint_location(config)
         self.replacement_wait_s = int(config["placement.replacement.wait.ms"]) / 1000
-        self.placing = load(spark)
+        self.totals = totals
+        self.query_id: str | None = None
+        if is_connect(spark):
+            degraded("tasks are not placed on the executor holding their state",
+                     "the placement shim is a JVM class a Connect client cannot load; a task "
+                     "that moves restores its state from its changelog")
+            self.placing = False
+        else:
+            self.placing = load(spark)
         self.groups = [[_task_id(stage, p) for p in range(stage.partitions)]
                        for stage in built.plan.stages]
         self.executors: dict[str, str] = {}  # executor id -> location string
@@ -56,10 +81,20 @@ class MicroBatchHost:
         self.assigned: dict[str, str] = {}  # task id -> executor id
         self.sources = source_tasks(built.plan)  # sub-topology -> its tasks, in union order
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a Connect server's Python process gets (no session, no Kafka clients)."""
+        return {**self.__dict__, "spark": None, "totals": None, "placing": False}
+
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         # the batch's own session: the query's, whose settings (no adaptive execution) the
         # stages keep, as they did inside the streaming query
         spark = batch.sparkSession
+        if self.query_id is None:
+            self.query_id = SparkCheckpoint(spark, self.checkpoint).query_id()
+            if self.query_id is None:
+                raise StreamsError(f"application {self.app_id!r}: micro-batch {batch_id} runs "
+                                   f"but the query's checkpoint at {self.checkpoint} has no "
+                                   "metadata (its id): was the checkpoint deleted while it ran?")
         if self.placing:
             self._place()
         if len(self.sources) == 1:  # the batch is the one source's markers
@@ -77,8 +112,8 @@ class MicroBatchHost:
             def markers(sub_topology: int) -> DataFrame:
                 return batch.where(col(SOURCE_TAG) == sub_topology).drop(SOURCE_TAG)
 
-        batch_frames(self.built, markers, self._located).write.format("noop").mode(
-            "overwrite").save()
+        batch_frames(self.plan, self.functions, markers, self._located,
+                     (self.query_id, batch_id)).write.format("noop").mode("overwrite").save()
 
     def _slices(self, rows: Rows, batch_id: int) -> dict[int, list[int]]:
         """Per source (sub-topology), its partitions in ``rows``: its tasks, or none when
@@ -97,9 +132,8 @@ class MicroBatchHost:
     def _changed(self, batch_id: int) -> list[bool]:
         """Per source, in the query's order, whether its offsets in Spark's offset log
         differ from the previous batch's (Spark's own rule for reading a source)."""
-        sc = self.spark.sparkContext
-        query_id = sc.getLocalProperty("sql.streaming.queryId")
-        offsets = (self.spark._jsparkSession.streams().get(query_id)  # noqa: SLF001
+        assert self.spark is not None, "placing runs on a classic session"
+        offsets = (self.spark._jsparkSession.streams().get(self.query_id)  # noqa: SLF001
                    .streamingQuery().offsetLog())
         now = offsets.get(batch_id).get().offsets()
         before = offsets.get(batch_id - 1) if batch_id > 0 else None
@@ -116,13 +150,14 @@ class MicroBatchHost:
 
     def _place(self) -> None:
         """This batch's placement: probe the executors if they changed, then :func:`place`."""
+        assert self.spark is not None, "placing runs on a classic session"
         executors = live_executors(self.spark)
         if len(executors) < len(self.executors):
             executors = self._await_replacements(executors)
         if set(executors) != set(self.executors):
             self.executors = executors
             self._probe()
-        where = self.built.metrics.value.where
+        where = self.totals.value().where if self.totals is not None else {}
         self.assigned = place(self.groups, self.disks, where, self.held, self.assigned)
 
     def _await_replacements(self, executors: dict[str, str]) -> dict[str, str]:
@@ -136,7 +171,7 @@ class MicroBatchHost:
         deadline = time.monotonic() + self.replacement_wait_s
         while len(executors) < len(self.executors) and time.monotonic() < deadline:
             time.sleep(0.2)
-            executors = live_executors(self.spark)
+            executors = live_executors(self.spark)  # type: ignore[arg-type]
         return executors
 
     def _probe(self) -> None:
@@ -159,7 +194,8 @@ class MicroBatchHost:
                         [{"i": i, "disk": state_location(state_dir),
                           "held": json.dumps(held_state(state_dir, app_id, tasks))}])
 
-        df = located(self.spark, self.spark.range(0, len(ids), 1, len(ids)),
+        spark: Any = self.spark
+        df = located(spark, spark.range(0, len(ids), 1, len(ids)),
                      [[self.executors[e]] for e in ids])
         rows = df.mapInArrow(probe, "i long, disk string, held string").collect()
         self.disks = {e: "" for e in ids}
@@ -180,7 +216,7 @@ class MicroBatchHost:
         if rows.partitions == 0:
             return df
         return located(df.sparkSession, rows, [[self.executors[self.assigned[t]]]
-                                          for t in self.groups[stage.index]])
+                                               for t in self.groups[stage.index]])
 
 
 def _task_id(stage: Stage, partition: int) -> str:

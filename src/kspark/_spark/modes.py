@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from kspark._engine.async_.metrics import summarize_metrics
 from kspark._engine.metrics.view import MetricsView
-from kspark._host.metrics import TaskMetrics, application_metrics, thread_id
+from kspark._host.metrics import ReportedTotals, TaskMetrics, application_metrics, thread_id
 from kspark._host.progress import progress_of
 from kspark._kafka.admin import Admin
 from kspark._kafka.transactions import progress_topic
@@ -81,13 +81,15 @@ class MicroBatchDriver:
     def __init__(self, app: Any):
         self.app = app
         self.query: Any = None
-        self.metrics_acc: Any = None  # the accumulator of TaskMetrics
+        self.totals: ReportedTotals | None = None  # the committed task batches' reports
         self.admin: Admin | None = None
         self.session: SparkSession | None = None
         self._last_lag: dict[TP, int] = {}
         self._view = MetricsView()
 
     def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
+        from kspark._kafka.stream_thread_clients import control_end, control_topic
+        from kspark._kafka.task_reports import TaskReportReader
         from kspark._spark.micro_batch import MicroBatchHost
         from kspark._spark.planner import build
         from kspark._spark.resume import resume_offsets
@@ -103,13 +105,16 @@ class MicroBatchDriver:
         ensure_registered(spark)
         built = build(spark, plan(app.graph, counts, c, start, stop), app.graph, c)
         timings.step("planning (with the data source's load())")
-        self.metrics_acc = built.metrics
         app.create_changelogs(admin, counts, built.store_tasks)
         # every task's progress marker (both guarantees): offset metadata of this topic
-        app.create_topic(admin, counts, progress_topic(c["application.id"]), built.tasks,
+        app_id = c["application.id"]
+        app.create_topic(admin, counts, progress_topic(app_id), built.tasks,
                          "the application's tasks")
-        timings.step("changelog and progress topics")
-        host = MicroBatchHost(spark, built, c)
+        app.create_topic(admin, counts, control_topic(app_id), 1, "the control topic")
+        self.totals = ReportedTotals(TaskReportReader(
+            admin.settings, app_id, control_end(admin.settings, app_id)))
+        timings.step("changelog, progress and control topics")
+        host = MicroBatchHost(spark, built, c, self.totals)
         timings.step("placement shim")
         writer = (built.df.writeStream.foreachBatch(host).queryName(c["application.id"])
                   .option("checkpointLocation", app.checkpoint_dir))
@@ -148,7 +153,7 @@ class MicroBatchDriver:
 
     def _task_metrics(self) -> TaskMetrics:
         """What the committed task batches of this process counted."""
-        return self.metrics_acc.value if self.metrics_acc is not None else TaskMetrics()
+        return self.totals.value() if self.totals is not None else TaskMetrics()
 
     def _positions(self) -> dict[TP, int]:
         """The next offset of every input partition, as the last micro-batch ended."""

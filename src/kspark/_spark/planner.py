@@ -19,46 +19,31 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import col, create_map, lit
 
 from kspark._graph.graph import TopologyGraph
-from kspark._host.metrics import TaskMetrics
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._plan.options import OPTION, SourceOptions
 from kspark._plan.plan import QueryPlan, Stage
 from kspark._spark.source import source_for
-from kspark._spark.stage import make_stage
+from kspark._spark.stage import for_batch, make_stage
 from kspark._spark.wire import FED_SCHEMA, MARKER_TOPIC, SOURCE_SCHEMA
 from kspark.config import StreamsConfig
 
-__all__ = ["build", "batch_frames", "source_tasks", "BuiltQuery", "MetricsParam", "SOURCE_TAG"]
+__all__ = ["build", "batch_frames", "source_tasks", "BuiltQuery", "SOURCE_TAG"]
 
 SOURCE_TAG = "kspark_source"  # the streaming rows' column naming their sub-topology
-
-class MetricsParam(AccumulatorParam):
-    """A Spark accumulator of the committed task batches' ``TaskMetrics`` (``_host/metrics.py``)."""
-
-    def zero(self, value: TaskMetrics) -> TaskMetrics:
-        return TaskMetrics()
-
-    def addInPlace(self, a: TaskMetrics, b: TaskMetrics) -> TaskMetrics:  # noqa: N802 - Spark's name
-        a.add(b)
-        return a
-
 
 @dataclass(frozen=True)
 class BuiltQuery:
     """The streaming DataFrame of the topology's Kafka sources (one task marker per task and
     micro-batch, tagged with its sub-topology in :data:`SOURCE_TAG`), the plan it was built
-    from, each stage's ``mapInArrow`` function, and the accumulator of the committed task
-    batches' ``TaskMetrics`` (records in and out, changelog records, restores, moves,
-    where each task last committed, async metrics)."""
+    from, and each stage's function (:func:`~kspark._spark.stage.make_stage`; its committed
+    task batches report their ``TaskMetrics`` to the control topic)."""
 
     df: DataFrame
     plan: QueryPlan
-    metrics: Any  # a Spark accumulator of TaskMetrics
     functions: dict[int, Callable[..., Any]]
 
     @property
@@ -78,32 +63,36 @@ def build(spark: SparkSession, plan: QueryPlan, graph: TopologyGraph,
     processors and ``config`` gives their settings and the sources' client settings;
     neither goes into the plan, which is data only (and printable: the client settings may
     hold secrets)."""
-    metrics = spark.sparkContext.accumulator(TaskMetrics(), MetricsParam())
     settings = as_settings(config)
     functions = {}
     for stage in plan.stages:
         members = [(m.first, m.tasks, m.stage_plan) for m in stage.members]
         keys = plan.shuffle_keys[stage.exchange.size] if stage.exchange else None
-        functions[stage.index] = make_stage(graph, config.as_dict(), members, keys, metrics)
+        functions[stage.index] = make_stage(graph, config.as_dict(), members, keys, report=True)
     sources = [_kafka_df(spark, settings, m.source).withColumn(SOURCE_TAG, lit(m.sub_topology))
                for m in plan.members() if m.source is not None]
     df = sources[0]
     for other in sources[1:]:
         df = df.unionByName(other)
-    return BuiltQuery(df, plan, metrics, functions)
+    return BuiltQuery(df, plan, functions)
 
 
-def batch_frames(built: BuiltQuery, markers: Callable[[int], DataFrame],
-                 place: Callable[[Stage, DataFrame], DataFrame]) -> DataFrame:
-    """The DataFrame running the whole topology for one micro-batch: each stage's input
-    (``markers(sub_topology)``: that Kafka source's task markers of the batch, one partition
-    per task, without :data:`SOURCE_TAG`), handed to ``place`` (which chooses where each of
-    its partitions runs), then its ``mapInArrow``; the union of the terminal stages."""
+def batch_frames(query: QueryPlan, functions: dict[int, Callable[..., Any]],
+                 markers: Callable[[int], DataFrame],
+                 place: Callable[[Stage, DataFrame], DataFrame],
+                 batch: tuple[str, int]) -> DataFrame:
+    """The DataFrame running the whole topology of ``query`` (its stages' ``functions``) for
+    micro-batch ``batch`` (streaming query id, batch id): each stage's input
+    (``markers(sub_topology)``: that Kafka source's task markers of the batch, one
+    partition per task, without :data:`SOURCE_TAG`), handed to ``place`` (which chooses
+    where each of its partitions runs), then its ``mapInArrow``; the union of the terminal
+    stages."""
     outputs: dict[int, DataFrame] = {}  # by stage index
-    for stage in built.plan.stages:
+    for stage in query.stages:
         df = place(stage, _stage_input(markers, stage, outputs))
-        outputs[stage.index] = df.mapInArrow(built.functions[stage.index], FED_SCHEMA)
-    terminal = [outputs[s.index] for s in built.plan.stages if s.terminal]
+        outputs[stage.index] = df.mapInArrow(for_batch(functions[stage.index], batch),
+                                             FED_SCHEMA)
+    terminal = [outputs[s.index] for s in query.stages if s.terminal]
     result = terminal[0]
     for df in terminal[1:]:
         result = result.unionByName(df)

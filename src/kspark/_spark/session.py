@@ -13,6 +13,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from kspark._spark.connect import remote_url
+
 __all__ = ["build_session", "ensure_registered", "prepare"]
 
 log = logging.getLogger("kspark")
@@ -36,7 +38,13 @@ def build_session(spark_conf: Mapping[str, Any] | None = None) -> SparkSession:
     here override both. ``PYSPARK_PYTHON`` is set to the running interpreter unless
     ``spark.pyspark.python`` or ``PYSPARK_PYTHON`` is already given, so Spark's Python
     workers see the same packages.
+
+    With ``spark.remote`` (or ``SPARK_REMOTE`` in the environment) the session is a Spark
+    Connect client of that server: no JVM starts here (see :func:`_connect_session`).
     """
+    url = remote_url(spark_conf or {}, os.environ)
+    if url is not None:
+        return _connect_session(url, spark_conf or {})
     from pyspark import SparkConf, SparkContext
 
     launched: Any = {}
@@ -60,6 +68,27 @@ def build_session(spark_conf: Mapping[str, Any] | None = None) -> SparkSession:
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    prepare(spark)
+    return spark
+
+
+def _connect_session(url: str, spark_conf: Mapping[str, Any]) -> SparkSession:
+    """A Spark Connect session to ``url``, with the given ``spark.*`` keys set on it. What
+    only the server's start sets (``spark.master``, executor settings, ...) cannot be set
+    from a client: such a key is refused, naming it, rather than ignored."""
+    from kspark.errors import ConfigError
+
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    for key, value in spark_conf.items():
+        if key == "spark.remote":
+            continue
+        try:
+            spark.conf.set(key, str(value))
+        except Exception as e:  # noqa: BLE001 - Connect raises its own AnalysisException
+            raise ConfigError(
+                f"{key} cannot be set from a Spark Connect client ({url}): "
+                f"{str(e).splitlines()[0]}; set it where the Connect server starts "
+                "(start-connect-server.sh --conf), or remove it") from None
     prepare(spark)
     return spark
 

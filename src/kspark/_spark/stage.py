@@ -21,13 +21,13 @@ from kspark._host.context import HostContext
 from kspark._spark.task_batch import run_task_batch
 from kspark.errors import KSparkError, StreamsError
 
-__all__ = ["make_stage"]
+__all__ = ["make_stage", "for_batch"]
 
 
 def make_stage(graph: TopologyGraph, config: dict[str, Any],
                members: list[tuple[int, int, StagePlan]], exchange: list[int] | None = None,
-               metrics: Any = None, hooks: TaskHooks | None = None
-               ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+               report: bool = False, hooks: TaskHooks | None = None
+               ) -> Callable[..., Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function of a stage: each Spark partition runs one task of one of
     its sub-topologies and writes with the task's producer.
 
@@ -36,15 +36,21 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any],
     ``wire.TaskMarker``): read straight from Kafka, the marker's ``partition``; through
     an exchange, the position of the rows' ``shuffle_key`` in ``exchange`` (the exchange's
     shuffle keys). A partition without rows runs no task: its source had nothing new.
-    ``metrics``: a Spark accumulator to which every task batch that commits adds its
-    ``TaskMetrics``. ``hooks``: a test's (default: those installed in this process).
+    ``report``: every task batch that commits sends its ``TaskMetrics`` to the control
+    topic. ``hooks``: a test's (default: those installed in this process).
+
+    The function takes, after the rows, the micro-batch it runs: (streaming query id, batch
+    id), given explicitly by the driver (:func:`for_batch`) — a Spark Connect server runs a
+    ``foreachBatch``'s jobs without the streaming query's local properties — else read from
+    the Spark task's local properties (a classic session), None outside a stream.
     """
     hooks = hooks if hooks is not None else installed_task_hooks()
     contexts = [(first, count, HostContext(graph, config, plan, hooks))
                 for first, count, plan in members]
     position = None if exchange is None else {k: p for p, k in enumerate(exchange)}
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(batches: Iterator[pa.RecordBatch], batch: tuple[str, int] | None = None
+            ) -> Iterator[pa.RecordBatch]:
         head = next((b for b in batches if b.num_rows), None)
         if head is None:
             return
@@ -52,14 +58,25 @@ def make_stage(graph: TopologyGraph, config: dict[str, Any],
         context = TaskContext.get()
         if context is None:
             raise RuntimeError("a stage function runs only in a Spark task")
-        batch = _micro_batch(context)
+        batch = batch or _micro_batch(context)
         for first, count, ctx in contexts:
             if first <= q < first + count:
                 yield from _named_errors(ctx, q - first, batch, run_task_batch(
                     ctx, q - first, itertools.chain([head], batches), batch,
-                    context.attemptNumber(), metrics))
+                    context.attemptNumber(), report))
                 return
         raise RuntimeError(f"stage partition {q} belongs to no sub-topology: {members}")
+
+    return run
+
+
+def for_batch(stage: Callable[..., Iterator[pa.RecordBatch]], batch: tuple[str, int]
+              ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """``stage`` (a :func:`make_stage` function) running micro-batch ``batch`` (streaming
+    query id, batch id): the ``mapInArrow`` function of that batch."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return stage(batches, batch)
 
     return run
 

@@ -35,13 +35,13 @@ log = logging.getLogger("kspark")
 
 class TaskBatch:
     """Task ``partition`` of ``ctx``'s sub-topology over micro-batch ``batch`` (Spark query
-    id, batch id; None outside a streaming query), attempt ``attempt``; committed batches
-    add their ``TaskMetrics`` to ``metrics`` (a Spark accumulator), if given."""
+    id, batch id; None outside a streaming query), attempt ``attempt``; a committed batch
+    sends its ``TaskMetrics`` to the control topic if ``report`` (``_kafka/task_reports.py``)."""
 
     def __init__(self, ctx: HostContext, partition: int, batch: tuple[str, int] | None,
-                 attempt: int = 0, metrics: Any = None):
+                 attempt: int = 0, report: bool = False):
         self.ctx, self.partition, self.batch, self.attempt = ctx, partition, batch, attempt
-        self.metrics = metrics
+        self.report = report
         self.hosted = kafka_hosted_task(ctx, partition)
         self.task_id = self.hosted.task_id
         self.pins: dict | None = None
@@ -135,11 +135,15 @@ class TaskBatch:
             self.hosted.advance((topic, p), end)
 
     def commit(self) -> None:
-        """Commit the batch (``HostedTask.commit``), count it in the query's metrics and
+        """Commit the batch (``HostedTask.commit``), report its counts to the driver and
         call the test hooks."""
         done = self.hosted.commit(force=True)
-        if self.metrics is not None and done is not None:  # kept by Spark only on success
-            self.metrics.add(done)
+        if self.report and done is not None:
+            from kspark._kafka.task_reports import TaskReportSender
+
+            TaskReportSender.of(self.ctx.settings, self.ctx.app_id).send(
+                {"task": self.task_id, "batch": None if self.batch is None else self.batch[1],
+                 "counts": done.to_dict()})
         if self.ctx.hooks.after_commit is not None:
             self.ctx.hooks.after_commit(self.task_id, self.batch, self.attempt)
 
@@ -162,10 +166,10 @@ class TaskBatch:
 
 def run_task_batch(ctx: HostContext, partition: int, batches: Iterator[pa.RecordBatch],
                    batch: tuple[str, int] | None, attempt: int = 0,
-                   metrics: Any = None) -> Iterator[pa.RecordBatch]:
+                   report: bool = False) -> Iterator[pa.RecordBatch]:
     """Run task ``partition`` over micro-batch ``batch``: the lifecycle of :class:`TaskBatch`.
     Yields the rows it feeds downstream."""
-    tb = TaskBatch(ctx, partition, batch, attempt, metrics)
+    tb = TaskBatch(ctx, partition, batch, attempt, report)
     batches = tb.open(batches)
     try:
         if not tb.acquire_task():

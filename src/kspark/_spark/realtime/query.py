@@ -11,6 +11,7 @@ if they do not within a commit interval plus ``grace_s``. It offers what
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -22,6 +23,7 @@ from typing import Any
 from kspark._kafka.clients import committed_offsets
 from kspark._kafka.stream_thread_clients import MetricsReader, control_end, send_stop
 from kspark._plan.plan import QueryPlan
+from kspark._spark.connect import default_parallelism, is_connect
 from kspark._spark.realtime.batch_end import BatchEnd
 from kspark._spark.realtime.checks import real_time_members, threads_for
 from kspark._spark.realtime.layout import task_specs
@@ -34,6 +36,11 @@ from kspark._host.rules import restart_after
 from kspark._host.progress import progress_of
 
 __all__ = ["RealTimeQuery", "RealTimeRunError", "real_time_query"]
+
+
+def _tag(run: str) -> str:
+    """The Spark job tag of an epoch (run ``run``)."""
+    return f"kspark-{run}"
 
 log = logging.getLogger("kspark")
 
@@ -85,8 +92,7 @@ def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
 
     members = real_time_members(plan, graph, config)
     specs = task_specs(plan, graph)
-    threads = threads_for(config["num.stream.threads"], len(specs),
-                          spark.sparkContext.defaultParallelism)
+    threads = threads_for(config["num.stream.threads"], len(specs), default_parallelism(spark))
     contexts = {m.sub_topology: HostContext(graph, config.as_dict(), m.stage_plan)
                 for m in members}
     epoch = Epoch("", threads, tuple(specs), tuple(sorted(kafka_sources(graph)[1].items())),
@@ -186,7 +192,7 @@ class RealTimeQuery:
         if not self._done.wait(epoch.interval_ms / 1000 + self.grace_s if epoch else 5):
             log.warning("real-time threads did not stop within %.0f s: cancelling the epoch",
                         self.grace_s)
-            self.spark.sparkContext.cancelJobGroup(epoch.run if epoch else "")
+            self.spark.interruptTag(_tag(epoch.run if epoch else ""))
             self._done.wait(self.grace_s)
         with self._metrics_lock:
             if self._reader is not None:
@@ -293,14 +299,27 @@ class RealTimeQuery:
 
     def _run_epoch(self, epoch: Epoch) -> None:
         contexts = self.contexts
-        sc = self.spark.sparkContext
-        sc.setJobGroup(epoch.run, f"kspark {self.ctx.app_id}: real-time epoch {self.epochs}",
-                       interruptOnCancel=True)
+
+        def threads(batches: Any) -> Any:
+            import pyarrow as pa
+
+            for b in batches:
+                for slot in b.column(0).to_pylist():
+                    row = run_stream_thread(contexts, slot, epoch)
+                    yield pa.RecordBatch.from_pylist([{"row": json.dumps(row)}])
+
         # a barrier stage: every thread starts at once (or none does), and the threads can
-        # agree on who is who (see thread_identity)
-        rows = (sc.parallelize(range(epoch.threads), epoch.threads).barrier()
-                .mapPartitions(lambda slots: [run_stream_thread(contexts, s, epoch)
-                                              for s in slots]).collect())
+        # agree on who is who (see thread_identity); tagged, so that stop() can cancel it
+        # (job tags and barrier mapInArrow: a classic and a Spark Connect session alike)
+        if not is_connect(self.spark):  # a cancelled epoch interrupts its Python workers
+            self.spark.sparkContext.setInterruptOnCancel(True)
+        self.spark.addTag(_tag(epoch.run))
+        try:
+            rows = [json.loads(r.row) for r in self.spark.range(
+                0, epoch.threads, 1, epoch.threads).mapInArrow(
+                    threads, "row string", barrier=True).collect()]
+        finally:
+            self.spark.removeTag(_tag(epoch.run))
         with self._metrics_lock:
             self._read_reports()
             self.live.end_epoch(epoch.run, rows)
