@@ -10,10 +10,10 @@ SOAK_MODE ?= micro_batch
 
 # Idempotent: the virtual environment is rebuilt only when pyproject.toml changes,
 # and Kafka's jars are fetched with Maven only when they are not cached yet.
-$(VENV)/.installed: pyproject.toml setup.py src/kspark-zipless.pth
+$(VENV)/.installed: pyproject.toml constraints.txt setup.py src/kspark-zipless.pth
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev]' -c constraints.txt
 	touch $@
 
 setup: $(VENV)/.installed
@@ -38,7 +38,7 @@ check: lint
 		tests/conformance/test_java_reference.py
 
 bench: setup
-	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,bench]' -c constraints.txt
 	$(PY) benchmarks/stateless.py
 	$(PY) benchmarks/stateful_count.py
 	$(PY) benchmarks/global_join.py
@@ -53,7 +53,7 @@ bench: setup
 # --repeat 1". Quix Streams and Bytewax go into benchmarks/peers/.venv, made on first use.
 PEERS_ARGS ?=
 bench-peers: setup
-	$(PY) -m pip install --quiet -e '.[dev,peers]'
+	$(PY) -m pip install --quiet -e '.[dev,peers]' -c constraints.txt
 	$(PY) benchmarks/peers/run.py $(PEERS_ARGS)
 
 # Exactly-once soak (KIP-129): R rounds of SIGKILLs of the driver or an executor; the last

@@ -93,8 +93,11 @@ def _read_committed(bootstrap: str, topic: str, want, timeout_s: float, conn) ->
 
 
 def run(bootstrap: str, spark, work: str, rate: int, seconds: float, warmup: float,
-        trigger_ms: int, mode: str = "micro_batch", guarantee: str = "at_least_once") -> str:
-    src, dst = f"lat-in-{mode}-{trigger_ms}", f"lat-out-{mode}-{trigger_ms}"
+        trigger_ms: int, mode: str = "micro_batch", guarantee: str = "at_least_once",
+        session: str = "") -> str:
+    """One run; ``session``: a label of the session (``connect``), in topics and summary."""
+    tag = f"{mode}{session and '-' + session}"
+    src, dst = f"lat-in-{tag}-{trigger_ms}", f"lat-out-{tag}-{trigger_ms}"
     admin = Admin(bootstrap)
     admin.create_topics({src: 2})
     admin.create_topics({dst: 2}, {"message.timestamp.type": "LogAppendTime"})
@@ -146,7 +149,7 @@ def run(bootstrap: str, spark, work: str, rate: int, seconds: float, warmup: flo
             buckets.setdefault(int((t - t0) // 2000), []).append(lat)
         print(mode, " ".join(f"{2 * b}s:{sorted(v)[len(v) // 2]}" for b, v in
                              sorted(buckets.items())), flush=True)
-    return _summary(mode, guarantee, str(trigger_ms), rate, seconds, warmup, t0, got)
+    return _summary(tag, guarantee, str(trigger_ms), rate, seconds, warmup, t0, got)
 
 
 PEERS = Path(__file__).resolve().parent / "peers"
@@ -221,6 +224,9 @@ def main() -> int:
     ap.add_argument("--guarantee", default="at_least_once",
                     choices=["at_least_once", "exactly_once_v2"])
     ap.add_argument("--peers", nargs="*", default=[], choices=["quix", "spark"])
+    ap.add_argument("--connect", action="store_true",
+                    help="also run each mode on a local Spark Connect server (local[2]), "
+                    "after the classic session, in the same run")
     ap.add_argument("--spark-kafka-version", default="4.2.0",
                     help="spark-sql-kafka-0-10_2.13 for the native Spark peer")
     a = ap.parse_args()
@@ -232,6 +238,15 @@ def main() -> int:
         lines += [run(bootstrap, spark, work, a.rate, a.seconds, a.warmup, t, m, a.guarantee)
                   for m in a.modes for t in a.trigger_ms]
         spark.stop()
+        if a.connect:
+            from kspark._spark.connect_server import LocalConnectServer
+
+            with LocalConnectServer(os.path.join(work, "connect")) as server:
+                remote = spark_session({"spark.remote": server.url})
+                lines += [run(bootstrap, remote, work, a.rate, a.seconds, a.warmup, t, m,
+                              a.guarantee, "connect")
+                          for m in a.modes for t in a.trigger_ms]
+                remote.stop()
     print("\n".join(lines))
     return 0
 

@@ -69,6 +69,30 @@ def spark():
 
 
 @pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server (``local[2,4]``: two slots, a failed task tried again), started
+    out of process from the PySpark package when a test first asks for it."""
+    from pathlib import Path
+
+    from kspark._spark.connect_server import LocalConnectServer
+
+    root = str(Path(__file__).resolve().parent.parent)  # the workers import tests.*
+    server = LocalConnectServer(tmp_path_factory.mktemp("connect"), master="local[2,4]",
+                                conf={"spark.sql.shuffle.partitions": "2"},
+                                env={"PYTHONPATH": root}).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_spark(connect_server):
+    """A Spark Connect session to :func:`connect_server` (no JVM in this process for it)."""
+    from kspark import spark_session
+
+    return spark_session({"spark.remote": connect_server.url})
+
+
+@pytest.fixture(scope="session")
 def admin(broker):
     return Admin(broker, 30000)
 

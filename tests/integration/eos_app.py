@@ -118,9 +118,16 @@ def main(argv: list[str]) -> int:
                     help="'<task id>:<batch id>': that task's first attempt fails after its commit")
     ap.add_argument("--hold-after-commit", default=None, metavar="DIR",
                     help="the first task to commit a batch >= 1 then waits for DIR/release")
+    ap.add_argument("--remote", default=None, metavar="URL",
+                    help="run on this Spark Connect server (spark.remote; --master is the "
+                    "server's)")
     a = ap.parse_args(argv)
-    spark = spark_session({"spark.master": a.master, "spark.ui.enabled": "false",
-                           "spark.task.maxFailures": "8", "spark.sql.shuffle.partitions": "2"})
+    if a.remote:
+        spark = spark_session({"spark.remote": a.remote})
+    else:
+        spark = spark_session({"spark.master": a.master, "spark.ui.enabled": "false",
+                               "spark.task.maxFailures": "8",
+                               "spark.sql.shuffle.partitions": "2"})
     if a.fail_after_commit and a.hold_after_commit:
         ap.error("--fail-after-commit and --hold-after-commit exclude each other")
     if a.fail_after_commit or a.hold_after_commit:
@@ -143,6 +150,10 @@ def main(argv: list[str]) -> int:
         streams.start()
         print("started", flush=True)
         run_printing_batches(streams)
+    if a.remote:  # a Spark Connect client starts no JVM of its own
+        from pyspark import SparkContext
+
+        print(f"client jvm: {'none' if SparkContext._jvm is None else 'started'}", flush=True)
     spark.stop()
     return 0
 

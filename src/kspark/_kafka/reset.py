@@ -10,8 +10,8 @@ A full reset, so that the next start reprocesses its input from scratch:
 2. the internal topics are deleted: the stores' changelogs (``<id>-*-changelog``),
    ``<id>-*-repartition`` and ``<id>-*-topic`` as in Kafka, and kspark's
    ``<id>-kspark-progress``, ``<id>-kspark-instance``, ``<id>-kspark-metadata`` (the
-   stop offsets of incremental batch runs) and ``<id>-kspark-control`` (real-time mode's
-   stop signals);
+   stop offsets of incremental batch runs) and ``<id>-kspark-control`` (real-time's stop
+   signals, both modes' task reports);
 3. the local state directory ``<state-dir>/<application.id>`` is deleted, and with it the
    Spark checkpoint unless ``--checkpoint-location`` puts it elsewhere (a local path only).
 

@@ -16,6 +16,7 @@ from kspark._kafka.admin import Admin
 from kspark._kafka.clients import check_client_configs
 from kspark._kafka.settings import ClientSettings
 from kspark._engine.state.build import private_state_dir
+from kspark._spark.connect import abandon, bound_retries, is_connect, is_connect_error
 from kspark._spark.session import build_session, prepare
 from kspark._spark.modes import DRIVERS, IDLE, ModeDriver
 from kspark._spark.batch_run import BatchRun
@@ -136,6 +137,8 @@ class SparkApplication:
         spark = self._spark or build_session({k: v for k, v in c.items() if k.startswith("spark.")})
         self._session = spark
         prepare(spark)
+        if is_connect(spark):
+            bound_retries(spark)
         # One Spark task per kspark task: Spark must not merge partitions of like inputs.
         spark.conf.set("spark.sql.unionOutputPartitioning", "false")
         timings = self.start_timings
@@ -209,6 +212,14 @@ class SparkApplication:
             self._release()
             self._reported = True
             raise StreamsError(explain(self.config["application.id"], e)) from e
+        except Exception as e:
+            if not is_connect_error(e):
+                raise
+            if self._session is not None:
+                abandon(self._session)
+            self._release()
+            self._reported = True
+            raise StreamsError(connect_lost(self.config["application.id"], e)) from e
         if done:
             self._finish_run()
             self._release()
@@ -260,6 +271,23 @@ def explain(app_id: str, e: BaseException) -> str:
     reason = m.group(1).strip() if m else _raised(text) or (
         text.strip().splitlines()[0] if text.strip() else repr(e))
     return f"application {app_id!r} failed: {reason}"
+
+
+def connect_lost(app_id: str, e: BaseException) -> str:
+    """The error of an application whose Spark Connect server stopped answering.
+
+    >>> connect_lost("a", RuntimeError('status = UNAVAILABLE\\n details = "refused"'))
+    "application 'a' failed: the Spark Connect server did not answer (refused) and the \
+application's query is lost with it: start the server again, then the application, which \
+resumes from its last commit"
+    """
+    text = str(e)
+    log.error("application %r failed:\n%s", app_id, text)
+    m = re.search(r'details = "([^"]*)"', text)
+    why = m.group(1) if m else (text.strip().splitlines() or [repr(e)])[0]
+    return (f"application {app_id!r} failed: the Spark Connect server did not answer ({why}) "
+            "and the application's query is lost with it: start the server again, then the "
+            "application, which resumes from its last commit")
 
 
 def _raised(text: str) -> str | None:

@@ -49,16 +49,20 @@ class ConnectServerError(KSparkError):
 
 
 class LocalConnectServer:
-    """A Spark Connect server on loopback, its log and files under ``directory``."""
+    """A Spark Connect server on loopback, its log and files under ``directory``; ``conf``:
+    ``spark.*`` settings over :data:`SERVER_CONF`; ``env``: its environment's variables
+    over this process's."""
 
     def __init__(self, directory: str | Path, port: int | None = None,
-                 master: str = "local[2]", conf: dict[str, str] | None = None):
+                 master: str = "local[2]", conf: dict[str, str] | None = None,
+                 env: dict[str, str] | None = None):
         from kspark._kafka.broker_process import free_port
 
         self.directory = Path(directory)
         self.port = port or free_port()
         self.master = master
         self.conf = {**SERVER_CONF, **(conf or {})}
+        self.env = dict(env or {})  # the server's environment, over this process's
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -86,7 +90,7 @@ class LocalConnectServer:
                "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
                "SPARK_LOG_DIR": str(self.directory / "logs"),
                "SPARK_PID_DIR": str(self.directory / "pid"),
-               "SPARK_IDENT_STRING": f"kspark-{self.port}"}
+               "SPARK_IDENT_STRING": f"kspark-{self.port}", **self.env}
         env.pop("SPARK_REMOTE", None)
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
         with open(self.directory / "connect-server.log", "ab") as out:

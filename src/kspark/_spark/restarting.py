@@ -77,11 +77,34 @@ class RestartingQuery:
     def ready(self) -> bool:
         """Whether the running query committed a micro-batch (its tasks are open and
         restored); False again after a restart until the new query commits one."""
-        return not self._done.is_set() and self.current.lastProgress is not None
+        if self._done.is_set():
+            return False
+        try:
+            return self.current.lastProgress is not None
+        except Exception:  # noqa: BLE001 - a Connect server that stopped: not ready
+            return False
+
+    def _lost(self) -> bool:
+        """Whether the query ended because its Spark Connect server stopped answering
+        (asking it anything more would only wait for the client's retries again)."""
+        from kspark._spark.connect import is_connect_error
+
+        return self._done.is_set() and self._error is not None and is_connect_error(self._error)
 
     @property
     def lastProgress(self) -> Any:  # noqa: N802
-        return self.current.lastProgress or self._last_progress
+        """The running query's last progress, else the last one known (a Spark Connect
+        server that stopped answers nothing: the failure is the query's to report)."""
+        if self._lost():
+            return self._last_progress
+        try:
+            last = self.current.lastProgress
+        except Exception as e:  # noqa: BLE001 - a Connect client's error, raised by the query
+            log.debug("application %r: the query's progress is not known (%s)", self.app_id, e)
+            return self._last_progress
+        if last is not None:
+            self._last_progress = last
+        return last or self._last_progress
 
     def exception(self) -> BaseException | None:
         return self._error
@@ -94,7 +117,8 @@ class RestartingQuery:
 
     def stop(self) -> None:
         self._stopping = True
-        self.current.stop()
+        if not self._lost():
+            self.current.stop()
         self._done.wait(60)
 
 

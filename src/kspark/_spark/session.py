@@ -80,8 +80,8 @@ def _connect_session(url: str, spark_conf: Mapping[str, Any]) -> SparkSession:
 
     spark = SparkSession.builder.remote(url).getOrCreate()
     for key, value in spark_conf.items():
-        if key == "spark.remote":
-            continue
+        if key == "spark.remote" or spark.conf.get(key, None) == str(value):
+            continue  # (what the server already has needs no setting, static or not)
         try:
             spark.conf.set(key, str(value))
         except Exception as e:  # noqa: BLE001 - Connect raises its own AnalysisException

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 import time
@@ -105,8 +106,11 @@ def _run(bootstrap: str, spark_conf: dict) -> int:
     total = _load(bootstrap)
     print(f"kspark demo: {total} page views loaded; starting Spark", flush=True)
     config = {"application.id": f"kspark-demo-{int(time.time())}", "bootstrap.servers": bootstrap,
-              "autostop.at": "eol", "state.dir": tempfile.mkdtemp(prefix="kspark-demo-"),
-              "spark.ui.enabled": "false"}  # execution.mode: the default, real_time
+              "autostop.at": "eol", "state.dir": tempfile.mkdtemp(prefix="kspark-demo-")}
+    # execution.mode: the default, real_time; a Spark Connect server (SPARK_REMOTE) keeps
+    # its own UI setting, which a client cannot change
+    if not (spark_conf.get("spark.remote") or os.environ.get("SPARK_REMOTE")):
+        config["spark.ui.enabled"] = "false"
     config.update(spark_conf)
     streams = KafkaStreams(demo_topology(), config)
     started = time.monotonic()

@@ -1,0 +1,176 @@
+"""kspark on Spark Connect (issue 43): a Connect server started out of process from the
+PySpark package (``LocalConnectServer``), the application a Connect client of it.
+
+1. The Java-referenced conformance sample agrees on Connect, in both execution modes.
+2. Exactly-once on Connect, as an incremental batch run (``autostop.at=eol``) whose tasks
+   fail right after committing batch 1: the retried tasks recognise the batch as committed
+   (the batch identity reaches the stages explicitly: a Connect server runs a
+   ``foreachBatch``'s jobs without the streaming query's local properties) and the output is
+   exact; the client process never starts a JVM.
+3. The client SIGKILLed while a task holds a batch Spark has not committed: a new client
+   resumes exactly (the orphaned query on the server is stopped by the new run).
+4. The server SIGKILLed mid-run: the client fails with an error naming the Connect server
+   within a bound (no hang); started again, the application resumes exactly.
+5. Real-time mode on Connect: exact output.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from kspark._kafka.broker import free_port
+from kspark._spark.connect_server import LocalConnectServer
+from tests.conformance.spark_host import REAL_TIME, disagreements, report, run_on_spark, sample
+from tests.integration import soak
+
+pytestmark = pytest.mark.integration
+KEYS = 20
+LOST_BOUND_S = 120  # the client's bounded retries (about 17 s per call) and some slack
+COUNT = 6  # conformance scenarios per mode (the full samples run on the classic session)
+
+
+def _topics(admin, topic_name, base: str) -> str:
+    src = topic_name(base)
+    admin.create_topics({src: 3, f"{src}-echo": 3, f"{src}-agg": 3})
+    return src
+
+
+def _assert_exact(broker: str, src: str, app_id: str, n: int) -> None:
+    f = soak.verify(broker, src, app_id, n, KEYS)
+    assert (f.duplicates, f.lost, f.wrong, f.open_transactions, f.disordered) == (0, 0, 0, 0, 0), f
+
+
+def _java_processes(pid: int) -> list[int]:
+    """The processes below ``pid`` that run a JVM."""
+    out = []
+    for child in soak.descendants(pid):
+        try:
+            exe = os.readlink(f"/proc/{child}/exe")
+        except OSError:
+            continue
+        if os.path.basename(exe) == "java":
+            out.append(child)
+    return out
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
+def test_conformance_sample_agrees_with_java_on_connect(mode, broker, connect_spark, admin,
+                                                       tmp_path):
+    if mode == "micro_batch":
+        got = sample(COUNT, 0)
+        run_on_spark(got.cases, broker, connect_spark, admin, str(tmp_path / "state"))
+    else:
+        got = sample(COUNT, 15, REAL_TIME)
+        run_on_spark(got.cases, broker, connect_spark, admin, str(tmp_path / "state"),
+                     REAL_TIME, mode="real_time")
+    assert sum(len(c.java) for c in got.cases) > 30, "the sample must produce output"
+    bad = disagreements(got.cases)
+    assert not bad, f"{len(bad)} of {COUNT} scenarios disagree with Java on Connect:\n{report(bad)}"
+
+
+def test_exactly_once_batch_run_replays_a_committed_batch_on_connect(
+        broker, admin, topic_name, connect_server, tmp_path):
+    src = _topics(admin, topic_name, "connect-eos")
+    n = 4000
+    soak.produce(broker, src, 0, n, KEYS)
+    app_id = f"connect-eos-{src}"
+    log_before = connect_server.log_file.read_text(errors="replace")
+    cmd = soak.app_command(broker, src, app_id, str(tmp_path / "state"), "--remote",
+                           connect_server.url, "--max-offsets", "1000",
+                           "--fail-after-commit", "0_1:1,1_0:1")
+    proc = soak.start_app(cmd)
+    jvms = []
+    while proc.poll() is None and not jvms:
+        jvms = _java_processes(proc.pid)
+        time.sleep(0.5)
+    code, lines = soak.finish(proc)
+    out = "".join(lines)
+    assert code == 0, out[-4000:]
+    assert not jvms and "client jvm: none" in out, "a Connect client starts no JVM"
+    server_log = connect_server.log_file.read_text(errors="replace")[len(log_before):]
+    assert "injected failure: task 0_1 after committing batch 1" in server_log
+    assert "task 0_1: batch" in server_log and "already committed" in server_log
+    _assert_exact(broker, src, app_id, n)
+
+
+def test_client_killed_mid_batch_resumes_exactly_on_connect(broker, admin, topic_name,
+                                                             connect_server, tmp_path):
+    src = _topics(admin, topic_name, "connect-client")
+    n = 6000
+    soak.produce(broker, src, 0, n, KEYS)
+    app_id = f"connect-client-{src}"
+    cmd = soak.app_command(broker, src, app_id, str(tmp_path / "state"), "--remote",
+                           connect_server.url, "--max-offsets", "1500", "--slow-ms", "1")
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    proc = soak.start_app([*cmd, "--hold-after-commit", str(hold)])
+    try:
+        deadline = time.monotonic() + 300
+        while not (hold / "held").exists():
+            assert proc.poll() is None, f"the app ended ({proc.returncode}) before a task held"
+            assert time.monotonic() < deadline, "no task committed a batch >= 1 in time"
+            time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGKILL)  # a task committed a batch Spark has not
+        proc.wait(60)
+    finally:
+        (hold / "release").touch()  # the orphaned run on the server goes on, then is stopped
+        if proc.poll() is None:
+            proc.kill()
+    code, lines = soak.finish(soak.start_app(cmd))
+    assert code == 0, "".join(lines)[-4000:]
+    _assert_exact(broker, src, app_id, n)
+
+
+def test_server_killed_fails_the_client_then_resumes_exactly(broker, admin, topic_name,
+                                                             tmp_path):
+    src = _topics(admin, topic_name, "connect-server")
+    n = 6000
+    soak.produce(broker, src, 0, n, KEYS)
+    app_id = f"connect-server-{src}"
+    root = str(soak.ROOT)
+    server = LocalConnectServer(tmp_path / "connect", port=free_port(), master="local[2]",
+                                env={"PYTHONPATH": root}).start()
+    try:
+        cmd = soak.app_command(broker, src, app_id, str(tmp_path / "state"), "--remote",
+                               server.url, "--max-offsets", "1000", "--slow-ms", "1")
+        proc = soak.start_app(cmd)
+        lines = []
+        for line in proc.stdout:  # the first micro-batch completed
+            lines.append(line)
+            if line.startswith("batches ") and line.split()[1] != "0":
+                break
+        server.kill()
+        killed_at = time.monotonic()
+        watchdog = threading.Timer(LOST_BOUND_S, proc.kill)
+        watchdog.start()
+        code, rest = soak.finish(proc)
+        watchdog.cancel()
+        took = time.monotonic() - killed_at
+        out = "".join(lines + rest)
+        assert took < LOST_BOUND_S, f"the client hung for {took:.0f} s:\n{out[-3000:]}"
+        assert code != 0 and "Spark Connect server did not answer" in out, out[-4000:]
+        server.start()
+        code, lines = soak.finish(soak.start_app(cmd))
+        assert code == 0, "".join(lines)[-4000:]
+    finally:
+        server.stop()
+    _assert_exact(broker, src, app_id, n)
+
+
+def test_real_time_mode_is_exact_on_connect(broker, admin, topic_name, connect_server,
+                                            tmp_path):
+    src = _topics(admin, topic_name, "connect-rt")
+    n = 3000
+    soak.produce(broker, src, 0, n, KEYS)
+    app_id = f"connect-rt-{src}"
+    cmd = soak.app_command(broker, src, app_id, str(tmp_path / "state"), "--remote",
+                           connect_server.url, "--mode", "real_time")
+    code, lines = soak.finish(soak.start_app(cmd))
+    assert code == 0, "".join(lines)[-4000:]
+    _assert_exact(broker, src, app_id, n)
