@@ -89,7 +89,9 @@ def connect_spark(connect_server):
     """A Spark Connect session to :func:`connect_server` (no JVM in this process for it)."""
     from kspark import spark_session
 
-    return spark_session({"spark.remote": connect_server.url})
+    session = spark_session({"spark.remote": connect_server.url})
+    yield session
+    session.stop()  # before the server stops: its release is not retried for nothing
 
 
 @pytest.fixture(scope="session")

@@ -75,3 +75,47 @@ def test_any_other_failure_ends_the_query_with_that_failure(error):
     with pytest.raises(StreamingQueryException, match=error.split(":")[0]):
         q.awaitTermination(10)
     assert started == [first] and q.exception() is not None
+
+
+class _LostServer:
+    """A Spark Connect client's query whose server stopped: every call fails, as the
+    client's does once its retries are spent (an error of PySpark's Connect module)."""
+
+    def __init__(self):
+        from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+
+        self.error = SparkConnectGrpcException("status = UNAVAILABLE, details = \"refused\"")
+        self.calls = 0
+
+    def awaitTermination(self):  # noqa: N802
+        self.calls += 1
+        raise self.error
+
+    @property
+    def lastProgress(self):  # noqa: N802
+        self.calls += 1
+        raise self.error
+
+    def stop(self):
+        self.calls += 1
+        raise self.error
+
+
+def test_a_query_whose_connect_server_stopped_ends_with_that_error_and_is_asked_nothing_more():
+    lost = _LostServer()
+    q = RestartingQuery(_starts(lost)[0], "app", 300_000)
+    with pytest.raises(type(lost.error)):
+        q.awaitTermination(10)
+    calls = lost.calls
+    assert q.lastProgress is None and not q.ready()
+    q.stop()  # returns at once: stopping a query on a lost server would wait for retries
+    assert lost.calls == calls and q.exception() is lost.error
+
+
+def test_progress_that_cannot_be_read_is_the_last_known():
+    first = _Query(progress={"batchId": 2})
+    q = RestartingQuery(_starts(first)[0], "app", 300_000)
+    assert q.lastProgress == {"batchId": 2}
+    q.current = _LostServer()  # a Connect server that does not answer now
+    assert q.lastProgress == {"batchId": 2}
+    first.ended.set()
