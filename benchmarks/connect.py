@@ -17,7 +17,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
+PEERS = str(Path(__file__).resolve().parent / "peers")
+sys.path.insert(0, PEERS)
+os.environ["PYTHONPATH"] = PEERS  # Spark's Python workers import workload.w1 too
 
 from _common import local_broker, produce, timed_run  # noqa: E402
 from workload import Expected, generate, w1  # noqa: E402
@@ -37,8 +39,8 @@ def run(bootstrap: str, spark, work: str, mode: str, records: int, label: str) -
     seconds = timed_run(topology("w1-in", f"w1-out-{label}-{mode}"), {
         "application.id": f"w1-{label}-{mode}", "bootstrap.servers": bootstrap,
         "state.dir": os.path.join(work, f"state-{label}-{mode}"), "execution.mode": mode,
-        "max.offsets.per.trigger": 100_000, "producer.linger.ms": 20,
-        "producer.batch.num.messages": 10000}, spark)
+        "producer.linger.ms": 20, "producer.batch.num.messages": 10000,
+        **({"max.offsets.per.trigger": 100_000} if mode == "micro_batch" else {})}, spark)
     rate = records / seconds
     print(f"{label:8} {mode:11} {seconds:6.1f} s  {rate:9,.0f} records/s", flush=True)
     return rate
@@ -51,14 +53,16 @@ def main() -> int:
     a = ap.parse_args()
     from kspark._spark.connect_server import LocalConnectServer
 
-    with local_broker(["w1-in"], 2) as (bootstrap, work):
+    outs = [f"w1-out-{label}-{m}" for label in ("classic", "connect") for m in a.modes]
+    with local_broker(["w1-in", *outs], 2) as (bootstrap, work):
         produce(bootstrap, "w1-in", generate(a.records, Expected()))
         spark = spark_session({"spark.master": "local[2]", "spark.ui.enabled": "false",
                                "spark.sql.shuffle.partitions": "2"})
         classic = {m: run(bootstrap, spark, work, m, a.records, "classic") for m in a.modes}
         spark.stop()
         with LocalConnectServer(os.path.join(work, "connect"), master="local[2]",
-                                conf={"spark.sql.shuffle.partitions": "2"}) as server:
+                                conf={"spark.sql.shuffle.partitions": "2"},
+                                env={"PYTHONPATH": PEERS}) as server:
             remote = spark_session({"spark.remote": server.url})
             connect = {m: run(bootstrap, remote, work, m, a.records, "connect")
                        for m in a.modes}

@@ -58,8 +58,11 @@ def app_main(bootstrap: str, src: str, dst: str, app_id: str, state_dir: str, ma
     (grouped.count(Materialized.as_(Stores.persistent_key_value_store("counts"))
              .with_caching_disabled())
       .to_stream().to(dst, key_serde=S, value_serde=L))
-    spark = spark_session({"spark.master": master, "spark.ui.enabled": "false",
-                           "spark.task.maxFailures": "8"})
+    if master.startswith("sc://"):  # a Spark Connect server, started by main()
+        spark = spark_session({"spark.remote": master})
+    else:
+        spark = spark_session({"spark.master": master, "spark.ui.enabled": "false",
+                               "spark.task.maxFailures": "8"})
     config = {"application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
               "processing.guarantee": guarantee}
     if mode == "micro_batch":
@@ -75,7 +78,7 @@ def app_main(bootstrap: str, src: str, dst: str, app_id: str, state_dir: str, ma
     if mode == "micro_batch":
         streams.await_termination()
         durations = [p["durationMs"]["triggerExecution"]
-                     for p in streams._app._query.recentProgress]
+                     for p in streams._app._query.current.recentProgress]
     else:  # one round of input per epoch, then until the group has committed all of it
         admin = Admin(bootstrap, 20000)
         per_round = -(-records // batches)
@@ -126,6 +129,9 @@ def main() -> None:
                     choices=["count", "rekeyed"],
                     help="count: counted by the tasks reading Kafka; rekeyed: group_by "
                          "first, so the counting tasks are after a shuffle")
+    ap.add_argument("--connect", action="store_true",
+                    help="run on a Spark Connect server (one per run, local-cluster[N,1,1024],"
+                    " started from the PySpark package): no task placement there")
     args = ap.parse_args()
     from kspark._kafka.admin import Admin
     from kspark._kafka.broker import LocalBroker, free_port
@@ -157,12 +163,24 @@ def main() -> None:
                 Admin(bootstrap).create_topics({src: 4})
             Admin(bootstrap).create_topics({dst: 4})
             state = "kspark-state" if disks == "separate" else str(work / app_id)
-            out = subprocess.run(
-                [sys.executable, __file__, RUN, bootstrap, src, dst, app_id, state,
-                 f"local-cluster[{n},1,1024]", mode, guarantee, topology, str(args.records),
-                 str(args.keys), str(args.batches), str(args.epoch_ms)],
-                capture_output=True, text=True, timeout=1800,
-                cwd=Path(__file__).resolve().parents[1])
+            master = f"local-cluster[{n},1,1024]"
+            server = None
+            if args.connect:
+                from kspark._spark.connect_server import LocalConnectServer
+
+                server = LocalConnectServer(work / f"connect-{app_id}", master=master,
+                                            conf={"spark.task.maxFailures": "8"}).start()
+                master = server.url
+            try:
+                out = subprocess.run(
+                    [sys.executable, __file__, RUN, bootstrap, src, dst, app_id, state,
+                     master, mode, guarantee, topology, str(args.records),
+                     str(args.keys), str(args.batches), str(args.epoch_ms)],
+                    capture_output=True, text=True, timeout=1800,
+                    cwd=Path(__file__).resolve().parents[1])
+            finally:
+                if server is not None:
+                    server.stop()
             line = [x for x in out.stdout.splitlines() if x.startswith("{")]
             if out.returncode != 0 or not line:
                 raise SystemExit(f"run {app_id} failed:\n{out.stdout}\n"
@@ -171,8 +189,10 @@ def main() -> None:
             latest = {m.key().decode(): int.from_bytes(m.value(), "big")
                       for m in read_all(bootstrap, dst)}
             written = len(read_all(bootstrap, f"{app_id}-counts-changelog"))
-            print(report(topology, mode, guarantee, n, disks, result, written,
-                         latest == expected), flush=True)
+            line = report(topology, mode, guarantee, n, disks, result, written,
+                          latest == expected)
+            print(line.replace("task_moves:", "task_moves (Spark Connect):") if args.connect
+                  else line, flush=True)
     finally:
         broker.stop()
         import shutil

@@ -421,6 +421,20 @@ def fault_summary(faults: list[BrokerFault]) -> list[str]:
     return out
 
 
+def eos_topics(admin, topic_name, base: str) -> str:
+    """A new input topic of the exactly-once application, with its two outputs (3 partitions
+    each); its name."""
+    src = topic_name(base)
+    admin.create_topics({src: 3, f"{src}-echo": 3, f"{src}-agg": 3})
+    return src
+
+
+def assert_exact(bootstrap: str, src: str, app_id: str, n: int, keys: int) -> None:
+    """Every output read with read_committed is exact (see :func:`verify`)."""
+    f = verify(bootstrap, src, app_id, n, keys)
+    assert (f.duplicates, f.lost, f.wrong, f.open_transactions, f.disordered) == (0, 0, 0, 0, 0), f
+
+
 def verify(bootstrap: str, src: str, app_id: str, n: int, keys: int) -> Figures:
     """Read every output with read_committed and count what is wrong."""
     from kspark import Serdes

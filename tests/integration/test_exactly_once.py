@@ -29,14 +29,11 @@ KEYS = 20
 
 
 def _topics(admin, topic_name, base: str) -> str:
-    src = topic_name(base)
-    admin.create_topics({src: 3, f"{src}-echo": 3, f"{src}-agg": 3})
-    return src
+    return soak.eos_topics(admin, topic_name, base)
 
 
 def _assert_exact(broker: str, src: str, app_id: str, n: int) -> None:
-    f = soak.verify(broker, src, app_id, n, KEYS)
-    assert (f.duplicates, f.lost, f.wrong, f.open_transactions, f.disordered) == (0, 0, 0, 0, 0), f
+    soak.assert_exact(broker, src, app_id, n, KEYS)
 
 
 def test_output_is_exact_and_input_offsets_are_committed_to_the_group(broker, admin, spark,

@@ -35,14 +35,11 @@ COUNT = 5  # conformance scenarios per mode (the full samples run on the classic
 
 
 def _topics(admin, topic_name, base: str) -> str:
-    src = topic_name(base)
-    admin.create_topics({src: 3, f"{src}-echo": 3, f"{src}-agg": 3})
-    return src
+    return soak.eos_topics(admin, topic_name, base)
 
 
 def _assert_exact(broker: str, src: str, app_id: str, n: int) -> None:
-    f = soak.verify(broker, src, app_id, n, KEYS)
-    assert (f.duplicates, f.lost, f.wrong, f.open_transactions, f.disordered) == (0, 0, 0, 0, 0), f
+    soak.assert_exact(broker, src, app_id, n, KEYS)
 
 
 def _java_processes(pid: int) -> list[int]:

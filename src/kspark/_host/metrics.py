@@ -83,12 +83,18 @@ class ReportedTotals:
     def value(self) -> TaskMetrics:
         """The totals, with the reports that arrived since the last call added."""
         with self._lock:
-            for report in self._reader.read():
-                self._total.add(TaskMetrics.of(report["counts"]))
+            if self._reader is not None:
+                for report in self._reader.read():
+                    self._total.add(TaskMetrics.of(report["counts"]))
             return self._total
 
     def close(self) -> None:
-        self._reader.close()
+        """The run ended: read what is left, then close the reader (the totals stay)."""
+        self.value()
+        with self._lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
 
 
 COUNTS = tuple(f.name for f in fields(TaskMetrics) if f.type == "int")

@@ -235,6 +235,7 @@ class SparkApplication:
 
     def _release(self) -> None:
         """The query has stopped: another instance of the application may start."""
+        self._driver.close()
         if self._guard is not None:
             self._guard.release()
             self._guard = None

@@ -52,6 +52,10 @@ class ModeDriver(Protocol):
         """``KafkaStreams.metrics()``: a :class:`~kspark._engine.metrics.names.Metrics`."""
         ...
 
+    def close(self) -> None:
+        """The query ended: release what the driver holds (its counts stay readable)."""
+        ...
+
 
 class _Idle:
     """Before start(): nothing counted yet (the one shape, zeros)."""
@@ -69,6 +73,9 @@ class _Idle:
         from kspark._engine.metrics.names import Metrics
 
         return Metrics()
+
+    def close(self) -> None:
+        pass
 
 
 IDLE = _Idle()
@@ -151,6 +158,10 @@ class MicroBatchDriver:
         return application_metrics(rates, done.streams, lambda task: me, self._lag(), app,
                                    summarize_metrics(done.async_), threads)
 
+    def close(self) -> None:
+        if self.totals is not None:
+            self.totals.close()
+
     def _task_metrics(self) -> TaskMetrics:
         """What the committed task batches of this process counted."""
         return self.totals.value() if self.totals is not None else TaskMetrics()
@@ -225,6 +236,9 @@ class RealTimeDriver:
 
     def metrics(self) -> Any:
         return self.query.metrics()
+
+    def close(self) -> None:
+        pass  # the query closes its reader of the threads' reports when it stops
 
 
 def _real_time_starts(admin: Admin, app: Any, counts: dict[str, int]
