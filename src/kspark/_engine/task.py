@@ -42,6 +42,7 @@ from kspark.errors import SerializationError, TopologyError
 __all__ = ["StreamTask", "BATCH_HEADER"]
 
 BATCH_HEADER = "kspark.batch"  # on changelog records: "<run>:<batch>" that wrote them
+TASK_STORE_LOCK_WAIT_S = 10.0  # see _build_store
 
 log = logging.getLogger("kspark")
 
@@ -158,7 +159,10 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
                                 self.partition)
 
         directory = task_store_dir(self.config["state.dir"], app_id, self.task_id)
-        return build_store(builder, directory, log, self._batch_buffer, self.record_cache)
+        # a worker of a run that just ended (a batch run stopped, then resumed) may still
+        # hold the lock for a moment: wait for it a little before failing the task
+        return build_store(builder, directory, log, self._batch_buffer, self.record_cache,
+                           lock_wait_s=TASK_STORE_LOCK_WAIT_S)
 
     def get_state_store(self, node: ProcessorNode, name: str) -> Any:
         """The store ``name``, if ``node``'s processor is connected to it; a global store

@@ -118,8 +118,10 @@ def changelog_config(builder: Any, topic_overrides: Mapping[str, Any] | None = N
 
 def build_store(builder: Any, directory: Path | None = None,
                 log: Callable[[bytes, bytes | None], None] | None = None,
-                batch_buffer: bool = False, cache: RecordCache | None = None) -> Any:
+                batch_buffer: bool = False, cache: RecordCache | None = None,
+                lock_wait_s: float = 0.0) -> Any:
     """The store ``builder`` describes; ``log`` receives changes when logging is enabled.
+    ``lock_wait_s``: how long a persistent store waits for a lock held elsewhere.
 
     ``batch_buffer`` holds every write until the batch commits (a write buffer under the
     cache, if any), so a failed batch leaves the store as the batch found it. ``cache`` is
@@ -129,7 +131,7 @@ def build_store(builder: Any, directory: Path | None = None,
     supplier = builder.supplier
     if supplier.persistent:
         where = directory or Path(tempfile.mkdtemp(prefix="kspark-store-"))
-        inner: Any = RocksDBBytesStore(supplier.name, Path(where) / supplier.name)
+        inner: Any = RocksDBBytesStore(supplier.name, Path(where) / supplier.name, lock_wait_s)
     else:
         inner = InMemoryBytesStore(supplier.name)
     if builder.logging_enabled and log is not None:

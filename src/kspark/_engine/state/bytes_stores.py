@@ -68,14 +68,16 @@ class InMemoryBytesStore:
 
 
 class RocksDBBytesStore:
-    """A RocksDB database under ``directory`` (rocksdict), iterated in key-byte order."""
+    """A RocksDB database under ``directory`` (rocksdict), iterated in key-byte order.
+    ``lock_wait_s``: how long to wait for a lock another process holds (a task's store: the
+    Python worker of a run that just stopped may still be closing it)."""
 
     persistent = True
 
-    def __init__(self, name: str, directory: Path):
+    def __init__(self, name: str, directory: Path, lock_wait_s: float = 0.0):
         self.name = name
         self.directory = Path(directory)
-        self._db = _open_rocksdb(name, self.directory)
+        self._db = _open_rocksdb(name, self.directory, lock_wait_s)
 
     def get(self, key: bytes) -> bytes | None:
         return self._db.get(key)
@@ -146,9 +148,23 @@ class RocksDBBytesStore:
         self._db = _open_rocksdb(self.name, self.directory)
 
 
-def _open_rocksdb(name: str, directory: Path) -> Any:
-    """Open (creating if missing) the RocksDB database of store ``name``; failures, such as
-    the lock another process holds, become a StateStoreError naming the store and directory."""
+def _open_rocksdb(name: str, directory: Path, lock_wait_s: float = 0.0) -> Any:
+    """Open (creating if missing) the RocksDB database of store ``name``, waiting up to
+    ``lock_wait_s`` for a lock held elsewhere (tried again every 0.25 s); failures become a
+    StateStoreError naming the store and directory."""
+    import time
+
+    deadline = time.monotonic() + lock_wait_s
+    while True:
+        try:
+            return _open_once(name, directory)
+        except StateStoreError as e:
+            if "lock" not in str(e.__cause__).lower() or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.25)
+
+
+def _open_once(name: str, directory: Path) -> Any:
     from rocksdict import Options, Rdict
 
     try:
