@@ -6,7 +6,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
@@ -209,21 +209,27 @@ class SparkApplication:
             else:
                 done = bool(self._query.awaitTermination(timeout_s))
         except (StreamingQueryException, RealTimeRunError) as e:
+            if is_connect_error(getattr(e, "cause", e)):  # an epoch whose server was lost
+                self._lost_server(e)
             self._release()
             self._reported = True
             raise StreamsError(explain(self.config["application.id"], e)) from e
         except Exception as e:
             if not is_connect_error(e):
                 raise
-            if self._session is not None:
-                abandon(self._session)
-            self._release()
-            self._reported = True
-            raise StreamsError(connect_lost(self.config["application.id"], e)) from e
+            self._lost_server(e)
         if done:
             self._finish_run()
             self._release()
         return done
+
+    def _lost_server(self, e: BaseException) -> NoReturn:
+        """The Spark Connect server stopped answering: the query is lost with it."""
+        if self._session is not None:
+            abandon(self._session)
+        self._release()
+        self._reported = True
+        raise StreamsError(connect_lost(self.config["application.id"], e)) from e
 
     def _finish_run(self) -> None:
         """The query ended by itself (not stopped, not failed): a batch run is finished."""
