@@ -85,16 +85,6 @@ def connect_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def connect_spark(connect_server):
-    """A Spark Connect session to :func:`connect_server` (no JVM in this process for it)."""
-    from kspark import spark_session
-
-    session = spark_session({"spark.remote": connect_server.url})
-    yield session
-    session.stop()  # before the server stops: its release is not retried for nothing
-
-
-@pytest.fixture(scope="session")
 def admin(broker):
     return Admin(broker, 30000)
 

@@ -46,7 +46,8 @@ def test_full_reset_refused_while_running_then_dry_run_then_reprocesses_from_scr
     first.close()
     internal = sorted(t for t in admin.partition_counts() if t.startswith(f"{app_id}-"))
     assert set(internal) == {f"{app_id}-aggs-changelog", f"{app_id}-kspark-progress",
-                             f"{app_id}-kspark-instance", metadata_topic(app_id)}
+                             f"{app_id}-kspark-instance", metadata_topic(app_id),
+                             f"{app_id}-kspark-control"}
     ends = admin.end_offsets([(src, p) for p in range(3)])
     assert admin.group_offsets(app_id).items() >= ends.items()
 

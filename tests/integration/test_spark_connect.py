@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -25,7 +26,6 @@ import pytest
 
 from kspark._kafka.broker import free_port
 from kspark._spark.connect_server import LocalConnectServer
-from tests.conformance.spark_host import REAL_TIME, disagreements, report, run_on_spark, sample
 from tests.integration import soak
 
 pytestmark = pytest.mark.integration
@@ -57,18 +57,16 @@ def _java_processes(pid: int) -> list[int]:
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
-def test_conformance_sample_agrees_with_java_on_connect(mode, broker, connect_spark, admin,
-                                                       tmp_path):
-    if mode == "micro_batch":
-        got = sample(COUNT, 0)
-        run_on_spark(got.cases, broker, connect_spark, admin, str(tmp_path / "state"))
-    else:
-        got = sample(COUNT, 15, REAL_TIME)
-        run_on_spark(got.cases, broker, connect_spark, admin, str(tmp_path / "state"),
-                     REAL_TIME, mode="real_time")
-    assert sum(len(c.java) for c in got.cases) > 20, "the sample must produce output"
-    bad = disagreements(got.cases)
-    assert not bad, f"{len(bad)} of {COUNT} scenarios disagree with Java on Connect:\n{report(bad)}"
+def test_conformance_sample_agrees_with_java_on_connect(mode, broker, connect_server, tmp_path):
+    seed = 0 if mode == "micro_batch" else 15  # as test_spark_sample.py's samples
+    code, lines = soak.finish(soak.start_app(
+        [sys.executable, "-m", "tests.integration.connect_conformance", broker,
+         connect_server.url, mode, str(COUNT), str(seed), str(tmp_path / "state")]))
+    out = "".join(lines)
+    assert code == 0, out[-4000:]
+    assert "disagreements 0" in out, out[-6000:]
+    produced = int(out.split("output ", 1)[1].split()[0])
+    assert produced > 20, "the sample must produce output"
 
 
 def test_exactly_once_batch_run_replays_a_committed_batch_on_connect(
@@ -174,9 +172,10 @@ def test_real_time_mode_is_exact_on_connect(broker, admin, topic_name, connect_s
 
 
 def test_a_setting_only_the_server_can_take_is_refused_by_name(connect_server):
-    from kspark import spark_session
-    from kspark.errors import ConfigError
-
-    with pytest.raises(ConfigError, match="spark.executor.memory cannot be set from a Spark "
-                                          "Connect client"):
-        spark_session({"spark.remote": connect_server.url, "spark.executor.memory": "3g"})
+    code, lines = soak.finish(soak.start_app([sys.executable, "-c", (
+        "from kspark import spark_session\n"
+        f"spark_session({{'spark.remote': {connect_server.url!r}, "
+        "'spark.executor.memory': '3g'})")]))
+    out = "".join(lines)
+    assert code != 0 and ("ConfigError: spark.executor.memory cannot be set from a Spark "
+                          "Connect client") in out, out[-3000:]

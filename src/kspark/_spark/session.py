@@ -78,6 +78,8 @@ def _connect_session(url: str, spark_conf: Mapping[str, Any]) -> SparkSession:
     from a client: such a key is refused, naming it, rather than ignored."""
     from kspark.errors import ConfigError
 
+    # (PySpark refuses a Connect session in a process that runs a classic one: its
+    # functions pick their kind by process, not by session)
     spark = SparkSession.builder.remote(url).getOrCreate()
     for key, value in spark_conf.items():
         if key == "spark.remote" or spark.conf.get(key, None) == str(value):

@@ -39,8 +39,30 @@ __all__ = ["RealTimeQuery", "RealTimeRunError", "real_time_query"]
 
 
 def _tag(run: str) -> str:
-    """The Spark job tag of an epoch (run ``run``)."""
+    """The Spark job tag of an epoch (run ``run``) on Spark Connect."""
     return f"kspark-{run}"
+
+
+def _connect_epoch(spark: Any, contexts: dict[int, HostContext], epoch: Epoch) -> list[Any]:
+    """An epoch on Spark Connect (no RDDs there): a barrier ``mapInArrow`` over one row per
+    thread, tagged so that stop() can cancel it. (A classic session runs the RDD barrier
+    job: measured, its Python workers keep their threads' tasks from one epoch to the next,
+    which this path's did not in a test of in-memory stores.)"""
+
+    def threads(batches: Any) -> Any:
+        import pyarrow as pa
+
+        for b in batches:
+            for slot in b.column(0).to_pylist():
+                row = run_stream_thread(contexts, slot, epoch)
+                yield pa.RecordBatch.from_pylist([{"row": json.dumps(row)}])
+
+    spark.addTag(_tag(epoch.run))
+    try:
+        return [json.loads(r.row) for r in spark.range(0, epoch.threads, 1, epoch.threads)
+                .mapInArrow(threads, "row string", barrier=True).collect()]
+    finally:
+        spark.removeTag(_tag(epoch.run))
 
 log = logging.getLogger("kspark")
 
@@ -192,7 +214,10 @@ class RealTimeQuery:
         if not self._done.wait(epoch.interval_ms / 1000 + self.grace_s if epoch else 5):
             log.warning("real-time threads did not stop within %.0f s: cancelling the epoch",
                         self.grace_s)
-            self.spark.interruptTag(_tag(epoch.run if epoch else ""))
+            if is_connect(self.spark):
+                self.spark.interruptTag(_tag(epoch.run if epoch else ""))
+            else:
+                self.spark.sparkContext.cancelJobGroup(epoch.run if epoch else "")
             self._done.wait(self.grace_s)
         with self._metrics_lock:
             if self._reader is not None:
@@ -299,27 +324,17 @@ class RealTimeQuery:
 
     def _run_epoch(self, epoch: Epoch) -> None:
         contexts = self.contexts
-
-        def threads(batches: Any) -> Any:
-            import pyarrow as pa
-
-            for b in batches:
-                for slot in b.column(0).to_pylist():
-                    row = run_stream_thread(contexts, slot, epoch)
-                    yield pa.RecordBatch.from_pylist([{"row": json.dumps(row)}])
-
         # a barrier stage: every thread starts at once (or none does), and the threads can
-        # agree on who is who (see thread_identity); tagged, so that stop() can cancel it
-        # (job tags and barrier mapInArrow: a classic and a Spark Connect session alike)
-        if not is_connect(self.spark):  # a cancelled epoch interrupts its Python workers
-            self.spark.sparkContext.setInterruptOnCancel(True)
-        self.spark.addTag(_tag(epoch.run))
-        try:
-            rows = [json.loads(r.row) for r in self.spark.range(
-                0, epoch.threads, 1, epoch.threads).mapInArrow(
-                    threads, "row string", barrier=True).collect()]
-        finally:
-            self.spark.removeTag(_tag(epoch.run))
+        # agree on who is who (see thread_identity)
+        if not is_connect(self.spark):
+            sc = self.spark.sparkContext
+            sc.setJobGroup(epoch.run, f"kspark {self.ctx.app_id}: real-time epoch "
+                           f"{self.epochs}", interruptOnCancel=True)
+            rows = (sc.parallelize(range(epoch.threads), epoch.threads).barrier()
+                    .mapPartitions(lambda slots: [run_stream_thread(contexts, s, epoch)
+                                                  for s in slots]).collect())
+        else:
+            rows = _connect_epoch(self.spark, contexts, epoch)
         with self._metrics_lock:
             self._read_reports()
             self.live.end_epoch(epoch.run, rows)
