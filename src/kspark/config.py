@@ -173,6 +173,10 @@ _KEYS = [
     ConfigKey("max.offsets.per.trigger", int, 200_000, "kspark: upper bound on the records one "
               "micro-batch reads, over all partitions of one source (each sub-topology that "
               "reads Kafka is one; bounds memory).", _positive, modes=(MICRO_BATCH,)),
+    ConfigKey("sink.trigger.interval.ms", int, 1000, "kspark: how often each Spark sink "
+              "(KStream.to_spark, foreach_batch) starts a micro-batch writing what its topic "
+              "holds (one Delta commit or set of files per micro-batch at most).", _positive,
+              modes=BOTH),
     ConfigKey("async.max.in.flight", int, 64, "KIP-311: the default number of records an async "
               "step (map_values_async, ...) of one task has in flight at once.", _positive,
               modes=BOTH),

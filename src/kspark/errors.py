@@ -24,6 +24,7 @@ __all__ = [
     "SchemaRegistryUnreachableError",
     "BrokerError",
     "PrerequisiteError",
+    "SparkSinkError",
     "SourceReadError",
     "SinkWriteError",
     "StreamsError",
@@ -131,6 +132,12 @@ class SinkWriteError(KSparkError):
     """
 
     fatal = False
+
+
+class SparkSinkError(KSparkError):
+    """A Spark sink (``KStream.to_spark``/``foreach_batch``) could not read its topic or
+    write its batch; the message names the sink, the topic, partition and offset or the
+    table, and what to do."""
 
 
 class StreamsError(KSparkError):

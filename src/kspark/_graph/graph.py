@@ -90,6 +90,8 @@ class TopologyGraph:
     global_stores: dict[str, GlobalStoreSpec] = field(default_factory=dict)
     # Repartition topics with a number of partitions of their own (Repartitioned).
     partition_counts: dict[str, int] = field(default_factory=dict)
+    # Spark sinks by sink node name (``KStream.to_spark``/``foreach_batch``: SparkSinkSpec)
+    spark_sinks: dict[str, Any] = field(default_factory=dict)
     # The user's call that added each node or store: "group_by() at app.py:12", for errors.
     origins: dict[str, str] = field(default_factory=dict)
 

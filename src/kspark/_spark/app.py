@@ -20,6 +20,7 @@ from kspark._spark.connect import abandon, bound_retries, is_connect, is_connect
 from kspark._spark.session import build_session, prepare
 from kspark._spark.modes import DRIVERS, IDLE, ModeDriver
 from kspark._spark.batch_run import BatchRun
+from kspark._spark.spark_sinks import SparkSinks
 from kspark._spark.realtime.query import RealTimeRunError
 from kspark._kafka.instance import InstanceGuard, instance_group
 from kspark.config import (EXACTLY_ONCE_V2, StreamsConfig, checkpoint_location)
@@ -68,6 +69,7 @@ class SparkApplication:
         self._session: SparkSession | None = None
         self._batch_run: BatchRun | None = None  # autostop.at=eol: the run's stop offsets
         self._driver: ModeDriver = IDLE  # the execution mode's, from start()
+        self._sinks = SparkSinks(graph, config)  # KStream.to_spark/foreach_batch's queries
         self.stop_offsets: dict[tuple[str, int], int] | None = None
         self.finished = False  # a batch run reached its stop offsets
         self.start_timings = StartTimings(config["application.id"])
@@ -144,8 +146,16 @@ class SparkApplication:
         timings = self.start_timings
         timings.step("session")
         self._driver = DRIVERS[c["execution.mode"]](self)
+        self._sinks = SparkSinks(self.graph, c)
         self._query = self._driver.start(spark, admin, counts)
         self._query.on_failure = self.on_failure
+        try:
+            self._sinks.start(spark)
+        except BaseException:
+            self._query.stop()
+            self._driver.close()
+            raise
+        timings.step("Spark sinks")
 
     def begin_batch_run(self, admin: Admin, topics: list[str], counts: dict[str, int]
                         ) -> BatchRun | None:
@@ -171,6 +181,10 @@ class SparkApplication:
                 self._check_no_local_state_of(topic)
             config = changelog_config(builder, self.config.topic_overrides())
             self.create_topic(admin, counts, topic, n, f"store {name!r}'s tasks", config)
+
+    def create_sink_topics(self, admin: Admin, counts: dict[str, int], plan: Any) -> None:
+        """The Spark sinks' topics (``spark_sinks.py``)."""
+        self._sinks.create_topics(self, admin, counts, plan)
 
     def _check_no_local_state_of(self, topic: str) -> None:
         """A missing changelog while local state has a checkpoint of it: refuse (creating
@@ -202,6 +216,26 @@ class SparkApplication:
                             replication_factor=self.config["replication.factor"])
 
     def await_termination(self, timeout_s: float | None) -> bool:
+        if not self._sinks.specs:
+            return self._await_query(timeout_s)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:  # in slices: a failed Spark sink fails the application
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            done = self._await_query(1.0 if left is None else min(1.0, left))
+            if done:
+                return True
+            failed = self._sinks.failure()
+            if failed is not None:
+                self._query.stop()
+                self._batch_run = None
+                self._release()
+                self._reported = True
+                raise StreamsError(f"application {self.config['application.id']!r} failed: "
+                                   f"{failed}")
+            if left is not None and left <= 0:
+                return False
+
+    def _await_query(self, timeout_s: float | None) -> bool:
         try:
             if timeout_s is None:
                 self._query.awaitTermination()
@@ -236,11 +270,19 @@ class SparkApplication:
         if (self._batch_run is not None and self._session is not None
                 and self._query.exception() is None):
             run, self._batch_run = self._batch_run, None
+            try:  # every record the run committed is in the Spark sinks before it finishes
+                self._sinks.drain(self._session, Admin(ClientSettings.from_config(
+                    self.config), self.config["request.timeout.ms"]))
+            except BaseException:
+                self._release()
+                self._reported = True
+                raise
             self._driver.finish(run)
             self.finished = True
 
     def _release(self) -> None:
         """The query has stopped: another instance of the application may start."""
+        self._sinks.stop()
         self._driver.close()
         if self._guard is not None:
             self._guard.release()
@@ -261,7 +303,7 @@ class SparkApplication:
         return self._driver.metrics()
 
     def progress(self) -> dict[str, int]:
-        return self._driver.progress()
+        return {**self._driver.progress(), **self._sinks.progress()}
 
     def ready(self) -> bool:
         """Whether the tasks run (the client is RUNNING, not REBALANCING)."""

@@ -113,6 +113,7 @@ class MicroBatchDriver:
         built = build(spark, plan(app.graph, counts, c, start, stop), app.graph, c)
         timings.step("planning (with the data source's load())")
         app.create_changelogs(admin, counts, built.store_tasks)
+        app.create_sink_topics(admin, counts, built.plan)
         # every task's progress marker (both guarantees): offset metadata of this topic
         app_id = c["application.id"]
         app.create_topic(admin, counts, progress_topic(app_id), built.tasks,
@@ -215,6 +216,7 @@ class RealTimeDriver:
         query_plan = plan(app.graph, counts, c)
         app.begin_batch_run(admin, kafka_sources(app.graph)[0], counts)
         app.create_changelogs(admin, counts, query_plan.store_tasks)
+        app.create_sink_topics(admin, counts, query_plan)
         for topic, n in repartition_topics(query_plan, app.graph).items():
             app.create_topic(admin, counts, topic, n, "its readers' tasks",
                              {**REPARTITION_TOPIC_CONFIG, **c.topic_overrides()})

@@ -16,6 +16,7 @@ from kspark.dsl import _forms as f
 from kspark.dsl._async_steps import AsyncSteps
 from kspark.dsl._join_steps import JoinSteps
 from kspark.dsl._overloads import bind, describe
+from kspark.dsl._spark_sinks import SparkSinkSteps
 from kspark.dsl._upstream import Upstream
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["KStream"]
 
 
-class KStream(AsyncSteps, JoinSteps):
+class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
     """An unbounded stream of key-value records; each method adds a node and returns a new
     KStream.
 

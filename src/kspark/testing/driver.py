@@ -273,6 +273,39 @@ class TopologyTestDriver:
         """The session store ``name``."""
         return self._typed_store(name, "session")
 
+    def get_spark_sink_rows(self, name: str) -> list[dict[str, Any]]:
+        """The rows Spark sink ``name`` (``KStream.to_spark`` or ``foreach_batch``) gets, in
+        order, as dicts of its columns (``key``, ``value``, ``topic``, ``partition``,
+        ``offset``, ``timestamp``, ``headers``; ``window_start``/``window_end`` for windowed
+        keys), decoded as the sink decodes them. A record the sink could not decode raises.
+
+        >>> from kspark import StreamsBuilder, Serdes
+        >>> b = StreamsBuilder()
+        >>> b.stream("in", key_serde=Serdes.String(),
+        ...          value_serde=Serdes.Long()).to_spark("parquet", path="/tmp/x", name="s")
+        >>> with TopologyTestDriver(b.build()) as d:
+        ...     d.create_input_topic("in", Serdes.String(), Serdes.Long()).pipe_input("a", 1)
+        ...     [(r["key"], r["value"]) for r in d.get_spark_sink_rows("s")]
+        [('a', 1)]
+        """
+        from kspark._graph.instantiate import resolve_serde
+        from kspark._interop.rows import TopicRows, Written
+
+        spec = self._graph.nodes.get(name)
+        if name not in self._graph.spark_sinks or spec is None:
+            raise TopologyError(f"no Spark sink named {name!r}; the topology's Spark sinks "
+                                f"are {sorted(self._graph.spark_sinks)}")
+        rows = TopicRows(resolve_serde(spec.key_serde, self.config, "key", name),
+                         resolve_serde(spec.value_serde, self.config, "value", name))
+        topic = f"{self.config['application.id']}-{spec.topic}"
+        written = [Written(r, i) for i, r in enumerate(self._records_for(topic))]
+        batch, rejected = rows.batch(written)
+        if rejected:
+            m, e = rejected[0]
+            raise TopologyError(f"Spark sink {name!r} cannot read the record at offset "
+                                f"{m.offset()} of its topic: {e}") from e
+        return batch.to_pylist()
+
     def close(self) -> None:
         """Close the task's processors and stores (and remove the driver's own state dir)."""
         self._task.close()

@@ -19,7 +19,7 @@ from typing import Any
 from kspark._plan.plan import Member, QueryPlan
 from kspark.errors import ConfigError
 
-__all__ = ["real_time_members", "threads_for"]
+__all__ = ["real_time_members", "threads_for", "free_slots"]
 
 def real_time_members(query: QueryPlan, graph: Any, config: Any) -> list[Member]:
     """The sub-topologies real-time mode runs: all of them (a key of the micro-batch mode
@@ -39,3 +39,21 @@ def threads_for(wanted: int | None, tasks: int, slots: int) -> int:
             f"{slots} (spark.default.parallelism). Lower num.stream.threads, give the "
             "application more executor cores, or use execution.mode=micro_batch")
     return max(threads, 1)
+
+
+def free_slots(slots: int, spark_sinks: Any) -> int:
+    """The task slots the stream threads may take: all of them, but one for the Spark
+    sinks' queries when the topology has any (they run beside the long-running threads).
+
+    >>> free_slots(4, {}), free_slots(4, {"s": None})
+    (4, 3)
+    """
+    if not spark_sinks:
+        return slots
+    if slots < 2:
+        raise ConfigError(
+            f"execution.mode=real_time with Spark sinks {sorted(spark_sinks)} needs a task "
+            f"slot for the sinks' queries beside the stream threads, and Spark offers {slots} "
+            "(spark.default.parallelism): give the application more executor cores, or use "
+            "execution.mode=micro_batch")
+    return slots - 1

@@ -25,7 +25,7 @@ from kspark._kafka.stream_thread_clients import MetricsReader, control_end, send
 from kspark._plan.plan import QueryPlan
 from kspark._spark.connect import default_parallelism, is_connect
 from kspark._spark.realtime.batch_end import BatchEnd
-from kspark._spark.realtime.checks import real_time_members, threads_for
+from kspark._spark.realtime.checks import free_slots, real_time_members, threads_for
 from kspark._spark.realtime.layout import task_specs
 from kspark._spark.realtime.stream_thread import Epoch, run_stream_thread
 from kspark._spark.realtime.thread_metrics import LiveTotals
@@ -114,7 +114,8 @@ def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
 
     members = real_time_members(plan, graph, config)
     specs = task_specs(plan, graph)
-    threads = threads_for(config["num.stream.threads"], len(specs), default_parallelism(spark))
+    threads = threads_for(config["num.stream.threads"], len(specs),
+                          free_slots(default_parallelism(spark), graph.spark_sinks))
     contexts = {m.sub_topology: HostContext(graph, config.as_dict(), m.stage_plan)
                 for m in members}
     epoch = Epoch("", threads, tuple(specs), tuple(sorted(kafka_sources(graph)[1].items())),
