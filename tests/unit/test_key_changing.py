@@ -38,7 +38,7 @@ KEY_PRESERVING = {
 # not a keyed stateless step: terminal, routing, re-grouping, joins and repartitions
 OTHER = {"to", "foreach", "print", "split", "branch", "merge", "process", "through",
          "repartition", "to_table", "group_by_key", "group_by", "join", "left_join",
-         "outer_join"}
+         "outer_join", "to_spark", "foreach_batch"}
 
 
 def _stream() -> tuple[StreamsBuilder, KStream]:

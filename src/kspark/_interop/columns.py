@@ -90,7 +90,7 @@ def _typed(serde: Any) -> tuple[pa.DataType, Convert]:
 
         return arrow_type, lambda v: convert(to_plain(record_type, v))
     if cls == "ProtobufRegistrySerde":
-        from google.protobuf.json_format import MessageToJson
+        from google.protobuf.json_format import MessageToJson  # type: ignore[import-untyped]
 
         return pa.string(), lambda v: MessageToJson(v, indent=None)
     return pa.string(), _json_text
@@ -149,6 +149,6 @@ def _avro(schema: Any, named: set[str]) -> tuple[pa.DataType, Convert]:
     if kind == "fixed" or schema.get("logicalType") == "decimal":
         return (pa.binary(), _same) if kind == "fixed" else (pa.string(), str)
     logical = _LOGICAL.get(schema.get("logicalType"))
-    if logical is None:
+    if logical is None:  # {"type": "long", "logicalType": ...}: its base type
         return _avro(kind, named)
-    return logical, (str if schema["logicalType"] == "uuid" else _same)  # {"type": "long", "logicalType": ...}: its base type
+    return logical, (str if schema["logicalType"] == "uuid" else _same)

@@ -74,7 +74,7 @@ class TopicRows:
                 [{"key": k, "value": v} for k, v in headers] if headers else [])
 
     def _arrow(self, rows: list[tuple]) -> pa.RecordBatch:
-        columns = list(zip(*rows, strict=True)) if rows else [[] for _ in self.schema]
+        columns: list = list(zip(*rows, strict=True)) if rows else [() for _ in self.schema]
         return pa.RecordBatch.from_arrays(
             [pa.array(list(c), f.type) for c, f in zip(columns, self.schema, strict=True)],
             schema=self.schema)

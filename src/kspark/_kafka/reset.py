@@ -8,12 +8,15 @@ A full reset, so that the next start reprocesses its input from scratch:
    target: ``--to-earliest`` (the default), ``--to-latest`` or ``--to-offset N``. The input
    topics are ``--input-topics``, else every non-internal topic the group has offsets for;
 2. the internal topics are deleted: the stores' changelogs (``<id>-*-changelog``),
-   ``<id>-*-repartition`` and ``<id>-*-topic`` as in Kafka, and kspark's
+   ``<id>-*-repartition`` and ``<id>-*-topic`` as in Kafka, the Spark sinks' topics
+   (``<id>-*-spark-sink``), and kspark's
    ``<id>-kspark-progress``, ``<id>-kspark-instance``, ``<id>-kspark-metadata`` (the
    stop offsets of incremental batch runs) and ``<id>-kspark-control`` (real-time's stop
    signals, both modes' task reports);
 3. the local state directory ``<state-dir>/<application.id>`` is deleted, and with it the
-   Spark checkpoint unless ``--checkpoint-location`` puts it elsewhere (a local path only).
+   Spark checkpoint (and the Spark sinks' checkpoints beside it) unless
+   ``--checkpoint-location`` puts it elsewhere (a local path only). The sinks' tables are
+   left as they are: a reset application writes its output into them again.
 
 ``--delete-stopoffsets`` alone does only this: it deletes the stop offsets of the last batch
 run (KIP-95), so the next batch run begins anew from the group's offsets.
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from kspark._interop.sinks import TOPIC_SUFFIX
 from kspark._kafka.admin import Admin
 from kspark._kafka.instance import InstanceGuard, instance_group
 from kspark._kafka.stopoffsets import StopOffsets, metadata_topic
@@ -47,7 +51,7 @@ from kspark.errors import InstanceAlreadyRunningError, KSparkError
 __all__ = ["ResetPlan", "plan_reset", "run_reset", "is_internal"]
 
 TP = tuple[str, int]
-_SUFFIXES = ("-changelog", "-repartition", "-topic")
+_SUFFIXES = ("-changelog", "-repartition", "-topic", TOPIC_SUFFIX)
 
 
 def is_internal(app_id: str, topic: str) -> bool:
@@ -110,10 +114,11 @@ def plan_reset(admin: Admin, app_id: str, *, input_topics: list[str] | None = No
     plan.topics = sorted(t for t in counts if is_internal(app_id, t))
     if state_dir is not None and Path(state_dir, app_id).exists():
         plan.paths.append(Path(state_dir, app_id))
-    if checkpoint_location:
-        path = _local_path(checkpoint_location)
-        if path.exists() and not any(path.is_relative_to(p) for p in plan.paths):
-            plan.paths.append(path)
+    if checkpoint_location:  # with the Spark sinks' checkpoints beside it
+        for location in (checkpoint_location, f"{checkpoint_location.rstrip('/')}-spark-sinks"):
+            path = _local_path(location)
+            if path.exists() and not any(path.is_relative_to(p) for p in plan.paths):
+                plan.paths.append(path)
     return plan
 
 

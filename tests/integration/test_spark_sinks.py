@@ -1,0 +1,159 @@
+"""Spark in, Spark out, on a real broker and SparkSession, in both execution modes: a
+topology's results in a Delta table, a Parquet directory and a ``foreach_batch`` function,
+exactly the TopologyTestDriver's rows, and ``read_topic`` reading the same rows back from
+the Kafka output topic (docs/spark-interop.md)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from kspark import KafkaStreams, Serdes, StreamsBuilder, TimeWindows
+from kspark.dsl import TimeWindowedSerde
+from kspark.errors import StreamsError
+from kspark.spark import read_topic
+from kspark.testing import TopologyTestDriver
+
+pytestmark = pytest.mark.integration
+MODES = pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
+S, L = Serdes.String(), Serdes.Long()
+WINDOW = 60_000
+COLUMNS = ["key", "window_start", "window_end", "value", "topic", "partition", "offset",
+           "timestamp", "headers"]
+
+
+class RecordBatches:
+    """A ``foreach_batch`` function writing each batch's columns and row count to a file."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __call__(self, df, batch_id: int) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps({"batch": batch_id, "columns": df.columns,
+                                "rows": df.count()}) + "\n")
+
+
+def topology(src: str, out: str, base: Path, fn=None):
+    b = StreamsBuilder()
+    counts = (b.stream(src, key_serde=S, value_serde=S).group_by_key()
+              .windowed_by(TimeWindows.of_size_and_grace(WINDOW, 86_400_000)).count().to_stream())
+    counts.to(out, key_serde=TimeWindowedSerde(S, WINDOW), value_serde=L)
+    counts.to_spark("delta", path=str(base / "delta"), name="counts-delta")
+    counts.to_spark("parquet", path=str(base / "parquet"), name="counts-parquet")
+    counts.foreach_batch(fn or RecordBatches(str(base / "batches.jsonl")), name="counts-fn")
+    return b.build()
+
+
+def records(n: int) -> list[tuple[str, str, int]]:
+    return [(f"k{i % 17}", f"v{i}", 10_000_000 + 1_000 * (i % 240)) for i in range(n)]
+
+
+def rows_of(rows) -> Counter:
+    """Rows without where they are (partition, offset, topic differ between runs)."""
+    return Counter((r["key"], r["window_start"], r["window_end"], r["value"], r["timestamp"])
+                   for r in rows)
+
+
+@MODES
+def test_a_batch_run_leaves_exactly_the_drivers_rows_in_delta_parquet_and_the_topic(
+        mode, broker, admin, spark, topic_name, app_config, tmp_path):
+    src, out = topic_name("sinks-in"), topic_name("sinks-out")
+    admin.create_topics({src: 2, out: 2})
+    data = records(1200)
+    p = Producer({"bootstrap.servers": broker})
+    for k, v, ts in data:
+        p.produce(src, v.encode(), k.encode(), timestamp=ts)
+    p.flush(10)
+    config = app_config(execution_mode=mode, processing_guarantee="exactly_once_v2",
+                        statestore_cache_max_bytes=0)
+    with TopologyTestDriver(topology(src, out, tmp_path / "driver"),
+                            {**config, "state.dir": str(tmp_path / "driver-state")}) as d:
+        topic = d.create_input_topic(src, S, S)
+        for k, v, ts in data:
+            topic.pipe_input(k, v, ts)
+        expected = rows_of(d.get_spark_sink_rows("counts-delta"))
+    assert sum(expected.values()) == 1200  # an update per record (no cache)
+
+    streams = KafkaStreams(topology(src, out, tmp_path), config, spark=spark)
+    streams.start()
+    assert streams.await_termination(300)
+    progress = streams.progress()
+    streams.close()
+
+    delta = _delta_snapshot(spark, tmp_path / "delta")
+    assert delta.columns == COLUMNS
+    assert dict(delta.dtypes)["value"] == "bigint"
+    assert dict(delta.dtypes)["window_start"] == "timestamp"
+    assert rows_of(delta.toArrow().to_pylist()) == expected
+    parquet = spark.read.parquet(str(tmp_path / "parquet"))
+    assert rows_of(parquet.toArrow().to_pylist()) == expected
+    back = read_topic(spark, out, TimeWindowedSerde(S, WINDOW), L,
+                      config={"bootstrap.servers": broker})
+    assert back.columns == COLUMNS
+    assert rows_of(back.toArrow().to_pylist()) == expected
+
+    batches = [json.loads(line) for line in (tmp_path / "batches.jsonl").read_text().splitlines()]
+    assert {tuple(b["columns"]) for b in batches} == {tuple(COLUMNS)}
+    assert sum(b["rows"] for b in batches) == 1200
+    assert progress["sink_rows"] == 3 * 1200 and progress["sink_batches"] >= 3, progress
+    # the sinks' topics are purged once written
+    sink_topics = [t for t in admin.partition_counts() if t.startswith(config["application.id"])
+                   and t.endswith("-spark-sink")]
+    assert len(sink_topics) == 3
+    tps = [(t, p) for t in sink_topics for p in range(2)]
+    assert admin.end_offsets(tps, earliest=True) == admin.end_offsets(tps)
+
+
+def _delta_snapshot(spark, path: Path):
+    """The Delta table's current snapshot read by Spark: the Parquet files its log lists."""
+    from deltalake import DeltaTable
+
+    return spark.read.parquet(*DeltaTable(str(path)).file_uris())
+
+
+def failing(df, batch_id: int) -> None:
+    if df.count():
+        raise ValueError(f"the warehouse refused batch {batch_id}")
+
+
+@MODES
+def test_a_failing_sink_fails_the_application_naming_it(mode, broker, admin, spark, topic_name,
+                                                        app_config, tmp_path):
+    src, out = topic_name("sinks-fail-in"), topic_name("sinks-fail-out")
+    admin.create_topics({src: 1, out: 1})
+    p = Producer({"bootstrap.servers": broker})
+    for k, v, ts in records(20):
+        p.produce(src, v.encode(), k.encode(), timestamp=ts)
+    p.flush(10)
+    streams = KafkaStreams(topology(src, out, tmp_path, failing),
+                           app_config(execution_mode=mode), spark=spark)
+    streams.start()
+    with pytest.raises(StreamsError, match="Spark sink 'counts-fn' .*the warehouse refused"):
+        streams.await_termination(300)
+    streams.close()
+
+
+def test_read_topic_sends_what_its_serdes_cannot_read_to_the_dead_letter_topic(
+        broker, admin, spark, topic_name):
+    src, dlq = topic_name("read-bad"), topic_name("read-bad-dlq")
+    admin.create_topics({src: 1, dlq: 1})
+    p = Producer({"bootstrap.servers": broker})
+    p.produce(src, L.serialize(src, 5), b"good")
+    p.produce(src, b"bad", b"bad")
+    p.flush(10)
+    with pytest.raises(Exception, match=f"offset 1 of topic '{src}' partition 0"):
+        read_topic(spark, src, S, L, config={"bootstrap.servers": broker}).collect()
+    rows = read_topic(spark, src, S, L, config={"bootstrap.servers": broker,
+                                               "errors.dead.letter.queue.topic.name": dlq})
+    assert [(r.key, r.value) for r in rows.collect()] == [("good", 5)]
+    (dead,) = read_topic(spark, dlq, S, Serdes.ByteArray(),
+                         config={"bootstrap.servers": broker}).collect()
+    headers = {h.key: h.value for h in dead.headers}
+    assert (dead.key, dead.value) == ("bad", b"bad")
+    assert headers["__streams.errors.offset"] == b"1"
+    assert b"expects 8 bytes" in headers["__streams.errors.message"]
