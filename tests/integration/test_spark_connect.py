@@ -12,6 +12,7 @@ PySpark package (``LocalConnectServer``), the application a Connect client of it
 4. The server SIGKILLed mid-run: the client fails with an error naming the Connect server
    within a bound (no hang); started again, the application resumes exactly.
 5. Real-time mode on Connect: exact output.
+6. The Spark sinks (Delta, Parquet, foreach_batch) and read_topic on Connect, both modes.
 """
 
 from __future__ import annotations
@@ -179,3 +180,29 @@ def test_a_setting_only_the_server_can_take_is_refused_by_name(connect_server):
     out = "".join(lines)
     assert code != 0 and ("ConfigError: spark.executor.memory cannot be set from a Spark "
                           "Connect client") in out, out[-3000:]
+
+
+@pytest.mark.timeout(600)
+def test_spark_sinks_and_read_topic_on_connect(broker, admin, topic_name, connect_server,
+                                                tmp_path):
+    """Issue 44 on Connect: the Delta, Parquet and foreach_batch sinks of a batch run and
+    ``read_topic`` give the TopologyTestDriver's rows in both modes, the client starts no
+    JVM (the Delta writer and the function run in the server's Python workers)."""
+    from confluent_kafka import Producer
+
+    from tests.integration.test_spark_sinks import records
+
+    src = topic_name("connect-sinks")
+    admin.create_topics({src: 2})
+    p = Producer({"bootstrap.servers": broker})
+    for k, v, ts in records(600):
+        p.produce(src, v.encode(), k.encode(), timestamp=ts)
+    p.flush(10)
+    code, lines = soak.finish(soak.start_app(
+        [sys.executable, "-m", "tests.integration.connect_sinks", broker, connect_server.url,
+         src, str(tmp_path)]))
+    out = "".join(lines)
+    assert code == 0, out[-4000:]
+    assert "micro_batch: sinks agree (600 rows, sink_rows 1800)" in out, out[-4000:]
+    assert "real_time: sinks agree (600 rows, sink_rows 1800)" in out, out[-4000:]
+    assert "client jvm: none" in out, out[-2000:]

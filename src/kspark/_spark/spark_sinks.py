@@ -108,11 +108,11 @@ class SparkSinks:
             except Exception:  # noqa: BLE001 - a stopped or lost query: nothing new
                 continue
             with self._lock:
-                for p in recent:
-                    batch = f"{p['id']}:{p['batchId']}"  # a replayed batch counts once
+                for p in recent:  # attributes: a Connect client's progress has no items
+                    batch = f"{p.id}:{p.batchId}"  # a replayed batch counts once
                     if batch not in self._seen[name]:
                         self._seen[name].add(batch)
-                        self.rows[name] += int(p["numInputRows"] or 0)
+                        self.rows[name] += int(p.numInputRows or 0)
 
     def failure(self) -> str | None:
         """The error of the first sink whose query failed, naming it (None: all run)."""
@@ -188,7 +188,7 @@ class SparkSinks:
         batches = 0
         for q in self.queries.values():
             last = _last(q)
-            batches += int(last["batchId"]) + 1 if last else 0
+            batches += int(last.batchId) + 1 if last else 0
         with self._lock:
             rows = sum(self.rows.values())
         return {"sink_batches": batches, "sink_rows": rows}
