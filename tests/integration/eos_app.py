@@ -44,10 +44,12 @@ def _fold(slow_ms: float):
     return add
 
 
-def topology(src: str, slow_ms: float = 0.0):
+def topology(src: str, slow_ms: float = 0.0, delta: str | None = None):
     b = StreamsBuilder()
     s = b.stream(src, key_serde=S, value_serde=L)
     s.to(f"{src}-echo", key_serde=S, value_serde=L)
+    if delta is not None:  # the echo in a Delta table too (KStream.to_spark)
+        s.to_spark("delta", path=delta, name="echo-delta")
     (s.group_by(lambda k, v: k, key_serde=S, value_serde=L)
       .aggregate(lambda: {"count": 0, "sum": 0, "min": None, "max": None}, _fold(slow_ms),
                  Materialized.as_(Stores.persistent_key_value_store("aggs")).with_value_serde(J))
@@ -118,6 +120,9 @@ def main(argv: list[str]) -> int:
                     help="'<task id>:<batch id>': that task's first attempt fails after its commit")
     ap.add_argument("--hold-after-commit", default=None, metavar="DIR",
                     help="the first task to commit a batch >= 1 then waits for DIR/release")
+    ap.add_argument("--delta", default=None, metavar="PATH",
+                    help="also write the echo to the Delta table at PATH (a batch run in "
+                    "both modes: the sink drains before the run ends)")
     ap.add_argument("--remote", default=None, metavar="URL",
                     help="run on this Spark Connect server (spark.remote; --master is the "
                     "server's)")
@@ -143,8 +148,10 @@ def main(argv: list[str]) -> int:
         cfg["task.timeout.ms"] = a.task_timeout_ms
     if a.checkpoint and a.mode == "micro_batch":
         cfg["checkpoint.location"] = a.checkpoint
-    streams = KafkaStreams(topology(a.src, a.slow_ms), cfg, spark=spark)
-    if a.mode == "real_time":
+    if a.delta and a.mode == "real_time":  # a batch run: the Delta sink drains before its end
+        cfg["autostop.at"] = "eol"
+    streams = KafkaStreams(topology(a.src, a.slow_ms, a.delta), cfg, spark=spark)
+    if a.mode == "real_time" and not a.delta:
         run_until_consumed(streams, a.bootstrap, a.app_id, a.src)
     else:
         streams.start()

@@ -89,10 +89,15 @@ class Figures:
     disordered: int = 0
     kills: list[Kill] = field(default_factory=list)
     faults: list[BrokerFault] = field(default_factory=list)
+    delta: tuple[int, int, int] | None = None  # the Delta sink's (rows, duplicates, lost)
 
     def line(self, rounds: int) -> str:
+        delta = "" if self.delta is None else (
+            f"; Delta table: rows {self.delta[0]}, duplicates {self.delta[1]}, lost "
+            f"{self.delta[2]}")
         return (f"soak: rounds {rounds}, duplicates {self.duplicates}, lost {self.lost}, "
-                f"wrong aggregates {self.wrong}, open transactions {self.open_transactions}")
+                f"wrong aggregates {self.wrong}, open transactions {self.open_transactions}"
+                f"{delta}")
 
 
 def descendants(pid: int) -> list[int]:
@@ -435,11 +440,30 @@ def assert_exact(bootstrap: str, src: str, app_id: str, n: int, keys: int) -> No
     assert (f.duplicates, f.lost, f.wrong, f.open_transactions, f.disordered) == (0, 0, 0, 0, 0), f
 
 
-def verify(bootstrap: str, src: str, app_id: str, n: int, keys: int) -> Figures:
-    """Read every output with read_committed and count what is wrong."""
+def delta_exact(path: str, n: int) -> tuple[int, int, int]:
+    """The echo's Delta table (``eos_app --delta``): its rows, the values in it more than
+    once and the values 0..n-1 missing from it."""
+    from deltalake import DeltaTable
+
+    values = DeltaTable(path).to_pyarrow_table(columns=["value"]).column("value").to_pylist()
+    seen: dict[int, int] = {}
+    for v in values:
+        seen[v] = seen.get(v, 0) + 1
+    return (len(values), sum(c - 1 for c in seen.values()),
+            sum(1 for i in range(n) if i not in seen))
+
+
+def verify(bootstrap: str, src: str, app_id: str, n: int, keys: int,
+           delta: str | None = None) -> Figures:
+    """Read every output with read_committed and count what is wrong (``delta``: the echo's
+    Delta table too, its duplicates and losses counted in the figures)."""
     from kspark import Serdes
 
     f = Figures()
+    if delta is not None:
+        f.delta = delta_exact(delta, n)
+        f.duplicates += f.delta[1]
+        f.lost += f.delta[2]
     long = Serdes.Long()
     seen: dict[int, int] = {}
     last_per_key: dict[str, int] = {}
@@ -510,13 +534,15 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
          work_dir: str | None = None, log=print, victims: tuple[str, ...] = ("driver", "executor"),
          max_delay_s: float = 3.0, max_offsets: int | None = None,
          slow_ms: float = 0.2, mode: str = "micro_batch",
-         spark_conf: dict[str, str] | None = None, cluster=None) -> Figures:
+         spark_conf: dict[str, str] | None = None, cluster=None, delta: bool = False
+         ) -> Figures:
     """Run the soak against the broker at ``bootstrap``; returns the figures. Each round kills
     one of ``victims`` (at random) up to ``max_delay_s`` after its first micro-batch; the app
     reads ``max_offsets`` records per micro-batch (default: an eighth of a round's);
     ``spark_conf``: Spark settings for the app's session (``PYSPARK_SUBMIT_ARGS``).
     ``cluster``: the LocalCluster at ``bootstrap``, to add a broker fault to every round
-    (:func:`faulted_round`)."""
+    (:func:`faulted_round`). ``delta``: the app writes its echo to a Delta table too
+    (``KStream.to_spark``), checked exact as well."""
     from kspark._kafka.admin import Admin
 
     rng = random.Random(seed)
@@ -538,6 +564,8 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
     cmd = app_command(bootstrap, src, app_id, STATE_DIR, "--master", master, "--guarantee",
                       guarantee, "--max-offsets", str(per_batch), "--slow-ms", str(slow_ms),
                       "--checkpoint", str(root / "checkpoint"), "--mode", mode)
+    if delta:
+        cmd += ["--delta", str(root / "delta")]
     produced, kills, faults = 0, [], []
     for r in range(rounds):
         n = records // rounds + (records % rounds if r == rounds - 1 else 0)
@@ -553,7 +581,8 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
         kill, fault = faulted_round(cmd, cluster, rng, victim, delay, max_delay_s, log, env, root)
         kills.append(kill)
         faults.append(fault)
-    figures = verify(bootstrap, src, app_id, produced, keys)
+    figures = verify(bootstrap, src, app_id, produced, keys,
+                     str(root / "delta") if delta else None)
     figures.kills, figures.faults = kills, faults
     log(f"order: {figures.disordered} records out of input order ({guarantee}, {mode})")
     return figures
@@ -579,6 +608,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--mode", default="micro_batch", choices=("micro_batch", "real_time"),
                     help="the application's execution.mode")
+    ap.add_argument("--delta", action="store_true",
+                    help="the app also writes its echo to a Delta table (KStream.to_spark), "
+                    "checked exact")
     ap.add_argument("--bootstrap", default=None, help="default: start a local broker")
     ap.add_argument("--faults", default="none", choices=("none", "broker"),
                     help="broker: a three-node cluster of the soak's own, and a broker fault "
@@ -591,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         began = time.monotonic()
         f = soak(bootstrap, a.rounds, a.records, a.guarantee, a.keys, seed=a.seed, mode=a.mode,
-                 cluster=broker if a.faults == "broker" else None)
+                 cluster=broker if a.faults == "broker" else None, delta=a.delta)
         print(f"({a.guarantee}, {a.mode}, {a.records} records, "
               f"{time.monotonic() - began:.0f}s)")
         for line in fault_summary(f.faults) if a.faults == "broker" else []:
