@@ -181,7 +181,9 @@ class KafkaStreams:
         task's last commit: another host or ``state.dir``) and ``tasks_kept`` (openings
         that reused the task the worker kept). Micro-batch mode counts this process's
         committed task batches; real-time mode is live, from the stream threads' reports
-        (a lost epoch counts what its threads last reported as committed)."""
+        (a lost epoch counts what its threads last reported as committed). With Spark
+        sinks (``KStream.to_spark``, ``foreach_batch``), ``sink_batches`` and ``sink_rows``
+        count their micro-batches and the rows they wrote (0 without)."""
         self._require_started()
         return self._app.progress()
 

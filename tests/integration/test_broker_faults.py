@@ -103,6 +103,9 @@ def test_outage_longer_than_task_timeout_fails_clearly(mode, own_broker, tmp_pat
     print(f"\n{mode}: failed {failed_after:.1f} s after the broker went down")
 
 
+@pytest.mark.skipif(not os.environ.get("KSPARK_FULL_MATRIX"), reason="full matrix only "
+                    "(KSPARK_FULL_MATRIX=1, make soak-faults): the suite's time budget; a "
+                    "broker SIGKILLed and restarted runs always")
 @pytest.mark.parametrize("mode,guarantee", [("real_time", "exactly_once_v2")])
 def test_rolling_restart_of_a_three_broker_cluster(mode, guarantee, broker_cluster, tmp_path):
     """Each of three brokers restarted in turn (a clean stop, a start, the ISRs full again

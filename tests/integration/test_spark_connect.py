@@ -123,6 +123,10 @@ def test_client_killed_mid_batch_resumes_exactly_on_connect(broker, admin, topic
     _assert_exact(broker, src, app_id, n)
 
 
+# the suite's time (76 s): under KSPARK_FULL_MATRIX=1; a lost server's error path is unit-tested
+# (tests/unit/test_connect_glue.py, test_restarting_query.py), the client SIGKILL runs always
+@pytest.mark.skipif(not os.environ.get("KSPARK_FULL_MATRIX"), reason="full matrix only "
+                    "(KSPARK_FULL_MATRIX=1): the suite's time budget")
 def test_server_killed_fails_the_client_then_resumes_exactly(broker, admin, topic_name,
                                                              tmp_path):
     src = _topics(admin, topic_name, "connect-server")
