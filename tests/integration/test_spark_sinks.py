@@ -84,7 +84,9 @@ def test_a_batch_run_leaves_exactly_the_drivers_rows_in_delta_parquet_and_the_to
     streams.start()
     assert streams.await_termination(300)
     progress = streams.progress()
+    metrics = streams.metrics()
     streams.close()
+    assert metrics.value("rows-total", "spark-sink-metrics", sink="counts-delta") == 1200
 
     delta = _delta_snapshot(spark, tmp_path / "delta")
     assert delta.columns == COLUMNS

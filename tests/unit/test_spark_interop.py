@@ -114,6 +114,21 @@ def test_a_registry_serde_with_a_record_type_reads_as_its_fields():
     assert not bad and batch.to_pylist()[0]["value"] == {"page": "/a", "seconds": 5}
 
 
+def test_a_json_schema_reads_as_a_struct_only_when_it_declares_every_property():
+    closed = json.dumps({"type": "object", "additionalProperties": False, "properties": {
+        "page": {"type": "string"}, "n": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}}}})
+    serde = Serdes.json_schema(closed, config={"schema.registry.url": "mock://interop-js"})
+    rows = TopicRows(Serdes.String(), serde)
+    batch, bad = rows.batch([Msg(b"k", serde.serialize("t", {"page": "/a", "n": 2,
+                                                              "tags": ["x"]}))])
+    assert not bad and batch.to_pylist()[0]["value"] == {"page": "/a", "n": 2, "tags": ["x"]}
+    open_ = json.dumps({"type": "object", "properties": {"page": {"type": "string"}}})
+    serde = Serdes.json_schema(open_, config={"schema.registry.url": "mock://interop-js2"})
+    (field,) = serde_columns(serde, "value").fields
+    assert field.type == pa.string(), "undeclared properties would be dropped by a struct"
+
+
 def test_a_record_its_serde_cannot_read_is_rejected_with_its_error_not_dropped():
     rows = TopicRows(Serdes.String(), Serdes.Long())
     batch, bad = rows.batch([Msg(b"a", Serdes.Long().serialize("t", 1), 0),

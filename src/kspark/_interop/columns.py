@@ -5,8 +5,9 @@ A topic read by :func:`kspark.spark.read_topic` (and every Spark sink) has the c
 windowed key adds ``window_start`` and ``window_end`` after ``key``. The type of ``key`` and
 ``value`` follows the serde: ``Long`` is a bigint, ``String`` a string, a windowed key its
 inner key's type, Avro (schemaless or registry, with a schema or a record type) and JSON
-Schema with a record type a struct; JSON without a schema, Protobuf and serdes kspark does
-not know are JSON text.
+Schema with a record type (or a schema declaring every property, ``additionalProperties:
+false``) a struct; JSON without a schema, Protobuf and serdes kspark does not know are JSON
+text.
 
 Example:
     >>> from kspark.serde import Serdes
@@ -89,6 +90,9 @@ def _typed(serde: Any) -> tuple[pa.DataType, Convert]:
         from kspark.serde._registry_types import to_plain
 
         return arrow_type, lambda v: convert(to_plain(record_type, v))
+    json_schema = _closed_json_schema(serde)
+    if json_schema is not None:
+        return _json(json_schema)
     if cls == "ProtobufRegistrySerde":
         from google.protobuf.json_format import MessageToJson  # type: ignore[import-untyped]
 
@@ -122,6 +126,45 @@ def _avro_schema_of(serde: Any) -> Any:
     if cls == "AvroRegistrySerde" and serde.schema_str:
         return json.loads(serde.schema_str)
     return None
+
+
+def _closed_json_schema(serde: Any) -> Any:
+    """A JSON Schema serde's schema when every value it allows fits a struct: an object
+    whose properties are all declared (``additionalProperties: false``, at every level),
+    else None (JSON text: a struct would drop undeclared properties)."""
+    if type(serde).__name__ != "JsonSchemaRegistrySerde" or not serde.schema_str:
+        return None
+    schema = json.loads(serde.schema_str)
+    return schema if _closed(schema) else None
+
+
+def _closed(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    kind = schema.get("type")
+    if kind == "object":
+        return schema.get("additionalProperties") is False and all(
+            _closed(p) for p in schema.get("properties", {}).values())
+    if kind == "array":
+        return _closed(schema.get("items"))
+    return kind in _JSON
+
+
+_JSON = {"string": pa.string(), "integer": pa.int64(), "number": pa.float64(),
+         "boolean": pa.bool_()}
+
+
+def _json(schema: Any) -> tuple[pa.DataType, Convert]:
+    """A closed JSON Schema's Arrow type and converter (see :func:`_closed`)."""
+    kind = schema["type"]
+    if kind == "object":
+        fields = [(n, *_json(p)) for n, p in schema.get("properties", {}).items()]
+        return pa.struct([(n, t) for n, t, _ in fields]), lambda v: {
+            n: None if v.get(n) is None else c(v.get(n)) for n, _, c in fields}
+    if kind == "array":
+        items, convert = _json(schema["items"])
+        return pa.list_(items), lambda v: [None if x is None else convert(x) for x in v]
+    return _JSON[kind], _same
 
 
 def _avro(schema: Any, named: set[str]) -> tuple[pa.DataType, Convert]:

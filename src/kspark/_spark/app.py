@@ -300,7 +300,9 @@ class SparkApplication:
             raise StreamsError(explain(self.config["application.id"], self._query.exception()))
 
     def metrics(self) -> Any:
-        return self._driver.metrics()
+        out = self._driver.metrics()
+        out.update(self._sinks.metrics())
+        return out
 
     def progress(self) -> dict[str, int]:
         return {**self._driver.progress(), **self._sinks.progress()}

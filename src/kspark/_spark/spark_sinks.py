@@ -182,6 +182,25 @@ class SparkSinks:
             except Exception as e:  # noqa: BLE001 - a lost Connect server: nothing to stop
                 log.info("application %r: stopping a Spark sink: %s", self.app_id, e)
 
+    def metrics(self) -> dict[Any, Any]:
+        """Per sink, in the group ``spark-sink-metrics`` (tags ``thread-id``: the
+        application, ``sink``): ``batches-total`` and ``rows-total``."""
+        from kspark._engine.metrics.names import Metric, MetricName
+
+        self.poll()
+        out: dict[Any, Any] = {}
+        for name, q in self.queries.items():
+            last = _last(q)
+            tags = {"thread-id": self.app_id, "sink": name}
+            with self._lock:
+                values = {"batches-total": int(last.batchId) + 1 if last else 0,
+                          "rows-total": self.rows[name]}
+            for metric, value in values.items():
+                n = MetricName(metric, "spark-sink-metrics", f"The {metric.split('-')[0]} "
+                               "the Spark sink has written", tags)
+                out[n] = Metric(n, value)
+        return out
+
     def progress(self) -> dict[str, int]:
         """``sink_batches``, ``sink_rows`` and ``sink_lag`` summed over the sinks."""
         self.poll()
