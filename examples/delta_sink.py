@@ -69,10 +69,14 @@ def main(argv: list[str] | None = None, spark=None) -> int:
     for f in admin.create_topics([NewTopic(views, 1, 1), NewTopic(counts, 1, 1)]).values():
         f.result(30)
     producer = Producer({"bootstrap.servers": a.bootstrap_servers})
-    base = 1_800_000_000_000  # whole minutes, so the windows print as round times
+    failed: list = []
+    base = 1_699_999_980_000  # a whole minute (2023-11-14 22:13 UTC): the windows print round
     for page, user, ts in VIEWS:
-        producer.produce(views, key=page.encode(), value=user.encode(), timestamp=base + ts)
+        producer.produce(views, key=page.encode(), value=user.encode(), timestamp=base + ts,
+                         on_delivery=lambda err, msg: err and failed.append(err))
     producer.flush(30)
+    if failed:
+        raise SystemExit(f"could not write the page views to {views}: {failed[0]}")
 
     streams = KafkaStreams(page_counts(views, counts, table), {
         "application.id": f"page-counts-{run}", "bootstrap.servers": a.bootstrap_servers,

@@ -180,3 +180,30 @@ def test_the_delta_table_stays_exact_through_a_driver_sigkill(mode, broker, tmp_
     assert kill.pids, "the app finished before its driver could be killed"
     assert f.delta is not None and f.delta[0] == 4000, f.delta
     assert (f.duplicates, f.lost, f.wrong, f.open_transactions) == (0, 0, 0, 0), f
+
+
+def test_a_jdbc_sink_appends_each_batch_to_its_table(broker, admin, spark, topic_name,
+                                                      app_config, tmp_path):
+    """The JDBC writer (at least once), into an embedded Derby database (Derby's driver
+    ships with Spark): the table gets the driver's rows, without ``headers``. One mode: the
+    writer is the sink query's, the same in both (the topology's side runs both modes in
+    the tests above)."""
+    src = topic_name("sinks-jdbc-in")
+    admin.create_topics({src: 1})
+    p = Producer({"bootstrap.servers": broker})
+    for k, v, ts in records(40):
+        p.produce(src, v.encode(), k.encode(), timestamp=ts)
+    p.flush(10)
+    url = f"jdbc:derby:{tmp_path / 'db'};create=true"
+    options = {"url": url, "dbtable": "views", "driver": "org.apache.derby.jdbc.EmbeddedDriver"}
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=S).to_spark("jdbc", options=options, name="views")
+    streams = KafkaStreams(b.build(), app_config(execution_mode="real_time"), spark=spark)
+    streams.start()
+    assert streams.await_termination(300)
+    streams.close()
+    table = spark.read.format("jdbc").options(**options).load()
+    assert [c.lower() for c in table.columns] == ["key", "value", "topic", "partition", "offset",
+                                                  "timestamp"]
+    got = sorted((r[0], r[1]) for r in table.collect())
+    assert got == sorted((k, v) for k, v, _ in records(40))

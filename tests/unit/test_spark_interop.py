@@ -228,3 +228,23 @@ def test_real_time_mode_keeps_a_slot_for_the_spark_sinks():
 def test_a_reset_deletes_the_spark_sinks_topics():
     assert is_internal("app", "app-counts-spark-sink")
     assert not is_internal("app", "other-counts-spark-sink")
+
+
+def test_a_batch_run_over_an_empty_partition_finishes_with_nothing_committed_there():
+    """Real-time mode finishes a batch run from the group's committed offsets: a partition
+    that was empty at start (stop offset 0) has none, and is done (found by the Delta
+    example, whose one-partition topic got no records)."""
+    from kspark._spark.batch_run import BatchRun
+    from kspark.errors import StreamsError
+
+    class Meta:
+        app_id, finished = "app", False
+
+        def finish(self):
+            self.finished = True
+
+    meta = Meta()
+    BatchRun(meta, {("t", 0): 5, ("t", 1): 0}, False).finish_at({("t", 0): 5})
+    assert meta.finished
+    with pytest.raises(StreamsError, match="ended at offset None of topic 't' partition 0"):
+        BatchRun(Meta(), {("t", 0): 5, ("t", 1): 0}, False).finish_at({("t", 1): 0})

@@ -98,6 +98,8 @@ class BatchRun:
         committed offsets): check every stop offset, then write the finished marker."""
         for (t, p), o in sorted(self.stop.items()):
             at = reached.get((t, p))
+            if at is None and o <= 0:  # an empty partition: nothing to read, nothing committed
+                continue
             if at is None or at < o:
                 raise StreamsError(
                     f"application {self.meta.app_id!r}: the batch run ended at offset {at} of "
