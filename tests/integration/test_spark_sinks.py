@@ -138,7 +138,30 @@ def test_a_failing_sink_fails_the_application_naming_it(mode, broker, admin, spa
     streams.start()
     with pytest.raises(StreamsError, match="Spark sink 'counts-fn' .*the warehouse refused"):
         streams.await_termination(300)
+    assert streams.state() == KafkaStreams.State.ERROR
     streams.close()
+
+
+def test_a_sink_with_table_writes_a_catalog_table(broker, admin, spark, topic_name, app_config,
+                                                  tmp_path):
+    """``table=``: Spark's ``toTable`` (Iceberg's way, where the session has its catalog), here
+    a Parquet table of the session's catalog, external at ``options={"path": ...}``."""
+    src = topic_name("sinks-table-in")
+    admin.create_topics({src: 1})
+    p = Producer({"bootstrap.servers": broker})
+    for k, v, ts in records(30):
+        p.produce(src, v.encode(), k.encode(), timestamp=ts)
+    p.flush(10)
+    table = f"views_{src.replace('-', '_')}"
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=S).to_spark(
+        "parquet", table=table, options={"path": str(tmp_path / "table")}, name="views")
+    streams = KafkaStreams(b.build(), app_config(), spark=spark)
+    streams.start()
+    assert streams.await_termination(300)
+    streams.close()
+    got = sorted((r.key, r.value) for r in spark.table(table).collect())
+    assert got == sorted((k, v) for k, v, _ in records(30))
 
 
 def test_read_topic_sends_what_its_serdes_cannot_read_to_the_dead_letter_topic(
