@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 
 from kspark import KafkaStreams, Serdes, StreamsBuilder, TimeWindows
 from kspark.dsl import TimeWindowedSerde
-from kspark.errors import StreamsError
+from kspark.errors import SparkSinkError, StreamsError
 from kspark.spark import read_topic
 from kspark.testing import TopologyTestDriver
 
@@ -230,3 +230,17 @@ def test_a_jdbc_sink_appends_each_batch_to_its_table(broker, admin, spark, topic
                                                   "timestamp"]
     got = sorted((r[0], r[1]) for r in table.collect())
     assert got == sorted((k, v) for k, v, _ in records(40))
+
+
+def test_a_sink_whose_format_the_session_lacks_fails_the_start_naming_it(
+        broker, admin, spark, topic_name, app_config):
+    src = topic_name("sinks-iceberg-in")
+    admin.create_topics({src: 1})
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=S).to_spark("iceberg", table="cat.db.views",
+                                                       name="views")
+    streams = KafkaStreams(b.build(), app_config(), spark=spark)
+    with pytest.raises(SparkSinkError, match="Spark sink 'views' .* could not start its "
+                                             "iceberg writer \\(cat.db.views\\)"):
+        streams.start()
+    streams.close()

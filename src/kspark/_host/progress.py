@@ -17,10 +17,11 @@ from kspark._host.metrics import TaskMetrics
 __all__ = ["PROGRESS_KEYS", "progress_of", "counts_of"]
 
 # batches: micro-batches (micro_batch) or finished epochs (real_time); position: the sum of
-# the next offsets of the input partitions; lag: input records not processed yet.
+# the next offsets of the input partitions; lag: input records not processed yet;
+# sink_batches, sink_rows: the Spark sinks' micro-batches and rows (the application adds them).
 PROGRESS_KEYS = ("batches", "position", "lag", "records_in", "records_out",
                  "changelog_records", "commits", "restored_records", "task_restores",
-                 "task_moves", "tasks_kept")
+                 "task_moves", "tasks_kept", "sink_batches", "sink_rows")
 
 
 def counts_of(m: TaskMetrics) -> dict[str, int]:

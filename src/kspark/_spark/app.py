@@ -305,7 +305,7 @@ class SparkApplication:
         return out
 
     def progress(self) -> dict[str, int]:
-        return {**self._driver.progress(), **self._sinks.progress()}
+        return {**self._driver.progress(), **self._sinks.progress()}  # PROGRESS_KEYS' order
 
     def ready(self) -> bool:
         """Whether the tasks run (the client is RUNNING, not REBALANCING)."""

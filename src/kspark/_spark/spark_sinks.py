@@ -70,7 +70,17 @@ class SparkSinks:
     def start(self, spark: Any) -> None:
         """Start every sink's query, then a thread keeping their counts."""
         for name in self.specs:
-            self.queries[name] = self._start(spark, name)
+            try:
+                self.queries[name] = self._start(spark, name)
+            except Exception as e:
+                self.stop()
+                spec = self.specs[name]
+                raise SparkSinkError(
+                    f"Spark sink {name!r} of application {self.app_id!r} could not start its "
+                    f"{spec.format or 'foreach_batch'} writer ({spec.path or spec.table or ''}): "
+                    f"{str(e).strip().splitlines()[0] if str(e).strip() else repr(e)}; check the "
+                    "format, its options and that the session has its data source (Iceberg "
+                    "needs its runtime jar and catalog)") from e
         if self.specs:
             threading.Thread(target=self._watch, name="kspark-spark-sinks", daemon=True).start()
 
