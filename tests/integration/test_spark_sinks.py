@@ -195,13 +195,13 @@ def test_the_delta_table_stays_exact_through_a_driver_sigkill(mode, broker, tmp_
     again; the Delta table holds every input record once, as do the Kafka outputs."""
     from tests.integration import soak
 
-    f = soak.soak(broker, rounds=1, records=4000, guarantee="exactly_once_v2", keys=20,
+    f = soak.soak(broker, rounds=1, records=2400, guarantee="exactly_once_v2", keys=20,
                   seed=20261127, master="local[2]", work_dir=str(tmp_path),
-                  victims=("driver",), max_delay_s=1.0, max_offsets=1000, slow_ms=1,
+                  victims=("driver",), max_delay_s=0.5, max_offsets=600, slow_ms=1,
                   mode=mode, delta=True)
     (kill,) = f.kills
     assert kill.pids, "the app finished before its driver could be killed"
-    assert f.delta is not None and f.delta[0] == 4000, f.delta
+    assert f.delta is not None and f.delta[0] == 2400, f.delta
     assert (f.duplicates, f.lost, f.wrong, f.open_transactions) == (0, 0, 0, 0), f
 
 
