@@ -244,3 +244,36 @@ def test_a_sink_whose_format_the_session_lacks_fails_the_start_naming_it(
                                              "iceberg writer \\(cat.db.views\\)"):
         streams.start()
     streams.close()
+
+
+def test_a_streaming_real_time_application_writes_its_sinks_as_it_runs(
+        broker, admin, spark, topic_name, app_config, tmp_path):
+    """Streaming (no batch run): a slot is kept for the sinks beside the stream threads, so
+    the table fills while the threads run."""
+    import time
+
+    src = topic_name("sinks-streaming-in")
+    admin.create_topics({src: 2})
+    p = Producer({"bootstrap.servers": broker})
+    for k, v, ts in records(50):
+        p.produce(src, v.encode(), k.encode(), timestamp=ts)
+    p.flush(10)
+    b = StreamsBuilder()
+    b.stream(src, key_serde=S, value_serde=S).to_spark("delta", path=str(tmp_path / "t"),
+                                                       name="views")
+    streams = KafkaStreams(b.build(), app_config(execution_mode="real_time",
+                                                 autostop_at="none"), spark=spark)
+    streams.start()
+    try:
+        deadline = time.monotonic() + 120
+        while streams.progress()["sink_rows"] < 50:
+            assert time.monotonic() < deadline, streams.progress()
+            assert not streams.await_termination(0.5), "the application ended"
+        assert streams.state() in (KafkaStreams.State.REBALANCING, KafkaStreams.State.RUNNING)
+    finally:
+        streams.close()
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(tmp_path / "t")).to_pyarrow_table(columns=["key", "value"])
+    assert sorted(zip(table.column("key").to_pylist(), table.column("value").to_pylist(),
+                      strict=True)) == sorted((k, v) for k, v, _ in records(50))

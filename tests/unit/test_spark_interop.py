@@ -219,10 +219,11 @@ def test_the_delta_writer_writes_each_batch_of_a_sink_once(tmp_path):
     assert committed_version(path, "app:s:q1") == 1
 
 
-def test_real_time_mode_keeps_a_slot_for_the_spark_sinks():
+def test_real_time_mode_keeps_a_slot_for_the_spark_sinks_when_streaming():
     assert free_slots(2, {}) == 2 and free_slots(2, {"s": 1}) == 1
     with pytest.raises(ConfigError, match="needs a task slot for the sinks"):
         free_slots(1, {"s": 1})
+    assert free_slots(1, {"s": 1}, batch_run=True) == 1, "a batch run's sinks write at its end"
 
 
 def test_a_reset_deletes_the_spark_sinks_topics():

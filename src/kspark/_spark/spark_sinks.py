@@ -139,8 +139,9 @@ class SparkSinks:
         return None
 
     def drain(self, spark: Any, admin: Any) -> None:
-        """A batch run ended: wait (up to ``task.timeout.ms``) until every sink has committed
-        all its topic holds, then stop the sinks."""
+        """A batch run ended: wait until every sink has committed all its topic holds (a
+        sink that commits nothing new for ``task.timeout.ms`` fails it), logging what is
+        left every 10 s, then stop the sinks."""
         if not self.specs:
             return
         counts = admin.partition_counts()
@@ -150,38 +151,48 @@ class SparkSinks:
         ends, starts = admin.settled_end_offsets(every), admin.end_offsets(every, earliest=True)
         left = {name: {tp: ends[tp] for tp in v if ends[tp] > starts[tp]}
                 for name, v in tps.items()}
-        bound = time.monotonic() + int(self.config["task.timeout.ms"]) / 1000
+        timeout_s = int(self.config["task.timeout.ms"]) / 1000
+        moved_at = shown_at = time.monotonic()
+        last = -1
         while True:
-            left = {n: e for n, e in left.items() if not self._committed(spark, n, e)}
+            done = {n: self._committed(spark, n) for n in left}
+            left = {n: e for n, e in left.items() if not _reached(done[n], e)}
             failed = self.failure()
             if failed is not None:
                 self.stop()
                 raise StreamsError(f"application {self.app_id!r} failed: {failed}")
             if not left:
                 break
-            if time.monotonic() > bound:
+            behind = sum(max(0, e - done[n].get(tp, 0)) for n, ends_ in left.items()
+                         for tp, e in ends_.items())
+            now = time.monotonic()
+            if behind != last:
+                last, moved_at = behind, now
+            if now - moved_at > timeout_s:
                 self.stop()
                 raise SparkSinkError(
-                    f"application {self.app_id!r}: Spark sink(s) {sorted(left)} did not write "
-                    f"their topics' records within task.timeout.ms "
-                    f"({self.config['task.timeout.ms']} ms) after the batch run ended; the "
-                    "records stay in the topics, and a restart writes them")
+                    f"application {self.app_id!r}: Spark sink(s) {sorted(left)} wrote nothing "
+                    f"for task.timeout.ms ({self.config['task.timeout.ms']} ms) after the batch "
+                    f"run ended, {behind} records short; the records stay in the topics, and "
+                    "a restart writes them")
+            if now - shown_at >= 10:
+                shown_at = now
+                log.info("application %r: the batch run is done; Spark sink(s) %s have %d "
+                         "records left to write", self.app_id, sorted(left), behind)
             time.sleep(0.3)
         self.poll()
         self.stop()
         # what the last micro-batches wrote (their purge comes with the next batch's start)
         admin.delete_records({tp: e for tp, e in ends.items() if e > starts[tp]})
 
-    def _committed(self, spark: Any, name: str, ends: dict[tuple[str, int], int]) -> bool:
-        """Whether sink ``name``'s last committed micro-batch reached ``ends``."""
+    def _committed(self, spark: Any, name: str) -> dict[tuple[str, int], int]:
+        """Where sink ``name``'s last committed micro-batch ended, per topic-partition."""
         from kspark._spark.checkpoint import SparkCheckpoint
 
-        if not ends:
-            return True
         checkpoint = SparkCheckpoint(spark, sink_checkpoint(self.config, name))
         batch = checkpoint.last_committed()
         done = checkpoint.offsets(batch) if batch is not None else {}
-        return all(int(done.get(t, {}).get(str(p), 0)) >= e for (t, p), e in ends.items())
+        return {(t, int(p)): int(o) for t, parts in done.items() for p, o in parts.items()}
 
     def stop(self) -> None:
         self._stopped.set()
@@ -236,3 +247,12 @@ def _last(q: Any) -> Any:
         return q.lastProgress
     except Exception:  # noqa: BLE001 - a lost Connect server
         return None
+
+
+def _reached(done: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]) -> bool:
+    """Whether a sink that committed up to ``done`` has written everything before ``ends``.
+
+    >>> _reached({("t", 0): 5}, {("t", 0): 5, ("t", 1): 0}), _reached({}, {("t", 0): 1})
+    (True, False)
+    """
+    return all(done.get(tp, 0) >= e for tp, e in ends.items())

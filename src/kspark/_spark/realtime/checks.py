@@ -41,19 +41,22 @@ def threads_for(wanted: int | None, tasks: int, slots: int) -> int:
     return max(threads, 1)
 
 
-def free_slots(slots: int, spark_sinks: Any) -> int:
+def free_slots(slots: int, spark_sinks: Any, batch_run: bool = False) -> int:
     """The task slots the stream threads may take: all of them, but one for the Spark
-    sinks' queries when the topology has any (they run beside the long-running threads).
+    sinks' queries when the topology has any and runs streaming (beside the long-running
+    threads, the sinks need a slot of their own). A batch run (``autostop.at=eol``) leaves
+    them all to the threads: the sinks write once the threads are done, before the run
+    finishes, which is sooner on few slots than both sharing them all along.
 
-    >>> free_slots(4, {}), free_slots(4, {"s": None})
-    (4, 3)
+    >>> free_slots(4, {}), free_slots(4, {"s": None}), free_slots(2, {"s": None}, True)
+    (4, 3, 2)
     """
-    if not spark_sinks:
+    if not spark_sinks or batch_run:
         return slots
     if slots < 2:
         raise ConfigError(
             f"execution.mode=real_time with Spark sinks {sorted(spark_sinks)} needs a task "
             f"slot for the sinks' queries beside the stream threads, and Spark offers {slots} "
-            "(spark.default.parallelism): give the application more executor cores, or use "
-            "execution.mode=micro_batch")
+            "(spark.default.parallelism): give the application more executor cores, use "
+            "autostop.at=eol (a batch run) or execution.mode=micro_batch")
     return slots - 1

@@ -115,7 +115,8 @@ def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
     members = real_time_members(plan, graph, config)
     specs = task_specs(plan, graph)
     threads = threads_for(config["num.stream.threads"], len(specs),
-                          free_slots(default_parallelism(spark), graph.spark_sinks))
+                          free_slots(default_parallelism(spark), graph.spark_sinks,
+                                     config["autostop.at"] == "eol"))
     contexts = {m.sub_topology: HostContext(graph, config.as_dict(), m.stage_plan)
                 for m in members}
     epoch = Epoch("", threads, tuple(specs), tuple(sorted(kafka_sources(graph)[1].items())),
