@@ -192,16 +192,11 @@ def test_spark_sinks_and_read_topic_on_connect(broker, admin, topic_name, connec
     """Issue 44 on Connect: the Delta, Parquet and foreach_batch sinks of a batch run and
     ``read_topic`` give the TopologyTestDriver's rows in both modes, the client starts no
     JVM (the Delta writer and the function run in the server's Python workers)."""
-    from confluent_kafka import Producer
-
-    from tests.integration.test_spark_sinks import records
+    from tests.integration.test_spark_sinks import produce, records
 
     src = topic_name("connect-sinks")
     admin.create_topics({src: 2})
-    p = Producer({"bootstrap.servers": broker})
-    for k, v, ts in records(600):
-        p.produce(src, v.encode(), k.encode(), timestamp=ts)
-    p.flush(10)
+    produce(broker, src, records(600))
     code, lines = soak.finish(soak.start_app(
         [sys.executable, "-m", "tests.integration.connect_sinks", broker, connect_server.url,
          src, str(tmp_path)]))

@@ -54,6 +54,14 @@ def records(n: int) -> list[tuple[str, str, int]]:
     return [(f"k{i % 17}", f"v{i}", 10_000_000 + 1_000 * (i % 240)) for i in range(n)]
 
 
+def produce(broker: str, topic: str, data: list[tuple[str, str, int]]) -> None:
+    """Write ``data`` (key, value, timestamp) to ``topic``, every record delivered."""
+    p = Producer({"bootstrap.servers": broker})
+    for k, v, ts in data:
+        p.produce(topic, v.encode(), k.encode(), timestamp=ts)
+    assert p.flush(30) == 0
+
+
 def rows_of(rows) -> Counter:
     """Rows without where they are (partition, offset, topic differ between runs)."""
     return Counter((r["key"], r["window_start"], r["window_end"], r["value"], r["timestamp"])
@@ -66,10 +74,7 @@ def test_a_batch_run_leaves_exactly_the_drivers_rows_in_delta_parquet_and_the_to
     src, out = topic_name("sinks-in"), topic_name("sinks-out")
     admin.create_topics({src: 2, out: 2})
     data = records(1200)
-    p = Producer({"bootstrap.servers": broker})
-    for k, v, ts in data:
-        p.produce(src, v.encode(), k.encode(), timestamp=ts)
-    p.flush(10)
+    produce(broker, src, data)
     config = app_config(execution_mode=mode, processing_guarantee="exactly_once_v2",
                         statestore_cache_max_bytes=0)
     with TopologyTestDriver(topology(src, out, tmp_path / "driver"),
@@ -129,10 +134,7 @@ def test_a_failing_sink_fails_the_application_naming_it(mode, broker, admin, spa
                                                         app_config, tmp_path):
     src, out = topic_name("sinks-fail-in"), topic_name("sinks-fail-out")
     admin.create_topics({src: 1, out: 1})
-    p = Producer({"bootstrap.servers": broker})
-    for k, v, ts in records(20):
-        p.produce(src, v.encode(), k.encode(), timestamp=ts)
-    p.flush(10)
+    produce(broker, src, records(20))
     streams = KafkaStreams(topology(src, out, tmp_path, failing),
                            app_config(execution_mode=mode), spark=spark)
     streams.start()
@@ -148,10 +150,7 @@ def test_a_sink_with_table_writes_a_catalog_table(broker, admin, spark, topic_na
     a Parquet table of the session's catalog, external at ``options={"path": ...}``."""
     src = topic_name("sinks-table-in")
     admin.create_topics({src: 1})
-    p = Producer({"bootstrap.servers": broker})
-    for k, v, ts in records(30):
-        p.produce(src, v.encode(), k.encode(), timestamp=ts)
-    p.flush(10)
+    produce(broker, src, records(30))
     table = f"views_{src.replace('-', '_')}"
     b = StreamsBuilder()
     b.stream(src, key_serde=S, value_serde=S).to_spark(
@@ -213,10 +212,7 @@ def test_a_jdbc_sink_appends_each_batch_to_its_table(broker, admin, spark, topic
     the tests above)."""
     src = topic_name("sinks-jdbc-in")
     admin.create_topics({src: 1})
-    p = Producer({"bootstrap.servers": broker})
-    for k, v, ts in records(40):
-        p.produce(src, v.encode(), k.encode(), timestamp=ts)
-    p.flush(10)
+    produce(broker, src, records(40))
     url = f"jdbc:derby:{tmp_path / 'db'};create=true"
     options = {"url": url, "dbtable": "views", "driver": "org.apache.derby.jdbc.EmbeddedDriver"}
     b = StreamsBuilder()
@@ -254,10 +250,7 @@ def test_a_streaming_real_time_application_writes_its_sinks_as_it_runs(
 
     src = topic_name("sinks-streaming-in")
     admin.create_topics({src: 2})
-    p = Producer({"bootstrap.servers": broker})
-    for k, v, ts in records(50):
-        p.produce(src, v.encode(), k.encode(), timestamp=ts)
-    p.flush(10)
+    produce(broker, src, records(50))
     b = StreamsBuilder()
     b.stream(src, key_serde=S, value_serde=S).to_spark("delta", path=str(tmp_path / "t"),
                                                        name="views")
