@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from kspark.serde import Serde, Serdes
     from kspark.metrics import Metric, MetricName, Metrics
     from kspark.streams import KafkaStreams, StreamThreadExceptionResponse, spark_session
+    from kspark.state.queryable import QueryableStoreTypes, StoreQueryParameters
+    from kspark.streams_metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 
 __all__ = [
     "AutoOffsetReset",
@@ -93,6 +95,11 @@ __all__ = [
     "MetricName",
     "Metrics",
     "StreamThreadExceptionResponse",
+    "StoreQueryParameters",
+    "QueryableStoreTypes",
+    "HostInfo",
+    "KeyQueryMetadata",
+    "StreamsMetadata",
 ]
 
 # Where each public name lives. They load on first use (PEP 562): `import kspark` alone stays
@@ -112,6 +119,11 @@ _HOME = {
     "Metric": "kspark.metrics",
     "MetricName": "kspark.metrics",
     "Metrics": "kspark.metrics",
+    "StoreQueryParameters": "kspark.state.queryable",
+    "QueryableStoreTypes": "kspark.state.queryable",
+    "HostInfo": "kspark.streams_metadata",
+    "KeyQueryMetadata": "kspark.streams_metadata",
+    "StreamsMetadata": "kspark.streams_metadata",
 }
 
 

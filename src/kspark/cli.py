@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kspark._cli_registry import add_registry, run_registry
+from kspark._cli_store import add_store, run_store
 from kspark._cli_topics import add_topics, run_topics
 from kspark.errors import KSparkError
 
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_changelog(sub)
     add_topics(sub)
     add_registry(sub)
+    add_store(sub)
     return p
 
 
@@ -338,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_topics(args)
         if args.command == "registry":
             return run_registry(args)
+        if args.command == "store":
+            return run_store(args)
         if args.command == "run":
             from kspark._runner import run_application
 

@@ -386,7 +386,10 @@ class StreamsConfig(Mapping[str, Any]):
 def _check(key: ConfigKey, value: Any) -> Any:
     if key.type is int and isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
         value = int(value)
-    if key.type is not object and (not isinstance(value, key.type) or isinstance(value, bool)):
+    if key.type is bool and str(value).strip().lower() in ("true", "false"):  # properties text
+        value = str(value).strip().lower() == "true"
+    if key.type is not object and (not isinstance(value, key.type) or isinstance(value, bool)
+                                   is not (key.type is bool)):
         raise ConfigError(
             f"config key {key.name!r} expects {getattr(key.type, '__name__', key.type)}, "
             f"got {value!r}"

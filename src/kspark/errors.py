@@ -42,6 +42,9 @@ __all__ = [
     "AuthorizationError",
     "CorruptStateError",
     "ExceptionHandlerError",
+    "InvalidStateStoreError",
+    "UnknownStateStoreError",
+    "StateStoreNotAvailableError",
     # the exception handlers (kspark._engine.handlers; docs/handlers.md)
     "ErrorHandlerContext",
     "Response",
@@ -232,6 +235,25 @@ class CorruptStateError(StateStoreError):
     does not parse: it was damaged, or written by something other than kspark. kspark never
     executes such data. The message names the store or document, where it was read (topic,
     partition and offset, or file) and what to do (usually: reset the application)."""
+
+
+class InvalidStateStoreError(KSparkError):
+    """An interactive query cannot be answered as asked (Java's ``InvalidStateStoreException``):
+    a store of another type than the one asked for, or a partition the application does not
+    have. The message names the store, its type and what to ask instead."""
+
+
+class UnknownStateStoreError(InvalidStateStoreError):
+    """An interactive query names a store the topology does not have (Java's
+    ``UnknownStateStoreException``); the message lists the stores it has."""
+
+
+class StateStoreNotAvailableError(InvalidStateStoreError):
+    """The task holding a store's partition cannot answer now: it is restoring, moving to
+    another worker, or its worker is unreachable (Java's ``StreamsNotStartedException`` and
+    the migrating ``InvalidStateStoreException``). Retry; or allow stale reads with
+    ``StoreQueryParameters.enable_stale_stores()``. The message names the store, the
+    partition, the task and why."""
 
 
 class ExceptionHandlerError(ProcessorError):

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kspark._engine.metrics.names import Metrics
+from kspark._host.interactive import InteractiveQueries
 from kspark._host.lifecycle import Lifecycle, State, StreamThreadExceptionResponse
 from kspark._host.runner import Runner
 from kspark._host.supervisor import Supervisor
@@ -24,7 +25,7 @@ log = logging.getLogger("kspark")
 __all__ = ["KafkaStreams", "StreamThreadExceptionResponse", "spark_session"]
 
 
-class KafkaStreams:
+class KafkaStreams(InteractiveQueries):
     """A running kspark application.
 
     Example (needs a broker and Spark, so not run as a doctest)::
@@ -159,6 +160,7 @@ class KafkaStreams:
                 self._app.stop(timeout_s)
         finally:
             self._stop_endpoint()
+            self._close_queries()
             if not failed:
                 self._life.to(State.NOT_RUNNING)
 

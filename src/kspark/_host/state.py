@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,9 @@ class TaskHostState:
     ``resumed_progress``: the progress the task resumed (or saved last). ``restored_records``:
     records restored and not yet counted in the query's metrics. ``instance_id``: an id of
     this task object, kept in at-least-once markers: a worker reuses a cached task only if
-    that task made the last commit.
+    that task made the last commit. ``lock``: held by a commit while it writes the stores
+    down and by an interactive query while it reads them; ``position``: what the last
+    commit covered (changelog ends, last input offsets).
 
     Example:
         >>> s = TaskHostState()
@@ -42,6 +45,10 @@ class TaskHostState:
     resumed_progress: dict[str, Any] | None = None
     restored_records: int = 0
     instance_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # interactive queries: a read of the stores and a commit writing them down never overlap
+    lock: Any = field(default_factory=threading.RLock, repr=False, compare=False)
+    # what the last commit covered: changelog ends and the last input offsets
+    position: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def take_restored(self) -> int:
         """The records restored since the last call (counted once in the query's metrics).

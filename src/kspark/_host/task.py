@@ -31,6 +31,7 @@ from kspark._graph.instantiate import build_task
 from kspark._host.context import HostContext
 from kspark._host.port import Output, TaskIO
 from kspark._host.metrics import TaskMetrics
+from kspark._host.query_host import query_host
 from kspark._host.rules import keep_if_current
 from kspark._host.state import TaskHostState, moved, state_location
 from kspark._kafka.transactions import Marker
@@ -103,20 +104,30 @@ class HostedTask:
                                lambda: self.io.changelog_ends(task), self.again):
                 self.task, self.host, self.kept = task, host, True
                 self.kept_count = 1
+                query_host().hold(self)
                 return
-            task.close()
+            with host.lock:
+                query_host().drop(self.ctx.app_id, self.task_id)
+                task.close()
         marker, ctx = self.marker, self.ctx
         saved = None if marker is None else marker.previous if self.again else marker.progress
         self.task = build_task(
             ctx.graph, self.task_id, ctx.config, collector, only=ctx.plan.nodes,
             batch_buffer=True, global_stores=global_stores,
-            restore=lambda t: self.io.restore(t, self.batch, saved, self.again, self.host))
+            restore=lambda t: self._restore(t, saved))
         self.host.changelog_offsets = dict(self.task.restored or {})
+        self.host.position = dict(self.host.changelog_offsets)
+        query_host().hold(self)
         restored = self.host.take_restored()
         self._pending.restored_records += restored
         self._pending.restores += restored > 0
         if restored and self.task.stats.debug:  # task-level restore-total, -rate (DEBUG)
             self.task.stats.count("restore", restored)
+
+    def _restore(self, task: Any, saved: dict | None) -> Any:
+        """Restore ``task``'s stores (queryable meanwhile only by stale queries)."""
+        query_host().hold(self, task, restoring=True)
+        return self.io.restore(task, self.batch, saved, self.again, self.host)
 
     # -- an interval ----------------------------------------------------------------------
 
@@ -174,18 +185,22 @@ class HostedTask:
             return None
         self.begin()
         task, host, tx = self.task, self.host, self.out.tx
-        if task.stores:
-            self.io.invalidate_checkpoint(task)
-        task.flush()
-        query, n = self.batch if self.batch is not None else ("", -1)
-        marker = Marker(query, n, task.progress(), self._previous,
-                        tx.instance if tx is not None else host.instance_id, self.here)
-        if tx is not None:
-            tx.commit(marker, self.inputs)
-        else:
-            self.io.commit_offsets(self.inputs, marker)
-        host.marker = marker  # what Kafka holds now
-        host.changelog_offsets = self.io.checkpoint(task, host)
+        with host.lock:  # an interactive query reads the stores before or after, not during
+            if task.stores:
+                self.io.invalidate_checkpoint(task)
+            task.flush()
+            query, n = self.batch if self.batch is not None else ("", -1)
+            marker = Marker(query, n, task.progress(), self._previous,
+                            tx.instance if tx is not None else host.instance_id, self.here)
+            if tx is not None:
+                tx.commit(marker, self.inputs)
+            else:
+                self.io.commit_offsets(self.inputs, marker)
+            host.marker = marker  # what Kafka holds now
+            host.changelog_offsets = self.io.checkpoint(task, host)
+            host.position = {**host.changelog_offsets,
+                             **{tp: end - 1 for tp, end in self.inputs.items()}}
+            query_host().committed(self)
         self._previous = marker.progress
         self.commits += 1
         self._began = self._dirty = False
@@ -212,9 +227,11 @@ class HostedTask:
         """Throw away what the interval did to the stores, and close the task: whoever runs
         it next restores it from its changelogs."""
         if self.task is not None:
-            for store in self.task.stores.values():
-                discard_buffered(store)
-            self.task.close()
+            with self.host.lock:
+                query_host().drop(self.ctx.app_id, self.task_id)
+                for store in self.task.stores.values():
+                    discard_buffered(store)
+                self.task.close()
             self.task = None
 
     def abort(self, exc: BaseException) -> BaseException:
@@ -242,7 +259,9 @@ class HostedTask:
             return left
         left.streams = task.take_stats()  # a task with nothing to commit: its metrics exist
         if any(bottom(s).persistent for s in task.stores.values()):
-            task.close()
+            with self.host.lock:
+                query_host().to_disk(self, task)
+                task.close()
         else:
             registry().put("tasks", self.key, (task, self.host))
         return left

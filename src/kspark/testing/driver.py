@@ -20,6 +20,7 @@ from kspark._graph.instantiate import build_global_task, build_task
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
 from kspark.processor.topology import Topology
+from kspark.testing.interactive import processed_position, query_stores, read_only_store
 from kspark.testing.records import to_millis, to_timestamp
 from kspark.testing.topics import TestInputTopic, TestOutputTopic
 
@@ -272,6 +273,24 @@ class TopologyTestDriver:
     def get_session_store(self, name: str) -> Any:
         """The session store ``name``."""
         return self._typed_store(name, "session")
+
+    def query(self, request: Any) -> Any:
+        """The StateQueryResult of ``request`` (IQv2, ``kspark.query``): the driver's one
+        task answers as partition 0, at the position of the records it has processed (each
+        input topic's last offset); see ``kspark.testing.interactive``."""
+        return query_stores(request, self._task.stores, self._global.stores,
+                            self._position(False))
+
+    def store(self, params: Any) -> Any:
+        """The read-only store (IQv1) ``params`` (StoreQueryParameters) names, as Java's
+        ``KafkaStreams.store``: an UnknownStateStoreError for a name the topology lacks,
+        an InvalidStateStoreError for a store of another type."""
+        return read_only_store(params, self._task.stores, self._global.stores, self._position)
+
+    def _position(self, global_store: bool) -> Any:
+        topics = set(self._global.topics)
+        return processed_position(self._offsets, topics if global_store else None,
+                                  frozenset() if global_store else topics)
 
     def get_spark_sink_rows(self, name: str) -> list[dict[str, Any]]:
         """The rows Spark sink ``name`` (``KStream.to_spark`` or ``foreach_batch``) gets, in

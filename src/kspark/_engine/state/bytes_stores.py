@@ -56,6 +56,18 @@ class InMemoryBytesStore:
     def flush(self) -> None:
         """Nothing to write: the data only lives in memory."""
 
+    def detach(self) -> InMemoryBytesStore:
+        """A store holding this one's entries, leaving this one empty (a closing task's
+        in-memory state, kept for interactive queries until the task opens again).
+
+        >>> s = InMemoryBytesStore("s"); s.put(b"k", b"v")
+        >>> kept = s.detach(); s.close(); kept.get(b"k"), s.get(b"k")
+        (b'v', None)
+        """
+        kept = InMemoryBytesStore(self.name)
+        kept._data, kept._keys, self._data, self._keys = self._data, self._keys, {}, []
+        return kept
+
     def close(self) -> None:
         self._data.clear()
         self._keys.clear()
@@ -180,3 +192,38 @@ def _open_once(name: str, directory: Path) -> Any:
                 "each instance its own state.dir." if "lock" in str(e).lower() else "")
         raise StateStoreError(f"cannot open RocksDB store {name!r} at {directory}: "
                               f"{type(e).__name__}: {e}.{hint}") from e
+
+
+class ReadOnlyRocksDBBytesStore(RocksDBBytesStore):
+    """A task's RocksDB database opened read-only (an interactive query of a task whose
+    worker closed it): it takes no lock, so the task may open it for writing meanwhile; it
+    sees the database as it was when opened. Writing raises.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> d = Path(tempfile.mkdtemp())
+        >>> w = RocksDBBytesStore("s", d); w.put(b"k", b"v")
+        >>> r = ReadOnlyRocksDBBytesStore("s", d); r.get(b"k")
+        b'v'
+        >>> r.close(); w.close()
+    """
+
+    def __init__(self, name: str, directory: Path):
+        from rocksdict import AccessType, Options, Rdict
+
+        self.name, self.directory = name, Path(directory)
+        if not self.directory.is_dir():
+            raise StateStoreError(f"store {name!r} has no database at {directory}")
+        try:
+            self._db = Rdict(str(directory), options=Options(raw_mode=True),
+                             access_type=AccessType.read_only(False))
+        except Exception as e:  # noqa: BLE001 - rocksdict raises a bare Exception
+            raise StateStoreError(f"cannot open RocksDB store {name!r} at {directory} to read "
+                                  f"it: {type(e).__name__}: {e}") from e
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        raise StateStoreError(f"store {self.name!r} is open read-only (an interactive query)")
+
+    def flush(self) -> None:
+        pass

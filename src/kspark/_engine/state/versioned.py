@@ -124,6 +124,15 @@ class VersionedKeyValueStore(StoreBase):
         i = bisect.bisect_right([ts for ts, _ in history], as_of) - 1
         return None if i < 0 else self._record(history, i)
 
+    def versions(self, key: Any) -> list[VersionedRecord]:
+        """Every stored version of ``key``, oldest first, each with its ``valid_to`` (None
+        for the latest); tombstones are left out (they end the version before them). What
+        interactive queries read (``MultiVersionedKeyQuery``); retention is theirs to apply."""
+        history = _decode(self.inner.get(self._k(key)))
+        return [VersionedRecord(self.value_serde.deserialize(self._name, raw), ts,
+                                history[i + 1][0] if i + 1 < len(history) else None)
+                for i, (ts, raw) in enumerate(history) if raw is not None]
+
     def put(self, key: Any, value: Any, timestamp: int) -> int:
         """Add a version (a None value is a tombstone); returns when it stops being valid
         (PUT_RETURN_CODE_VALID_TO_UNDEFINED: it is the latest) or PUT_RETURN_CODE_NOT_PUT."""

@@ -1,0 +1,63 @@
+"""Where a running application's state lives, as Kafka Streams tells it: :class:`HostInfo`,
+:class:`KeyQueryMetadata` (``KafkaStreams.query_metadata_for_key``) and
+:class:`StreamsMetadata` (``KafkaStreams.all_metadata_for_store``).
+
+In kspark a "host" is the interactive-query endpoint of the Python worker that holds a
+task (one per worker process, on the executor Spark placed the task on).
+
+Example:
+    >>> m = KeyQueryMetadata(HostInfo("127.0.0.1", 41000), set(), 2)
+    >>> m.active_host.port, m.partition
+    (41000, 2)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["HostInfo", "KeyQueryMetadata", "StreamsMetadata"]
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """A query endpoint's address (Java's ``HostInfo``)."""
+
+    host: str
+    port: int
+
+    @classmethod
+    def build_from_endpoint(cls, endpoint: str) -> HostInfo:
+        """``host:port`` as a HostInfo.
+
+        >>> HostInfo.build_from_endpoint("worker-1:4100")
+        HostInfo(host='worker-1', port=4100)
+        """
+        host, _, port = endpoint.rpartition(":")
+        return cls(host, int(port))
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class KeyQueryMetadata:
+    """Where a key of a store lives: the partition the default partitioner gives its
+    serialized form, and the endpoint of the task holding that partition (kspark keeps no
+    standby tasks: ``standby_hosts`` is empty). ``active_host`` is None while no worker has
+    announced the task (the application is starting or the task is moving)."""
+
+    active_host: HostInfo | None
+    standby_hosts: set[HostInfo] = field(default_factory=set)
+    partition: int = -1
+
+
+@dataclass(frozen=True)
+class StreamsMetadata:
+    """One endpoint: the stores it answers for, and their partitions as
+    (changelog topic or store name, partition) pairs, in ``topic_partitions``."""
+
+    host_info: HostInfo
+    state_store_names: frozenset[str]
+    topic_partitions: frozenset[tuple[str, int]]
+    standby_state_store_names: frozenset[str] = frozenset()
+    standby_topic_partitions: frozenset[tuple[str, int]] = frozenset()

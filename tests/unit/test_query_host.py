@@ -1,0 +1,194 @@
+"""Interactive queries where the state is (``_host/query_host.py``): what a worker answers
+for a task it runs, keeps or closed, against the one task lifecycle over an in-memory
+Kafka port (``test_hosted_task.py``'s), with no broker.
+
+The rule under test: a query sees exactly what the task's last commit wrote — never the
+interval in flight, never an aborted one, never half a commit — in both guarantees and
+both kinds of store."""
+
+import threading
+import uuid
+
+import pytest
+
+from kspark import Materialized, Serdes, StreamsBuilder
+from kspark._engine.nodes import RawRecord
+from kspark._engine.state.build import task_store_dir
+from kspark._engine.state.checkpoint import write_checkpoint
+from kspark._graph.subtopology import sub_topologies
+from kspark._host.context import HostContext
+from kspark._host.query_host import QueryHost, query_host
+from kspark._host.task import HostedTask
+from kspark._plan.plan import StagePlan
+from kspark.config import StreamsConfig
+from kspark.state import Stores
+from tests.unit.test_hosted_task import FakeIO, FakeKafka
+
+S = Serdes.String()
+SRC, DST = "in", "out"
+
+
+class DiskIO(FakeIO):
+    """The fake port, with the task's checkpoint file as the real one behaves: removed
+    before a commit writes the stores down, written after it."""
+
+    def invalidate_checkpoint(self, task):
+        super().invalidate_checkpoint(task)
+        self._path(task).unlink(missing_ok=True)
+
+    def checkpoint(self, task, host):
+        ends = super().checkpoint(task, host)
+        write_checkpoint(self._path(task), ends)
+        return ends
+
+    @staticmethod
+    def _path(task):
+        return task_store_dir(task.config["state.dir"], task.config["application.id"],
+                              task.task_id) / ".checkpoint"
+
+
+@pytest.fixture(autouse=True)
+def quiet_routes(monkeypatch):
+    """Routes are recorded, not sent to Kafka."""
+    said = []
+    monkeypatch.setattr(QueryHost, "_announce",
+                        lambda self, hosted, held: said.append((held.task_id, held.state)))
+    return said
+
+
+@pytest.fixture(params=["at_least_once", "exactly_once_v2"])
+def eos(request):
+    return request.param == "exactly_once_v2"
+
+
+def _context(tmp_path, eos, persistent):
+    b = StreamsBuilder()
+    supplier = (Stores.persistent_key_value_store if persistent
+                else Stores.in_memory_key_value_store)
+    b.stream(SRC, key_serde=S, value_serde=S).group_by_key().count(
+        Materialized.as_(supplier("counts"))).to_stream().to(DST)
+    graph = b.build()._graph
+    (st,) = sub_topologies(graph)
+    cfg = StreamsConfig({"application.id": f"app-{uuid.uuid4().hex[:8]}",
+                         "bootstrap.servers": "unused:9092", "state.dir": str(tmp_path),
+                         "processing.guarantee": "exactly_once_v2" if eos else "at_least_once",
+                         "default.value.serde": "Long"})
+    plan = StagePlan(st.id, st.nodes, {}, {}, {}, {SRC: 1, DST: 1}, streaming=True)
+    return HostContext(graph, cfg.as_dict(), plan)
+
+
+def _record(i, key="k"):
+    return RawRecord(SRC, 0, i, 1000 + i, key.encode(), f"v{i}".encode(), ())
+
+
+def _open(ctx, io, n):
+    t = HostedTask(ctx, 0, io)
+    t.acquire(t.open(("q", n)))
+    t.begin(("q", n))
+    return t
+
+
+def _get(ctx, key="k", stale=False):
+    answer = query_host().answer({
+        "app": ctx.app_id, "task": "0_0", "store": "counts", "partition": 0,
+        "query": {"op": "get", "key": key}, "render": "json", "stale": stale})
+    return answer if answer["status"] != "ok" else answer["rows"]
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["in_memory", "rocksdb"])
+def test_a_query_sees_the_last_commit_never_the_interval_in_flight(tmp_path, eos, persistent):
+    ctx, kafka = _context(tmp_path, eos, persistent), FakeKafka()
+    t = _open(ctx, DiskIO(kafka, eos), 0)
+    t.feed([_record(0), _record(1)])
+    assert _get(ctx) == []  # processed, not committed
+    t.commit(force=True)
+    assert _get(ctx) == [2]
+    t.begin(("q", 1))
+    t.feed([_record(2)])
+    assert _get(ctx) == [2]
+    t.commit(force=True)
+    assert _get(ctx) == [3]
+
+
+def test_an_aborted_interval_is_never_seen(tmp_path, eos):
+    ctx, kafka = _context(tmp_path, eos, False), FakeKafka()
+    t = _open(ctx, DiskIO(kafka, eos), 0)
+    t.feed([_record(0)])
+    t.commit(force=True)
+    t.release()
+    t = _open(ctx, DiskIO(kafka, eos), 1)
+    t.feed([_record(1)])
+    t.abort(RuntimeError("the batch failed"))
+    assert _get(ctx)["status"] == "unavailable"  # closed with the failed batch: not held
+
+
+def test_a_query_waits_for_a_commit_writing_the_stores_down(tmp_path, eos):
+    ctx, kafka = _context(tmp_path, eos, False), FakeKafka()
+    t = _open(ctx, DiskIO(kafka, eos), 0)
+    t.feed([_record(0)])
+    t.commit(force=True)
+    t.begin(("q", 1))
+    t.feed([_record(1)])
+    seen = {}
+    step = kafka.step
+
+    def at_commit(name):  # the stores are written down, the transaction not committed yet
+        step(name)
+        if name == "commit":
+            reader = threading.Thread(target=lambda: seen.update(rows=_get(ctx)))
+            reader.start()
+            reader.join(0.2)
+            seen["blocked"] = reader.is_alive()
+            seen["reader"] = reader
+
+    kafka.step = at_commit
+    t.commit(force=True)
+    seen["reader"].join(10)
+    assert seen["blocked"] and seen["rows"] == [2]
+
+
+def test_a_closed_rocksdb_task_answers_from_its_files_while_its_checkpoint_is_valid(
+        tmp_path, eos):
+    ctx, kafka = _context(tmp_path, eos, True), FakeKafka()
+    t = _open(ctx, DiskIO(kafka, eos), 0)
+    t.feed([_record(0), _record(1, "j")])
+    t.commit(force=True)
+    t.release()  # a persistent store closes after the batch
+    assert _get(ctx) == [1] and _get(ctx, "j") == [1]
+    (task_store_dir(str(tmp_path), ctx.app_id, "0_0") / ".checkpoint").unlink()
+    assert _get(ctx)["status"] == "unavailable"  # a commit is writing: not answered...
+    assert _get(ctx, stale=True) == [1]  # ...unless stale reads are allowed
+
+
+def test_a_restoring_task_answers_only_stale_queries(tmp_path, eos, quiet_routes):
+    ctx, kafka = _context(tmp_path, eos, False), FakeKafka()
+    seen = []
+
+    class Restoring(DiskIO):
+        def restore(self, task, *args):
+            seen.append(_get(ctx)["status"])
+            return super().restore(task, *args)
+
+    t = _open(ctx, Restoring(kafka, eos), 0)
+    assert seen == ["unavailable"]
+    assert quiet_routes == [("0_0", "restoring"), ("0_0", "active")]
+    t.feed([_record(0)])
+    t.commit(force=True)
+    assert _get(ctx) == [1]
+
+
+def test_the_position_holds_the_changelog_ends_and_the_last_input_offsets(tmp_path, eos):
+    ctx, kafka = _context(tmp_path, eos, False), FakeKafka()
+    t = _open(ctx, DiskIO(kafka, eos), 0)
+    t.feed([_record(0), _record(1)])
+    t.advance((SRC, 0), 2)
+    kafka.ends = {("app-counts-changelog", 0): 7}
+    t.commit(force=True)
+    answer = query_host().answer({"app": ctx.app_id, "task": "0_0", "store": "counts",
+                                  "partition": 0, "query": {"op": "get", "key": "k"},
+                                  "render": "json"})
+    assert answer["position"] == {"app-counts-changelog": {"0": 7}, SRC: {"0": 1}}
+    behind = query_host().answer({"app": ctx.app_id, "task": "0_0", "store": "counts",
+                                  "partition": 0, "query": {"op": "get", "key": "k"},
+                                  "render": "json", "bound": {SRC: {"0": 5}}})
+    assert behind["failure"] == "NOT_UP_TO_BOUND"
