@@ -36,9 +36,9 @@ BOTH_MODES = {"application.id", "bootstrap.servers", "state.dir", "commit.interv
               "retry.backoff.ms", "auto.offset.reset", "max.task.idle.ms"}
 BOTH_MODES |= {k[0] for k in registry_config()}  # the Schema Registry serdes' keys
 BOTH_MODES |= {"metrics.recording.level", "metrics.http.port", "metrics.http.host"}
-BOTH_MODES |= {"sink.trigger.interval.ms"}
+BOTH_MODES |= {"sink.trigger.interval.ms"}  # the Spark sinks' queries run in both modes
 BOTH_MODES |= {"query.endpoint.enabled", "query.endpoint.host",
-               "query.timeout.ms"}  # interactive queries, answered by tasks in either mode  # the Spark sinks' queries run in both modes
+               "query.timeout.ms"}  # interactive queries, answered by tasks in either mode
 
 BASE = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
 OTHER = {MICRO_BATCH: REAL_TIME, REAL_TIME: MICRO_BATCH}
