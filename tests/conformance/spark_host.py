@@ -5,9 +5,10 @@ Many scenarios run as ONE application (Spark start-up and each run cost seconds)
 scenario's topics and stores get a prefix of their own (``<run>-c7-in0``), so each is a
 set of independent sub-topologies of one topology. One partition per topic, the cache off
 (``cache 0`` for Java), a few records per micro-batch. Each scenario's output records
-(key, value, timestamp, in order), read with read_committed, must equal Java's; stores are
-not compared. docs/conformance.md ("On Spark") explains which scenarios are sampled and in
-which order Java is fed.
+(key, value, timestamp, in order), read with read_committed, must equal Java's, and so must
+the stores it dumps (``store`` lines), read through ``KafkaStreams.store`` after the run
+(``autostop.at=eol`` in both modes) and before its close. docs/conformance.md ("On Spark")
+explains which scenarios are sampled and in which order Java is fed.
 
     python -m tests.conformance.spark_host --count 100 [--seed 0] [--bootstrap HOST:PORT]
         [--mode real_time]
@@ -23,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from kspark import KafkaStreams, StreamsBuilder
+from kspark import KafkaStreams, QueryableStoreTypes, StoreQueryParameters, StreamsBuilder
 from kspark._graph.subtopology import sub_topologies
 from kspark._spark.source import _cap
 from tests.conformance.generate import scenario
@@ -31,8 +32,8 @@ from tests.conformance.lang import L, S, build
 from tests.conformance.reference import run_java
 
 __all__ = ["Case", "Sample", "case_of", "with_java", "sample", "run_on_spark",
-           "disagreements", "report", "SPARK_DIVERGENCES", "PER_TRIGGER", "REAL_TIME",
-           "mode_of", "families"]
+           "disagreements", "rows_differ", "report", "SPARK_DIVERGENCES", "PER_TRIGGER",
+           "REAL_TIME", "mode_of", "families"]
 
 PER_TRIGGER = 8  # max.offsets.per.trigger: a scenario's 6 to 30 inputs take 1 to 4 batches
 # execution.mode=real_time: a task processes what it polled once each of its partitions has
@@ -70,6 +71,8 @@ class Case:
     fed_output: bool  # its output comes from a stage fed by a repartition topic
     java: list[str] = field(default_factory=list)  # Java's output records
     spark: list[str] = field(default_factory=list)  # kspark on Spark's
+    java_rows: list[str] = field(default_factory=list)  # Java's stores at the end
+    spark_rows: list[str] = field(default_factory=list)  # kspark's, read after the run
 
 
 @dataclass
@@ -131,9 +134,10 @@ def _kind(t: list[str]) -> str:
 
 
 def _java_lines(lines: list[str], order: list[str]) -> list[str]:
-    """The scenario as Java runs it: cache off, inputs in Spark's order, no store dumps."""
+    """The scenario as Java runs it: cache off, inputs in Spark's order (its store dumps
+    kept: Java prints the stores' contents after all inputs)."""
     head = ["cache 0" if line.startswith("cache ") else line for line in lines
-            if not line.startswith(("input ", "store "))]
+            if not line.startswith("input ")]
     return head + order
 
 
@@ -173,12 +177,13 @@ def case_of(lines: list[str], seed: int, run: str, per_trigger: int = PER_TRIGGE
 
 
 def with_java(cases: list[Case]) -> list[Case]:
-    """Fill in Java's output records (one JVM); the cases Java answers with an error are
-    left out."""
+    """Fill in Java's output records and store rows (one JVM); the cases Java answers with
+    an error are left out."""
     kept = []
     for case, answer in zip(cases, run_java([c.java_lines for c in cases]), strict=True):
         if not answer or not answer[0].startswith("error"):
             case.java = [line for line in answer if line.startswith("record ")]
+            case.java_rows = [line for line in answer if line.startswith("row ")]
             kept.append(case)
     return kept
 
@@ -211,40 +216,28 @@ def run_on_spark(cases: list[Case], bootstrap: str, spark: Any, admin: Any, stat
                  per_trigger: int = PER_TRIGGER, timeout_s: float = 600,
                  mode: str = "micro_batch") -> None:
     """Run every case in one KafkaStreams application on Spark (``mode``: the
-    ``execution.mode``; ``real_time`` runs until every input is committed, then closes);
-    fill in ``case.spark``."""
-    from confluent_kafka import Producer
-
+    ``execution.mode``), to its inputs' ends (``autostop.at=eol``); fill in ``case.spark``
+    and, read before the application closes, ``case.spark_rows``."""
     b = StreamsBuilder()
     built = [build(c.lines, b, c.prefix) for c in cases]
     topics = {t[1] for x in built for t in x.inputs} | {o for x in built for o in x.outs}
     admin.create_topics({t: 1 for t in sorted(topics)})
-    failed: list = []
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for x in built:
-        for t in x.inputs:  # per topic in scenario order; Java's order keeps it too
-            key = None if t[2] == "~" else S.serialize(t[1], t[2])
-            value = None if t[3] == "~" else L.serialize(t[1], int(t[3]))
-            p.produce(t[1], key=key, value=value, timestamp=int(t[4]), partition=0,
-                      on_delivery=lambda err, msg: err is None or failed.append(err))
-    if p.flush(60) or failed:
-        raise RuntimeError(f"the scenarios' input records were not all delivered: {failed[:3]}")
+    _produce(bootstrap, built)
     config = {"application.id": f"conformance-{cases[0].prefix}{len(cases)}",
               "bootstrap.servers": bootstrap, "state.dir": state_dir, "autostop.at": "eol",
               "statestore.cache.max.bytes": 0, "max.offsets.per.trigger": per_trigger,
               "default.key.serde": "String", "default.value.serde": "Long",
               "execution.mode": mode}
-    if mode == "real_time":
-        config.update({"autostop.at": "none", "commit.interval.ms": 100})
+    if mode == "real_time":  # the run ends once the group committed every input's end
+        config["commit.interval.ms"] = 100
         del config["max.offsets.per.trigger"]
     streams = KafkaStreams(b.build(), config, spark=spark)
     streams.start()
     try:
-        if mode == "real_time":
-            _await_committed(admin, config["application.id"],
-                             sorted({t[1] for x in built for t in x.inputs}), timeout_s)
-        elif not streams.await_termination(timeout_s):
+        if not streams.await_termination(timeout_s):
             raise RuntimeError(f"the application did not reach the inputs' end in {timeout_s} s")
+        for case, x in zip(cases, built, strict=True):
+            case.spark_rows = _store_rows(streams, case.prefix, x.stores)
     finally:
         streams.close()
     records = _read_all(bootstrap, [o for x in built for o in x.outs])
@@ -253,23 +246,36 @@ def run_on_spark(cases: list[Case], bootstrap: str, spark: Any, admin: Any, stat
                       for o in x.outs for k, v, ts in records[o]]
 
 
-def _await_committed(admin: Any, app_id: str, inputs: list[str], timeout_s: float) -> None:
-    """Wait until the application committed every input and repartition record (its
-    committed offsets are the ends; the inputs first, so the repartition ends are final)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        committed = admin.group_offsets(app_id)
-        repartition = [t for t in admin.partition_counts()
-                       if t.startswith(f"{app_id}-") and t.endswith("-repartition")]
-        tps = [(t, 0) for t in inputs + repartition]
-        ends = admin.end_offsets(tps)
-        if committed and all(committed.get(tp, 0) >= ends[tp] for tp in tps):
-            return
-        if time.monotonic() > deadline:
-            behind = [tp for tp in tps if committed.get(tp, 0) < ends[tp]]
-            raise RuntimeError(f"the application did not commit its inputs' ends in "
-                               f"{timeout_s} s; behind: {behind[:3]}")
-        time.sleep(0.25)
+def _produce(bootstrap: str, built: list[Any]) -> None:
+    """Write every scenario's inputs, per topic in scenario order (Java's order keeps it)."""
+    from confluent_kafka import Producer
+
+    failed: list = []
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for x in built:
+        for t in x.inputs:
+            key = None if t[2] == "~" else S.serialize(t[1], t[2])
+            value = None if t[3] == "~" else L.serialize(t[1], int(t[3]))
+            p.produce(t[1], key=key, value=value, timestamp=int(t[4]), partition=0,
+                      on_delivery=lambda err, msg: err is None or failed.append(err))
+    if p.flush(60) or failed:
+        raise RuntimeError(f"the scenarios' input records were not all delivered: {failed[:3]}")
+
+
+def _store_rows(streams: Any, prefix: str, stores: list[list[str]]) -> list[str]:
+    """The scenario's dumped stores as interactive queries answer them, in the lines of
+    ``Reference.java``'s ``dump`` (``row <store> <key> <value>``, a window's key as
+    ``key@start``; the store named without the case's prefix; null values ``~``)."""
+    kinds = {"kv": QueryableStoreTypes.key_value_store(),
+             "window": QueryableStoreTypes.window_store()}
+    rows = []
+    for _, name, kind in stores:
+        shown = name[len(prefix):]
+        store = streams.store(StoreQueryParameters.from_name_and_type(name, kinds[kind]))
+        for kv in store.all():
+            key = kv.key if kind == "kv" else f"{kv.key.key}@{kv.key.window.start}"
+            rows.append(f"row {shown} {key} {'~' if kv.value is None else kv.value}")
+    return rows
 
 
 def _read_all(bootstrap: str, topics: list[str], timeout_s: float = 60) -> dict[str, list]:
@@ -303,16 +309,32 @@ def _read_all(bootstrap: str, topics: list[str], timeout_s: float = 60) -> dict[
     return out
 
 
+def rows_differ(case: Case) -> bool:
+    """Whether the case's stores on Spark differ from Java's: as sorted lines, since Java
+    iterates one task's store and kspark concatenates its partitions'."""
+    return sorted(case.spark_rows) != sorted(case.java_rows)
+
+
 def disagreements(cases: list[Case]) -> list[Case]:
-    """The cases whose output on Spark differs from Java's."""
-    return [c for c in cases if c.spark != c.java]
+    """The cases whose output or stores on Spark differ from Java's."""
+    return [c for c in cases if c.spark != c.java or rows_differ(c)]
 
 
 def report(bad: list[Case], show: int = 3) -> str:
-    """The first disagreeing cases: the scenario as Java ran it, then both answers."""
-    return "\n\n".join(f"seed {c.seed} (on Spark with prefix {c.prefix}):\n"
-                       + "\n".join(c.java_lines) + "\n-- java:\n" + "\n".join(c.java)
-                       + "\n-- kspark on Spark:\n" + "\n".join(c.spark) for c in bad[:show])
+    """The first disagreeing cases: the scenario as Java ran it, then both answers (and
+    both stores' rows, sorted, where they differ)."""
+    return "\n\n".join(_report(c) for c in bad[:show])
+
+
+def _report(c: Case) -> str:
+    text = (f"seed {c.seed} (on Spark with prefix {c.prefix}):\n" + "\n".join(c.java_lines)
+            + "\n-- java:\n" + "\n".join(c.java)
+            + "\n-- kspark on Spark:\n" + "\n".join(c.spark))
+    if rows_differ(c):
+        text += ("\n-- java's stores:\n" + "\n".join(sorted(c.java_rows))
+                 + "\n-- kspark's stores (interactive queries):\n"
+                 + "\n".join(sorted(c.spark_rows)))
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:

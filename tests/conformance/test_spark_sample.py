@@ -1,16 +1,20 @@
 """A sample of the generated conformance scenarios run through KafkaStreams on Spark + Kafka
 (one application for all of them; one partition per topic, several micro-batches, the cache
 off; and again in real-time mode) and compared with Java Kafka Streams' TopologyTestDriver:
-every output record (key, value, timestamp, order) must be identical. See ``spark_host.py``
-and docs/conformance.md.
+every output record (key, value, timestamp, order) must be identical, and so must the
+stores each scenario dumps, read through interactive queries after the run (as sorted rows).
+See ``spark_host.py`` and docs/conformance.md.
 """
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
-from tests.conformance.spark_host import (PER_TRIGGER, REAL_TIME, disagreements, families,
-                                          report, run_on_spark, sample)
+from tests.conformance.generate import scenario
+from tests.conformance.spark_host import (PER_TRIGGER, REAL_TIME, case_of, disagreements,
+                                          families, report, run_on_spark, sample, with_java)
 
 pytestmark = pytest.mark.integration
 
@@ -22,20 +26,37 @@ SEED, COUNT = 0, 12
 # real-time mode must run as Java does
 RT_SEED = 15
 FIELDS = "a value transformer counting its calls across micro-batches"
+# Seeds 0-13 dump key-value stores only: the micro-batch sample takes seed 18 too, the first
+# after them with a window store (27 inputs, 4 micro-batches: the store reopened per batch)
+WINDOWED = 18
+
+
+def _compared_kinds(cases):
+    """The kinds of store (kv, window) whose rows Java dumped in the cases."""
+    kinds = set()
+    for c in cases:
+        dumped = {t[1]: t[2] for t in (line.split(" ") for line in c.lines)
+                  if t[0] == "store"}
+        kinds |= {dumped[row.split(" ")[1]] for row in c.java_rows}
+    return kinds
 
 
 @pytest.mark.timeout(900)
 def test_sampled_scenarios_agree_with_java_on_spark(broker, spark, admin, tmp_path):
-    got = sample(COUNT, SEED)
+    run = uuid.uuid4().hex[:6]
+    got = sample(COUNT, SEED, run=run)
+    seeds = f"{SEED}-{got.cases[-1].seed} and {WINDOWED}"
+    got.cases += with_java([case_of(scenario(WINDOWED), WINDOWED, run)])
     inputs = [sum(line.startswith("input ") for line in c.lines) for c in got.cases]
     topics = [len({line.split()[1] for line in c.lines if line.startswith("input ")})
               for c in got.cases]
     # the sample exercises what it claims: several micro-batches and merged input topics
     assert max(inputs) > 3 * PER_TRIGGER and max(topics) > 1, (inputs, topics)
     assert sum(len(c.java) for c in got.cases) > 100, "the sample must produce output"
+    assert _compared_kinds(got.cases) == {"kv", "window"}, "the sample must compare stores"
     run_on_spark(got.cases, broker, spark, admin, str(tmp_path / "state"))
     bad = disagreements(got.cases)
-    assert not bad, (f"{len(bad)} of {COUNT} scenarios (seeds {SEED}-{got.cases[-1].seed}) "
+    assert not bad, (f"{len(bad)} of {len(got.cases)} scenarios (seeds {seeds}) "
                      f"disagree with Java on Spark; first ones:\n{report(bad)}")
 
 
@@ -52,6 +73,7 @@ def test_sampled_scenarios_agree_with_java_in_real_time_mode(broker, spark, admi
     assert any(c.fed_output for c in got.cases), "the sample must cross a repartition topic"
     family = [c.seed for c in got.cases if FIELDS in families(c.lines)]
     assert family and FIELDS not in got.skipped, f"the sample must hold {FIELDS!r}: {family}"
+    assert _compared_kinds(got.cases) == {"kv", "window"}, "the sample must compare stores"
     run_on_spark(got.cases, broker, spark, admin, str(tmp_path / "state"), REAL_TIME,
                  mode="real_time")
     bad = disagreements(got.cases)

@@ -1,0 +1,113 @@
+"""Interactive queries on Spark local-cluster, each executor with a disk of its own: every
+key is answered by the executor holding its task; after that executor is SIGKILLed the
+queries for its keys fail with a clear "not available" error (or, stale reads enabled,
+answer what some worker still holds), never a wrong count, and then recover."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from confluent_kafka import Producer
+
+from kspark._kafka.query_routes import RouteTable
+from tests.integration.iq_cluster_app import KEYS
+from tests.integration.separate_disks import STATE_DIR, executor_state_dirs, separate_disks_env
+from tests.integration.soak import descendants, executors
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+FULL = os.environ.get("KSPARK_FULL_MATRIX") == "1"
+
+
+def _produce(broker, src, start, n):
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
+                  "enable.idempotence": True})
+    for i in range(start, start + n):
+        p.produce(src, key=KEYS[i % len(KEYS)].encode(), value=b"x",
+                  timestamp=int(time.time() * 1000))
+    p.flush(10)
+
+
+def _counts(n):
+    return {k: len(range(i, n, len(KEYS))) for i, k in enumerate(KEYS)}
+
+
+def _rounds(out):
+    path = out / "rounds.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def _wait_for(out, proc, expected, timeout_s=300):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        rounds = _rounds(out)
+        if rounds and rounds[-1]["values"] == expected:
+            return len(rounds)
+        assert proc.poll() is None, f"the application ended: {proc.stdout.read()[-3000:]}"
+        assert time.monotonic() < deadline, f"not answered in time: {rounds[-1:]}"
+        time.sleep(0.2)
+
+
+def _executor_serving(app_pid, endpoint):
+    """The executor JVM whose Python worker listens on ``endpoint``'s port."""
+    port = int(endpoint.rsplit(":", 1)[1])
+    for c in psutil.net_connections("tcp"):
+        if c.status == psutil.CONN_LISTEN and c.laddr.port == port and c.pid:
+            (owner,) = [e for e in executors(app_pid) if c.pid in descendants(e)]
+            return owner
+    raise AssertionError(f"no process listens on {endpoint}")
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("mode", [pytest.param("micro_batch", marks=pytest.mark.skipif(
+    not FULL, reason="KSPARK_FULL_MATRIX=1: the suite runs the real-time variant")),
+    "real_time"])
+def test_queries_follow_the_tasks_across_executors_and_an_executor_kill(
+        broker, admin, topic_name, tmp_path, mode):
+    src = topic_name("iq-cluster")
+    admin.create_topics({src: 2})
+    app_id, out = f"iq-{src}", tmp_path / "out"
+    out.mkdir()
+    _produce(broker, src, 0, 600)
+    env = {**separate_disks_env(tmp_path), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.iq_cluster_app", broker, src, app_id,
+         STATE_DIR, mode, str(out)], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        first = _wait_for(out, proc, _counts(600))  # every key, from both executors
+        with RouteTable(broker, app_id) as routes:
+            assert routes.catch_up(30)
+            holders = {p: r.endpoint for p, r in routes.for_store("counts").items()}
+        assert sorted(holders) == [0, 1]
+        victim = _executor_serving(proc.pid, holders[0])
+        os.kill(victim, signal.SIGKILL)
+        _produce(broker, src, 600, 120)  # micro-batch: the next batch reopens the tasks
+        last = _wait_for(out, proc, _counts(720))
+        (out / "stop").touch()
+        assert proc.wait(120) == 0
+    finally:
+        (out / "stop").touch()
+        if proc.poll() is None:
+            proc.kill()
+    rounds = _rounds(out)[first - 1:last]
+    final = _counts(720)
+    for r in rounds:
+        for k, v in r["values"].items():
+            assert v is None or _counts(600)[k] <= v <= final[k], (k, v)  # never wrong
+        for k, v in r["stale"].items():
+            assert v is None or v <= final[k], (k, v)
+        assert all(e.startswith("StateStoreNotAvailableError") for e in r["errors"].values()), r
+    failed = [e for r in rounds for e in r["errors"].values()]
+    assert all("cannot be queried now" in e for e in failed), failed[:3]
+    assert len(executor_state_dirs(tmp_path)) >= 2, "each executor kept its own state"
