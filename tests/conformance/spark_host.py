@@ -388,8 +388,10 @@ def main(argv: list[str] | None = None) -> int:
     bad = disagreements(got.cases)
     if bad:
         print(report(bad, a.show))
+    rows = [len(c.java_rows) for c in got.cases if c.java_rows]
     print(f"spark conformance: {len(got.cases) - len(bad)}/{len(got.cases)} agree with Java "
-          f"Kafka Streams (left out: {dict(got.skipped)}; {time.monotonic() - t0:.0f} s)")
+          f"Kafka Streams ({sum(rows)} store rows in {len(rows)} cases; left out: "
+          f"{dict(got.skipped)}; {time.monotonic() - t0:.0f} s)")
     return 1 if bad else 0
 
 

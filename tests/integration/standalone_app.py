@@ -24,7 +24,8 @@ each application's Spark checkpoint is ``CHECKPOINT/<application.id>``, an absol
 on storage every driver start can reach. The applications run as incremental batch runs
 (``autostop.at=eol``): they process the input present at their start, and the driver exits
 0 once every one finished. It prints ``<application.id> batches N`` as micro-batches
-complete and ``<application.id> done {...}`` at the end.
+complete and ``<application.id> done {...}`` at the end, then ``<application.id> iq {...}``: its two
+stores as interactive queries read them from the executors (``stores_read``).
 
 ``HOLD_WORK_DIR HOLD_DIR``: once every application has committed two micro-batches (their
 Spark checkpoints' commit logs), the first windowed-count record (of a third or later
@@ -42,9 +43,11 @@ The session comes from ``SparkSession.builder.getOrCreate()``, so spark-submit's
 
 from __future__ import annotations
 
+import json
 import sys
 
-from kspark import KafkaStreams, Serdes, StreamsBuilder, TimeWindows
+from kspark import (KafkaStreams, Materialized, QueryableStoreTypes, Serdes,
+                    StoreQueryParameters, StreamsBuilder, TimeWindows)
 
 S, L = Serdes.String(), Serdes.Long()
 WINDOW_MS, GRACE_MS = 10_000, 2_000
@@ -56,14 +59,15 @@ def add_windowed_count(b: StreamsBuilder, src: str, dst: str, hold=None) -> None
         s = s.peek(hold)
     (s.group_by_key()
       .windowed_by(TimeWindows.of_size_and_grace(WINDOW_MS, GRACE_MS))
-      .count()
+      .count(Materialized.as_("win-counts"))
       .to_stream()
       .map(lambda wk, n: (f"{wk.key}@{wk.window.start}", n))
       .to(dst, key_serde=S, value_serde=L))
 
 
 def add_join(b: StreamsBuilder, users: str, clicks: str, dst: str) -> None:
-    table = b.table(users, key_serde=S, value_serde=S)
+    table = b.table(users, key_serde=S, value_serde=S,
+                    materialized=Materialized.as_("users-table"))
     (b.stream(clicks, key_serde=S, value_serde=S)
       .join(table, lambda click, user: f"{click}:{user}")
       .to(dst, key_serde=S, value_serde=S))
@@ -125,6 +129,16 @@ def config(bootstrap: str, app_id: str, guarantee: str, state_dir: str, checkpoi
             "placement.replacement.wait.ms": 0}
 
 
+def stores_read(streams: KafkaStreams) -> dict:
+    """The application's two stores read from the executors holding them (interactive
+    queries, after the run): the users table, and every window's count."""
+    kv, window = QueryableStoreTypes.key_value_store(), QueryableStoreTypes.window_store()
+    users = streams.store(StoreQueryParameters.from_name_and_type("users-table", kv))
+    counts = streams.store(StoreQueryParameters.from_name_and_type("win-counts", window))
+    return {"users": {e.key: e.value for e in users.all()},
+            "windows": {f"{e.key.key}@{e.key.window.start}": e.value for e in counts.all()}}
+
+
 def main(argv: list[str]) -> int:
     import os
     import time
@@ -164,6 +178,8 @@ def main(argv: list[str]) -> int:
                 shown[app] = n
                 print(f"{app} batches {n} at {time.time():.1f}", flush=True)
     finished = all(s.batch_finished() for s in apps.values())
+    for app, streams in apps.items():
+        print(f"{app} iq {json.dumps(stores_read(streams))}", flush=True)
     for streams in apps.values():
         streams.close()
     spark.stop()

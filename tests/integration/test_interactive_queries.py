@@ -4,11 +4,13 @@ modes; what they answer equals the TopologyTestDriver's stores."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 from confluent_kafka import Producer
 
+from kspark import cli
 from kspark import (KafkaStreams, Materialized, QueryableStoreTypes, Serdes,
                     StoreQueryParameters, StreamsBuilder, TimeWindows)
 from kspark.errors import InvalidStateStoreError, UnknownStateStoreError
@@ -65,7 +67,7 @@ def _create(admin, *topics, partitions=2):
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
 def test_stores_read_after_a_run_equal_the_test_drivers(broker, spark, admin, app_config,
-                                                        topic_name, mode):
+                                                        topic_name, mode, tmp_path, capsys):
     src, out = topic_name("iq-in"), topic_name("iq-out")
     _create(admin, src, out)
     records = _records(300)
@@ -122,6 +124,20 @@ def test_stores_read_after_a_run_equal_the_test_drivers(broker, spark, admin, ap
         assert sorted((e.key, e.value.value) for r in windowed.get_partition_results().values()
                       for e in r.get_result()) == sorted((s, c) for kk, s, c in windows
                                                          if kk == k)
+
+        # the operators' command line, from another config file: JSON lines
+        props = tmp_path / "app.properties"
+        props.write_text(f"application.id={cfg['application.id']}\n"
+                         f"bootstrap.servers={broker}\n")
+        capsys.readouterr()
+        assert cli.main(["store", "get", "--config", str(props), "--store", "counts",
+                         "--key", "user-3"]) == 0
+        assert capsys.readouterr().out.splitlines() == [json.dumps(counts["user-3"])]
+        assert cli.main(["store", "all", "--config", str(props), "--store", "counts"]) == 0
+        rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+        assert {r["key"]: r["value"] for r in rows} == counts
+        assert cli.main(["store", "all", "--config", str(props), "--store", "nope"]) == 2
+        assert "counts" in capsys.readouterr().err
 
         # clear errors for a wrong name or type
         with pytest.raises(UnknownStateStoreError, match="counts.*mem-counts.*windowed"):

@@ -283,6 +283,20 @@ def test_the_run_used_the_cluster_and_each_executors_own_state_dir(run):
             "no task ran on the driver"
 
 
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+def test_interactive_queries_read_every_key_from_the_executors(run, guarantee):
+    """After the run (a worker killed in it), KafkaStreams.store reads both stores from the
+    executors that hold their tasks: the users table whole, and each window's final count
+    (windows past retention are gone, as in Kafka Streams)."""
+    line = next(x for x in run["log"].splitlines()
+                if x.startswith(f"{run['app_id']}-{guarantee} iq "))
+    got = json.loads(line.split(" iq ", 1)[1])
+    win, users, _ = run["inputs"]
+    assert got["users"] == {k: v for p in sorted(users) for k, v, _ in users[p]}
+    finals = {k: ups[-1] for k, ups in expected_windowed(win)[0].items()}
+    assert got["windows"] and all(finals[k] == n for k, n in got["windows"].items()), got
+
+
 def test_the_topologies_expected_output_is_kafka_streams():
     """The expected output, computed here, is what the same sub-topologies give on the
     TopologyTestDriver (one driver per partition, as one Kafka Streams task each)."""
