@@ -242,6 +242,24 @@ def _kspark(args: list[str], env: dict, cwd: Path, timeout: float = 300):
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+def _query_tokens(secure, app_id):
+    """The tokens of the query endpoints the application's workers announced."""
+    import json
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({**secure.admin_conf, "group.id": f"check-{uuid.uuid4().hex}"})
+    c.assign([TopicPartition(f"{app_id}-kspark-control", 0, 0)])
+    tokens = set()
+    try:
+        for m in c.consume(10_000, 10):
+            if m.error() is None and m.key() == b"route":
+                tokens.add(json.loads(m.value())["token"].encode())
+    finally:
+        c.close()
+    return tokens
+
+
 def test_every_client_has_the_security_settings_and_no_secret_is_written(
         secure_broker, tmp_path):
     """kspark run (driver and Spark workers) and kspark reset with --config on the secured
@@ -269,8 +287,11 @@ def test_every_client_has_the_security_settings_and_no_secret_is_written(
     run_pids = {json.loads(line)["pid"] for line in audit.read_text().splitlines()}
     assert len(run_pids) >= 2  # the driver and at least one Spark Python worker
 
-    # the secret scan: the password and the key's material appear nowhere kspark or Spark wrote
-    needles = [app.user["sasl.password"].encode(), key_line.encode()]
+    # the secret scan: the password, the key's material and the workers' interactive-query
+    # tokens (announced in the control topic only) appear nowhere kspark or Spark wrote
+    tokens = _query_tokens(secure_broker, app.app_id)
+    assert tokens, "the workers announced no query endpoint"
+    needles = [app.user["sasl.password"].encode(), key_line.encode(), *tokens]
     files = [p for p in tmp_path.rglob("*") if p.is_file() and p not in (key, cert)]
     assert any(p.is_relative_to(events) for p in files), "no event log was written"
     assert any("checkpoint" in p.parts for p in files), "no checkpoint was written"
