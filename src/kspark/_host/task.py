@@ -197,7 +197,8 @@ class HostedTask:
             else:
                 self.io.commit_offsets(self.inputs, marker)
             host.marker = marker  # what Kafka holds now
-            host.changelog_offsets = self.io.checkpoint(task, host)
+        host.changelog_offsets = self.io.checkpoint(task, host)
+        with host.lock:  # until here a query reports the position before (it is behind)
             host.position = {**host.changelog_offsets,
                              **{tp: end - 1 for tp, end in self.inputs.items()}}
             query_host().committed(self)

@@ -146,16 +146,16 @@ class RouteTable:
                 return False
             try:
                 _, end = self._consumer.get_watermark_offsets(self._tp, timeout=timeout_s)
-                while self._position() < end and time.monotonic() < deadline:
-                    self._read(0.05)
+                while (left := end - self._position()) > 0 and time.monotonic() < deadline:
+                    self._read(min(left, 1000), 0.5)  # returns once those are read
             except Exception as e:  # noqa: BLE001 - KafkaException: a broker restarting
                 log.info("application %r: query routes not read now (%s)", self.app_id, e)
                 return False
             self._read_at = time.monotonic()
             return self._position() >= end
 
-    def _read(self, timeout_s: float) -> None:
-        for m in self._consumer.consume(1000, timeout_s):
+    def _read(self, n: int, timeout_s: float) -> None:
+        for m in self._consumer.consume(n, timeout_s):
             if m.error() is not None:
                 continue
             route = route_of(m.value()) if m.key() == ROUTE_KEY else None
