@@ -48,8 +48,9 @@ JAVA_KEYS: dict[str, str] = {
     "num.standby.replicas": _PLACED, "acceptable.recovery.lag": _PLACED,
     "max.warmup.replicas": _PLACED, "probing.rebalance.interval.ms": _PLACED,
     "rack.aware.assignment.tags": _PLACED, "rack.aware.assignment.strategy": _PLACED,
-    "application.server": "not supported: kspark has no interactive queries across "
-    "instances (KafkaStreams has no store() nor metadata of other instances)",
+    "application.server": "not taken: each Spark worker holding tasks serves interactive "
+    "queries on a port of its own and announces it (docs/interactive-queries.md); set "
+    "query.endpoint.host for the address they bind to",
     "topology.optimization": "not supported: kspark runs the topology as written (a source "
     "KTable keeps a changelog of its own rather than reusing its topic); remove it",
     "default.dsl.store": "choose per store: Materialized.as_(...).in_memory() or a Stores "
