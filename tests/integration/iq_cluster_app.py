@@ -49,7 +49,8 @@ def main(bootstrap: str, src: str, app_id: str, state_dir: str, mode: str, out: 
         "query.timeout.ms": 2000} | ({"num.stream.threads": 2} if mode == "real_time" else
                                      {"placement.replacement.wait.ms": 2000}), spark=spark)
     streams.start()
-    params = StoreQueryParameters.from_name_and_type("counts", QueryableStoreTypes.key_value_store())
+    kv = QueryableStoreTypes.key_value_store()
+    params = StoreQueryParameters.from_name_and_type("counts", kv)
     fresh, stale = streams.store(params), streams.store(params.enable_stale_stores())
     with open(os.path.join(out, "rounds.jsonl"), "a") as f:
         while not os.path.exists(os.path.join(out, "stop")):

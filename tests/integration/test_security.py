@@ -249,12 +249,15 @@ def _query_tokens(secure, app_id):
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer({**secure.admin_conf, "group.id": f"check-{uuid.uuid4().hex}"})
-    c.assign([TopicPartition(f"{app_id}-kspark-control", 0, 0)])
-    tokens = set()
+    tp = TopicPartition(f"{app_id}-kspark-control", 0, 0)
+    c.assign([tp])
+    tokens: set[bytes] = set()
     try:
-        for m in c.consume(10_000, 10):
-            if m.error() is None and m.key() == b"route":
-                tokens.add(json.loads(m.value())["token"].encode())
+        end, deadline = c.get_watermark_offsets(tp, timeout=10)[1], time.monotonic() + 30
+        while c.position([tp])[0].offset < end and time.monotonic() < deadline:
+            for m in c.consume(1000, 0.5):
+                if m.error() is None and m.key() == b"route":
+                    tokens.add(json.loads(m.value())["token"].encode())
     finally:
         c.close()
     return tokens

@@ -82,6 +82,16 @@ class Held:
     disk: Path | None = None
     builders: dict[str, Any] = field(default_factory=dict)
     names: set[str] = field(default_factory=set)  # every store of the task
+    # a closed task's databases as last opened, by store: (checkpoint stamp, store)
+    opened: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    opening: Any = field(default_factory=threading.Lock)
+
+    def close_opened(self) -> None:
+        """Close the databases opened read-only (the task opens again, or moved)."""
+        with self.opening:
+            for _, store in self.opened.values():
+                store.close()
+            self.opened.clear()
 
 
 class QueryHost:
@@ -104,7 +114,7 @@ class QueryHost:
                     {name: committed_view(s) for name, s in task.stores.items()},
                     dict(hosted.host.position or hosted.host.changelog_offsets),
                     "restoring" if restoring else "active")
-        self._held[(ctx.app_id, hosted.task_id)] = held
+        self._replace((ctx.app_id, hosted.task_id), held)
         self._announce(hosted, held)
 
     def committed(self, hosted: Any) -> None:
@@ -129,15 +139,22 @@ class QueryHost:
             if name in held.stores and hasattr(bottom, "detach"):
                 kept[name] = copy.copy(held.stores[name])
                 kept[name].inner = bottom.detach()
-        self._held[key] = Held(
+        self._replace(key, Held(
             held.task_id, held.lock, kept, held.position, "active",
             task_store_dir(config["state.dir"], hosted.ctx.app_id, hosted.task_id),
             {name: b for name, b in builders.items() if b.supplier.persistent},
-            set(held.stores))
+            set(held.stores)))
 
     def drop(self, app_id: str, task_id: str) -> None:
         """The task's stores close: nothing is answered for it here any more."""
-        self._held.pop((app_id, task_id), None)
+        self._replace((app_id, task_id), None)
+
+    def _replace(self, key: tuple[str, str], held: Held | None) -> None:
+        old = self._held.pop(key, None) if held is None else self._held.get(key)
+        if held is not None:
+            self._held[key] = held
+        if old is not None and old is not held:
+            old.close_opened()
 
     def _announce(self, hosted: Any, held: Held) -> None:
         from kspark._kafka.query_routes import Route, RouteAnnouncer
@@ -196,16 +213,35 @@ class QueryHost:
             if before is None and not stale:
                 time.sleep(0.05)  # a commit is writing the stores down
                 continue
-            store = open_read_only(held.builders[name], held.disk, name)
-            try:
-                position = {**held.position, **(read_checkpoint(mark) or {})}
-                out = answer_with(body, store, position, held.builders)
-            finally:
-                store.close()
+            with held.opening:
+                store = self._opened(held, name, before)
+                try:
+                    position = {**held.position, **(read_checkpoint(mark) or {})}
+                    out = answer_with(body, store, position, held.builders)
+                finally:
+                    if before is None:  # a stale read of a database being written
+                        store.close()
             if stale or _stamp(mark) == before:
                 return out
         return unavailable(f"task {held.task_id} is committing: its stores on disk change "
                            "under every read")
+
+
+    @staticmethod
+    def _opened(held: Held, name: str, stamp: Any) -> Any:
+        """Store ``name`` of a closed task, opened read-only: the database opened at this
+        checkpoint already, else opened now (and kept while the checkpoint stays)."""
+        assert held.disk is not None
+        cached = held.opened.pop(name, None)
+        if cached is not None and cached[0] == stamp and stamp is not None:
+            held.opened[name] = cached
+            return cached[1]
+        if cached is not None:
+            cached[1].close()
+        store = open_read_only(held.builders[name], held.disk, name)
+        if stamp is not None:
+            held.opened[name] = (stamp, store)
+        return store
 
 
 def _stamp(path: Path) -> tuple[int, int, bytes] | None:
