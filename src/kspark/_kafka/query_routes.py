@@ -3,9 +3,10 @@ control topic (key ``route``), and whoever queries follows the topic.
 
 A worker announces a task when it starts holding it (``restoring`` while it restores,
 ``active`` once it runs) with its query endpoint's address and token, and the names of
-the task's stores. Announcements are rare: once per task and worker (a worker keeping a
-task from one micro-batch or epoch to the next says nothing new). The latest announcement
-of a task wins (one partition: offset order is the order they were made in).
+the task's stores. Announcements are rare: once per task and worker, and again hourly (a
+worker keeping a task from one micro-batch or epoch to the next says nothing new). The
+latest announcement of a task wins (one partition: offset order is the order they were
+made in).
 
 Who may query is who may read the control topic (the token is in it): the same principals
 that may read the application's changelogs, which hold the same data.
@@ -35,6 +36,7 @@ __all__ = ["Route", "RouteAnnouncer", "RouteTable", "ROUTE_KEY", "route_of"]
 log = logging.getLogger("kspark")
 ROUTE_KEY = b"route"
 STATES = ("restoring", "active")
+REANNOUNCE_S = 3600.0  # a route held this long is said again when the task is next held
 _ANNOUNCERS: dict[tuple[str, str], RouteAnnouncer] = {}
 _LOCK = threading.Lock()
 
@@ -89,7 +91,7 @@ class RouteAnnouncer:
         self.app_id, self.topic = app_id, control_topic(app_id)
         self._producer = new_producer(settings.conf("producer", "routes", {
             "acks": "all", "linger.ms": 0}), "control topic")
-        self._said: dict[str, Route] = {}
+        self._said: dict[str, tuple[Route, float]] = {}
 
     @classmethod
     def of(cls, where: ClientSettings | str, app_id: str) -> RouteAnnouncer:
@@ -101,9 +103,11 @@ class RouteAnnouncer:
             return _ANNOUNCERS[key]
 
     def announce(self, route: Route, timeout_s: float = 10.0) -> None:
-        """Announce ``route`` unless this process said the same last (waits for delivery: a
-        route must be known before the task commits what a query may ask about)."""
-        if self._said.get(route.task) == route:
+        """Announce ``route`` unless this process said the same within the last hour (waits for
+        delivery: a route must be known before the task commits what a query may ask about;
+        said again hourly: the control topic's retention must not take it away)."""
+        said = self._said.get(route.task)
+        if said is not None and said[0] == route and time.monotonic() - said[1] < REANNOUNCE_S:
             return
         self._producer.produce(self.topic, key=ROUTE_KEY, value=json.dumps(asdict(route)).encode())
         if self._producer.flush(timeout_s):
@@ -111,7 +115,7 @@ class RouteAnnouncer:
                         "%.0f s: queries reach it once it is", self.app_id, route.task,
                         self.topic, timeout_s)
             return
-        self._said[route.task] = route
+        self._said[route.task] = (route, time.monotonic())
 
 
 class RouteTable:
