@@ -77,7 +77,8 @@ class _Handler(BaseHTTPRequestHandler):
             size = int(self.headers.get("Content-Length", "0"))
         except ValueError:
             size = -1
-        if not 0 <= size <= MAX_BODY:
+        if not 0 <= size <= MAX_BODY:  # not read: the connection closes after the answer
+            self.close_connection = True
             return self._send(413, {"error": f"the body must be at most {MAX_BODY} bytes"})
         try:
             body = json.loads(self.rfile.read(size))
