@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 from confluent_kafka import Producer
 
@@ -58,14 +57,33 @@ def _wait_for(out, proc, expected, timeout_s=300):
         time.sleep(0.2)
 
 
+def _listener(port):
+    """The pid of the process listening on TCP ``port`` (read from /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            f = line.split()
+            if int(f[1].rsplit(":", 1)[1], 16) == port and f[3] == "0A":  # 0A: LISTEN
+                inodes.add(f"socket:[{f[9]}]")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                    return int(pid)
+            except OSError:
+                continue
+    raise AssertionError(f"no process listens on port {port}")
+
+
 def _executor_serving(app_pid, endpoint):
     """The executor JVM whose Python worker listens on ``endpoint``'s port."""
-    port = int(endpoint.rsplit(":", 1)[1])
-    for c in psutil.net_connections("tcp"):
-        if c.status == psutil.CONN_LISTEN and c.laddr.port == port and c.pid:
-            (owner,) = [e for e in executors(app_pid) if c.pid in descendants(e)]
-            return owner
-    raise AssertionError(f"no process listens on {endpoint}")
+    pid = _listener(int(endpoint.rsplit(":", 1)[1]))
+    (owner,) = [e for e in executors(app_pid) if pid in descendants(e)]
+    return owner
 
 
 @pytest.mark.timeout(900)
