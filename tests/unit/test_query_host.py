@@ -51,8 +51,8 @@ class DiskIO(FakeIO):
 def quiet_routes(monkeypatch):
     """Routes are recorded, not sent to Kafka."""
     said = []
-    monkeypatch.setattr(QueryHost, "_announce",
-                        lambda self, hosted, held: said.append((held.task_id, held.state)))
+    monkeypatch.setattr(QueryHost, "_announce", lambda self, hosted, held, moved=False:
+                        said.append((held.task_id, held.state) + (("moved",) if moved else ())))
     return said
 
 
@@ -171,7 +171,7 @@ def test_a_restoring_task_answers_only_stale_queries(tmp_path, eos, quiet_routes
 
     t = _open(ctx, Restoring(kafka, eos), 0)
     assert seen == ["unavailable"]
-    assert quiet_routes == [("0_0", "restoring"), ("0_0", "active")]
+    assert quiet_routes == [("0_0", "restoring"), ("0_0", "active", "moved")]
     t.feed([_record(0)])
     t.commit(force=True)
     assert _get(ctx) == [1]
@@ -192,3 +192,17 @@ def test_the_position_holds_the_changelog_ends_and_the_last_input_offsets(tmp_pa
                                   "partition": 0, "query": {"op": "get", "key": "k"},
                                   "render": "json", "bound": {SRC: {"0": 5}}})
     assert behind["failure"] == "NOT_UP_TO_BOUND"
+
+
+def test_a_task_whose_last_commit_another_producer_made_is_announced_again(
+        tmp_path, quiet_routes):
+    """Another worker may have announced the task since this one did: say it again (a
+    worker repeating the route it said last would otherwise stay silent)."""
+    ctx, kafka = _context(tmp_path, True, True), FakeKafka()
+    t = _open(ctx, DiskIO(kafka, True), 0)
+    t.feed([_record(0)])
+    t.commit(force=True)
+    t.release()
+    quiet_routes.clear()
+    _open(ctx, DiskIO(kafka, True), 1)  # another producer instance: another worker's
+    assert quiet_routes == [("0_0", "restoring"), ("0_0", "active", "moved")]

@@ -104,8 +104,11 @@ class QueryHost:
 
     # -- what the task lifecycle tells it -------------------------------------------------
 
-    def hold(self, hosted: Any, task: Any = None, restoring: bool = False) -> None:
-        """``hosted``'s task (or ``task``, while it restores) answers from here now."""
+    def hold(self, hosted: Any, task: Any = None, restoring: bool = False,
+             moved: bool = False) -> None:
+        """``hosted``'s task (or ``task``, while it restores) answers from here now;
+        ``moved``: another worker made its last commit (and may have announced it since
+        this one last did: announce it again)."""
         task = task if task is not None else hosted.task
         ctx = hosted.ctx
         if not task.stores or not ctx.config.get("query.endpoint.enabled", True):
@@ -115,7 +118,7 @@ class QueryHost:
                     dict(hosted.host.position or hosted.host.changelog_offsets),
                     "restoring" if restoring else "active")
         self._replace((ctx.app_id, hosted.task_id), held)
-        self._announce(hosted, held)
+        self._announce(hosted, held, moved)
 
     def committed(self, hosted: Any) -> None:
         """After a commit (under the task's lock): the position it reflects."""
@@ -156,14 +159,14 @@ class QueryHost:
         if old is not None and old is not held:
             old.close_opened()
 
-    def _announce(self, hosted: Any, held: Held) -> None:
+    def _announce(self, hosted: Any, held: Held, moved: bool = False) -> None:
         from kspark._kafka.query_routes import Route, RouteAnnouncer
 
         endpoint = self._start(hosted.ctx.config)
         route = Route(held.task_id, tuple(sorted(held.stores)), endpoint.address,
                       endpoint.token, held.state, hosted.here)
         try:
-            RouteAnnouncer.of(hosted.ctx.settings, hosted.ctx.app_id).announce(route)
+            RouteAnnouncer.of(hosted.ctx.settings, hosted.ctx.app_id).announce(route, moved)
         except Exception as e:  # noqa: BLE001 - queries wait for the next announcement
             log.warning("task %s: its query route could not be announced: %s", held.task_id, e)
 

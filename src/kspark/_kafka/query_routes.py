@@ -102,12 +102,15 @@ class RouteAnnouncer:
                 _ANNOUNCERS[key] = cls(settings, app_id)
             return _ANNOUNCERS[key]
 
-    def announce(self, route: Route, timeout_s: float = 10.0) -> None:
-        """Announce ``route`` unless this process said the same within the last hour (waits for
-        delivery: a route must be known before the task commits what a query may ask about;
-        said again hourly: the control topic's retention must not take it away)."""
+    def announce(self, route: Route, force: bool = False, timeout_s: float = 10.0) -> None:
+        """Announce ``route`` unless this process said the same within the last hour and
+        ``force`` is not set (another worker may have announced the task since: it made the
+        task's last commit). Waits for delivery: a route must be known before the task
+        commits what a query may ask about; said again hourly, so that the control topic's
+        retention never takes it away."""
         said = self._said.get(route.task)
-        if said is not None and said[0] == route and time.monotonic() - said[1] < REANNOUNCE_S:
+        if (not force and said is not None and said[0] == route
+                and time.monotonic() - said[1] < REANNOUNCE_S):
             return
         self._producer.produce(self.topic, key=ROUTE_KEY, value=json.dumps(asdict(route)).encode())
         if self._producer.flush(timeout_s):
