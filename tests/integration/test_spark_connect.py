@@ -57,7 +57,10 @@ def _java_processes(pid: int) -> list[int]:
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
+@pytest.mark.parametrize("mode", [pytest.param("micro_batch", marks=pytest.mark.skipif(
+    not os.environ.get("KSPARK_FULL_MATRIX"), reason="full matrix only (KSPARK_FULL_MATRIX=1): "
+    "the suite's time budget; the classic session runs this sample in micro_batch mode")),
+    "real_time"])
 def test_conformance_sample_agrees_with_java_on_connect(mode, broker, connect_server, tmp_path):
     seed = 0 if mode == "micro_batch" else 15  # as test_spark_sample.py's samples
     code, lines = soak.finish(soak.start_app(
