@@ -6,6 +6,7 @@ The rule under test: a query sees exactly what the task's last commit wrote — 
 interval in flight, never an aborted one, never half a commit — in both guarantees and
 both kinds of store."""
 
+import dataclasses
 import threading
 import uuid
 
@@ -51,7 +52,7 @@ class DiskIO(FakeIO):
 def quiet_routes(monkeypatch):
     """Routes are recorded, not sent to Kafka."""
     said = []
-    monkeypatch.setattr(QueryHost, "_announce", lambda self, hosted, held, moved=False:
+    monkeypatch.setattr(QueryHost, "_announce", lambda self, hosted, held, moved=False: not
                         said.append((held.task_id, held.state) + (("moved",) if moved else ())))
     return said
 
@@ -171,7 +172,7 @@ def test_a_restoring_task_answers_only_stale_queries(tmp_path, eos, quiet_routes
 
     t = _open(ctx, Restoring(kafka, eos), 0)
     assert seen == ["unavailable"]
-    assert quiet_routes == [("0_0", "restoring"), ("0_0", "active", "moved")]
+    assert quiet_routes == [("0_0", "active", "moved")]  # restoring: held, not announced
     t.feed([_record(0)])
     t.commit(force=True)
     assert _get(ctx) == [1]
@@ -204,5 +205,39 @@ def test_a_task_whose_last_commit_another_producer_made_is_announced_again(
     t.commit(force=True)
     t.release()
     quiet_routes.clear()
-    _open(ctx, DiskIO(kafka, True), 1)  # another producer instance: another worker's
-    assert quiet_routes == [("0_0", "restoring"), ("0_0", "active", "moved")]
+    t = _open(ctx, DiskIO(kafka, True), 1)  # its own last commit: nothing new to say
+    assert quiet_routes == [("0_0", "active")]
+    t.feed([_record(1)])
+    t.commit(force=True)
+    t.release()
+    kafka.marker = dataclasses.replace(kafka.marker, producer="another-worker")
+    quiet_routes.clear()
+    _open(ctx, DiskIO(kafka, True), 2)  # another worker committed since: say it again
+    assert quiet_routes == [("0_0", "active", "moved")]
+
+
+def test_a_withdrawn_route_gives_the_task_back_to_the_route_before():
+    """A worker that took a task over and failed before committing it withdraws; queries
+    go back to the worker that made the task's last commit."""
+    from kspark._kafka.query_routes import Route, RouteTable
+
+    a = Route("0_1", ("s",), "127.0.0.1:1", "ta", "active", "h:/a")
+    b = Route("0_1", ("s",), "127.0.0.1:2", "tb", "active", "h:/b")
+    table = RouteTable("unused:9092", "app")
+    try:
+        for r in (a, b, dataclasses.replace(b, state="withdrawn")):
+            table._take(r)
+        assert table.routes["0_1"] == a
+        table._take(dataclasses.replace(a, state="withdrawn"))
+        assert "0_1" not in table.routes
+    finally:
+        table.close()
+
+
+def test_a_task_taken_over_and_failed_before_its_first_commit_is_withdrawn(
+        tmp_path, eos, quiet_routes):
+    ctx, kafka = _context(tmp_path, eos, False), FakeKafka()
+    t = _open(ctx, DiskIO(kafka, eos), 0)
+    t.feed([_record(0)])
+    t.abort(RuntimeError("the batch failed"))
+    assert quiet_routes == [("0_0", "active", "moved"), ("0_0", "withdrawn", "moved")]

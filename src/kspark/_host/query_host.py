@@ -99,16 +99,17 @@ class QueryHost:
 
     def __init__(self) -> None:
         self._held: dict[tuple[str, str], Held] = {}
+        self._mine: dict[tuple[str, str], str] = {}  # the producer of this worker's last commit
+        self._taken: dict[tuple[str, str], Any] = {}  # announced here, not committed here yet
         self._endpoint: Any = None
         self._guard = threading.Lock()
 
     # -- what the task lifecycle tells it -------------------------------------------------
 
-    def hold(self, hosted: Any, task: Any = None, restoring: bool = False,
-             moved: bool = False) -> None:
-        """``hosted``'s task (or ``task``, while it restores) answers from here now;
-        ``moved``: another worker made its last commit (and may have announced it since
-        this one last did: announce it again)."""
+    def hold(self, hosted: Any, task: Any = None, restoring: bool = False) -> None:
+        """``hosted``'s task (or ``task``, while it restores: for stale queries, and not
+        announced) answers from here now. Announced unless this worker announced it already
+        and made its last commit (else another worker may have announced it since)."""
         task = task if task is not None else hosted.task
         ctx = hosted.ctx
         if not task.stores or not ctx.config.get("query.endpoint.enabled", True):
@@ -118,10 +119,23 @@ class QueryHost:
                     dict(hosted.host.position or hosted.host.changelog_offsets),
                     "restoring" if restoring else "active")
         self._replace((ctx.app_id, hosted.task_id), held)
-        self._announce(hosted, held, moved)
+        if not restoring:
+            moved = not self.made_last_commit(hosted)
+            if self._announce(hosted, held, moved) and moved:
+                self._taken[(ctx.app_id, hosted.task_id)] = hosted
+
+    def made_last_commit(self, hosted: Any) -> bool:
+        """Whether this worker made the task's last commit (the marker ``hosted`` opened with
+        names the producer of a commit made here)."""
+        marker = hosted.marker
+        mine = self._mine.get((hosted.ctx.app_id, hosted.task_id))
+        return marker is not None and mine is not None and marker.producer == mine
 
     def committed(self, hosted: Any) -> None:
         """After a commit (under the task's lock): the position it reflects."""
+        if hosted.host.marker is not None:
+            self._mine[(hosted.ctx.app_id, hosted.task_id)] = hosted.host.marker.producer
+        self._taken.pop((hosted.ctx.app_id, hosted.task_id), None)
         held = self._held.get((hosted.ctx.app_id, hosted.task_id))
         if held is not None and held.disk is None:
             held.position = dict(hosted.host.position)
@@ -149,8 +163,14 @@ class QueryHost:
             set(held.stores)))
 
     def drop(self, app_id: str, task_id: str) -> None:
-        """The task's stores close: nothing is answered for it here any more."""
+        """The task's stores close: nothing is answered for it here any more. A task this
+        worker took over and never committed is withdrawn: queries go back to the worker
+        that made its last commit."""
         self._replace((app_id, task_id), None)
+        hosted = self._taken.pop((app_id, task_id), None)
+        if hosted is not None:
+            self._announce(hosted, Held(task_id, None, dict.fromkeys(hosted.ctx.builders),
+                                        state="withdrawn"), True)
 
     def _replace(self, key: tuple[str, str], held: Held | None) -> None:
         old = self._held.pop(key, None) if held is None else self._held.get(key)
@@ -159,7 +179,9 @@ class QueryHost:
         if old is not None and old is not held:
             old.close_opened()
 
-    def _announce(self, hosted: Any, held: Held, moved: bool = False) -> None:
+    def _announce(self, hosted: Any, held: Held, moved: bool = False) -> bool:
+        """Announce where ``held`` is answered (``moved``: even if said before); whether a
+        route was sent."""
         from kspark._kafka.query_routes import Route, RouteAnnouncer
 
         endpoint = self._start(hosted.ctx.config)
@@ -167,8 +189,10 @@ class QueryHost:
                       endpoint.token, held.state, hosted.here)
         try:
             RouteAnnouncer.of(hosted.ctx.settings, hosted.ctx.app_id).announce(route, moved)
+            return True
         except Exception as e:  # noqa: BLE001 - queries wait for the next announcement
             log.warning("task %s: its query route could not be announced: %s", held.task_id, e)
+            return False
 
     def _start(self, config: Any) -> Any:
         from kspark._host.query_endpoint import QueryEndpoint

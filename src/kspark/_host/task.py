@@ -117,18 +117,12 @@ class HostedTask:
             restore=lambda t: self._restore(t, saved))
         self.host.changelog_offsets = dict(self.task.restored or {})
         self.host.position = dict(self.host.changelog_offsets)
-        query_host().hold(self, moved=not self._committed_here())
+        query_host().hold(self)
         restored = self.host.take_restored()
         self._pending.restored_records += restored
         self._pending.restores += restored > 0
         if restored and self.task.stats.debug:  # task-level restore-total, -rate (DEBUG)
             self.task.stats.count("restore", restored)
-
-    def _committed_here(self) -> bool:
-        """Whether this worker's producer (exactly-once: its transactional instance) made the
-        task's last commit: then no other worker has held the task since."""
-        tx, marker = self.out.tx, self.marker
-        return marker is not None and tx is not None and marker.producer == tx.instance
 
     def _restore(self, task: Any, saved: dict | None) -> Any:
         """Restore ``task``'s stores (queryable meanwhile only by stale queries)."""

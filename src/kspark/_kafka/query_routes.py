@@ -1,12 +1,13 @@
 """Where each task's state can be queried: the workers announce it in the application's
 control topic (key ``route``), and whoever queries follows the topic.
 
-A worker announces a task when it starts holding it (``restoring`` while it restores,
-``active`` once it runs) with its query endpoint's address and token, and the names of
-the task's stores. Announcements are rare: once per task and worker, and again hourly (a
-worker keeping a task from one micro-batch or epoch to the next says nothing new). The
-latest announcement of a task wins (one partition: offset order is the order they were
-made in).
+A worker announces a task (``active``) with its query endpoint's address and token and
+the names of the task's stores when it takes the task over from another worker (the task's
+last commit is not its own), and again hourly. A worker keeping a task from one micro-batch
+or epoch to the next says nothing new. The latest announcement of a task wins (one
+partition: offset order is the order they were made in), except a ``withdrawn`` one: a
+worker that took a task over and failed before committing it gives the task back to the
+route before (whose worker made the task's last commit).
 
 Who may query is who may read the control topic (the token is in it): the same principals
 that may read the application's changelogs, which hold the same data.
@@ -35,7 +36,8 @@ __all__ = ["Route", "RouteAnnouncer", "RouteTable", "ROUTE_KEY", "route_of"]
 
 log = logging.getLogger("kspark")
 ROUTE_KEY = b"route"
-STATES = ("restoring", "active")
+STATES = ("restoring", "active", "withdrawn")
+HISTORY = 4  # routes kept per task, newest first: a withdrawn one gives way to the one before
 REANNOUNCE_S = 3600.0  # a route held this long is said again when the task is next held
 _ANNOUNCERS: dict[tuple[str, str], RouteAnnouncer] = {}
 _LOCK = threading.Lock()
@@ -131,6 +133,7 @@ class RouteTable:
 
         self.app_id, self.max_age_s = app_id, max_age_s
         self.routes: dict[str, Route] = {}
+        self.history: dict[str, list[Route]] = {}  # per task, newest first, one per endpoint
         self._tp = TopicPartition(control_topic(app_id), 0, 0)
         self._consumer = new_consumer(as_settings(where).conf("consumer", "routes", {
             "group.id": f"{app_id}-routes", "enable.auto.commit": False,
@@ -167,7 +170,21 @@ class RouteTable:
                 continue
             route = route_of(m.value()) if m.key() == ROUTE_KEY else None
             if route is not None:
-                self.routes[route.task] = route
+                self._take(route)
+
+    def _take(self, route: Route) -> None:
+        """A route read: the task's route now; a withdrawn one gives the task back to the
+        route before it (a worker that took the task and failed before committing it)."""
+        older = [r for r in self.history.get(route.task, ()) if r.endpoint != route.endpoint]
+        if route.state == "withdrawn":
+            self.history[route.task] = older
+            if older:
+                self.routes[route.task] = older[0]
+            else:
+                self.routes.pop(route.task, None)
+            return
+        self.routes[route.task] = route
+        self.history[route.task] = [route, *older][:HISTORY]
 
     def _position(self) -> int:
         """The next offset to read (past transaction markers, which no record shows)."""
