@@ -33,21 +33,8 @@ from kspark.query import (
     WindowRangeQuery,
 )
 from kspark.state import Stores, ValueAndTimestamp, VersionedRecord
-from tests.unit.test_iq_queries import dsl_driver, papi_driver
 
 S, L = Serdes.String(), Serdes.Long()
-
-
-@pytest.fixture
-def dsl():
-    with dsl_driver() as d:
-        yield d
-
-
-@pytest.fixture
-def papi():
-    with papi_driver() as d:
-        yield d
 
 QUERIES = [
     ("counts", KeyQuery.with_key("a")),

@@ -15,21 +15,8 @@ from kspark.query import FailureReason, Position, QueryResult, StateQueryResult
 from kspark.state import Stores, ValueAndTimestamp, VersionedRecord
 from kspark.state.queryable import QueryableStoreTypes as T, StoreQueryParameters
 from kspark.testing import TopologyTestDriver
-from tests.unit.test_iq_queries import dsl_driver, papi_driver
 
 S, L = Serdes.String(), Serdes.Long()
-
-
-@pytest.fixture
-def dsl():
-    with dsl_driver() as d:
-        yield d
-
-
-@pytest.fixture
-def papi():
-    with papi_driver() as d:
-        yield d
 
 
 def store(d, name, store_type, partition=None):
