@@ -6,7 +6,8 @@ PY     := $(VENV)/bin/python
 .PHONY: setup demo test lint check bench bench-peers soak soak-faults conformance clean
 ROUNDS  ?= 20
 RECORDS ?= 200000
-SOAK_MODE ?= micro_batch
+# Both execution modes by default, real_time (the default mode) first; SOAK_MODES=micro_batch for one.
+SOAK_MODES ?= real_time micro_batch
 
 # Idempotent: the virtual environment is rebuilt only when pyproject.toml changes,
 # and Kafka's jars are fetched with Maven only when they are not cached yet.
@@ -61,8 +62,10 @@ bench-peers: setup
 # transactions T" (exactly_once_v2 also writes its echo to a Delta table, KStream.to_spark, and
 # adds "; Delta table: rows N, duplicates D, lost L"). at_least_once runs too: it must show duplicates (the harness sees them).
 soak: setup
-	$(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee exactly_once_v2 --mode $(SOAK_MODE) --delta
-	$(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee at_least_once --mode $(SOAK_MODE)
+	for m in $(SOAK_MODES); do \
+	  $(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee exactly_once_v2 --mode $$m --delta && \
+	  $(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee at_least_once --mode $$m || exit 1; \
+	done
 
 # The same soak on a three-node cluster of its own with Kafka's own faults added (issue 39): in
 # every round a node SIGKILLed and started again after 0-10 s, or a rolling restart, while the
@@ -70,8 +73,10 @@ soak: setup
 # line per fault kind: "faults: KIND N, took ...; output paused ...". Not part of make test.
 soak-faults: setup
 	KSPARK_FULL_MATRIX=1 $(PY) -m pytest -q tests/integration/test_broker_faults.py
-	$(PY) -m tests.integration.soak --faults broker --rounds $(ROUNDS) --records $(RECORDS) --guarantee exactly_once_v2 --mode $(SOAK_MODE)
-	$(PY) -m tests.integration.soak --faults broker --rounds $(ROUNDS) --records $(RECORDS) --guarantee at_least_once --mode $(SOAK_MODE)
+	for m in $(SOAK_MODES); do \
+	  $(PY) -m tests.integration.soak --faults broker --rounds $(ROUNDS) --records $(RECORDS) --guarantee exactly_once_v2 --mode $$m && \
+	  $(PY) -m tests.integration.soak --faults broker --rounds $(ROUNDS) --records $(RECORDS) --guarantee at_least_once --mode $$m || exit 1; \
+	done
 
 # kspark against Java Kafka Streams' TopologyTestDriver on COUNT generated scenarios
 # (make test runs 300 of them); prints the first disagreements.

@@ -9,7 +9,7 @@ output with ``read_committed`` and prints as its last line::
     soak: rounds R, duplicates D, lost L, wrong aggregates W, open transactions T
 
 ``make soak`` runs it (20 rounds, 200,000 records, exactly_once_v2, then at_least_once,
-where it must see duplicates; ``make soak SOAK_MODE=real_time`` in real-time mode);
+where it must see duplicates; ``make soak SOAK_MODES=real_time`` in real-time mode);
 ``python -m tests.integration.soak --help`` for the options.
 
 ``--faults broker`` (``make soak-faults``) runs it on a three-node cluster of its own and

@@ -93,7 +93,7 @@ def test_driver_killed_after_some_tasks_committed_resumes_exactly(broker, admin,
     commit log does not have yet, and the restarted query replays that batch (the committed
     task writes nothing); real-time mode has neither a commit log nor replayed batches. A
     driver SIGKILLed mid-run in real-time mode: ``test_async_on_spark.py`` (calls in
-    flight, records delayed), and ``make soak SOAK_MODE=real_time`` (this application)."""
+    flight, records delayed), and ``make soak SOAK_MODES=real_time`` (this application)."""
     src = _topics(admin, topic_name, "eos-driver")
     n = 6000
     soak.produce(broker, src, 0, n, KEYS)
@@ -144,7 +144,7 @@ def test_executor_killed_mid_batch_on_local_cluster(mode, broker, tmp_path):
     time: once the group's committed position first moved, mid-epoch), each executor with
     its own disk; the run goes on without a restart (real time: the lost epoch is followed
     by a new one), output exact. One round, exactly_once_v2 only (``make soak`` runs both
-    guarantees, many rounds; ``SOAK_MODE=real_time`` in real-time mode), with 3,000
+    guarantees, many rounds; ``SOAK_MODES=real_time`` for one mode), with 3,000
     records: two micro-batches of 1,500 (the suite's time budget). Real time: the
     new epoch, a barrier stage, is submitted before the replacement executor is up, and
     Spark checks again for enough slots every

@@ -199,9 +199,10 @@ def test_more_threads_than_task_slots_is_refused(broker, spark, admin, topic_nam
     slots = spark.sparkContext.defaultParallelism
     cfg = _real_time(app_config, num_stream_threads=slots + 1)
     streams = KafkaStreams(b.build(), cfg, spark=spark)
-    with pytest.raises(ConfigError, match=f"num.stream.threads={slots + 1} needs"):
+    with pytest.raises(ConfigError, match=f"num.stream.threads={slots + 1} needs") as refused:
         streams.start()
     streams.close()
+    assert "execution.mode=micro_batch" in str(refused.value)  # the alternative is named
 
 
 def _slow_upper(v):

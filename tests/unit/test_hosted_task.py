@@ -21,6 +21,7 @@ from kspark._host.task import HostedTask
 from kspark._plan.plan import StagePlan
 from kspark.config import StreamsConfig
 from kspark.errors import TaskFencedError
+from kspark.processor import Processor, PunctuationType, Record
 
 S = Serdes.String()
 SRC, DST, CHANGELOG = "in", "out", ("app-store-changelog", 0)
@@ -122,10 +123,14 @@ class FakeIO:
         return dict(self.kafka.ends)
 
 
-def _context(tmp_path, eos):
-    b = StreamsBuilder()
+def _upper(b):
     b.stream(SRC, key_serde=S, value_serde=S).map_values(str.upper).to(
         DST, key_serde=S, value_serde=S)
+
+
+def _context(tmp_path, eos, topology=_upper):
+    b = StreamsBuilder()
+    topology(b)
     graph = b.build()._graph
     (st,) = sub_topologies(graph)
     cfg = StreamsConfig({"application.id": f"app-{uuid.uuid4().hex[:8]}",
@@ -321,3 +326,38 @@ def test_metrics_count_once_per_commit_and_a_move_once_per_open(tmp_path, eos):
     b = t.commit()
     assert (a.moves, b.moves, a.commits, b.commits) == (1, 0, 1, 1)
     assert a.where == {"0_0": t.here} and a.changelog_records == 0
+
+
+class _WallTicker(Processor):
+    """Forwards ("tick", records seen) on every wall-clock punctuation (every 10 s)."""
+
+    def init(self, context):
+        self.context, self.seen = context, 0
+        context.schedule(10_000, PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+    def tick(self, now):
+        self.context.forward(Record("tick", str(self.seen), now))
+
+    def process(self, record):
+        self.seen += 1
+
+
+def _ticking(b):
+    b.stream(SRC, key_serde=S, value_serde=S).process(_WallTicker).to(
+        DST, key_serde=S, value_serde=S)
+
+
+def test_a_due_wall_clock_punctuation_runs_and_its_output_is_committed(tmp_path, eos):
+    kafka = FakeKafka()
+    t = _open(_context(tmp_path, eos, _ticking), FakeIO(kafka, eos), ("run", 0))
+    now = [t.task.clock()]
+    t.task.clock = lambda: now[0]  # the task's wall clock, moved by the test
+    assert t.punctuate() is False and t.commit() is None  # not due: nothing to commit
+    t.feed([_record(0), _record(1)])
+    now[0] += 10_000
+    assert t.punctuate() is True
+    assert t.commit() is not None  # a punctuation alone makes the interval worth committing
+    assert kafka.output == [(DST, b"2")]
+    now[0] += 10_000
+    assert t.punctuate() is True and t.commit() is not None
+    assert kafka.output == [(DST, b"2"), (DST, b"2")] and kafka.marker.batch == 2

@@ -2,7 +2,9 @@
 
 A :class:`HostContext` carries the topology, the application's config, the sub-topology's
 plan, the test hooks and what is derived from them once (the client settings, parsed
-once; the guarantee; the store builders), so no worker parses the config again. Both
+once; the guarantee; the store builders; every key the host reads, typed), so no worker
+parses the config again or restates a default. The engine's own task still gets the config
+(its handlers and serdes read it, as Kafka Streams' ``ProcessorContext.appConfigs()``). Both
 execution modes hand it to :class:`~kspark._host.task.HostedTask`.
 """
 
@@ -41,6 +43,10 @@ class HostContext:
         self.request_timeout_ms = int(config["request.timeout.ms"])
         self.delays = bool(graph.delayed_stores())
         self.checkpoint = checkpoint_location(config)
+        self.state_dir = str(config["state.dir"])
+        self.max_task_idle_ms = int(config["max.task.idle.ms"])
+        self.query_endpoint = (bool(config["query.endpoint.enabled"]),
+                               str(config["query.endpoint.host"]))  # (enabled, host)
 
     def admin(self) -> Any:
         """This worker's admin client of the cluster (made once per process)."""

@@ -112,7 +112,7 @@ class QueryHost:
         and made its last commit (else another worker may have announced it since)."""
         task = task if task is not None else hosted.task
         ctx = hosted.ctx
-        if not task.stores or not ctx.config.get("query.endpoint.enabled", True):
+        if not task.stores or not ctx.query_endpoint[0]:
             return
         held = Held(hosted.task_id, hosted.host.lock,
                     {name: committed_view(s) for name, s in task.stores.items()},
@@ -158,7 +158,7 @@ class QueryHost:
                 kept[name].inner = bottom.detach()
         self._replace(key, Held(
             held.task_id, held.lock, kept, held.position, "active",
-            task_store_dir(config["state.dir"], hosted.ctx.app_id, hosted.task_id),
+            task_store_dir(hosted.ctx.state_dir, hosted.ctx.app_id, hosted.task_id),
             {name: b for name, b in builders.items() if b.supplier.persistent},
             set(held.stores)))
 
@@ -184,7 +184,7 @@ class QueryHost:
         route was sent."""
         from kspark._kafka.query_routes import Route, RouteAnnouncer
 
-        endpoint = self._start(hosted.ctx.config)
+        endpoint = self._start(hosted.ctx.query_endpoint[1])
         route = Route(held.task_id, tuple(sorted(held.stores)), endpoint.address,
                       endpoint.token, held.state, hosted.here)
         try:
@@ -194,13 +194,12 @@ class QueryHost:
             log.warning("task %s: its query route could not be announced: %s", held.task_id, e)
             return False
 
-    def _start(self, config: Any) -> Any:
+    def _start(self, host: str) -> Any:
         from kspark._host.query_endpoint import QueryEndpoint
 
         with self._guard:
             if self._endpoint is None:
-                endpoint = QueryEndpoint(config.get("query.endpoint.host", "127.0.0.1"),
-                                         self.answer)
+                endpoint = QueryEndpoint(host, self.answer)
                 endpoint.start()
                 self._endpoint = endpoint
             return self._endpoint

@@ -51,7 +51,7 @@ class HostedTask:
         self.ctx, self.partition, self.io = ctx, partition, io
         self.task_id = f"{ctx.plan.stage}_{partition}"
         self.key = (ctx.app_id, self.task_id)  # in the worker's registry
-        self.here = state_location(ctx.config["state.dir"])
+        self.here = state_location(ctx.state_dir)
         self.out = Output(None, None)
         self.again = False  # the batch is one this task committed: restore from before it
         self.task: Any = None  # the engine's StreamTask, from acquire

@@ -161,9 +161,12 @@ class ClientSettings:
             kinds.append((prefix[:-1], _pairs(keys)))
         app_id = str(config.get("application.id") or "kspark")
         prefix = config.get("client.id") or app_id
+        from kspark.config import declared_default
+
+        bounds = [int(config.get(k, declared_default(k)))
+                  for k in ("task.timeout.ms", "retry.backoff.ms")]
         return cls(str(config["bootstrap.servers"]), _pairs(common), tuple(kinds), str(prefix),
-                   app_id, int(config.get("task.timeout.ms", 300_000)),
-                   int(config.get("retry.backoff.ms", 100)))
+                   app_id, *bounds)
 
     def conf(self, kind: str, purpose: str | None = None,
              owned: Mapping[str, Any] | None = None,

@@ -73,7 +73,7 @@ def run_stream_thread(contexts: dict[int, HostContext], slot: int,
     """Run one thread for one epoch in Spark task ``slot`` of the epoch's barrier stage
     (``contexts``: per sub-topology); its counts (records in and out, commits)."""
     ctx = next(iter(contexts.values()))
-    index = thread_identity(ctx.app_id, slot, epoch, ctx.config["state.dir"])
+    index = thread_identity(ctx.app_id, slot, epoch, ctx.state_dir)
     specs = epoch.mine(index)
     # Each attempt of the thread stamps its commits and changelog records with a run of its
     # own: a retried attempt of the same epoch (Spark retries a failed barrier stage whole)
@@ -213,7 +213,7 @@ class _Loop:
         self.consumer, self.tasks, self.watch, self.epoch, self.ctx = (
             consumer, tasks, watch, epoch, ctx)
         self.reporter, self.globals = reporter, globals_
-        wait = ctx.config["max.task.idle.ms"] != -1  # -1: never wait (0: see ready())
+        wait = ctx.max_task_idle_ms != -1  # -1: never wait (0: see ready())
         self.groups = {s: PartitionGroup(s.sources, wait) for s in tasks}
         self.owner = {tp: s for s in tasks for tp in s.sources}
         self.at_end: dict[TP, int] = {}  # partitions with nothing to fetch now: their end
