@@ -74,3 +74,53 @@ def run_with_fault(cmd: list[str], fault: Callable[[], None], timeout_s: float =
         if proc.poll() is None:
             proc.kill()
     return run
+
+
+class LeaderWatch:
+    """Watches a rolling restart move the leaders (``LocalCluster.rolling_restart``'s
+    ``around``): before each node stops, which partitions it leads and whether it is the
+    group's coordinator; once it stopped, waits (at most 30 s) until each of those has a
+    leader elsewhere, and records them as moved.
+
+    ``moved``: the partitions (``(topic, partition)``) whose leader moved off a stopping
+    node; ``coordinator_moved``: whether the consumer group ``group``'s coordinator did."""
+
+    def __init__(self, bootstrap: str, group: str):
+        from confluent_kafka.admin import AdminClient
+
+        self.admin, self.group = AdminClient({"bootstrap.servers": bootstrap}), group
+        self.moved: set[tuple[str, int]] = set()
+        self.coordinator_moved = False
+        self._led: list[tuple[str, int]] = []
+        self._coordinator = -1
+
+    def leaders(self) -> dict[tuple[str, int], int]:
+        md = self.admin.list_topics(timeout=10)
+        return {(t, p.id): p.leader for t, tm in md.topics.items()
+                for p in tm.partitions.values()}
+
+    def coordinator(self) -> int:
+        (f,) = self.admin.describe_consumer_groups([self.group], request_timeout=10).values()
+        return f.result(timeout=15).coordinator.id
+
+    def __call__(self, node: int, phase: str) -> None:
+        if phase == "stopping":
+            self._led = [tp for tp, leader in self.leaders().items() if leader == node]
+            self._coordinator = self.coordinator()
+            return
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                now = self.leaders()
+                coordinator = self.coordinator()
+            except Exception:  # noqa: BLE001 - the metadata is moving: ask again
+                now, coordinator = {}, node
+            moved = [tp for tp in self._led if now.get(tp, -1) not in (-1, node)]
+            if len(moved) == len(self._led) and coordinator != node:
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"30 s after node {node} stopped, partitions it led still "
+                                     f"have no other leader: {sorted(set(self._led) - set(moved))}")
+            time.sleep(0.2)
+        self.moved.update(moved)
+        self.coordinator_moved |= self._coordinator == node

@@ -1,6 +1,7 @@
-"""Kafka's own faults under a running exactly-once application, in both execution modes:
-the single broker SIGKILLed and restarted on its data directory, a broker outage longer
-than ``task.timeout.ms``, and a rolling restart of a three-node cluster. The output is read
+"""Kafka's own faults under a running application, in both execution modes: the single
+broker SIGKILLed and restarted on its data directory (exactly-once), a broker outage longer
+than ``task.timeout.ms``, and a rolling restart of a three-node cluster (both guarantees),
+which moves every leader and coordinator off each node in turn. The output is read
 with read_committed and checked record by record (``soak.verify``): no duplicate, nothing
 lost, no wrong aggregate, no transaction left open; a fault the application cannot ride
 through ends it with a clear error within ``task.timeout.ms`` plus 30 s, never a hang.
@@ -19,7 +20,7 @@ import pytest
 from kspark._kafka.admin import Admin
 from kspark._kafka.broker import LocalBroker, free_port
 from tests.integration import soak
-from tests.integration.faults import run_with_fault
+from tests.integration.faults import LeaderWatch, run_with_fault
 
 RECORDS, KEYS = 20_000, 100
 
@@ -56,12 +57,7 @@ def _exact(bootstrap: str, src: str, app_id: str, guarantee: str = "exactly_once
         assert (f.lost, f.wrong, f.open_transactions) == (0, 0, 0), f.line(1)
 
 
-# Sampled for the suite's time (25 minutes): real_time, the default mode, here; make
-# soak-faults runs both modes (KSPARK_FULL_MATRIX=1), and its 20-round soaks both too.
-SIGKILL_MODES = ["real_time"] + (["micro_batch"] if os.environ.get("KSPARK_FULL_MATRIX") else [])
-
-
-@pytest.mark.parametrize("mode", SIGKILL_MODES)
+@pytest.mark.parametrize("mode", ["real_time", "micro_batch"])
 def test_broker_sigkilled_and_restarted_under_exactly_once(mode, own_broker, tmp_path):
     """The single broker SIGKILLed once output has started, back 5 s later on its data
     directory and port: the application rides through and its output is exact."""
@@ -105,17 +101,28 @@ def test_outage_longer_than_task_timeout_fails_clearly(mode, own_broker, tmp_pat
 
 @pytest.mark.skipif(not os.environ.get("KSPARK_FULL_MATRIX"), reason="full matrix only "
                     "(KSPARK_FULL_MATRIX=1, make soak-faults): the suite's time budget; a "
-                    "broker SIGKILLed and restarted runs always")
-@pytest.mark.parametrize("mode,guarantee", [("real_time", "exactly_once_v2")])
+                    "broker SIGKILLed and restarted runs always, in both modes")
+@pytest.mark.parametrize("mode", ["real_time", "micro_batch"])
+@pytest.mark.parametrize("guarantee", ["exactly_once_v2", "at_least_once"])
 def test_rolling_restart_of_a_three_broker_cluster(mode, guarantee, broker_cluster, tmp_path):
     """Each of three brokers restarted in turn (a clean stop, a start, the ISRs full again
-    before the next), as an upgrade does, during a run: the output is as without it. Every
-    leader and both coordinators move at least once. Sampled for the suite's time: the
-    default mode under exactly-once; the other combinations of mode and guarantee run in
-    the fault soak (make soak-faults)."""
+    before the next), as an upgrade does, during a run: the output is as without it. The
+    leaders of the input, output, changelog, repartition, offsets and transaction-state
+    topics move off each stopping node (watched, not assumed), and so does the group
+    coordinator; the transaction coordinators with their ``__transaction_state`` leaders."""
     cmd, src, app_id = _app(broker_cluster.bootstrap, "rolling", tmp_path, mode, guarantee)
-    run = run_with_fault(cmd, lambda: broker_cluster.rolling_restart(log=lambda _: None))
+    watch = LeaderWatch(broker_cluster.bootstrap, app_id)
+    run = run_with_fault(cmd, lambda: broker_cluster.rolling_restart(log=lambda _: None,
+                                                                     around=watch))
     assert run.code == 0, f"the app did not finish (exit {run.code}):\n{run.text()}"
+    moved_topics = {t for t, _ in watch.moved}
+    kinds = [src, f"{src}-echo", f"{src}-agg", "__consumer_offsets"]
+    if guarantee == "exactly_once_v2":
+        kinds.append("__transaction_state")
+    assert set(kinds) <= moved_topics, sorted(moved_topics)
+    assert any(t.startswith(app_id) and t.endswith("-changelog") for t in moved_topics)
+    assert any(t.startswith(app_id) and t.endswith("-repartition") for t in moved_topics)
+    assert watch.coordinator_moved
     print(f"\n{mode} {guarantee}: rolling restart took {run.fault_ended - run.fault_began:.1f} s; "
           f"output paused {run.pause_s():.1f} s in all")
     _exact(broker_cluster.bootstrap, src, app_id, guarantee)

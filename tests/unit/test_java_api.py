@@ -356,3 +356,55 @@ def test_store_reads_take_datetime_as_javas_instant():
         assert store.fetch("k", at) == store.fetch("k", 10_000)
         assert [tuple(kv) for kv in store.fetch("k", at, at + timedelta(seconds=5))] == \
             [tuple(kv) for kv in store.fetch("k", 10_000, 15_000)]
+
+
+def test_every_argument_named_in_an_accepted_form_is_taken_by_that_keyword():
+    """The forms an error lists name the keywords a call takes: ``join(other_stream=...,
+    join_windows=..., stream_joined=...)`` and the like bind as the positional call does."""
+    b = StreamsBuilder()
+    a = b.stream(topic="a", consumed=Consumed.with_(S, S))
+    c = b.stream(topics=["c"], consumed=Consumed.with_(S, S))
+    table = b.table("t", Consumed.with_(S, S))
+    a.join(other_stream=c, joiner=lambda x, y: f"{x}{y}",
+           join_windows=JoinWindows.of_time_difference_without_grace(10),
+           stream_joined=StreamJoined.with_(S, S, S)).to("ss", Produced.with_(S, S))
+    a.left_join(table=table, joiner=lambda x, y: f"{x}{y}").to(
+        topic_extractor=lambda k, v, ctx: "st", produced=Produced.with_(S, S))
+    other = b.table("t2", Consumed.with_(S, S))
+    table.join(other_table=other, joiner=lambda x, y: x + y).to_stream(
+        key_mapper=lambda k, v: k).to("tt", Produced.with_(S, S))
+    a.group_by(key_selector=lambda k, v: v, grouped=Grouped.with_(S, S)).windowed_by(
+        time_windows=TimeWindows.of_size_with_no_grace(10)).count()
+    out = _drive(b, {"t": [("k", "t", 1)], "t2": [("k", "2", 1)], "c": [("k", "c", 2)],
+                     "a": [("k", "a", 3)]}, {"ss": (S, S), "st": (S, S), "tt": (S, S)})
+    assert out == {"ss": [("k", "ac")], "st": [("k", "at")], "tt": [("k", "t2")]}
+
+
+def test_the_join_refused_by_keyword_lists_the_forms_not_an_internal_signature():
+    b = StreamsBuilder()
+    a = b.stream("a", Consumed.with_(S, S))
+    with pytest.raises(TypeError, match=r"KStream.join\(\) does not accept .*\n  join\("):
+        a.join(other_stream=a, joiner=lambda x, y: x)  # the join windows left out
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Consumed.with_(42, S), lambda: Produced.with_(S, 42),
+    lambda: Grouped.with_(42, S), lambda: Joined.with_(S, S, 3),
+    lambda: StreamJoined.with_(S, object(), S), lambda: Materialized.with_(1, 2),
+    lambda: Repartitioned.with_(S, [S]), lambda: Materialized.as_("m").with_value_serde(7),
+], ids=["Consumed", "Produced", "Grouped", "Joined", "StreamJoined", "Materialized",
+        "Repartitioned", "with_value_serde"])
+def test_an_option_object_given_something_other_than_a_serde_is_refused_at_the_call(make):
+    """Before, ``Consumed.with_(42, ...)`` was accepted and failed at the first record with
+    ``'int' object has no attribute 'serialize'``."""
+    with pytest.raises(TypeError, match=r"_serde takes a Serde \(Serdes.String\(\), \.\.\.\)"):
+        make()
+
+
+def test_a_keyword_serde_that_is_not_a_serde_is_refused_at_the_call():
+    b = StreamsBuilder()
+    with pytest.raises(TypeError, match=r"stream\(\) does not accept .*key_serde=int 42"):
+        b.stream("in", key_serde=42)
+    s = b.stream("in", key_serde="String", value_serde=Serdes.String)  # a name and a class
+    with pytest.raises(TypeError, match=r"KStream.to\(\) does not accept"):
+        s.to("out", value_serde="not a serde".encode())

@@ -178,17 +178,25 @@ class LocalCluster:
                           f"({self.dir}/node-*/broker.log)")
 
     def rolling_restart(self, log: Callable[[str], object] = print,
-                        timeout_s: float = 90.0) -> dict[int, float]:
+                        timeout_s: float = 90.0,
+                        around: Callable[[int, str], object] | None = None
+                        ) -> dict[int, float]:
         """Restart each node in turn, as Kafka's operators do: a clean stop, a start, then
         wait until every partition's ISR is full again before the next node. Returns the
-        seconds each node took; BrokerError if a step does not finish within ``timeout_s``."""
+        seconds each node took; BrokerError if a step does not finish within ``timeout_s``.
+        ``around(node, "stopping" | "stopped")``, if given, is called before each node's
+        stop and once it has stopped (a test watches the leaders move)."""
         self.wait_in_sync(timeout_s)  # never take a node out of an under-replicated cluster
         took = {}
         for i, node in self._nodes.items():
             log(f"kspark cluster: restarting node {i} ({node.bootstrap})")
+            if around is not None:
+                around(i, "stopping")
             t0 = time.monotonic()
             node.stop(timeout_s)
             t1 = time.monotonic()
+            if around is not None:
+                around(i, "stopped")
             node.start(timeout_s)
             t2 = time.monotonic()
             self.wait_in_sync(timeout_s)

@@ -14,7 +14,7 @@ from typing import Any
 
 from kspark._engine.aggregates.windows import SessionWindows, SlidingWindows, TimeWindows
 from kspark._engine.joins.stream_stream import JoinWindows
-from kspark.dsl._overloads import FN, Form, Slot
+from kspark.dsl._overloads import FN, SERDE, Form, Slot
 from kspark.dsl.joined import Joined, StreamJoined
 from kspark.dsl.materialized import Materialized
 from kspark.dsl.named import Grouped, Named, Printed, TableJoined
@@ -72,19 +72,23 @@ ACTION = (Form("(action(key, value)[, named])", Slot("action", FN, arity=(2,)), 
 SPLIT = (Form("split([named])", _named()),)
 TO = (Form("to(topic | topic_extractor(key, value, record_context)[, produced])",
            Slot("topic", (str,)), Slot("produced", Produced, optional=True),
-           _kw("key_serde"), _kw("value_serde"), _kw("partitioner"), _kw("name", str)),
+           _kw("key_serde", SERDE), _kw("value_serde", SERDE), _kw("partitioner"),
+           _kw("name", str)),
       Form("to(topic_extractor(key, value, record_context)[, produced])",
-           Slot("topic", FN, arity=(3,)), Slot("produced", Produced, optional=True),
-           _kw("key_serde"), _kw("value_serde"), _kw("partitioner"), _kw("name", str)))
+           Slot("topic", FN, arity=(3,), aliases=("topic_extractor",)),
+           Slot("produced", Produced, optional=True),
+           _kw("key_serde", SERDE), _kw("value_serde", SERDE), _kw("partitioner"),
+           _kw("name", str)))
 REPARTITION = (Form("repartition([repartitioned])",
                     Slot("repartitioned", Repartitioned, optional=True),
-                    _kw("key_serde"), _kw("value_serde"), _kw("name", str),
+                    _kw("key_serde", SERDE), _kw("value_serde", SERDE), _kw("name", str),
                     _kw("partitioner")),)
 GROUP_BY = (Form("group_by(key_selector(key, value)[, grouped])",
-                 Slot("selector", FN, arity=(2,)), Slot("grouped", Grouped, optional=True),
-                 _kw("key_serde"), _kw("value_serde")),)
+                 Slot("selector", FN, arity=(2,), aliases=("key_selector",)),
+                 Slot("grouped", Grouped, optional=True),
+                 _kw("key_serde", SERDE), _kw("value_serde", SERDE)),)
 GROUP_BY_KEY = (Form("group_by_key([grouped])", Slot("grouped", Grouped, optional=True),
-                     _kw("key_serde"), _kw("value_serde")),)
+                     _kw("key_serde", SERDE), _kw("value_serde", SERDE)),)
 TO_TABLE = (Form("to_table([named][, materialized])", _named(), _materialized()),)
 PRINT = (Form("print(printed)", Slot("printed", Printed)),
          Form("print([label][, name])", Slot("label", str, optional=True),
@@ -99,28 +103,33 @@ def stream_join_forms(call: str, global_ok: bool, windowed_only: bool) -> tuple[
 
     forms = [Form(f"{call}(other_stream, joiner(value, other_value), join_windows"
                   "[, stream_joined])",
-                  Slot("other", KStream), Slot("joiner", FN, arity=(2,)),
-                  Slot("windows", JoinWindows), Slot("joined", StreamJoined, optional=True),
+                  Slot("other", KStream, aliases=("other_stream",)),
+                  Slot("joiner", FN, arity=(2,)),
+                  Slot("windows", JoinWindows, aliases=("join_windows",)),
+                  Slot("joined", StreamJoined, optional=True, aliases=("stream_joined",)),
                   _kw("name", str))]
     if not windowed_only:
         forms.append(Form(f"{call}(table, joiner(value, table_value)[, joined])",
-                          Slot("other", KTable), Slot("joiner", FN, arity=(2,)),
+                          Slot("other", KTable, aliases=("table",)),
+                          Slot("joiner", FN, arity=(2,)),
                           Slot("joined", Joined, optional=True), _kw("name", str)))
     if global_ok:
         forms.append(Form(f"{call}(global_table, key_selector(key, value), "
                           "joiner(value, table_value)[, named])",
-                          Slot("other", GlobalKTable), Slot("key_selector", FN, arity=(2,)),
+                          Slot("other", GlobalKTable, aliases=("global_table",)),
+                          Slot("key_selector", FN, arity=(2,)),
                           Slot("joiner", FN, arity=(2,)), _named()))
     return tuple(forms)
 
 
 # StreamsBuilder
-STREAM = (Form("stream(topic | topics[, consumed])", Slot("topics", (str, list, tuple)),
-               Slot("consumed", Consumed, optional=True), _kw("key_serde"),
-               _kw("value_serde"), _kw("timestamp_extractor"), _kw("offset_reset", str)),)
+STREAM = (Form("stream(topic | topics[, consumed])",
+               Slot("topics", (str, list, tuple), aliases=("topic",)),
+               Slot("consumed", Consumed, optional=True), _kw("key_serde", SERDE),
+               _kw("value_serde", SERDE), _kw("timestamp_extractor"), _kw("offset_reset", str)),)
 TABLE = (Form("table(topic[, consumed][, materialized])", Slot("topic", str),
-              Slot("consumed", Consumed, optional=True), _materialized(), _kw("key_serde"),
-              _kw("value_serde"), _kw("timestamp_extractor"), _kw("offset_reset", str)),)
+              Slot("consumed", Consumed, optional=True), _materialized(), _kw("key_serde", SERDE),
+              _kw("value_serde", SERDE), _kw("timestamp_extractor"), _kw("offset_reset", str)),)
 GLOBAL_TABLE = (Form("global_table(topic[, consumed][, materialized])", *TABLE[0].slots),)
 
 # KTable
@@ -130,10 +139,11 @@ TABLE_MAP_VALUES = (Form("map_values(mapper(value) | mapper(key, value)[, named]
                          "[, materialized])", Slot("mapper", FN, arity=(1, 2)), _named(),
                          _materialized(), _kw("with_key", bool)),)
 TABLE_TO_STREAM = (Form("to_stream([key_mapper(key, value)][, named])",
-                        Slot("mapper", FN, optional=True, arity=(2,)), _named()),)
+                        Slot("mapper", FN, optional=True, arity=(2,), aliases=("key_mapper",)),
+                        _named()),)
 TABLE_GROUP_BY = (Form("group_by(selector(key, value) -> KeyValue[, grouped])",
                        Slot("selector", FN, arity=(2,)), Slot("grouped", Grouped, optional=True),
-                       _kw("key_serde"), _kw("value_serde")),)
+                       _kw("key_serde", SERDE), _kw("value_serde", SERDE)),)
 
 
 def table_join_forms(call: str, foreign_key: bool) -> tuple[Form, ...]:
@@ -142,13 +152,14 @@ def table_join_forms(call: str, foreign_key: bool) -> tuple[Form, ...]:
     from kspark.dsl.ktable import KTable
 
     forms = [Form(f"{call}(other_table, joiner(value, other_value)[, named][, materialized])",
-                  Slot("other", KTable), Slot("joiner", FN, arity=(2,)), _named(),
-                  _materialized())]
+                  Slot("other", KTable, aliases=("other_table",)),
+                  Slot("joiner", FN, arity=(2,)), _named(), _materialized())]
     if foreign_key:
         forms.append(Form(
             f"{call}(other_table, foreign_key_extractor(value) | foreign_key_extractor(key, "
             "value), joiner(value, other_value)[, table_joined][, materialized])",
-            Slot("other", KTable), Slot("extractor", FN, arity=(1, 2),
+            Slot("other", KTable, aliases=("other_table",)),
+            Slot("extractor", FN, arity=(1, 2),
                                         aliases=("foreign_key_extractor",)),
             Slot("joiner", FN, arity=(2,)), Slot("table_joined", TableJoined, optional=True),
             _materialized()))
@@ -157,7 +168,8 @@ def table_join_forms(call: str, foreign_key: bool) -> tuple[Form, ...]:
 
 # grouped streams and tables
 WINDOWED_BY = (Form("windowed_by(time_windows | sliding_windows | session_windows)",
-                    Slot("windows", (TimeWindows, SlidingWindows, SessionWindows))),)
+                    Slot("windows", (TimeWindows, SlidingWindows, SessionWindows),
+                         aliases=("time_windows", "sliding_windows", "session_windows"))),)
 COUNT = (Form("count([named][, materialized])", _named(), _materialized()),)
 REDUCE = (Form("reduce(reducer(aggregate, value)[, named][, materialized])",
                Slot("reducer", FN, arity=(2,)), _named(), _materialized()),)
@@ -167,7 +179,8 @@ AGGREGATE = (Form("aggregate(initializer(), aggregator(key, value, aggregate)[, 
 SESSION_AGGREGATE = (Form("aggregate(initializer(), aggregator(key, value, aggregate), "
                           "session_merger(key, aggregate1, aggregate2)[, named]"
                           "[, materialized])", Slot("initializer", FN, arity=(0,)),
-                          Slot("aggregator", FN, arity=(3,)), Slot("merger", FN, arity=(3,)),
+                          Slot("aggregator", FN, arity=(3,)),
+                          Slot("merger", FN, arity=(3,), aliases=("session_merger",)),
                           _named(), _materialized()),)
 TABLE_REDUCE = (Form("reduce(adder(aggregate, value), subtractor(aggregate, value)[, named]"
                      "[, materialized])", Slot("adder", FN, arity=(2,)),
@@ -181,4 +194,5 @@ COGROUP_AGGREGATE = (Form("aggregate(initializer()[, named][, materialized])",
 COGROUP_SESSION_AGGREGATE = (Form("aggregate(initializer(), session_merger(key, aggregate1, "
                                   "aggregate2)[, named][, materialized])",
                                   Slot("initializer", FN, arity=(0,)),
-                                  Slot("merger", FN, arity=(3,)), _named(), _materialized()),)
+                                  Slot("merger", FN, arity=(3,), aliases=("session_merger",)),
+                                  _named(), _materialized()),)

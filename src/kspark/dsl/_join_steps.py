@@ -32,7 +32,7 @@ class JoinSteps:
     _repartitioned: Callable[..., Any]
     _then: Callable[..., Any]
 
-    def join(self, other: Any, *args: Any, **kwargs: Any) -> "KStream":
+    def join(self, *args: Any, **kwargs: Any) -> "KStream":
         """Join each record with a partner, in Java's three forms:
 
         - ``join(table, joiner[, joined])``: the table's current value for the record's key,
@@ -47,11 +47,11 @@ class JoinSteps:
         Anything else (say, a ``Joined`` where the join windows go) is a TypeError listing
         these forms.
         """
-        return self._join("join", other, args, kwargs, left=False)
+        return self._join("join", args, kwargs, left=False)
 
-    def _join(self, call: str, other: Any, args: tuple, kwargs: dict, left: bool) -> "KStream":
-        a = bind(f"KStream.{call}", f.stream_join_forms(call, True, False), (other, *args),
-                 kwargs)
+    def _join(self, call: str, args: tuple, kwargs: dict, left: bool) -> "KStream":
+        a = bind(f"KStream.{call}", f.stream_join_forms(call, True, False), args, kwargs)
+        other = a["other"]
         if a["form"] == 0:
             return self._stream_join(other, a["joiner"], a["windows"],
                                      "left" if left else "inner", a["joined"])
@@ -95,17 +95,17 @@ class JoinSteps:
             ops_joins.GlobalTableJoinProcessor, table.store_name, key_selector, joiner, left),
             name, self._key_serde, None, keep_serdes=False)
 
-    def left_join(self, other: Any, *args: Any, **kwargs: Any) -> "KStream":
+    def left_join(self, *args: Any, **kwargs: Any) -> "KStream":
         """Like :meth:`join` (the same three forms), but records without a partner are
         joined with None (for a stream, once their join window has closed)."""
-        return self._join("left_join", other, args, kwargs, left=True)
+        return self._join("left_join", args, kwargs, left=True)
 
-    def outer_join(self, other: Any, *args: Any, **kwargs: Any) -> "KStream":
+    def outer_join(self, *args: Any, **kwargs: Any) -> "KStream":
         """Windowed stream-stream outer join: unpartnered records of either side join None:
         ``outer_join(other_stream, joiner, join_windows[, stream_joined])``."""
         a = bind("KStream.outer_join", f.stream_join_forms("outer_join", False, True),
-                 (other, *args), kwargs)
-        return self._stream_join(other, a["joiner"], a["windows"], "outer", a["joined"])
+                 args, kwargs)
+        return self._stream_join(a["other"], a["joiner"], a["windows"], "outer", a["joined"])
 
     def _stream_join(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: Any,
                      kind: str, joined: Any) -> "KStream":

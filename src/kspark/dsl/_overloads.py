@@ -27,9 +27,41 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FN", "Slot", "Form", "bind", "takes", "describe"]
+__all__ = ["FN", "SERDE", "Slot", "Form", "bind", "takes", "describe", "is_serde",
+           "check_serdes"]
 
 FN = object()  # a slot for a callable
+SERDE = object()  # a slot for a serde: a Serde, a serde's name or class, or None
+
+
+def is_serde(value: Any) -> bool:
+    """Whether ``value`` can be a serde argument: None (left to the defaults), a serde's
+    name or class (``"String"``, ``Serdes.String``), or an object that serializes and
+    deserializes (a ``Serde``, a windowed or registry serde, a user's own).
+
+    >>> from kspark import Serdes
+    >>> is_serde(Serdes.String()), is_serde("Long"), is_serde(42)
+    (True, True, False)
+    """
+    if value is None or isinstance(value, (str, type)):
+        return True
+    return callable(getattr(value, "serialize", None)) and callable(
+        getattr(value, "deserialize", None))
+
+
+def check_serdes(owner: str, **serdes: Any) -> None:
+    """A TypeError at the call naming ``owner``'s serde argument that is not a serde (else
+    it would fail only at the first record).
+
+    >>> check_serdes("Consumed.with_", key_serde=42)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: Consumed.with_(): key_serde takes a Serde (Serdes.String(), ...), a serde's name ...
+    """
+    for name, value in serdes.items():
+        if not is_serde(value):
+            raise TypeError(f"{owner}(): {name} takes a Serde (Serdes.String(), ...), a serde's "
+                            f"name ('String') or None, got {describe(value)}")
 
 
 @dataclass(frozen=True)
@@ -51,6 +83,8 @@ class Slot:
         if self.kind is FN:
             return (callable(value)
                     and (not self.arity or any(takes(value, n) for n in self.arity)))
+        if self.kind is SERDE:
+            return is_serde(value)
         return isinstance(value, self.kind)
 
 

@@ -56,14 +56,14 @@ class CogroupedKStream:
         return _aggregation.aggregate(first, name_or(_PREFIX, a["named"]), a["initializer"],
                                       aggregator, a["materialized"], None, tuple(more))
 
-    def windowed_by(self, windows: Any
+    def windowed_by(self, *args: Any, **kwargs: Any
                     ) -> TimeWindowedCogroupedKStream | SessionWindowedCogroupedKStream:
         """Aggregate per key and window: ``TimeWindows``, ``SlidingWindows`` or
         ``SessionWindows``."""
         from kspark._engine.aggregates.windows import SessionWindows
 
-        windows = bind("CogroupedKStream.windowed_by", _forms.WINDOWED_BY, (windows,),
-                       {})["windows"]
+        windows = bind("CogroupedKStream.windowed_by", _forms.WINDOWED_BY, args,
+                       kwargs)["windows"]
         if isinstance(windows, SessionWindows):
             return SessionWindowedCogroupedKStream(self._parts, windows)
         return TimeWindowedCogroupedKStream(self._parts, windows)

@@ -51,13 +51,14 @@ class KGroupedStream:
 
         return CogroupedKStream([(self._upstream, aggregator)])
 
-    def windowed_by(self, windows: Any) -> TimeWindowedKStream | SessionWindowedKStream:
+    def windowed_by(self, *args: Any, **kwargs: Any
+                    ) -> TimeWindowedKStream | SessionWindowedKStream:
         """Aggregate per key and window: ``TimeWindows``, ``SlidingWindows`` or
         ``SessionWindows``."""
         from kspark._engine.aggregates.windows import SessionWindows, SlidingWindows
 
-        windows = bind("KGroupedStream.windowed_by", _forms.WINDOWED_BY, (windows,),
-                       {})["windows"]
+        windows = bind("KGroupedStream.windowed_by", _forms.WINDOWED_BY, args,
+                       kwargs)["windows"]
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self._upstream, windows)
         if isinstance(windows, SlidingWindows):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kspark._engine.either import either
+from kspark.dsl._overloads import check_serdes
 
 __all__ = ["Joined", "StreamJoined"]
 
@@ -29,6 +30,11 @@ class Joined:
     value_serde: Any = None
     other_value_serde: Any = None
     grace_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        check_serdes("Joined", key_serde=self.key_serde,
+                     value_serde=self.value_serde,
+                     other_value_serde=self.other_value_serde)
 
     @staticmethod
     def with_(key_serde: Any, value_serde: Any, other_value_serde: Any = None) -> "Joined":
@@ -81,6 +87,11 @@ class StreamJoined:
     store_name: str | None = None
     logging: bool = True
     log_config: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        check_serdes("StreamJoined", key_serde=self.key_serde,
+                     value_serde=self.value_serde,
+                     other_value_serde=self.other_value_serde)
 
     @staticmethod
     def with_(key_serde: Any, value_serde: Any, other_value_serde: Any) -> "StreamJoined":

@@ -249,7 +249,7 @@ class KTable:
         out._old_policy = enable
         return out
 
-    def join(self, other: Any, *args: Any, **kwargs: Any) -> KTable:
+    def join(self, *args: Any, **kwargs: Any) -> KTable:
         """Rows present in both tables, in Java's two forms:
 
         - ``join(other, joiner[, named][, materialized])``: rows of the same key, valued
@@ -269,16 +269,16 @@ class KTable:
             >>> enriched = orders.join(products, lambda order: order.split("|")[0],
             ...                        lambda order, product: f"{order} {product}")
         """
-        return self._any_join("join", "inner", other, args, kwargs)
+        return self._any_join("join", "inner", args, kwargs)
 
-    def left_join(self, other: Any, *args: Any, **kwargs: Any) -> KTable:
+    def left_join(self, *args: Any, **kwargs: Any) -> KTable:
         """Every row of this table; ``other_value`` is None where the other has none. The
         same two forms as :meth:`join` (the second: the foreign-key variant)."""
-        return self._any_join("left_join", "left", other, args, kwargs)
+        return self._any_join("left_join", "left", args, kwargs)
 
-    def _any_join(self, call: str, kind: str, other: Any, args: tuple, kwargs: dict) -> KTable:
-        a = bind(f"KTable.{call}", f.table_join_forms(call, kind != "outer"), (other, *args),
-                 kwargs)
+    def _any_join(self, call: str, kind: str, args: tuple, kwargs: dict) -> KTable:
+        a = bind(f"KTable.{call}", f.table_join_forms(call, kind != "outer"), args, kwargs)
+        other = a["other"]
         if a["form"] == 0:
             return self._join(other, a["joiner"], kind, a["materialized"],
                               f.named_of(a["named"]))
@@ -311,10 +311,10 @@ class KTable:
         return KTable(self._graph, node, self._key_serde, m.value_serde, result,
                       queryable=m.store_name is not None, source=output)
 
-    def outer_join(self, other: Any, *args: Any, **kwargs: Any) -> KTable:
+    def outer_join(self, *args: Any, **kwargs: Any) -> KTable:
         """Rows present in either table (the missing side is None):
         ``outer_join(other, joiner[, named][, materialized])``."""
-        return self._any_join("outer_join", "outer", other, args, kwargs)
+        return self._any_join("outer_join", "outer", args, kwargs)
 
     def group_by(self, *args: Any, **kwargs: Any) -> KGroupedTable:
         """Re-group the table's rows by ``selector(key, value) -> KeyValue(new_key,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kspark.dsl._overloads import check_serdes
+
 __all__ = ["Materialized"]
 
 
@@ -28,6 +30,9 @@ class Materialized:
     log_config: tuple[tuple[str, str], ...] = ()
     retention_ms: int | None = None  # window and session stores: None is size (gap) + grace
     history_retention_ms: int | None = None  # set: a versioned key-value store (KIP-889)
+
+    def __post_init__(self) -> None:
+        check_serdes("Materialized", key_serde=self.key_serde, value_serde=self.value_serde)
 
     @staticmethod
     def as_(store: Any) -> "Materialized":

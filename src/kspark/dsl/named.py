@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kspark._engine.either import either
+from kspark.dsl._overloads import check_serdes
 
 __all__ = ["Named", "Grouped", "Printed", "TableJoined"]
 
@@ -52,6 +53,9 @@ class Grouped:
     name: str | None = None
     key_serde: Any = None
     value_serde: Any = None
+
+    def __post_init__(self) -> None:
+        check_serdes("Grouped", key_serde=self.key_serde, value_serde=self.value_serde)
 
     @staticmethod
     def with_(*args: Any) -> "Grouped":

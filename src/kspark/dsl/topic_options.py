@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kspark._engine.either import either
+from kspark.dsl._overloads import check_serdes
 
 __all__ = ["AutoOffsetReset", "Consumed", "Produced", "Repartitioned", "check_offset_reset"]
 
@@ -91,6 +92,9 @@ class Consumed:
     offset_reset: str | None = None
     processor_name: str | None = None
 
+    def __post_init__(self) -> None:
+        check_serdes("Consumed", key_serde=self.key_serde, value_serde=self.value_serde)
+
     @staticmethod
     def with_(*args: Any) -> "Consumed":
         """Java's overloads: ``with_(key_serde, value_serde[, timestamp_extractor
@@ -141,6 +145,9 @@ class Produced:
     partitioner: Callable[..., int | None] | None = None
     processor_name: str | None = None
 
+    def __post_init__(self) -> None:
+        check_serdes("Produced", key_serde=self.key_serde, value_serde=self.value_serde)
+
     @staticmethod
     def with_(key_serde: Any, value_serde: Any,
               partitioner: Callable[..., int | None] | None = None) -> "Produced":
@@ -181,6 +188,9 @@ class Repartitioned:
     value_serde: Any = None
     partitioner: Callable[..., int | None] | None = None
     number_of_partitions: int | None = None
+
+    def __post_init__(self) -> None:
+        check_serdes("Repartitioned", key_serde=self.key_serde, value_serde=self.value_serde)
 
     @either
     def as_(self, name: str) -> "Repartitioned":
