@@ -23,12 +23,22 @@ def add_registry(sub: Any) -> None:
     registry = sub.add_parser("registry", help="manage a local Schema Registry (Apicurio "
                               "Registry with Confluent's API, schemas kept in memory)")
     registry.add_argument("action", choices=["start", "stop", "status", "fetch"])
-    registry.add_argument("--port", type=int, default=DEFAULT_PORT,
-                          help=f"start: the port on 127.0.0.1 (default {DEFAULT_PORT}; 0: a "
-                          "free one)")
+    registry.add_argument("--port", type=int, default=None,
+                          help=f"start: the port on 127.0.0.1 (default {DEFAULT_PORT}, or a "
+                          "free one if that is taken; 0: a free one)")
     registry.add_argument("--dir", type=Path, default=None,
                           help="work directory: pid, port and log (default: "
                           "$KSPARK_HOME/registry)")
+
+
+def _port(given: int | None) -> int | None:
+    """The port to start on: the one given (a clear error later if it is taken); by default
+    Confluent's 8081, or a free one (None) if 8081 is taken or 0 was given."""
+    from kspark._kafka.broker_process import port_taken
+
+    if given is None:
+        return None if port_taken(DEFAULT_PORT) else DEFAULT_PORT
+    return given or None
 
 
 def run_registry(args: argparse.Namespace) -> int:
@@ -37,7 +47,7 @@ def run_registry(args: argparse.Namespace) -> int:
     if args.action == "fetch":
         print(registry_dist())
         return 0
-    r = LocalRegistry(args.dir, port=args.port or None)
+    r = LocalRegistry(args.dir, port=_port(args.port))
     if args.action == "start":
         st = r.status()
         if st.running:

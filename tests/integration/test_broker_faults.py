@@ -111,10 +111,11 @@ def test_rolling_restart_of_a_three_broker_cluster(mode, guarantee, broker_clust
     topics move off each stopping node (watched, not assumed), and so does the group
     coordinator; the transaction coordinators with their ``__transaction_state`` leaders."""
     cmd, src, app_id = _app(broker_cluster.bootstrap, "rolling", tmp_path, mode, guarantee)
-    watch = LeaderWatch(broker_cluster.bootstrap, app_id)
+    watch = LeaderWatch(broker_cluster.bootstrap)
     run = run_with_fault(cmd, lambda: broker_cluster.rolling_restart(log=lambda _: None,
                                                                      around=watch))
     assert run.code == 0, f"the app did not finish (exit {run.code}):\n{run.text()}"
+    assert not watch.stuck, f"partitions left without another leader: {sorted(watch.stuck)}"
     moved_topics = {t for t, _ in watch.moved}
     kinds = [src, f"{src}-echo", f"{src}-agg", "__consumer_offsets"]
     if guarantee == "exactly_once_v2":
@@ -122,7 +123,7 @@ def test_rolling_restart_of_a_three_broker_cluster(mode, guarantee, broker_clust
     assert set(kinds) <= moved_topics, sorted(moved_topics)
     assert any(t.startswith(app_id) and t.endswith("-changelog") for t in moved_topics)
     assert any(t.startswith(app_id) and t.endswith("-repartition") for t in moved_topics)
-    assert watch.coordinator_moved
+    assert watch.coordinator_moved(app_id)
     print(f"\n{mode} {guarantee}: rolling restart took {run.fault_ended - run.fault_began:.1f} s; "
           f"output paused {run.pause_s():.1f} s in all")
     _exact(broker_cluster.bootstrap, src, app_id, guarantee)

@@ -18,7 +18,7 @@ from kspark.errors import PrerequisiteError
 
 def test_the_registry_parser():
     args = build_parser().parse_args(["registry", "start"])
-    assert (args.action, args.port, args.dir) == ("start", 8081, None)
+    assert (args.action, args.port, args.dir) == ("start", None, None)
     args = build_parser().parse_args(["registry", "status", "--port", "0", "--dir", "/tmp/r"])
     assert (args.action, args.port, str(args.dir)) == ("status", 0, "/tmp/r")
     with pytest.raises(SystemExit):
@@ -94,6 +94,21 @@ def fake_java(tmp_path, monkeypatch):
         java = _script(tmp_path / "java", body)
         monkeypatch.setattr(reg, "java_binary", lambda: str(java))
     return make
+
+
+def test_the_default_port_is_confluents_or_a_free_one_if_taken():
+    from kspark._cli_registry import DEFAULT_PORT, _port
+    from kspark._kafka.broker_process import port_taken
+
+    assert _port(0) is None and _port(9999) == 9999  # 0: a free one; a port given is kept
+    assert _port(None) == (None if port_taken(DEFAULT_PORT) else DEFAULT_PORT)
+    with socket.socket() as s:  # hold 8081 if nothing does: the default moves to a free port
+        try:
+            s.bind(("127.0.0.1", DEFAULT_PORT))
+            s.listen()
+        except OSError:
+            pass  # taken already
+        assert _port(None) is None
 
 
 def test_a_taken_port_is_refused_with_what_to_do(tmp_path, fake_java):

@@ -234,6 +234,22 @@ def test_a_pydantic_model_round_trips():
     assert s.deserialize("t", s.serialize("t", Item(sku="x"))) == Item(sku="x")
 
 
+@pytest.mark.parametrize("make", [Serdes.avro, Serdes.json_schema])
+def test_a_pydantic_field_set_to_the_wrong_type_is_named(make):
+    """A Pydantic model validates when it is made, not on assignment (by default): the
+    serde names the field as it does for a dataclass."""
+    pydantic = pytest.importorskip("pydantic")
+
+    class Item(pydantic.BaseModel):
+        sku: str
+        n: int = 1
+
+    item = Item(sku="x")
+    item.sku = 5
+    with pytest.raises(SerializationError, match=r"field 'sku' takes str, got int 5 \(in Item\)"):
+        make(record_type=Item, config=_mock()).serialize("t", item)
+
+
 # -- subject name strategies
 
 @pytest.mark.parametrize("strategy,subject", [
@@ -272,6 +288,66 @@ def test_without_auto_register_the_latest_version_is_written_with():
     raw = Serdes.avro(config=conf).serialize("t", {"name": "ann"})  # no schema of its own
     assert raw == b"\x00" + schema_id.to_bytes(4, "big") + b"\x06ann"
     assert client.get_versions("t-value") == [1]  # nothing registered
+
+
+def test_use_latest_version_reads_with_the_subjects_latest_schema():
+    conf = _mock()
+    v1 = Serdes.avro(USER_V1, conf).serialize("t", {"name": "ann"})  # registers v1
+    schema_registry_client(conf).register_schema("t-value", Schema(USER_V2, "AVRO"))
+    latest = Serdes.avro(config={**conf, "use.latest.version": True})
+    assert latest.deserialize("t", v1) == {"name": "ann", "tier": "basic"}
+    assert Serdes.avro(config=conf).deserialize("t", v1) == {"name": "ann"}  # the writer's
+
+
+def test_normalize_schemas_asks_the_registry_to_normalize(registry):
+    Serdes.avro(USER_V1, registry.conf(**{"normalize.schemas": True})).serialize(
+        "t", {"name": "ann"})
+    Serdes.avro(USER_V1, registry.conf()).serialize("u", {"name": "ann"})
+    assert [p.split("?")[1].lower() for p in registry.paths] == [
+        "normalize=true", "normalize=false"]
+
+
+def test_a_static_bearer_token_is_sent_as_javas(registry):
+    conf = registry.conf(**{"bearer.auth.credentials.source": "STATIC_TOKEN",
+                            "bearer.auth.token": "tok-42", "bearer.auth.logical.cluster": "lsrc-1",
+                            "bearer.auth.identity.pool.id": "pool-1"})
+    Serdes.avro(USER_V1, conf).serialize("t", {"name": "ann"})
+    assert registry.auth == ["Bearer tok-42"]
+
+
+def test_tls_to_the_registry_trusts_the_ca_given_and_nothing_else(tmp_path):
+    """An HTTPS registry whose certificate only ``schema.registry.ssl.ca.location`` vouches
+    for: with it the schema is registered; without it the registry is unreachable, naming
+    the certificate (retried: never a skipped record)."""
+    import shutil
+    import ssl
+    import subprocess
+
+    openssl = shutil.which("openssl")
+    assert openssl, "the suite needs openssl (the secured broker does too)"
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True,
+                   timeout=60)
+    r = FakeRegistry()
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(str(cert), str(key))
+    r.server.socket = tls.wrap_socket(r.server.socket, server_side=True)
+    try:
+        url = r.url.replace("http://", "https://")
+        raw = Serdes.avro(USER_V1, {"schema.registry.url": url,
+                                    "schema.registry.ssl.ca.location": str(cert)}).serialize(
+            "t", {"name": "ann"})
+        assert raw[:5] == b"\x00\x00\x00\x00\x01" and r.requests == [
+            ("POST", "/subjects/t-value/versions")]
+        untrusted = Serdes.avro(USER_V1, {"schema.registry.url": url + "-other",
+                                          "request.timeout.ms": 500})
+        with pytest.raises(SchemaRegistryUnreachableError, match="CERTIFICATE_VERIFY_FAILED"):
+            untrusted.serialize("t", {"name": "ann"})
+    finally:
+        r.server.shutdown()
+        r.server.server_close()
 
 
 def test_without_auto_register_an_unregistered_schema_is_an_error_naming_the_subject():
@@ -488,6 +564,7 @@ class _Registry(BaseHTTPRequestHandler):
         state = self.server.state
         path = self.path.split("?")[0].removeprefix(state.prefix)
         state.requests.append((method, path))
+        state.paths.append(self.path)
         if self.headers.get("Authorization"):
             state.auth.append(self.headers["Authorization"])
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -517,7 +594,7 @@ class _Registry(BaseHTTPRequestHandler):
 
 class FakeRegistry:
     def __init__(self):
-        self.requests, self.auth, self.ids = [], [], {}
+        self.requests, self.paths, self.auth, self.ids = [], [], [], {}
         self.fail_next, self.refuse = 0, False
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Registry)
         self.server.state = self

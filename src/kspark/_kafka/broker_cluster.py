@@ -195,9 +195,11 @@ class LocalCluster:
             t0 = time.monotonic()
             node.stop(timeout_s)
             t1 = time.monotonic()
-            if around is not None:
-                around(i, "stopped")
-            node.start(timeout_s)
+            try:
+                if around is not None:
+                    around(i, "stopped")
+            finally:  # a failing watcher never leaves the node down
+                node.start(timeout_s)
             t2 = time.monotonic()
             self.wait_in_sync(timeout_s)
             took[i] = time.monotonic() - t0

@@ -179,8 +179,10 @@ def _json_type(tp: Any, where: str) -> dict[str, Any]:
 def wrong_field(cls: type, obj: Any, path: str = "") -> str | None:
     """Why ``obj`` (an instance of ``cls``) does not fit its type hints, naming the field
     (``address.zip``), or None."""
-    if not dataclasses.is_dataclass(cls):
-        return None  # a Pydantic model checked its fields when it was made
+    if not is_record_type(cls):
+        return None
+    # a Pydantic model checks its fields when it is made, but not on assignment by default
+    # (nor model_construct): checked here too, so the error names the field
     for name, tp, _, _ in _fields(cls):
         where = f"{path}{name}"
         value = getattr(obj, name, None)
