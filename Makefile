@@ -25,7 +25,7 @@ demo: setup
 	$(VENV)/bin/kspark demo
 
 test: setup lint
-	$(PY) -m pytest -q --durations=15
+	$(PY) -m pytest -q --durations=40
 
 # ruff (src/ and tests/) and mypy (_engine, _graph, _spark), both configured in pyproject.toml.
 lint: $(VENV)/.installed

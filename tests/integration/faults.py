@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass, field
 
 from tests.integration.soak import start_app
@@ -45,35 +46,50 @@ def run_with_fault(cmd: list[str], fault: Callable[[], None], timeout_s: float =
     """Run the app; once it printed ``batches 1`` (its output has started), call ``fault``
     (which returns when the brokers are back, or stay down); then wait for the app to exit,
     at most ``timeout_s`` (it is killed then, and the run's code stays None)."""
-    run = FaultRun()
-    proc = start_app(cmd, env)
-    started = threading.Event()
+    return run_all_with_fault([cmd], fault, timeout_s, env)[0]
 
-    def pump() -> None:
+
+def run_all_with_fault(cmds: list[list[str]], fault: Callable[[], None],
+                       timeout_s: float = 420,
+                       env: dict[str, str] | None = None) -> list[FaultRun]:
+    """``run_with_fault`` for several apps at once: one fault, once every app's output has
+    started (applications of both execution modes through one broker bounce)."""
+    runs = [FaultRun() for _ in cmds]
+    procs = [start_app(cmd, env) for cmd in cmds]
+    started = [threading.Event() for _ in cmds]
+
+    def pump(run: FaultRun, proc: Any, started: threading.Event) -> None:
         for line in proc.stdout:
             run.lines.append((time.monotonic(), line))
             if line.startswith(("batches ", "done")) and not line.startswith("batches 0"):
                 started.set()
         started.set()
 
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
+    readers = [threading.Thread(target=pump, args=a, daemon=True)
+               for a in zip(runs, procs, started, strict=True)]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + timeout_s
     try:
-        if not started.wait(timeout_s) or proc.poll() is not None:
-            raise AssertionError("the app never started its output:\n" + run.text())
-        run.fault_began = time.monotonic()
+        for run, proc, up in zip(runs, procs, started, strict=True):
+            if not up.wait(max(0.0, deadline - time.monotonic())) or proc.poll() is not None:
+                raise AssertionError("the app never started its output:\n" + run.text())
+        began = time.monotonic()
         fault()
-        run.fault_ended = time.monotonic()
-        try:
-            run.code = proc.wait(timeout_s)
-        except Exception:  # noqa: BLE001 - a hang: the caller reports it
-            proc.kill()
-            proc.wait(30)
-        reader.join(30)
+        ended = time.monotonic()
+        for run, proc, reader in zip(runs, procs, readers, strict=True):
+            run.fault_began, run.fault_ended = began, ended
+            try:
+                run.code = proc.wait(max(1.0, deadline + timeout_s - time.monotonic()))
+            except Exception:  # noqa: BLE001 - a hang: the caller reports it
+                proc.kill()
+                proc.wait(30)
+            reader.join(30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    return run
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    return runs
 
 
 def java_hash(text: str) -> int:

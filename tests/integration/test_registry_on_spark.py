@@ -167,7 +167,7 @@ def test_confluents_records_are_read_and_written_byte_identical_on_spark(
     (tmp_path / "registry-user-info").write_text(secret)
     cfg = app_config(execution_mode=mode, processing_guarantee="exactly_once_v2",
                      commit_interval_ms=100, schema_registry_url=schema_registry.url)
-    cfg["schema.registry.basic.auth.credentials.source"] = "USER_INFO"
+    cfg["basic.auth.credentials.source"] = "USER_INFO"
     cfg["schema.registry.basic.auth.user.info"] = f"${{file:{tmp_path / 'registry-user-info'}}}"
     streams = KafkaStreams(_topology(t), cfg, spark=spark)
     assert secret not in repr(streams) and secret not in str(streams.config)
@@ -199,11 +199,21 @@ def test_confluents_records_are_read_and_written_byte_identical_on_spark(
     # and the output subjects hold the schemas kspark registered, one version each
     for name in ("avro-out", "json-out", "proto-out", "evo-out"):
         assert f.client.get_versions(f"{t[name]}-value") == [1], name
-    # the secret scan: nothing the run wrote (state, checkpoints, logs) or printed holds it
+    # the secret scan: nothing the run wrote (state, checkpoints, logs, its internal topics:
+    # control, progress, routes) or printed holds it
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "registry-user-info"]
-    assert any("checkpoint" in p.parts for p in written), "no checkpoint was written"
+    if mode == "micro_batch":
+        assert any("checkpoint" in p.parts for p in written), "no checkpoint was written"
     for path in written:
         assert secret.encode() not in path.read_bytes(), f"the registry secret is in {path}"
+    app_id = cfg["application.id"]
+    internal = [topic for topic in admin.partition_counts() if topic.startswith(app_id)]
+    assert internal, "the application made no internal topic"
+    for topic in internal:
+        for m in consume_all(broker, topic, 0, timeout_s=30):
+            raw = b"".join([m.key() or b"", m.value() or b"",
+                            *(v or b"" for _, v in m.headers() or [])])
+            assert secret.encode() not in raw, f"the registry secret is in topic {topic}"
     out, err = capfd.readouterr()
     assert secret not in out + err
 
