@@ -76,6 +76,17 @@ def test_a_python_worker_too_slow_to_start_is_transient_and_starts_the_run_again
                          "back.", [], 100.0, 300_000)
 
 
+def test_a_task_fenced_by_a_zombie_of_the_run_before_starts_the_run_again():
+    """A task of the failed run still finishing opened its producer after the new run's
+    attempt: as Kafka Streams' TaskMigratedException, the run starts again (and its new
+    attempt fences the zombie), bounded like any restart."""
+    fenced = ("kspark.errors.TaskFencedError: task 0_1 was fenced during produce: a newer "
+              "attempt of the same task ...")
+    assert restart_after(fenced, [], 100.0, 300_000)
+    assert not restart_after(fenced, [100.0 - i for i in range(RESTARTS_PER_TIMEOUT)], 100.0,
+                             300_000)
+
+
 def test_a_task_timeout_is_final_the_outage_outlasted_the_bound():
     assert not restart_after("kspark.errors.TaskTimeoutError: task 0_1: ...", [], 1000.0, 300_000)
     assert not restart_after(TRANSIENT + "\nkspark.errors.TaskTimeoutError: ...", [], 1000.0,

@@ -94,6 +94,13 @@ RESTARTS_PER_TIMEOUT = 10
 # nothing of the run was written, so it starts again from its last commit like any other.
 SPARK_TRANSIENT = ("Python worker failed to connect back",)
 
+# A task attempt fenced by a newer attempt of the same task: within one application (a
+# second instance is refused at start) that is an attempt of the run before, still finishing
+# after its run failed (Spark cancels a job's other tasks without waiting for their Python
+# workers), which opened its producer after the new run's. As Kafka Streams' thread rejoins
+# after a TaskMigratedException, the run starts again: its new attempt fences the zombie.
+FENCED = "kspark.errors.TaskFencedError"
+
 
 def transient_names() -> tuple[str, ...]:
     """The qualified names of TransientKafkaError and its kinds (a schema registry away,
@@ -114,8 +121,9 @@ def restart_after(failure: str, restarts: list[float], now: float,
                   task_timeout_ms: int) -> bool:
     """Whether a run (a micro-batch query, a real-time epoch) that failed with ``failure``
     (its text) starts again: only after a TransientKafkaError (the attempt was abandoned
-    while the cluster recovered; the new one fences it and replays from the last commit)
-    or one of Spark's own transient failures (:data:`SPARK_TRANSIENT`), never after a
+    while the cluster recovered; the new one fences it and replays from the last commit),
+    a task attempt fenced by another (:data:`FENCED`) or one of Spark's own transient
+    failures (:data:`SPARK_TRANSIENT`), never after a
     TaskTimeoutError (the cluster stayed away longer than task.timeout.ms) or
     any other error, and at most RESTARTS_PER_TIMEOUT times within task.timeout.ms
     (``restarts``: the monotonic times of the earlier restarts).
@@ -125,7 +133,7 @@ def restart_after(failure: str, restarts: list[float], now: float,
     >>> restart_after("kspark.errors.TaskTimeoutError: task 0_1: ...", [], 100.0, 300_000)
     False
     """
-    transient = (*transient_names(), *SPARK_TRANSIENT)
+    transient = (*transient_names(), FENCED, *SPARK_TRANSIENT)
     if not any(name in failure for name in transient) or "TaskTimeoutError" in failure:
         return False
     recent = [t for t in restarts if now - t < task_timeout_ms / 1000]
