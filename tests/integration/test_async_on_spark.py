@@ -29,6 +29,9 @@ class _Service(ThreadingHTTPServer):
     ``release`` is set (at most 5 minutes)."""
 
     daemon_threads = True
+    # 32 calls in flight connect at once: socketserver's backlog of 5 would drop SYNs, and
+    # the client's retransmits (1 s, then 3 s) can pass a call's 5 s timeout on a busy machine
+    request_queue_size = 128
 
     def __init__(self, latency_s: float, fail_every: int, hold_after: int | None = None):
         self.latency_s, self.fail_every, self.hold_after = latency_s, fail_every, hold_after

@@ -23,6 +23,7 @@ from tests.integration import soak
 from tests.integration.faults import LeaderWatch, run_all_with_fault, run_with_fault
 
 RECORDS, KEYS = 20_000, 100
+BOUNCE_RECORDS = 12_000  # 4 micro-batches of 3,000: the bounce falls after the first
 
 
 @pytest.fixture(scope="module")
@@ -40,17 +41,18 @@ def own_broker(tmp_path_factory):
 
 
 def _app(bootstrap: str, name: str, tmp_path, mode: str, guarantee: str = "exactly_once_v2",
-         *extra: str) -> tuple[list[str], str, str]:
+         *extra: str, records: int = RECORDS) -> tuple[list[str], str, str]:
     src, app_id = f"{name}-{mode}-{guarantee}", f"{name}-app-{mode}-{guarantee}"
     Admin(bootstrap, 20000).create_topics({src: 3, f"{src}-echo": 3, f"{src}-agg": 3})
-    soak.produce(bootstrap, src, 0, RECORDS, KEYS)
+    soak.produce(bootstrap, src, 0, records, KEYS)
     cmd = soak.app_command(bootstrap, src, app_id, str(tmp_path / "state"), "--mode", mode,
                            "--guarantee", guarantee, "--max-offsets", "3000", *extra)
     return cmd, src, app_id
 
 
-def _exact(bootstrap: str, src: str, app_id: str, guarantee: str = "exactly_once_v2") -> None:
-    f = soak.verify(bootstrap, src, app_id, RECORDS, KEYS)
+def _exact(bootstrap: str, src: str, app_id: str, guarantee: str = "exactly_once_v2",
+           records: int = RECORDS) -> None:
+    f = soak.verify(bootstrap, src, app_id, records, KEYS)
     if guarantee == "exactly_once_v2":
         assert (f.duplicates, f.lost, f.wrong, f.open_transactions) == (0, 0, 0, 0), f.line(1)
     else:
@@ -63,7 +65,8 @@ def test_broker_sigkilled_and_restarted_under_exactly_once(own_broker, tmp_path)
     for both: the suite's time): each rides through and its output is exact."""
     own_broker.start()  # a no-op when it runs (the outage test leaves it down)
     modes = ("real_time", "micro_batch")
-    apps = [_app(own_broker.bootstrap, "bounce", tmp_path / mode, mode) for mode in modes]
+    apps = [_app(own_broker.bootstrap, "bounce", tmp_path / mode, mode, records=BOUNCE_RECORDS)
+            for mode in modes]
 
     def bounce() -> None:
         own_broker.kill()
@@ -75,7 +78,7 @@ def test_broker_sigkilled_and_restarted_under_exactly_once(own_broker, tmp_path)
         assert run.code == 0, f"the {mode} app did not finish (exit {run.code}):\n{run.text()}"
         print(f"\n{mode}: processing paused {run.pause_s():.1f} s (broker down "
               f"{run.fault_ended - run.fault_began:.1f} s, then {run.recovery_s():.1f} s)")
-        _exact(own_broker.bootstrap, src, app_id)
+        _exact(own_broker.bootstrap, src, app_id, records=BOUNCE_RECORDS)
 
 
 # Sampled for the suite's time (25 minutes): the default mode here; make soak-faults runs both

@@ -4,6 +4,7 @@ Streams' ACL set, one missing ACL at a time, a wrong password, an untrusted CA."
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import uuid
@@ -128,19 +129,32 @@ def _check_exact(app: App) -> None:
     assert latest == counts
 
 
-@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+# Both modes and both guarantees, sampled for the suite's time: each mode and each guarantee
+# once in make test, the other two pairs under KSPARK_FULL_MATRIX=1.
+EXACT_RUNS = [("micro_batch", "at_least_once"), ("real_time", "exactly_once_v2")] + (
+    [("micro_batch", "exactly_once_v2"), ("real_time", "at_least_once")]
+    if os.environ.get("KSPARK_FULL_MATRIX") else [])
+
+
+@pytest.mark.parametrize("mode,guarantee", EXACT_RUNS)
 def test_exact_output_with_kafka_streams_acl_set_and_no_secret_in_plan(
-        secure_broker, spark, tmp_path, guarantee):
+        secure_broker, spark, tmp_path, mode, guarantee):
+    """The application as a principal with exactly Kafka Streams' ACL set, in either mode:
+    in real-time mode its stream threads' consumers, the tasks' producers and transactions,
+    the group's commits and the control topic (stop, routes) too. The output is exact; the
+    query's plan (micro-batch), the topology's description and the config show no secret."""
     app = App(secure_broker, tmp_path)
     app.grant()
-    streams = app.run(spark, guarantee)
+    streams = app.run(spark, guarantee, **{"execution.mode": mode})
     _check_exact(app)
-    # the query's plan (explain) and the topology's description name no secret
-    plan = streams._app._query.current._jsq.explainInternal(True)
-    described = streams._app.graph and topology(app.src, app.long, app.counts).describe()
-    for text in (plan, described, repr(streams.config)):
+    described = topology(app.src, app.long, app.counts).describe()
+    shown = [str(described), repr(streams.config)]
+    if mode == "micro_batch":
+        plan = streams._app._query.current._jsq.explainInternal(True)
+        assert "kspark_kafka" in plan
+        shown.append(plan)
+    for text in shown:
         assert app.user["sasl.password"] not in text
-    assert "kspark_kafka" in plan
 
 
 # Each ACL of Kafka Streams' set, left out alone: where it is needed, the application fails
