@@ -90,7 +90,7 @@ def test_enrichment_through_a_slow_failing_http_service_is_exact_and_in_order(
         broker, admin, spark, topic_name, app_config):
     src, out = topic_name("async-in"), topic_name("async-out")
     admin.create_topics({src: 2, out: 2})
-    n, keys = 600, 10
+    n, keys = 400, 10
     _produce(broker, src, n, keys)
     service = _Service(latency_s=0.02, fail_every=7)
     threading.Thread(target=service.serve_forever, daemon=True).start()

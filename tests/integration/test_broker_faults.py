@@ -60,7 +60,7 @@ def _exact(bootstrap: str, src: str, app_id: str, guarantee: str = "exactly_once
 
 
 def test_broker_sigkilled_and_restarted_under_exactly_once(own_broker, tmp_path):
-    """The single broker SIGKILLed once output has started, back 5 s later on its data
+    """The single broker SIGKILLed once output has started, started again 3 s later on its data
     directory and port, under an application of each execution mode at once (one bounce
     for both: the suite's time): each rides through and its output is exact."""
     own_broker.start()  # a no-op when it runs (the outage test leaves it down)
@@ -70,7 +70,7 @@ def test_broker_sigkilled_and_restarted_under_exactly_once(own_broker, tmp_path)
 
     def bounce() -> None:
         own_broker.kill()
-        time.sleep(5)  # the outage's length: what this test is about, not a wait
+        time.sleep(3)  # the outage's length (and the restart's): what this test is about
         own_broker.start()
 
     runs = run_all_with_fault([cmd for cmd, _, _ in apps], bounce)
@@ -88,19 +88,19 @@ OUTAGE_MODES = ["real_time"] + (["micro_batch"] if os.environ.get("KSPARK_FULL_M
 
 @pytest.mark.parametrize("mode", OUTAGE_MODES)
 def test_outage_longer_than_task_timeout_fails_clearly(mode, own_broker, tmp_path):
-    """The broker down for longer than task.timeout.ms=10000: the application fails with a
-    TaskTimeoutError naming the cluster and how long it waited, within 10 + 30 s."""
+    """The broker down for longer than task.timeout.ms=5000: the application fails with a
+    TaskTimeoutError naming the cluster and how long it waited, within 5 + 30 s."""
     own_broker.start()  # a no-op when it runs (an outage test leaves it down)
     cmd, _, _ = _app(own_broker.bootstrap, "outage", tmp_path, mode, "exactly_once_v2",
-                     "--task-timeout-ms", "10000")
+                     "--task-timeout-ms", "5000")
     # left down: a test after this one that needs it starts it (the suite's time)
-    run = run_with_fault(cmd, own_broker.kill, timeout_s=10 + 30 + 60)
+    run = run_with_fault(cmd, own_broker.kill, timeout_s=5 + 30 + 60)
     failed_after = run.lines[-1][0] - run.fault_began if run.lines else float("inf")
     assert run.code not in (None, 0), f"the app did not fail (exit {run.code}):\n{run.text()}"
-    assert failed_after <= 10 + 30, f"failed only {failed_after:.0f} s after the outage began"
+    assert failed_after <= 5 + 30, f"failed only {failed_after:.0f} s after the outage began"
     text = run.text(200)
     assert "TaskTimeoutError" in text and own_broker.bootstrap in text, text
-    assert "task.timeout.ms=10000" in text, text
+    assert "task.timeout.ms=5000" in text, text
     print(f"\n{mode}: failed {failed_after:.1f} s after the broker went down")
 
 
