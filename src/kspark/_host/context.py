@@ -45,8 +45,8 @@ class HostContext:
         self.checkpoint = checkpoint_location(config)
         self.state_dir = str(config["state.dir"])
         self.max_task_idle_ms = int(config["max.task.idle.ms"])
-        self.query_endpoint = (bool(config["query.endpoint.enabled"]),
-                               str(config["query.endpoint.host"]))  # (enabled, host)
+        self.query_enabled = bool(config["query.endpoint.enabled"])
+        self.query_host = str(config["query.endpoint.host"])
 
     def admin(self) -> Any:
         """This worker's admin client of the cluster (made once per process)."""

@@ -112,7 +112,7 @@ class QueryHost:
         and made its last commit (else another worker may have announced it since)."""
         task = task if task is not None else hosted.task
         ctx = hosted.ctx
-        if not task.stores or not ctx.query_endpoint[0]:
+        if not task.stores or not ctx.query_enabled:
             return
         held = Held(hosted.task_id, hosted.host.lock,
                     {name: committed_view(s) for name, s in task.stores.items()},
@@ -184,7 +184,7 @@ class QueryHost:
         route was sent."""
         from kspark._kafka.query_routes import Route, RouteAnnouncer
 
-        endpoint = self._start(hosted.ctx.query_endpoint[1])
+        endpoint = self._start(hosted.ctx.query_host)
         route = Route(held.task_id, tuple(sorted(held.stores)), endpoint.address,
                       endpoint.token, held.state, hosted.here)
         try:
