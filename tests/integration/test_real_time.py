@@ -481,7 +481,7 @@ def test_kspark_run_prints_live_progress_and_stops_on_ctrl_c(broker, admin, topi
 
 def test_a_retried_attempt_of_an_epoch_restores_what_the_attempt_before_committed(
         broker, admin, topic_name, app_config):
-    """Spark retries a failed epoch (a barrier stage) whole: the new attempt of a task must
+    """Spark retries a thread's task lost with its executor: the new attempt of a task must
     restore the changelog records the attempt before committed in the same epoch. Each
     attempt stamps them with a run of its own (``<epoch run>.<attempt>``), so the restore
     keeps them (it skips only the records stamped by its own run). Runs the stream-thread

@@ -1,5 +1,5 @@
 """Where tasks run and what their changelogs are: the pieces of sticky placement that need
-no cluster (micro-batch placement, real-time threads' claims, a marker's ``where``,
+no cluster (micro-batch placement, the executor a real-time thread prefers, a marker's ``where``,
 changelog topic configs). The
 cluster itself is checked in tests/integration/test_standalone_cluster.py."""
 
@@ -12,49 +12,45 @@ from kspark._engine.state.build import changelog_config
 from kspark._engine.state.checkpoint import write_checkpoint
 from kspark._kafka.transactions import Marker, decode_marker, encode_marker
 from kspark._host.state import moved, state_location
-from kspark._plan.placement import held_state, place
-from kspark._spark.realtime.layout import TaskSpec
-from kspark._spark.realtime.stream_thread import Epoch, assign_threads, local_state
+from kspark._plan.placement import choose_executor, held_state, place
 from kspark.config import StreamsConfig
 from kspark.state import Stores
 
 S = Serdes.String()
 
 
-def _epoch(tasks: int, threads: int) -> Epoch:
-    specs = tuple(TaskSpec(0, p, (("in", p),), ()) for p in range(tasks))
-    return Epoch(run="r", threads=threads, tasks=specs, resets=(), interval_ms=100,
-                 length_ms=1000, control_begin=0, purge_ms=30000)
-
-
-def test_local_state_scores_each_thread_by_the_checkpoints_on_this_disk(tmp_path):
-    """Thread i runs tasks i, i+n, ...: a thread scores 1 plus the changelog offsets of each
-    of its tasks with a valid checkpoint here; fresher copies score more."""
+def test_held_state_scores_each_task_by_the_checkpoints_on_this_disk(tmp_path):
+    """A task scores 1 plus the changelog offsets of its valid checkpoint here (fresher
+    copies score more); a task directory without a checkpoint scores nothing."""
     state = str(tmp_path / "state")
-    epoch = _epoch(4, 2)  # thread 0: 0_0 and 0_2; thread 1: 0_1 and 0_3
     write_checkpoint(tmp_path / "state" / "app" / "0_1" / ".checkpoint", {("c", 1): 40})
     write_checkpoint(tmp_path / "state" / "app" / "0_3" / ".checkpoint", {("c", 3): 2})
     (tmp_path / "state" / "app" / "0_2").mkdir(parents=True)  # no checkpoint: nothing
-    assert local_state(state, "app", epoch) == {"1": 44}
-    assert local_state(str(tmp_path / "elsewhere"), "app", epoch) == {}
+    assert held_state(state, "app", ["0_0", "0_1", "0_2", "0_3"]) == {"0_1": 41, "0_3": 3}
+    assert held_state(str(tmp_path / "elsewhere"), "app", ["0_1"]) == {}
 
 
-def test_threads_go_where_their_state_is_whichever_slot_spark_gave_each_executor():
-    """Two executors, each holding one thread's state; Spark hands the slots out in any
-    order: each slot takes the thread whose state is on its disk."""
-    on_a, on_b = {"0": 10}, {"1": 12}
-    assert assign_threads([[0, None, on_a], [1, None, on_b]], 2) == {0: 0, 1: 1}
-    assert assign_threads([[0, None, on_b], [1, None, on_a]], 2) == {0: 1, 1: 0}
+def test_a_thread_goes_back_to_the_executor_it_ran_on_last():
+    """Its stores are there, and its Python worker may still hold them open: over any
+    executor holding more state."""
+    assert choose_executor({"0": 1, "1": 1}, "0", {"1": 99}) == "0"
 
 
-def test_a_worker_that_ran_a_thread_last_keeps_it_and_a_new_executor_takes_the_rest():
-    """The Python worker that ran a thread in the latest epoch keeps it (its in-memory
-    tasks are still open), over a staler claim; an executor with nothing takes what is
-    left (its tasks restore there, once)."""
-    claims = [[0, [0, 5.0], {"0": 3}], [1, [0, 9.0], {"0": 8}], [2, None, {}]]
-    assert assign_threads(claims, 3) == {1: 0, 0: 1, 2: 2}
-    survivor_and_new = [[0, None, {}], [1, None, {"1": 7, "0": 1}]]
-    assert assign_threads(survivor_and_new, 2) == {1: 1, 0: 0}
+def test_a_thread_whose_executor_is_lost_goes_where_most_of_its_state_is():
+    assert choose_executor({"1": 1, "2": 1}, "0", {"1": 3, "2": 8}) == "2"
+
+
+def test_a_thread_with_no_state_anywhere_goes_to_the_least_loaded_executor():
+    assert choose_executor({"1": 1, "2": 2}, None, {}) == "2"
+    assert choose_executor({"1": 1, "2": 1}, None, {}) == "1"  # ties: in executor order
+
+
+def test_a_thread_never_prefers_an_executor_without_a_free_slot():
+    """A preferred busy executor would hold the job back (Spark's locality wait): the
+    state on a full executor does not count, and with no free slot anywhere there is no
+    preference (the job runs on the first slot Spark frees: a replacement executor)."""
+    assert choose_executor({"0": 0, "1": 1}, "0", {"0": 50}) == "1"
+    assert choose_executor({"0": 0, "1": 0}, "0", {"0": 50}) is None
 
 
 def test_a_marker_keeps_where_it_was_committed_and_a_move_is_told_from_it():

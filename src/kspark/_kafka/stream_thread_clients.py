@@ -97,13 +97,14 @@ def send_stop(where: ClientSettings | str, app_id: str, run: str) -> None:
 
 
 class StopWatch:
-    """A thread's view of the control topic: :meth:`stopped` once its run was asked to stop."""
+    """A thread's view of the control topic: :meth:`stopped` once one of its ``runs`` (its
+    own epoch's, the whole query's) was asked to stop."""
 
-    def __init__(self, where: ClientSettings | str, app_id: str, begin: int, run: str):
+    def __init__(self, where: ClientSettings | str, app_id: str, begin: int, *runs: str):
         from confluent_kafka import TopicPartition
 
         settings = as_settings(where)
-        self.run = run.encode()
+        self.runs = {r.encode() for r in runs if r}
         self._consumer = new_consumer(settings.conf("consumer", "control", {
             "group.id": f"{app_id}-control", "enable.auto.commit": False,
             "fetch.wait.max.ms": CONTROL_FETCH_WAIT_MS}), "control topic")
@@ -116,7 +117,7 @@ class StopWatch:
             msgs = self._consumer.consume(100, 0)
             if not msgs:
                 break
-            self._stopped = any(m.error() is None and m.key() == b"stop" and m.value() == self.run
+            self._stopped = any(m.error() is None and m.key() == b"stop" and m.value() in self.runs
                                 for m in msgs)
         return self._stopped
 

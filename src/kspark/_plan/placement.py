@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["place", "held_state"]
+__all__ = ["place", "held_state", "choose_executor"]
 
 
 def place(groups: Sequence[Sequence[str]], executors: Mapping[str, str],
@@ -101,3 +101,32 @@ def held_state(state_dir: str, app_id: str, task_ids: Iterable[str]) -> dict[str
         if offsets is not None:
             out[task_id] = 1 + sum(offsets.values())
     return out
+
+
+def choose_executor(free: Mapping[str, int], last: str | None,
+                    held: Mapping[str, int]) -> str | None:
+    """The executor a real-time stream thread's next Spark job should prefer, among those
+    with a free task slot (``free``: executor id -> free slots): the one it ran on last
+    (its stores are there, its Python worker may still hold them open), else the one whose
+    disk holds most of its tasks' state (``held``: executor id -> score, see
+    :func:`held_state`), else the least loaded; None when no executor has a free slot
+    (the job then runs wherever Spark finds one first: a lost executor's replacement).
+
+    >>> choose_executor({"0": 1, "1": 1}, "1", {"0": 9})
+    '1'
+    >>> choose_executor({"0": 1, "1": 1}, "2", {"0": 9})
+    '0'
+    >>> choose_executor({"0": 1, "1": 2}, None, {})
+    '1'
+    >>> choose_executor({"0": 0}, "0", {}) is None
+    True
+    """
+    open_ = {e: n for e, n in free.items() if n > 0}
+    if not open_:
+        return None
+    if last in open_:
+        return last
+    scored = [(score, e) for e, score in held.items() if e in open_ and score > 0]
+    if scored:
+        return min(scored, key=lambda s: (-s[0], _order(s[1])))[1]
+    return min(open_, key=lambda e: (-open_[e], _order(e)))

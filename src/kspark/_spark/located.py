@@ -39,8 +39,8 @@ from pyspark.sql import DataFrame, SparkSession
 from kspark._kafka.jars import kspark_home
 from kspark.errors import PrerequisiteError
 
-__all__ = ["load", "located", "Rows", "live_executors", "placement_jar", "LOCALITY_WAIT",
-           "LOCATED_CLASS"]
+__all__ = ["load", "located", "located_rdd", "Rows", "live_executors", "executor_slots",
+           "ran_on", "placement_jar", "LOCALITY_WAIT", "LOCATED_CLASS"]
 
 log = logging.getLogger("kspark")
 
@@ -118,17 +118,17 @@ def _javac() -> str:
     return javac
 
 
-def load(spark: SparkSession) -> bool:
+def load(spark: SparkSession, long_wait: bool = True) -> bool:
     """Make the shim usable in ``spark`` (once per Spark application): on the driver's class
-    loader, shipped to executors, and ``spark.locality.wait.process`` long unless it or
-    ``spark.locality.wait`` is set.
+    loader, shipped to executors, and (``long_wait``) ``spark.locality.wait.process`` long
+    unless it or ``spark.locality.wait`` is set.
     False when it cannot be built (no ``javac``), with a warning unless the master is
     local: tasks then run wherever Spark puts them (correct, but they restore more)."""
     sc = spark.sparkContext
     jvm: Any = sc._jvm  # noqa: SLF001 - the gateway is PySpark's way into the JVM
     conf = sc._jsc.sc().conf()  # noqa: SLF001 - the live SparkConf, read by each task set
     key, value = LOCALITY_WAIT
-    if not conf.contains(key) and not conf.contains("spark.locality.wait"):  # the user's wins
+    if long_wait and not conf.contains(key) and not conf.contains("spark.locality.wait"):
         conf.set(key, value)
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     if _loadable(jvm, loader):
@@ -209,3 +209,61 @@ def located(spark: SparkSession, rows: DataFrame | Rows, locations: list[list[st
     wrapped = jvm.kspark.placement.LocatedRDD(rows.rdd, indices, array)
     jdf = spark._jsparkSession.internalCreateDataFrame(wrapped, rows.schema, False)  # noqa: SLF001
     return DataFrame(jdf, spark)
+
+
+def executor_slots(spark: SparkSession) -> dict[str, tuple[str, int]]:
+    """Executor id -> (its location string, its task slots), of the executors alive now
+    (see :func:`live_executors`)."""
+    listed = spark.sparkContext._jsc.sc().statusStore().executorList(True)  # noqa: SLF001
+    cpus = int(spark.sparkContext.getConf().get("spark.task.cpus", "1"))
+    out: dict[str, tuple[str, int]] = {}
+    for i in range(listed.size()):
+        e = listed.apply(i)
+        out[e.id()] = (f"executor_{e.hostPort().rsplit(':', 1)[0]}_{e.id()}",
+                       max(1, int(e.totalCores()) // cpus))
+    if len(out) > 1:
+        out.pop("driver", None)
+    return out
+
+
+def ran_on(spark: SparkSession, group: str) -> str | None:
+    """The executor that runs, or last ran, the one task of job group ``group`` (a
+    real-time stream thread's job): its latest attempt's executor in Spark's status store,
+    which takes in task events shortly after they happen; None when not known (yet)."""
+    sc = spark.sparkContext
+    tracker, store = sc.statusTracker(), sc._jsc.sc().statusStore()  # noqa: SLF001
+    latest: tuple[int, str] | None = None
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info is not None else []:
+            stage_info = tracker.getStageInfo(stage)
+            if stage_info is None:
+                continue
+            tasks = store.taskList(stage, stage_info.currentAttemptId, 100)
+            for i in range(tasks.size()):
+                t = tasks.apply(i)
+                if t.status() in ("RUNNING", "SUCCESS"):
+                    at = int(t.launchTime().getTime())
+                    if latest is None or at >= latest[0]:
+                        latest = (at, str(t.executorId()))
+    return None if latest is None else latest[1]
+
+
+def located_rdd(rdd: Any, locations: list[list[str]]) -> Any:
+    """A Python RDD of ``rdd``'s partitions, partition ``i`` preferring the executors
+    ``locations[i]`` (the shim, as :func:`located` does for a DataFrame)."""
+    from pyspark.rdd import RDD
+
+    sc = rdd.context
+    gateway: Any = sc._gateway  # noqa: SLF001
+    jvm: Any = sc._jvm  # noqa: SLF001
+    n = rdd.getNumPartitions()
+    indices = gateway.new_array(jvm.int, n)
+    for i in range(n):
+        indices[i] = i
+    array = gateway.new_array(jvm.java.lang.String, n, max(map(len, locations), default=0))
+    for i, names in enumerate(locations):
+        for j, name in enumerate(names):
+            array[i][j] = name
+    wrapped = jvm.kspark.placement.LocatedRDD(rdd._jrdd.rdd(), indices, array)  # noqa: SLF001
+    return RDD(wrapped.toJavaRDD(), sc, rdd._jrdd_deserializer)  # noqa: SLF001

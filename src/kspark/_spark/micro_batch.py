@@ -29,13 +29,10 @@ Example (needs Spark, so not run)::
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import col
 
@@ -45,6 +42,7 @@ from kspark._plan.plan import Stage
 from kspark._spark.checkpoint import SparkCheckpoint
 from kspark._spark.connect import degraded, is_connect
 from kspark._spark.located import Rows, live_executors, load, located
+from kspark._spark.probe import probe_state
 from kspark._spark.planner import SOURCE_TAG, BuiltQuery, batch_frames, source_tasks
 from kspark.config import checkpoint_location
 from kspark.errors import StreamsError
@@ -182,27 +180,9 @@ class MicroBatchHost:
             self.disks, self.held = dict.fromkeys(ids, ""), {}
             return
         tasks = [t for group in self.groups for t in group]
-        app_id, state_dir = self.app_id, self.state_dir
-
-        def probe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            from kspark._host.state import state_location
-            from kspark._plan.placement import held_state
-
-            for b in batches:
-                for i in b.column(0).to_pylist():
-                    yield pa.RecordBatch.from_pylist(
-                        [{"i": i, "disk": state_location(state_dir),
-                          "held": json.dumps(held_state(state_dir, app_id, tasks))}])
-
         spark: Any = self.spark
-        df = located(spark, spark.range(0, len(ids), 1, len(ids)),
-                     [[self.executors[e]] for e in ids])
-        rows = df.mapInArrow(probe, "i long, disk string, held string").collect()
-        self.disks = {e: "" for e in ids}
-        self.held = {}
-        for r in rows:
-            self.disks[ids[r.i]] = r.disk
-            self.held[ids[r.i]] = json.loads(r.held)
+        self.disks, self.held = probe_state(spark, self.executors, self.app_id, self.state_dir,
+                                            tasks)
         log.debug("application %r: executors %s, state held %s", self.app_id, self.disks,
                   self.held)
 

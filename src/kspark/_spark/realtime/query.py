@@ -1,17 +1,20 @@
-"""The driver side of real-time mode: epochs of long-running Spark tasks, stop, progress.
+"""The driver side of real-time mode: each stream thread supervised on its own, stop, progress.
 
-:class:`RealTimeQuery` runs, in a background thread, one Spark job per epoch: ``threads``
-Spark tasks, each :func:`~kspark._spark.realtime.stream_thread.run_stream_thread`. When an
-epoch ends (every thread committed), the next one starts at once. :meth:`stop` asks the
-running epoch's threads to commit and end through the control topic, and cancels the job
-if they do not within a commit interval plus ``grace_s``. It offers what
-``SparkApplication`` uses of a streaming query: ``isActive``, ``awaitTermination``,
-``stop`` and ``exception``.
+:class:`RealTimeQuery` runs, per stream thread, a supervisor (a driver thread) that runs the
+thread's epochs one after another, each a Spark job of one long-running task
+(``thread_jobs.py``). A thread's epoch that ends (its tasks committed) is followed at once
+by its next; one lost with its executor or Python worker past Spark's own retries is
+started again (up to :data:`MAX_LOST_EPOCHS` in a row); one that raised is started again
+after a transient failure or when the uncaught exception handler replaces the thread, else
+it fails the run. No thread's failure stops another (Kafka Streams' threads, KIP-429):
+there is no barrier. :meth:`stop` asks every thread to commit and end through the control
+topic, and cancels their jobs if they do not within a commit interval plus ``grace_s``. It
+offers what ``SparkApplication`` uses of a streaming query: ``isActive``,
+``awaitTermination``, ``stop`` and ``exception``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -23,11 +26,12 @@ from typing import Any
 from kspark._kafka.clients import committed_offsets
 from kspark._kafka.stream_thread_clients import MetricsReader, control_end, send_stop
 from kspark._plan.plan import QueryPlan
-from kspark._spark.connect import default_parallelism, is_connect
+from kspark._spark.connect import default_parallelism
 from kspark._spark.realtime.batch_end import BatchEnd
 from kspark._spark.realtime.checks import free_slots, real_time_members, threads_for
 from kspark._spark.realtime.layout import task_specs
-from kspark._spark.realtime.stream_thread import Epoch, run_stream_thread
+from kspark._spark.realtime.stream_thread import Epoch
+from kspark._spark.realtime.thread_jobs import ThreadJobs
 from kspark._spark.realtime.thread_metrics import LiveTotals
 from kspark._engine.metrics.view import MetricsView
 from kspark._host.context import HostContext
@@ -37,32 +41,6 @@ from kspark._host.progress import progress_of
 
 __all__ = ["RealTimeQuery", "RealTimeRunError", "real_time_query"]
 
-
-def _tag(run: str) -> str:
-    """The Spark job tag of an epoch (run ``run``) on Spark Connect."""
-    return f"kspark-{run}"
-
-
-def _connect_epoch(spark: Any, contexts: dict[int, HostContext], epoch: Epoch) -> list[Any]:
-    """An epoch on Spark Connect (no RDDs there): a barrier ``mapInArrow`` over one row per
-    thread, tagged so that stop() can cancel it. (A classic session runs the RDD barrier
-    job: measured, its Python workers keep their threads' tasks from one epoch to the next,
-    which this path's did not in a test of in-memory stores.)"""
-
-    def threads(batches: Any) -> Any:
-        import pyarrow as pa
-
-        for b in batches:
-            for slot in b.column(0).to_pylist():
-                row = run_stream_thread(contexts, slot, epoch)
-                yield pa.RecordBatch.from_pylist([{"row": json.dumps(row)}])
-
-    spark.addTag(_tag(epoch.run))
-    try:
-        return [json.loads(r.row) for r in spark.range(0, epoch.threads, 1, epoch.threads)
-                .mapInArrow(threads, "row string", barrier=True).collect()]
-    finally:
-        spark.removeTag(_tag(epoch.run))
 
 log = logging.getLogger("kspark")
 
@@ -103,6 +81,11 @@ class RealTimeRunError(Exception):
         self.cause = cause
 
 
+class ThreadFailureError(Exception):
+    """A stream thread's own failure, as its Spark task returned it (the traceback's text:
+    the topology's or kspark's error, naming the task)."""
+
+
 def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
                     interval_ms: int, stop: dict[tuple[str, int], int] | None = None,
                     starts: tuple[tuple[tuple[str, int], int, int], ...] = ()
@@ -130,7 +113,8 @@ def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
 
 
 class RealTimeQuery:
-    """Epoch after epoch of stream threads running every sub-topology (``contexts``)."""
+    """Stream threads running every sub-topology (``contexts``), each supervised on its own
+    (see the module)."""
 
     def __init__(self, spark: Any, contexts: dict[int, HostContext], epoch: Epoch,
                  grace_s: float = 30.0):
@@ -138,16 +122,19 @@ class RealTimeQuery:
         self.ctx = next(iter(contexts.values()))  # the settings and id all share
         self.task_timeout_ms = self.ctx.settings.task_timeout_ms
         self._position = 0  # the group's committed position, as progress() last read it
-        self._template = epoch
-        self._epoch: Epoch | None = None
+        self.key = f"rt-{uuid.uuid4().hex[:12]}"  # the run's stop key and Spark job tag
+        self._template = replace(epoch, query=self.key)
+        self._current: dict[int, Epoch] = {}  # each thread's running epoch
+        self._finished = [0] * epoch.threads  # each thread's finished epochs
         self._stopping = False
         self._error: BaseException | None = None
-        # asked when an epoch fails for good: True runs a new epoch (the uncaught exception
+        # asked when a thread fails for good: True starts it again (the uncaught exception
         # handler's REPLACE_THREAD, see KafkaStreams.set_uncaught_exception_handler)
         self.on_failure: Callable[[BaseException, list[float]], bool] | None = None
+        self._restarts: list[float] = []  # threads started again after a transient failure
         self._done = threading.Event()
         self._lock = threading.Lock()
-        self.epochs = 0
+        self.jobs = ThreadJobs(spark, contexts, self.key, self.ctx.app_id, self.ctx.state_dir)
         self.batch_end: BatchEnd | None = None  # a batch run's end (autostop.at=eol)
         if epoch.stop:
             drained = sorted({tp for t in epoch.tasks for tp in t.sources if tp[0] in t.purged})
@@ -158,6 +145,11 @@ class RealTimeQuery:
         self._reader: MetricsReader | None = None
         self._metrics_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="kspark-real-time", daemon=True)
+
+    @property
+    def epochs(self) -> int:
+        """Epochs every thread has finished."""
+        return min(self._finished, default=0)
 
     def start(self) -> RealTimeQuery:
         ctx = self.ctx
@@ -181,9 +173,7 @@ class RealTimeQuery:
             if over:
                 with self._lock:
                     self._stopping = True
-                    epoch = self._epoch
-                if epoch is not None:
-                    send_stop(self.ctx.settings, self.ctx.app_id, epoch.run)
+                send_stop(self.ctx.settings, self.ctx.app_id, self.key)
                 return
 
     def _read_reports(self) -> None:
@@ -200,32 +190,32 @@ class RealTimeQuery:
         return self._error
 
     def awaitTermination(self, timeout: float | None = None) -> bool:  # noqa: N802
-        """Wait for the run to end; raises its failure (the Spark job's error)."""
+        """Wait for the run to end; raises its failure (a thread's error)."""
         done = self._done.wait(timeout)
         if done and self._error is not None:
             raise RealTimeRunError(self._error)
         return done
 
     def stop(self) -> None:
-        """Ask the threads to commit and end; cancel the epoch if they do not in time."""
+        """Ask the threads to commit and end; cancel their jobs if they do not in time."""
         with self._lock:
             self._stopping = True
-            epoch = self._epoch
-        if epoch is not None:
-            send_stop(self.ctx.settings, self.ctx.app_id, epoch.run)
-        if not self._done.wait(epoch.interval_ms / 1000 + self.grace_s if epoch else 5):
-            log.warning("real-time threads did not stop within %.0f s: cancelling the epoch",
-                        self.grace_s)
-            if is_connect(self.spark):
-                self.spark.interruptTag(_tag(epoch.run if epoch else ""))
-            else:
-                self.spark.sparkContext.cancelJobGroup(epoch.run if epoch else "")
-            self._done.wait(self.grace_s)
+        send_stop(self.ctx.settings, self.ctx.app_id, self.key)
+        self._end_threads()
         with self._metrics_lock:
             if self._reader is not None:
                 self._read_reports()
                 self._reader.close()
                 self._reader = None
+
+    def _end_threads(self) -> None:
+        """Wait a commit interval plus ``grace_s`` for the threads asked to stop to end,
+        then cancel their Spark jobs."""
+        if not self._done.wait(self._template.interval_ms / 1000 + self.grace_s):
+            log.warning("real-time threads did not stop within %.0f s: cancelling them",
+                        self.grace_s)
+            self.jobs.cancel()
+            self._done.wait(self.grace_s)
 
     def progress(self, topics: list[str]) -> dict[str, int]:
         """Epochs run, the group's committed position over ``topics`` (live: it moves with
@@ -244,7 +234,7 @@ class RealTimeQuery:
             return progress_of(self.epochs, position, live["lag"], live)
 
     def metrics(self) -> Any:
-        """``KafkaStreams.metrics()``: the finished epochs' counts and the running epoch's
+        """``KafkaStreams.metrics()``: the finished epochs' counts and the running epochs'
         threads' latest reports (see ``thread_metrics.py``)."""
         app = self.ctx.app_id
         with self._metrics_lock:
@@ -256,88 +246,115 @@ class RealTimeQuery:
                 self._view, stats, lambda task: thread_id(app, live.thread_of_task.get(task, 0)),
                 live.lag(), app, live.async_summary(), threads)
 
+    def ready(self) -> bool:
+        """Whether every stream thread reported from its running epoch (its tasks are open
+        and restored)."""
+        with self._metrics_lock:
+            self._read_reports()
+            with self._lock:
+                current = dict(self._current)
+            if self._done.is_set() or len(current) < self._template.threads:
+                return False
+            return all((e.run, i) in self.live.live for i, e in current.items())
+
     def _run(self) -> None:
-        failed = 0  # epochs in a row that lost an executor or a Python worker
-        restarts: list[float] = []  # epochs started again after a transient Kafka failure
+        """Start a supervisor per thread; end when all have ended (a stop, a batch run's
+        end, or a thread's failure, which stops the others)."""
+        t = self._template
         try:
-            while True:
-                with self._lock:
-                    if self._stopping:
-                        return
-                    self._epoch = self._next_epoch()
-                try:
-                    self._run_epoch(self._epoch)
-                    failed = 0
-                except Exception as e:
-                    if not self._stopping and restart_after(
-                            str(e), restarts, time.monotonic(), self.task_timeout_ms):
-                        restarts.append(time.monotonic())
-                        self._epoch_lost(e, "a task ended on a transient failure",
-                                         len(restarts))
-                        continue
-                    if self._stopping or not lost_worker(e) or failed >= MAX_LOST_EPOCHS:
-                        if not self._stopping and self._replaced(e, restarts):
-                            continue
-                        raise
-                    failed += 1
-                    with self._metrics_lock:  # its threads' counts went with them
-                        self.live.end_epoch(self._epoch.run, [])
-                    # Spark cannot retry a barrier job: a new epoch is the retry (its threads
-                    # resume from the committed offsets; fencing ends the lost attempt's
-                    # transactions)
-                    log.warning("real-time epoch %d lost a Spark executor or Python worker "
-                                "(%s); starting a new epoch (%d of %d in a row)", self.epochs,
-                                _first_line(e), failed, MAX_LOST_EPOCHS)
+            self.jobs.prepare([[s.task_id for s in t.mine(i)] for i in range(t.threads)])
+            supervisors = [threading.Thread(target=self._supervise, args=(i,), daemon=True,
+                                            name=f"kspark-stream-thread-{i}")
+                           for i in range(t.threads)]
+            for s in supervisors:
+                s.start()
+            for s in supervisors:
+                s.join()
         except BaseException as e:  # noqa: BLE001 - kept for awaitTermination and stop
             if not self._stopping:
                 self._error = e
         finally:
             self._done.set()
 
-    def _replaced(self, error: BaseException, restarts: list[float]) -> bool:
-        """The uncaught exception handler answered REPLACE_THREAD: a new epoch."""
-        if self.on_failure is None or not self.on_failure(RealTimeRunError(error), restarts):
-            return False
-        restarts.append(time.monotonic())
-        self._epoch_lost(error, "the uncaught exception handler replaced it", len(restarts))
+    def _supervise(self, index: int) -> None:
+        """Thread ``index``'s epochs, one after another, until the run stops or fails."""
+        lost = 0  # epochs in a row lost with an executor or a Python worker
+        while True:
+            with self._lock:
+                if self._stopping:
+                    return
+                epoch = self._current[index] = self._next_epoch(index)
+            try:
+                row = self.jobs.run(epoch, index)
+            except Exception as e:  # noqa: BLE001 - the Spark job's failure, decided on here
+                if self._stopping:
+                    return
+                if lost_worker(e) and lost < MAX_LOST_EPOCHS:
+                    lost += 1
+                    self._epoch_lost(index, epoch, e, f"{lost} of {MAX_LOST_EPOCHS} in a row")
+                    continue
+                failure: BaseException = e
+            else:
+                if "error" not in row:
+                    lost = 0
+                    with self._metrics_lock:
+                        self._read_reports()
+                        self.live.end_epoch(epoch.run, [row])
+                    self._finished[index] += 1
+                    continue
+                failure = ThreadFailureError(row["error"])
+            if self._stopping:
+                return
+            if not self._again(index, epoch, failure):
+                self._fail(failure)
+                return
+
+    def _again(self, index: int, epoch: Epoch, failure: BaseException) -> bool:
+        """Whether thread ``index`` starts again after ``failure``: a transient one, or the
+        uncaught exception handler answered REPLACE_THREAD (both bounded per
+        task.timeout.ms, see ``rules.restart_after``)."""
+        with self._lock:
+            if restart_after(str(failure), self._restarts, time.monotonic(),
+                             self.task_timeout_ms):
+                why = "it ended on a transient failure"
+            elif self.on_failure is not None and self.on_failure(RealTimeRunError(failure),
+                                                                 self._restarts):
+                why = "the uncaught exception handler replaced it"
+            else:
+                return False
+            self._restarts.append(time.monotonic())
+            count = len(self._restarts)
+        self._epoch_lost(index, epoch, failure, f"{why}; restart {count}")
         return True
 
-    def ready(self) -> bool:
-        """Whether every stream thread of the running epoch reported (its tasks are open
-        and restored); False between epochs."""
-        with self._metrics_lock:
-            self._read_reports()
-            epoch = self._epoch
-            if epoch is None or self._done.is_set():
-                return False
-            return sum(1 for run, _ in self.live.live if run == epoch.run) >= epoch.threads
+    def _fail(self, failure: BaseException) -> None:
+        """Thread failed for good: the run fails with it; every other thread is asked to
+        commit and end (as Kafka Streams' SHUTDOWN_CLIENT)."""
+        with self._lock:
+            if self._stopping:
+                return
+            self._stopping = True
+            self._error = failure
+        log.error("application %r: a stream thread failed; stopping the other threads",
+                  self.ctx.app_id)
+        send_stop(self.ctx.settings, self.ctx.app_id, self.key)
+        threading.Thread(target=self._end_threads, daemon=True,
+                         name="kspark-real-time-stop").start()
 
-    def _epoch_lost(self, error: BaseException, why: str, count: int) -> None:
-        """A new epoch retries the lost one from the last commits (fencing the old)."""
-        with self._metrics_lock:  # its threads' counts went with them
-            self.live.end_epoch(self._epoch.run if self._epoch else "", [])
-        log.warning("real-time epoch %d ended: %s (%s); starting a new epoch from the last "
-                    "commits (restart %d)", self.epochs, why, _first_line(error), count)
+    def _epoch_lost(self, index: int, epoch: Epoch, error: BaseException, why: str) -> None:
+        """Thread ``index``'s epoch is started again from its tasks' last commits (the new
+        attempt fences the old)."""
+        with self._metrics_lock:  # its counts since its last report went with it
+            self.live.end_epoch(epoch.run, [])
+        log.warning("real-time stream thread %d's epoch ended (%s): %s; starting it again "
+                    "from its tasks' last commits", index, _first_line(error), why)
 
-    def _next_epoch(self) -> Epoch:
+    def _next_epoch(self, index: int) -> Epoch:
         t = self._template
-        return replace(t, run=f"rt-{uuid.uuid4().hex[:12]}-{self.epochs}",
+        n = self._finished[index]
+        # the threads' epochs end at staggered times, so that an epoch's end finds its
+        # Python worker the only idle one (it takes its thread's open tasks back)
+        length = t.length_ms if n else t.length_ms * (index + 1) // t.threads
+        return replace(t, run=f"{self.key}-{index}-{n}-{uuid.uuid4().hex[:6]}",
+                       length_ms=max(1, length),
                        control_begin=control_end(self.ctx.settings, self.ctx.app_id))
-
-    def _run_epoch(self, epoch: Epoch) -> None:
-        contexts = self.contexts
-        # a barrier stage: every thread starts at once (or none does), and the threads can
-        # agree on who is who (see thread_identity)
-        if not is_connect(self.spark):
-            sc = self.spark.sparkContext
-            sc.setJobGroup(epoch.run, f"kspark {self.ctx.app_id}: real-time epoch "
-                           f"{self.epochs}", interruptOnCancel=True)
-            rows = (sc.parallelize(range(epoch.threads), epoch.threads).barrier()
-                    .mapPartitions(lambda slots: [run_stream_thread(contexts, s, epoch)
-                                                  for s in slots]).collect())
-        else:
-            rows = _connect_epoch(self.spark, contexts, epoch)
-        with self._metrics_lock:
-            self._read_reports()
-            self.live.end_epoch(epoch.run, rows)
-        self.epochs += 1

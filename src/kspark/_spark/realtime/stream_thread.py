@@ -1,7 +1,8 @@
 """The loop of one real-time stream thread (one long-running Spark task).
 
 Thread ``i`` of ``n`` hosts every ``n``-th task of the topology (all sub-topologies, see
-``layout.py``), the same ones in every epoch (a sticky assignment). It opens them
+``layout.py``), the same ones in every epoch (a sticky assignment); each thread is a Spark
+job of its own (see ``query.py``), so a thread that fails stops no other. It opens them
 (``_host/task.py``: :class:`HostedTask`, the one task lifecycle of both modes), assigns its
 consumer their input partitions (Kafka and repartition topics) at the group's committed
 offsets, then runs Kafka Streams' loop: poll → hand each task its records → process the
@@ -10,13 +11,15 @@ by head timestamp across partitions) → punctuate on the wall clock → every
 ``commit.interval.ms`` commit every task, and every ``repartition.purge.interval.ms`` delete
 the repartition records committed. It commits a last time and ends when the epoch is over or
 the driver asks the run to stop. Any failure aborts every task's interval (their
-transactions) and fails the Spark task, naming the task."""
+transactions) and is returned to the driver as the thread's error, naming the task
+(:func:`thread_job`): Spark itself retries only what it is for, a lost executor or Python
+worker."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
+import traceback
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
@@ -36,11 +39,9 @@ from kspark._spark.realtime.thread_metrics import ThreadReporter
 from kspark._host.context import HostContext
 from kspark._host.kafka_io import kafka_hosted_task
 from kspark._host.task import HostedTask
-from kspark._worker import registry
 from kspark.errors import KSparkError, StreamsError
 
-__all__ = ["Epoch", "run_stream_thread", "open_live_task", "thread_identity", "assign_threads",
-           "local_state"]
+__all__ = ["Epoch", "run_stream_thread", "thread_job", "open_live_task"]
 
 log = logging.getLogger("kspark")
 TP = tuple[str, int]
@@ -48,9 +49,9 @@ TP = tuple[str, int]
 
 @dataclass(frozen=True)
 class Epoch:
-    """What the driver gives every thread of one epoch (travels by value)."""
+    """What the driver gives a thread for one of its epochs (travels by value)."""
 
-    run: str  # unique to the epoch: the batch stamp of its commits
+    run: str  # unique to the thread's epoch: the batch stamp of its commits
     threads: int
     tasks: tuple[TaskSpec, ...]  # every task; thread i runs tasks[i::threads]
     resets: tuple[tuple[str, str], ...]  # per-topic offset reset of partitions not in starts
@@ -62,30 +63,42 @@ class Epoch:
     # the driver's resolved starts: (partition, group's offset it saw or -1, start offset
     # or OFFSET_BEGINNING); see kspark._engine.offset_reset.assigned_start
     starts: tuple[tuple[tuple[str, int], int, int], ...] = ()
+    query: str = ""  # the whole run's stop key (a stop of it ends every thread)
 
     def mine(self, index: int) -> tuple[TaskSpec, ...]:
         """Thread ``index``'s tasks: the same in every epoch (a sticky assignment)."""
         return self.tasks[index::self.threads]
 
 
-def run_stream_thread(contexts: dict[int, HostContext], slot: int,
+def thread_job(contexts: dict[int, HostContext], index: int, epoch: Epoch
+               ) -> dict[str, Any]:
+    """One Spark task of thread ``index``'s job: its counts, or (``error``) the traceback of
+    what failed it, for the driver to decide on (fail the run, or replace the thread: the
+    uncaught exception handler); Spark retries the job's task only when the executor or the
+    Python worker running it is lost."""
+    try:
+        return run_stream_thread(contexts, index, epoch)
+    except Exception as e:  # noqa: BLE001 - the driver decides; every task was aborted
+        return {"thread": index, "error": "".join(traceback.format_exception(e))}
+
+
+def run_stream_thread(contexts: dict[int, HostContext], index: int,
                       epoch: Epoch) -> dict[str, Any]:
-    """Run one thread for one epoch in Spark task ``slot`` of the epoch's barrier stage
-    (``contexts``: per sub-topology); its counts (records in and out, commits)."""
+    """Run thread ``index`` for one epoch (``contexts``: per sub-topology); its counts
+    (records in and out, commits)."""
     ctx = next(iter(contexts.values()))
-    index = thread_identity(ctx.app_id, slot, epoch, ctx.state_dir)
     specs = epoch.mine(index)
     # Each attempt of the thread stamps its commits and changelog records with a run of its
-    # own: a retried attempt of the same epoch (Spark retries a failed barrier stage whole)
+    # own: a retried attempt of the same epoch (Spark retries a task lost with its executor)
     # must not take the committed records of the attempt before for its own (a restore
     # skips the records stamped by its own run: see recovery.stamped_by_this_batch_or_later)
     attempt_run = f"{epoch.run}.{uuid.uuid4().hex[:8]}"
     tasks: dict[TaskSpec, HostedTask] = {}
-    watch = StopWatch(ctx.settings, ctx.app_id, epoch.control_begin, epoch.run)
+    watch = StopWatch(ctx.settings, ctx.app_id, epoch.control_begin, epoch.run, epoch.query)
     sender = MetricsSender(ctx.settings, ctx.app_id, epoch.run)
     consumer = None
     globals_ = _Globals(ctx, epoch) if ctx.graph.global_stores else None
-    reporter = ThreadReporter(index, epoch, sender)
+    reporter = ThreadReporter(index, epoch, sender, attempt_run)
     try:
         stores = None if globals_ is None else globals_.refresh().read_only()
         for s in specs:
@@ -116,73 +129,6 @@ def open_live_task(ctx: HostContext, partition: int, run: str,
     task.acquire(RoutingCollector(producer, ctx.plan, partition, shuffled=False,
                                   changelogs=ctx.changelogs), global_stores)
     return task
-
-
-def thread_identity(app_id: str, slot: int, epoch: Epoch, state_dir: str) -> int:
-    """Which thread this Spark task is. The tasks of an epoch agree through the barrier
-    stage's ``allGather`` (Spark hands a new epoch's tasks to its executors in no fixed
-    order): each tells the thread this Python worker was in the previous epoch and how much
-    of each thread's state its ``state_dir`` holds (see :func:`local_state`), so that a
-    thread runs where its state is (see :func:`assign_threads`)."""
-    from pyspark import BarrierTaskContext
-
-    key = (app_id, "real_time_thread")
-    previous = registry().get("tasks", key)  # [thread, when this worker last ran it]
-    local = local_state(state_dir, app_id, epoch)
-    claims = [json.loads(m) for m in BarrierTaskContext.get().allGather(
-        json.dumps([slot, previous, local]))]
-    index = assign_threads(claims, epoch.threads)[slot]
-    registry().put("tasks", key, [index, time.time()])
-    return index
-
-
-def local_state(state_dir: str, app_id: str, epoch: Epoch) -> dict[str, int]:
-    """Per thread (as a string), how much of its tasks' state ``state_dir`` holds here: for
-    each task with a valid local checkpoint, 1 plus its changelog offsets (a fresher copy
-    counts more); threads with none are left out."""
-    from kspark._plan.placement import held_state
-
-    held = held_state(state_dir, app_id, [s.task_id for i in range(epoch.threads)
-                                          for s in epoch.mine(i)])
-    out: dict[str, int] = {}
-    for i in range(epoch.threads):
-        score = sum(held.get(spec.task_id, 0) for spec in epoch.mine(i))
-        if score:
-            out[str(i)] = score
-    return out
-
-
-def assign_threads(claims: list[list[Any]], threads: int) -> dict[int, int]:
-    """slot -> thread, from each slot's ``[slot, previous, {thread: local state}]``
-    (``previous``: ``[thread, when]`` its Python worker last ran, or None): a slot keeps
-    the thread its worker ran last (its tasks may still be open there), the latest claim
-    first; then the threads go where most of their state is (a sticky placement: on a
-    cluster whose executors have their own disks, a thread returns to the executor that
-    holds its stores); the rest take the free threads in slot order.
-
-    >>> assign_threads([[0, [1, 5.0], {}], [1, None, {}]], 2)
-    {0: 1, 1: 0}
-    >>> assign_threads([[0, [1, 5.0], {}], [1, [1, 7.0], {}], [2, [5, 7.0], {}]], 3)
-    {1: 1, 0: 0, 2: 2}
-    >>> assign_threads([[0, None, {"1": 9}], [1, None, {"0": 4, "1": 2}]], 2)
-    {0: 1, 1: 0}
-    """
-    out: dict[int, int] = {}
-    latest_first = sorted((c for c in claims if c[1] is not None),
-                          key=lambda c: (-c[1][1], c[0]))
-    for slot, (thread, _), _ in latest_first:
-        if thread < threads and thread not in out.values():
-            out[slot] = thread
-    by_state = sorted((-score, slot, int(t)) for slot, _, local in claims
-                      for t, score in local.items() if int(t) < threads)
-    for _, slot, thread in by_state:
-        if slot not in out and thread not in out.values():
-            out[slot] = thread
-    free = iter(t for t in range(threads) if t not in out.values())
-    for slot, _, _ in sorted(claims):
-        if slot not in out:
-            out[slot] = next(free)
-    return out
 
 
 def _assign(ctx: HostContext, index: int, epoch: Epoch, specs: tuple[TaskSpec, ...]) -> Any:

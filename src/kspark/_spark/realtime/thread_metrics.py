@@ -92,9 +92,16 @@ class LiveTotals:
         self.thread_of_task: dict[str, int] = {}  # the thread that last ran each task
 
     def add_report(self, run: str, report: dict[str, Any]) -> None:
-        """The latest report of a thread of epoch ``run`` (ignored once the epoch ended)."""
-        if run not in self.ended:
-            self.live[(run, int(report["thread"]))] = report
+        """The latest report of a thread of epoch ``run`` (ignored once the epoch ended). A
+        report of a new attempt of the thread's epoch (Spark retried its task, lost with
+        its executor) ends the attempt before: what it last reported as committed counts."""
+        if run in self.ended:
+            return
+        key = (run, int(report["thread"]))
+        before = self.live.get(key)
+        if before is not None and before.get("attempt") != report.get("attempt"):
+            self._add_rows([before["committed"]] if before.get("committed") else [])
+        self.live[key] = report
 
     def end_epoch(self, run: str, rows: list[dict[str, Any]]) -> None:
         """Epoch ``run`` returned ``rows`` (each thread's final counts, and how many of its
@@ -105,6 +112,9 @@ class LiveTotals:
                     if k[0] == run and r.get("committed")]
         self.ended.add(run)
         self.live = {k: v for k, v in self.live.items() if k[0] != run}
+        self._add_rows(rows)
+
+    def _add_rows(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:
             for k in COUNTS:
                 self.finished[k] += int(row.get(k, 0))
@@ -175,8 +185,8 @@ class ThreadReporter:
     every commit interval, at least every 5 s, and when the thread ends; sums its tasks'
     commits (``TaskMetrics``) for the epoch's final row."""
 
-    def __init__(self, index: int, epoch: Any, sender: Any):
-        self.sender = sender
+    def __init__(self, index: int, epoch: Any, sender: Any, attempt: str = ""):
+        self.sender, self.attempt = sender, attempt
         self.meter = ThreadMeter(index, min(epoch.interval_ms / 1000, 5.0), time.monotonic())
         self.async_raw: dict[str, dict[str, float]] = {}  # the epoch's async counters
         self.committed = TaskMetrics()  # the thread's commits' counts
@@ -212,4 +222,4 @@ class ThreadReporter:
         report = self.meter.report(
             sum(t.read for t in tasks), sum(t.collector.sent - t.collector.logged for t in tasks),
             sum(t.commits for t in tasks), loop.lag(), now, self.counts())
-        self.sender.send({**report, "async": self.async_raw})
+        self.sender.send({**report, "async": self.async_raw, "attempt": self.attempt})
