@@ -12,8 +12,8 @@ for each Java key kspark does not take, an error that says what kspark does inst
   point to the prefixes kspark has.
 
 Example:
-    >>> unknown_key("num.standby.replicas")[:71]
-    "unknown config key 'num.standby.replicas' (a Kafka Streams key): kspark"
+    >>> unknown_key("rack.aware.assignment.tags")[:77]
+    "unknown config key 'rack.aware.assignment.tags' (a Kafka Streams key): kspark"
     >>> refused_client_key("consumer.auto.offset.reset")[:72]
     "config key 'consumer.auto.offset.reset' is not honoured: use auto.offset"
 """
@@ -45,8 +45,6 @@ JAVA_KEYS: dict[str, str] = {
     "(Kafka Streams 4's name; it takes the same values)",
     "default.production.exception.handler": "use production.exception.handler (Kafka "
     "Streams 4's name; it takes the same values)",
-    "num.standby.replicas": _PLACED, "acceptable.recovery.lag": _PLACED,
-    "max.warmup.replicas": _PLACED, "probing.rebalance.interval.ms": _PLACED,
     "rack.aware.assignment.tags": _PLACED, "rack.aware.assignment.strategy": _PLACED,
     "application.server": "not taken: each Spark worker holding tasks serves interactive "
     "queries on a port of its own and announces it (docs/interactive-queries.md); set "

@@ -7,13 +7,21 @@ Example:
     ['metrics.recording.level', 'metrics.http.port', 'metrics.http.host']
     >>> [k[0] for k in operations_config()][3:]
     ['query.endpoint.enabled', 'query.endpoint.host', 'query.timeout.ms']
+
+and those of standby replicas and warm-up (KIP-441: Kafka Streams' names, defaults and
+meanings; real_time mode):
+
+    >>> [(k[0], k[2]) for k in standby_config()][:2]
+    [('num.standby.replicas', 0), ('acceptable.recovery.lag', 10000)]
+    >>> [(k[0], k[2]) for k in standby_config()][2:]
+    [('max.warmup.replicas', 2), ('probing.rebalance.interval.ms', 600000)]
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["operations_config"]
+__all__ = ["operations_config", "standby_config"]
 
 
 def _level(v: Any) -> str | None:
@@ -56,4 +64,32 @@ def operations_config() -> list[tuple[str, type, Any, str, Any]]:
         ("query.timeout.ms", int, 10000, "kspark: how long an interactive query waits for a "
          "partition's task to become queryable (restoring, moving, a worker starting) "
          "before it fails with StateStoreNotAvailableError.", _positive),
+    ]
+
+
+def _at_least(n: int) -> Any:
+    def check(v: Any) -> str | None:
+        return None if v >= n else f"must be at least {n}"
+    return check
+
+
+def standby_config() -> list[tuple[str, type, Any, str, Any]]:
+    """(name, type, default, doc, validator) of each key."""
+    return [
+        ("num.standby.replicas", int, 0, "real_time mode: how many warm copies of each task's "
+         "persistent stores other stream threads keep by tailing its changelogs (Kafka "
+         "Streams' standby tasks). When a thread's executor is lost, each of its tasks "
+         "moves to the thread holding its copy and restores only the changelog records "
+         "written since that copy's last update. Needs processing.guarantee="
+         "exactly_once_v2 (a copy then holds committed state only) and at least two "
+         "executors (a copy is never on the active's executor).", _at_least(0)),
+        ("acceptable.recovery.lag", int, 10_000, "real_time mode: how far (changelog records) "
+         "a warm-up copy may be behind for its task to move back to the thread it was "
+         "taken from (Kafka Streams' meaning).", _at_least(0)),
+        ("max.warmup.replicas", int, 2, "real_time mode: how many warm-up copies (of tasks "
+         "waiting to move back to their thread) are kept at once, over the standbys.",
+         _at_least(1)),
+        ("probing.rebalance.interval.ms", int, 600_000, "real_time mode: how often the "
+         "driver checks whether warm-up copies have caught up, to move their tasks back "
+         "(Kafka Streams' probing rebalance).", _at_least(60_000)),
     ]

@@ -43,7 +43,7 @@ from kspark._engine.handler_config import handler_config
 from kspark._engine.offset_reset import reset_policy_problem
 from kspark.errors import ConfigError
 from kspark.serde._registry_keys import registry_config
-from kspark._config_ops import operations_config
+from kspark._config_ops import operations_config, standby_config
 
 __all__ = ["StreamsConfig", "ConfigKey", "CONFIG_KEYS", "MICRO_BATCH", "REAL_TIME", "MODES", "BOTH",
            "declared_default", "checkpoint_location", "commit_interval_ms", "parse_properties"]
@@ -232,8 +232,8 @@ _KEYS = [
     ConfigKey("source.read.timeout.ms", int, 60000, "kspark: a task that cannot read up to its "
               "planned offset within this time fails, naming topic and partition.", _positive,
               modes=BOTH),
-] + [ConfigKey(*k, modes=BOTH) for k in (*registry_config(), *operations_config(),
-                                          *handler_config())]  # + the exception handlers
+] + [ConfigKey(*k, modes=(REAL_TIME,)) for k in standby_config()] + [ConfigKey(*k, modes=BOTH)
+    for k in (*registry_config(), *operations_config(), *handler_config())]
 CONFIG_KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
 MODE = "execution.mode"
 # real_time's commit.interval.ms if not set: Kafka Streams' (micro_batch: the declared one)

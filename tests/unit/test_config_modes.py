@@ -24,6 +24,10 @@ REAL_TIME_ONLY = {
     "real_time.epoch.ms": 60_000,
     "num.stream.threads": 2,
     "repartition.purge.interval.ms": 1000,  # micro_batch does not purge repartition records
+    # standby replicas and warm-up (KIP-441): the real-time threads keep them, not yet the
+    # micro-batch executors between batches
+    "num.standby.replicas": 1, "acceptable.recovery.lag": 100, "max.warmup.replicas": 1,
+    "probing.rebalance.interval.ms": 60_000,
 }
 BOTH_MODES = {"application.id", "bootstrap.servers", "state.dir", "commit.interval.ms",
               "processing.guarantee", "default.key.serde", "default.value.serde",

@@ -40,7 +40,7 @@ from kspark._kafka.jars import kspark_home
 from kspark.errors import PrerequisiteError
 
 __all__ = ["load", "located", "located_rdd", "Rows", "live_executors", "executor_slots",
-           "ran_on", "placement_jar", "LOCALITY_WAIT", "LOCATED_CLASS"]
+           "ran_on", "placement_jar", "LOCALITY_WAIT", "LOCATED_CLASS", "tagged_tasks"]
 
 log = logging.getLogger("kspark")
 
@@ -227,9 +227,10 @@ def executor_slots(spark: SparkSession) -> dict[str, tuple[str, int]]:
 
 
 def ran_on(spark: SparkSession, group: str) -> str | None:
-    """The executor that runs, or last ran, the one task of job group ``group`` (a
-    real-time stream thread's job): its latest attempt's executor in Spark's status store,
-    which takes in task events shortly after they happen; None when not known (yet)."""
+    """The executor of the latest attempt of the one task of job group ``group`` (a
+    real-time stream thread's job), whatever its status (running, succeeded, or failed
+    with its executor), in Spark's status store, which takes in task events shortly after
+    they happen; None when not known (yet)."""
     sc = spark.sparkContext
     tracker, store = sc.statusTracker(), sc._jsc.sc().statusStore()  # noqa: SLF001
     latest: tuple[int, str] | None = None
@@ -242,10 +243,9 @@ def ran_on(spark: SparkSession, group: str) -> str | None:
             tasks = store.taskList(stage, stage_info.currentAttemptId, 100)
             for i in range(tasks.size()):
                 t = tasks.apply(i)
-                if t.status() in ("RUNNING", "SUCCESS"):
-                    at = int(t.launchTime().getTime())
-                    if latest is None or at >= latest[0]:
-                        latest = (at, str(t.executorId()))
+                at = int(t.launchTime().getTime())
+                if latest is None or at >= latest[0]:
+                    latest = (at, str(t.executorId()))
     return None if latest is None else latest[1]
 
 
@@ -267,3 +267,29 @@ def located_rdd(rdd: Any, locations: list[list[str]]) -> Any:
             array[i][j] = name
     wrapped = jvm.kspark.placement.LocatedRDD(rdd._jrdd.rdd(), indices, array)  # noqa: SLF001
     return RDD(wrapped.toJavaRDD(), sc, rdd._jrdd_deserializer)  # noqa: SLF001
+
+
+def tagged_tasks(spark: SparkSession, tag: str) -> tuple[int, set[int]]:
+    """Of the jobs tagged ``tag`` (``SparkContext.addJobTag``): how many of their tasks run
+    now, and the partitions of their final stage whose task succeeded, as Spark's status
+    store has them (it takes in task events shortly after they happen)."""
+    sc = spark.sparkContext
+    jtracker = sc._jsc.sc().statusTracker()  # noqa: SLF001 - the JVM's (by tag)
+    tracker, store = sc.statusTracker(), sc._jsc.sc().statusStore()  # noqa: SLF001
+    running, succeeded = 0, set()
+    for job in jtracker.getJobIdsForTag(tag):
+        info = tracker.getJobInfo(job)
+        stages = list(info.stageIds) if info is not None else []
+        for stage in stages:
+            stage_info = tracker.getStageInfo(stage)
+            if stage_info is not None:
+                running += stage_info.numActiveTasks
+        final = tracker.getStageInfo(max(stages)) if stages else None
+        if final is None:
+            continue
+        tasks = store.taskList(final.stageId, final.currentAttemptId, 1 << 20)
+        for i in range(tasks.size()):
+            t = tasks.apply(i)
+            if t.status() == "SUCCESS":
+                succeeded.add(int(t.index()))
+    return running, succeeded

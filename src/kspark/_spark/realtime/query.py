@@ -28,8 +28,13 @@ from kspark._kafka.stream_thread_clients import MetricsReader, control_end, send
 from kspark._plan.plan import QueryPlan
 from kspark._spark.connect import default_parallelism
 from kspark._spark.realtime.batch_end import BatchEnd
-from kspark._spark.realtime.checks import free_slots, real_time_members, threads_for
+from kspark._spark.realtime.failures import (MAX_LOST_EPOCHS, RealTimeRunError,
+                                             ThreadFailureError, first_line, lost_worker)
+from kspark._plan.assignment import initial_assignment
+from kspark._spark.realtime.checks import (free_slots, real_time_members, standbys_for,
+                                           threads_for)
 from kspark._spark.realtime.layout import task_specs
+from kspark._spark.realtime.rebalance import AssignmentWatch, Assignor
 from kspark._spark.realtime.stream_thread import Epoch
 from kspark._spark.realtime.thread_jobs import ThreadJobs
 from kspark._spark.realtime.thread_metrics import LiveTotals
@@ -42,48 +47,8 @@ from kspark._host.progress import progress_of
 __all__ = ["RealTimeQuery", "RealTimeRunError", "real_time_query"]
 
 
+
 log = logging.getLogger("kspark")
-
-
-# How many epochs in a row may lose an executor or a Python worker before the run fails (as
-# Spark's spark.stage.maxConsecutiveAttempts)
-MAX_LOST_EPOCHS = 4
-_LOST = ("ExecutorLostFailure", "Python worker exited unexpectedly", "Executor heartbeat timed out")
-
-
-def lost_worker(error: BaseException) -> bool:
-    """Whether an epoch's Spark job failed because an executor or a Python worker was lost
-    (a new epoch is then the retry), not because a thread raised (kspark's or the topology's
-    error: the run fails with it).
-
-    >>> lost_worker(RuntimeError("Job aborted ... ExecutorLostFailure (executor 1 exited ...)"))
-    True
-    >>> lost_worker(RuntimeError("... ExecutorLostFailure ... PythonException: Traceback ..."))
-    False
-    """
-    text = str(error)
-    return "PythonException" not in text and any(s in text for s in _LOST)
-
-
-def _first_line(error: BaseException) -> str:
-    lines = [x for x in str(error).splitlines() if x.strip()]
-    cause = next((x for x in lines if any(s in x for s in _LOST)), lines[0] if lines else "")
-    return cause.strip()[:300]
-
-
-class RealTimeRunError(Exception):
-    """The run's failure, as :meth:`RealTimeQuery.awaitTermination` raises it; ``desc`` holds
-    the whole text of the cause (with the Python worker's traceback)."""
-
-    def __init__(self, cause: BaseException):
-        super().__init__(str(cause))
-        self.desc = str(cause)
-        self.cause = cause
-
-
-class ThreadFailureError(Exception):
-    """A stream thread's own failure, as its Spark task returned it (the traceback's text:
-    the topology's or kspark's error, naming the task)."""
 
 
 def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
@@ -102,14 +67,20 @@ def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
                                      config["autostop.at"] == "eol"))
     contexts = {m.sub_topology: HostContext(graph, config.as_dict(), m.stage_plan)
                 for m in members}
+    home = initial_assignment(len(specs), threads, standbys_for(config))
     epoch = Epoch("", threads, tuple(specs), tuple(sorted(kafka_sources(graph)[1].items())),
                   interval_ms, int(config["real_time.epoch.ms"]), 0,
                   int(config["repartition.purge.interval.ms"]),
-                  tuple(sorted((stop or {}).items())), starts)
+                  tuple(sorted((stop or {}).items())), starts, active=home.active,
+                  standby=home.standby)
     log.info("application %r: real-time mode, %d stream threads for %d tasks of %d "
-             "sub-topologies, commit every %d ms", plan.application_id, threads, len(specs),
-             len(members), interval_ms)
-    return RealTimeQuery(spark, contexts, epoch)
+             "sub-topologies, commit every %d ms, %d standby copies of each task",
+             plan.application_id, threads, len(specs), len(members), interval_ms,
+             len(home.standby[0]) // max(1, len(home.active[0])) if home.active[0] else 0)
+    assignor = Assignor(home, [s.task_id for s in specs], int(config["max.warmup.replicas"]),
+                        int(config["acceptable.recovery.lag"]))
+    return RealTimeQuery(spark, contexts, epoch, assignor=assignor,
+                         probing_s=int(config["probing.rebalance.interval.ms"]) / 1000)
 
 
 class RealTimeQuery:
@@ -117,8 +88,10 @@ class RealTimeQuery:
     (see the module)."""
 
     def __init__(self, spark: Any, contexts: dict[int, HostContext], epoch: Epoch,
-                 grace_s: float = 30.0):
+                 grace_s: float = 30.0, assignor: Assignor | None = None,
+                 probing_s: float = 600.0):
         self.spark, self.contexts, self.grace_s = spark, contexts, grace_s
+        self.assignor, self.probing_s = assignor, probing_s
         self.ctx = next(iter(contexts.values()))  # the settings and id all share
         self.task_timeout_ms = self.ctx.settings.task_timeout_ms
         self._position = 0  # the group's committed position, as progress() last read it
@@ -268,6 +241,7 @@ class RealTimeQuery:
                            for i in range(t.threads)]
             for s in supervisors:
                 s.start()
+            self._watch()
             for s in supervisors:
                 s.join()
         except BaseException as e:  # noqa: BLE001 - kept for awaitTermination and stop
@@ -275,6 +249,38 @@ class RealTimeQuery:
                 self._error = e
         finally:
             self._done.set()
+
+    def _watch(self) -> None:
+        """With standby copies (and a classic session placing threads): watch for lost
+        threads and warm-ups that caught up (``rebalance.py``)."""
+        if self.assignor is None or not any(self._template.standby) or not self.jobs.placing:
+            return
+        AssignmentWatch(self.assignor, self.jobs.where, self.jobs.alive, self._standby_lags,
+                        self._restart, self._done, self.probing_s).start()
+
+    def _standby_lags(self) -> dict[tuple[int, str], int]:
+        """Per (thread, task id), the lag of the thread's copy of the task, as last reported
+        from its running epoch."""
+        with self._metrics_lock:
+            self._read_reports()
+            with self._lock:
+                runs = {e.run: i for i, e in self._current.items()}
+            return {(runs[run], task): int(n) for (run, _), r in self.live.live.items()
+                    if run in runs for task, n in r.get("standby", {}).items()}
+
+    def _lost(self, index: int) -> None:
+        """Thread ``index`` was lost with its executor or Python worker: with standby
+        copies, its tasks move to their keepers (once: the watch may have moved them)."""
+        if self.assignor is not None and any(self._template.standby):
+            self._restart(self.assignor.lost(index))
+
+    def _restart(self, threads: list[int]) -> None:
+        """End these threads' running epochs (they start their next at once, taking the
+        current assignment)."""
+        with self._lock:
+            runs = [self._current[i].run for i in threads if i in self._current]
+        for run in runs:
+            send_stop(self.ctx.settings, self.ctx.app_id, run)
 
     def _supervise(self, index: int) -> None:
         """Thread ``index``'s epochs, one after another, until the run stops or fails."""
@@ -291,10 +297,21 @@ class RealTimeQuery:
                     return
                 if lost_worker(e) and lost < MAX_LOST_EPOCHS:
                     lost += 1
+                    self._lost(index)
                     self._epoch_lost(index, epoch, e, f"{lost} of {MAX_LOST_EPOCHS} in a row")
                     continue
                 failure: BaseException = e
             else:
+                if row.get("retried"):  # Spark ran the task again: the driver does, placed
+                    lost += 1
+                    self._lost(index)
+                    if lost <= MAX_LOST_EPOCHS:
+                        self._epoch_lost(index, epoch, RuntimeError(
+                            "its Spark task was lost with its executor or Python worker"),
+                            f"{lost} of {MAX_LOST_EPOCHS} in a row")
+                        continue
+                    row = {"error": f"stream thread {index} was lost {lost} times in a row "
+                                    "(its executor or Python worker)"}
                 if "error" not in row:
                     lost = 0
                     with self._metrics_lock:
@@ -347,7 +364,7 @@ class RealTimeQuery:
         with self._metrics_lock:  # its counts since its last report went with it
             self.live.end_epoch(epoch.run, [])
         log.warning("real-time stream thread %d's epoch ended (%s): %s; starting it again "
-                    "from its tasks' last commits", index, _first_line(error), why)
+                    "from its tasks' last commits", index, first_line(error), why)
 
     def _next_epoch(self, index: int) -> Epoch:
         t = self._template
@@ -355,6 +372,9 @@ class RealTimeQuery:
         # the threads' epochs end at staggered times, so that an epoch's end finds its
         # Python worker the only idle one (it takes its thread's open tasks back)
         length = t.length_ms if n else t.length_ms * (index + 1) // t.threads
+        current = self.assignor.assignment() if self.assignor is not None else None
+        if current is not None:
+            t = replace(t, active=current.active, standby=current.standby)
         return replace(t, run=f"{self.key}-{index}-{n}-{uuid.uuid4().hex[:6]}",
                        length_ms=max(1, length),
                        control_begin=control_end(self.ctx.settings, self.ctx.app_id))

@@ -38,6 +38,7 @@ from kspark._spark.routing import RoutingCollector
 from kspark._spark.realtime.thread_metrics import ThreadReporter
 from kspark._host.context import HostContext
 from kspark._host.kafka_io import kafka_hosted_task
+from kspark._host.standby import StandbyTask, StandbyUpdater, promote_standby
 from kspark._host.task import HostedTask
 from kspark.errors import KSparkError, StreamsError
 
@@ -64,10 +65,21 @@ class Epoch:
     # or OFFSET_BEGINNING); see kspark._engine.offset_reset.assigned_start
     starts: tuple[tuple[tuple[str, int], int, int], ...] = ()
     query: str = ""  # the whole run's stop key (a stop of it ends every thread)
+    # the driver's assignment (kspark._plan.assignment), as indices into tasks: per thread,
+    # the tasks it runs and those it keeps standby copies of; () : every n-th task, no copies
+    active: tuple[tuple[int, ...], ...] = ()
+    standby: tuple[tuple[int, ...], ...] = ()
 
     def mine(self, index: int) -> tuple[TaskSpec, ...]:
-        """Thread ``index``'s tasks: the same in every epoch (a sticky assignment)."""
+        """Thread ``index``'s tasks: its home tasks (every ``n``-th: a sticky assignment),
+        unless the driver moved tasks (a lost thread's, to the threads with their copies)."""
+        if self.active:
+            return tuple(self.tasks[t] for t in self.active[index])
         return self.tasks[index::self.threads]
+
+    def copies(self, index: int) -> tuple[TaskSpec, ...]:
+        """The tasks thread ``index`` keeps standby copies of."""
+        return tuple(self.tasks[t] for t in self.standby[index]) if self.standby else ()
 
 
 def thread_job(contexts: dict[int, HostContext], index: int, epoch: Epoch
@@ -76,6 +88,13 @@ def thread_job(contexts: dict[int, HostContext], index: int, epoch: Epoch
     what failed it, for the driver to decide on (fail the run, or replace the thread: the
     uncaught exception handler); Spark retries the job's task only when the executor or the
     Python worker running it is lost."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is not None and context.attemptNumber() > 0:
+        # Spark retried the task (its executor or Python worker was lost): the driver runs
+        # the thread's next epoch itself, with its current assignment and placement
+        return {"thread": index, "retried": True}
     try:
         return run_stream_thread(contexts, index, epoch)
     except Exception as e:  # noqa: BLE001 - the driver decides; every task was aborted
@@ -99,9 +118,14 @@ def run_stream_thread(contexts: dict[int, HostContext], index: int,
     consumer = None
     globals_ = _Globals(ctx, epoch) if ctx.graph.global_stores else None
     reporter = ThreadReporter(index, epoch, sender, attempt_run)
+    standbys = StandbyUpdater([StandbyTask(contexts[s.sub_topology], s.partition)
+                               for s in epoch.copies(index)], max(epoch.interval_ms / 1000, 0.5))
+    reporter.standby = standbys.lags
     try:
         stores = None if globals_ is None else globals_.refresh().read_only()
         for s in specs:
+            if epoch.standby:  # its copy here, if fresher than its own stores
+                promote_standby(ctx.state_dir, ctx.app_id, s.task_id)
             tasks[s] = open_live_task(contexts[s.sub_topology], s.partition, attempt_run,
                                       stores)
         consumer = _assign(ctx, index, epoch, specs)
@@ -109,6 +133,7 @@ def run_stream_thread(contexts: dict[int, HostContext], index: int,
     except BaseException as e:
         raise _failed(list(tasks.values()), e) from e
     finally:
+        standbys.close()
         watch.close()
         sender.close()
         if consumer is not None:

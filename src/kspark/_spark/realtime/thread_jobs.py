@@ -102,6 +102,20 @@ class ThreadJobs:
             self._ended(index, epoch.run)
         return row
 
+    def where(self, index: int) -> str | None:
+        """The executor thread ``index``'s running job's task is on (None: not known)."""
+        from kspark._spark.located import ran_on
+
+        with self._lock:
+            group = self._groups.get(index)
+        return None if group is None else ran_on(self.spark, group)
+
+    def alive(self) -> set[str]:
+        """The executors alive now."""
+        from kspark._spark.located import executor_slots
+
+        return set(executor_slots(self.spark))
+
     def cancel(self) -> None:
         """Cancel every thread's job (a stop that the threads did not obey in time)."""
         if self.connect:

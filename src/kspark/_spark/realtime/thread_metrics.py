@@ -187,6 +187,7 @@ class ThreadReporter:
 
     def __init__(self, index: int, epoch: Any, sender: Any, attempt: str = ""):
         self.sender, self.attempt = sender, attempt
+        self.standby: dict[str, int] = {}  # per standby task, its last update's lag
         self.meter = ThreadMeter(index, min(epoch.interval_ms / 1000, 5.0), time.monotonic())
         self.async_raw: dict[str, dict[str, float]] = {}  # the epoch's async counters
         self.committed = TaskMetrics()  # the thread's commits' counts
@@ -222,4 +223,5 @@ class ThreadReporter:
         report = self.meter.report(
             sum(t.read for t in tasks), sum(t.collector.sent - t.collector.logged for t in tasks),
             sum(t.commits for t in tasks), loop.lag(), now, self.counts())
-        self.sender.send({**report, "async": self.async_raw, "attempt": self.attempt})
+        self.sender.send({**report, "async": self.async_raw, "attempt": self.attempt,
+                          "standby": dict(self.standby)})

@@ -1,0 +1,54 @@
+"""How a real-time stream thread's epoch failed, and what the driver makes of it.
+
+>>> lost_worker(RuntimeError("Job aborted ... ExecutorLostFailure (executor 1 exited ...)"))
+True
+>>> first_line(RuntimeError("\\n Lost task 0.0: ExecutorLostFailure (executor 1)\\n at ..."))
+'Lost task 0.0: ExecutorLostFailure (executor 1)'
+"""
+
+from __future__ import annotations
+
+__all__ = ["MAX_LOST_EPOCHS", "lost_worker", "first_line", "RealTimeRunError",
+           "ThreadFailureError"]
+
+
+# How many epochs in a row may lose an executor or a Python worker before the run fails (as
+# Spark's spark.stage.maxConsecutiveAttempts)
+MAX_LOST_EPOCHS = 4
+_LOST = ("ExecutorLostFailure", "Python worker exited unexpectedly", "Executor heartbeat timed out")
+
+
+def lost_worker(error: BaseException) -> bool:
+    """Whether an epoch's Spark job failed because an executor or a Python worker was lost
+    (a new epoch is then the retry), not because a thread raised (kspark's or the topology's
+    error: the run fails with it).
+
+    >>> lost_worker(RuntimeError("Job aborted ... ExecutorLostFailure (executor 1 exited ...)"))
+    True
+    >>> lost_worker(RuntimeError("... ExecutorLostFailure ... PythonException: Traceback ..."))
+    False
+    """
+    text = str(error)
+    return "PythonException" not in text and any(s in text for s in _LOST)
+
+
+def first_line(error: BaseException) -> str:
+    """The line of ``error``'s text naming what was lost, else its first line."""
+    lines = [x for x in str(error).splitlines() if x.strip()]
+    cause = next((x for x in lines if any(s in x for s in _LOST)), lines[0] if lines else "")
+    return cause.strip()[:300]
+
+
+class RealTimeRunError(Exception):
+    """The run's failure, as :meth:`RealTimeQuery.awaitTermination` raises it; ``desc`` holds
+    the whole text of the cause (with the Python worker's traceback)."""
+
+    def __init__(self, cause: BaseException):
+        super().__init__(str(cause))
+        self.desc = str(cause)
+        self.cause = cause
+
+
+class ThreadFailureError(Exception):
+    """A stream thread's own failure, as its Spark task returned it (the traceback's text:
+    the topology's or kspark's error, naming the task)."""

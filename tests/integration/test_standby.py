@@ -1,0 +1,80 @@
+"""Standby tasks (``num.standby.replicas``, KIP-441): a warm copy of a task's stores, kept
+by tailing its changelog, becomes the task's stores when the task moves to its keeper, so
+the moved task restores only what was written since the copy's last update. Runs the
+stream-thread parts in this process, against the real broker, without Spark (the failover
+on a cluster: ``benchmarks/failover.py`` and ``test_exactly_once.py``)."""
+
+from __future__ import annotations
+
+import shutil
+
+from kspark import Serdes
+from tests.integration.test_real_time import (_count_topology, _one_task_context,
+                                              _one_task_record, _real_time)
+from tests.conftest import consume_all
+
+L = Serdes.Long()
+
+
+def test_a_standby_copy_follows_the_changelog_and_becomes_the_stores_restoring_only_the_tail(
+        broker, admin, topic_name, app_config):
+    from kspark._engine.state.build import task_store_dir
+    from kspark._host.standby import StandbyTask, promote_standby
+    from kspark._spark.realtime.stream_thread import open_live_task
+    from kspark.config import StreamsConfig
+
+    src, dst = topic_name("standby-in"), topic_name("standby-out")
+    admin.create_topics({src: 1, dst: 1})
+    cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2",
+                                   statestore_cache_max_bytes=0))
+    ctx = _one_task_context(admin, _count_topology(src, dst)._graph, cfg, src, dst)
+    record = _one_task_record(src)
+
+    active = open_live_task(ctx, 0, "rt-active")
+    for i in range(4):  # four commits: four changelog records of key k
+        active.feed([record(i)])
+        assert active.commit()
+    copy = StandbyTask(ctx, 0)
+    assert not copy.empty
+    assert copy.update() == 4  # the whole changelog, once
+    active.feed([record(4), record(5), record(6)])
+    assert active.commit()  # one commit: one changelog record (the task's last count of k)
+    active.feed([record(7)])
+    assert copy.update() == 1  # the tail only
+    assert copy.lag == 1
+    assert copy.position == admin.end_offsets(list(copy.position))  # read_committed ends
+    active.abort(RuntimeError("its executor was lost"))  # the transaction is aborted
+    shutil.rmtree(task_store_dir(ctx.state_dir, ctx.app_id, "0_0"))  # and its disk is gone
+
+    assert promote_standby(ctx.state_dir, ctx.app_id, "0_0")
+    moved = open_live_task(ctx, 0, "rt-moved")
+    moved.feed([record(7), record(8)])
+    done = moved.commit()
+    moved.release()
+    assert done is not None and done.restored_records == 0, done  # nothing since the copy
+    out = consume_all(broker, dst, 9, timeout_s=30)
+    assert [L.deserialize("", m.value()) for m in out] == list(range(1, 10))
+
+
+def test_a_copy_older_than_the_tasks_own_stores_is_dropped_not_promoted(
+        broker, admin, topic_name, app_config):
+    from kspark._host.standby import StandbyTask, promote_standby
+    from kspark._spark.realtime.stream_thread import open_live_task
+    from kspark.config import StreamsConfig
+
+    src, dst = topic_name("standby-old-in"), topic_name("standby-old-out")
+    admin.create_topics({src: 1, dst: 1})
+    cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2",
+                                   statestore_cache_max_bytes=0))
+    ctx = _one_task_context(admin, _count_topology(src, dst)._graph, cfg, src, dst)
+    record = _one_task_record(src)
+    active = open_live_task(ctx, 0, "rt-active")
+    active.feed([record(0)])
+    assert active.commit()
+    copy = StandbyTask(ctx, 0)
+    copy.update()
+    active.feed([record(1)])
+    assert active.commit()
+    active.release()  # its own stores, checkpointed, are fresher than the copy
+    assert not promote_standby(ctx.state_dir, ctx.app_id, "0_0")
+    assert not copy.directory.exists()
