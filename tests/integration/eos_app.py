@@ -114,6 +114,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--mode", default="micro_batch", choices=("micro_batch", "real_time"),
                     help="execution.mode; real_time runs until the input present at start is "
                     "committed, then closes")
+    ap.add_argument("--standbys", type=int, default=0,
+                    help="num.standby.replicas (real_time mode)")
     ap.add_argument("--task-timeout-ms", type=int, default=None,
                     help="task.timeout.ms: how long a broker outage is ridden through")
     ap.add_argument("--fail-after-commit", default=None,
@@ -146,6 +148,8 @@ def main(argv: list[str]) -> int:
     cfg = config(a.bootstrap, a.app_id, a.state_dir, a.guarantee, a.max_offsets, a.mode)
     if a.task_timeout_ms is not None:
         cfg["task.timeout.ms"] = a.task_timeout_ms
+    if a.standbys:
+        cfg["num.standby.replicas"] = a.standbys
     if a.checkpoint and a.mode == "micro_batch":
         cfg["checkpoint.location"] = a.checkpoint
     if a.delta and a.mode == "real_time":  # a batch run: the Delta sink drains before its end

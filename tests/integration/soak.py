@@ -534,15 +534,16 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
          work_dir: str | None = None, log=print, victims: tuple[str, ...] = ("driver", "executor"),
          max_delay_s: float = 3.0, max_offsets: int | None = None,
          slow_ms: float = 0.2, mode: str = "micro_batch",
-         spark_conf: dict[str, str] | None = None, cluster=None, delta: bool = False
-         ) -> Figures:
+         spark_conf: dict[str, str] | None = None, cluster=None, delta: bool = False,
+         standbys: int = 0) -> Figures:
     """Run the soak against the broker at ``bootstrap``; returns the figures. Each round kills
     one of ``victims`` (at random) up to ``max_delay_s`` after its first micro-batch; the app
     reads ``max_offsets`` records per micro-batch (default: an eighth of a round's);
     ``spark_conf``: Spark settings for the app's session (``PYSPARK_SUBMIT_ARGS``).
     ``cluster``: the LocalCluster at ``bootstrap``, to add a broker fault to every round
     (:func:`faulted_round`). ``delta``: the app writes its echo to a Delta table too
-    (``KStream.to_spark``), checked exact as well."""
+    (``KStream.to_spark``), checked exact as well. ``standbys``: the app's
+    ``num.standby.replicas`` (real-time mode)."""
     from kspark._kafka.admin import Admin
 
     rng = random.Random(seed)
@@ -566,6 +567,8 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
                       "--checkpoint", str(root / "checkpoint"), "--mode", mode)
     if delta:
         cmd += ["--delta", str(root / "delta")]
+    if standbys:
+        cmd += ["--standbys", str(standbys)]
     produced, kills, faults = 0, [], []
     for r in range(rounds):
         n = records // rounds + (records % rounds if r == rounds - 1 else 0)
@@ -611,6 +614,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--delta", action="store_true",
                     help="the app also writes its echo to a Delta table (KStream.to_spark), "
                     "checked exact")
+    ap.add_argument("--standbys", type=int, default=0,
+                    help="the app's num.standby.replicas (real_time mode)")
     ap.add_argument("--bootstrap", default=None, help="default: start a local broker")
     ap.add_argument("--faults", default="none", choices=("none", "broker"),
                     help="broker: a three-node cluster of the soak's own, and a broker fault "
@@ -623,7 +628,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         began = time.monotonic()
         f = soak(bootstrap, a.rounds, a.records, a.guarantee, a.keys, seed=a.seed, mode=a.mode,
-                 cluster=broker if a.faults == "broker" else None, delta=a.delta)
+                 cluster=broker if a.faults == "broker" else None, delta=a.delta,
+                 standbys=a.standbys)
         print(f"({a.guarantee}, {a.mode}, {a.records} records, "
               f"{time.monotonic() - began:.0f}s)")
         for line in fault_summary(f.faults) if a.faults == "broker" else []:

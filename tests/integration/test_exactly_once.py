@@ -137,8 +137,10 @@ def test_driver_killed_after_some_tasks_committed_resumes_exactly(broker, admin,
     _assert_exact(broker, src, app_id, n)
 
 
-@KILL_MODES
-def test_executor_killed_mid_batch_on_local_cluster(mode, broker, tmp_path):
+@pytest.mark.parametrize("mode, standbys", [
+    ("real_time", 0), ("real_time", 1)] + ([("micro_batch", 0)] if os.environ.get(
+        "KSPARK_FULL_MATRIX") else []))
+def test_executor_killed_mid_batch_on_local_cluster(mode, standbys, broker, tmp_path):
     """One round of the soak harness (``make soak`` runs many; this keeps the harness from
     rotting): an executor SIGKILLed on local-cluster as the second micro-batch starts (real
     time: once the group's committed position first moved, mid-epoch), each executor with
@@ -147,11 +149,12 @@ def test_executor_killed_mid_batch_on_local_cluster(mode, broker, tmp_path):
     guarantees, many rounds; ``SOAK_MODES=real_time`` for one mode), with 3,000
     records: two micro-batches of 1,500 (the suite's time budget). Real time: Spark
     retries only the lost executor's stream thread (a job of its own), on the replacement
-    executor."""
+    executor; with a standby copy of every task (``num.standby.replicas=1``) the lost
+    thread's tasks move to the other thread, which keeps their copies."""
     records = 3000
     f = soak.soak(broker, rounds=1, records=records, guarantee="exactly_once_v2", keys=KEYS,
                   seed=20261122, work_dir=str(tmp_path), victims=("executor",), max_delay_s=0,
-                  max_offsets=1500, slow_ms=1, mode=mode)
+                  max_offsets=1500, slow_ms=1, mode=mode, standbys=standbys)
     (kill,) = f.kills
     assert kill.pids, "the app finished before its executor could be killed"
     assert kill.executors >= 2, f"expected 2 executor processes, saw {kill.executors}"

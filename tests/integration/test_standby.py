@@ -16,6 +16,13 @@ from tests.conftest import consume_all
 L = Serdes.Long()
 
 
+def _control_topic(admin, app_id):
+    """The run's control topic, where an opened task announces its query route."""
+    from kspark._kafka.stream_thread_clients import control_topic
+
+    admin.create_topics({control_topic(app_id): 1})
+
+
 def test_a_standby_copy_follows_the_changelog_and_becomes_the_stores_restoring_only_the_tail(
         broker, admin, topic_name, app_config):
     from kspark._engine.state.build import task_store_dir
@@ -27,6 +34,7 @@ def test_a_standby_copy_follows_the_changelog_and_becomes_the_stores_restoring_o
     admin.create_topics({src: 1, dst: 1})
     cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2",
                                    statestore_cache_max_bytes=0))
+    _control_topic(admin, cfg["application.id"])
     ctx = _one_task_context(admin, _count_topology(src, dst)._graph, cfg, src, dst)
     record = _one_task_record(src)
 
@@ -43,6 +51,7 @@ def test_a_standby_copy_follows_the_changelog_and_becomes_the_stores_restoring_o
     assert copy.update() == 1  # the tail only
     assert copy.lag == 1
     assert copy.position == admin.end_offsets(list(copy.position))  # read_committed ends
+    _stale_reads_see_the_copy(ctx, copy, 7)
     active.abort(RuntimeError("its executor was lost"))  # the transaction is aborted
     shutil.rmtree(task_store_dir(ctx.state_dir, ctx.app_id, "0_0"))  # and its disk is gone
 
@@ -56,6 +65,23 @@ def test_a_standby_copy_follows_the_changelog_and_becomes_the_stores_restoring_o
     assert [L.deserialize("", m.value()) for m in out] == list(range(1, 10))
 
 
+def _stale_reads_see_the_copy(ctx, copy, count):
+    """The copy answers a stale read (StoreQueryParameters.enable_stale_stores()) with its
+    count and the changelog position of its last update; a read that is not stale is
+    refused, naming why."""
+    from kspark._host.query_host import query_host
+
+    (store,) = copy.builders
+    ask = {"app": ctx.app_id, "task": "0_0", "store": store, "partition": 0,
+           "query": {"op": "get", "key": "k"}, "render": "json", "standby": True}
+    answer = query_host().answer({**ask, "stale": True})
+    assert answer["status"] == "ok" and answer["rows"] == [count], answer
+    ((topic, partition),) = copy.position
+    assert answer["position"][topic] == {str(partition): copy.position[(topic, partition)]}
+    refused = query_host().answer(ask)
+    assert refused["status"] == "unavailable" and "stale" in refused["message"]
+
+
 def test_a_copy_older_than_the_tasks_own_stores_is_dropped_not_promoted(
         broker, admin, topic_name, app_config):
     from kspark._host.standby import StandbyTask, promote_standby
@@ -66,6 +92,7 @@ def test_a_copy_older_than_the_tasks_own_stores_is_dropped_not_promoted(
     admin.create_topics({src: 1, dst: 1})
     cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2",
                                    statestore_cache_max_bytes=0))
+    _control_topic(admin, cfg["application.id"])
     ctx = _one_task_context(admin, _count_topology(src, dst)._graph, cfg, src, dst)
     record = _one_task_record(src)
     active = open_live_task(ctx, 0, "rt-active")
@@ -78,3 +105,43 @@ def test_a_copy_older_than_the_tasks_own_stores_is_dropped_not_promoted(
     active.release()  # its own stores, checkpointed, are fresher than the copy
     assert not promote_standby(ctx.state_dir, ctx.app_id, "0_0")
     assert not copy.directory.exists()
+
+
+def test_a_threads_copies_are_updated_in_the_background_and_counted_as_kafka_streams_does(
+        broker, admin, topic_name, app_config):
+    """A thread's StandbyUpdater keeps its copies warm without its loop waiting, and counts
+    the records they applied: Kafka Streams' update-total and update-rate of the task
+    (stream-task-metrics, KIP-869)."""
+    import time
+
+    from kspark._engine.metrics.catalog import build_metrics
+    from kspark._host.standby import StandbyTask, StandbyUpdater
+    from kspark._spark.realtime.stream_thread import open_live_task
+    from kspark.config import StreamsConfig
+
+    src, dst = topic_name("standby-bg-in"), topic_name("standby-bg-out")
+    admin.create_topics({src: 1, dst: 1})
+    cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2",
+                                   statestore_cache_max_bytes=0))
+    _control_topic(admin, cfg["application.id"])
+    ctx = _one_task_context(admin, _count_topology(src, dst)._graph, cfg, src, dst)
+    record = _one_task_record(src)
+    active = open_live_task(ctx, 0, "rt-active")
+    for i in range(3):
+        active.feed([record(i)])
+        assert active.commit()
+    updater = StandbyUpdater([StandbyTask(ctx, 0)], every_s=0.1)
+    try:
+        deadline = time.monotonic() + 60
+        while "0_0" not in updater.lags:
+            assert time.monotonic() < deadline, "the copy was never updated"
+            time.sleep(0.05)
+    finally:
+        updater.close()
+        active.release()
+    stats = updater.take_stats()
+    assert stats["update|0_0|"][0] == 3, stats
+    metrics = build_metrics(stats, thread_of=lambda task: "t", rate=lambda key, n: 0.0)
+    totals = {k.name: v.metric_value() for k, v in metrics.items()
+              if k.group == "stream-task-metrics" and k.tags["task-id"] == "0_0"}
+    assert totals["update-total"] == 3 and "update-rate" in totals

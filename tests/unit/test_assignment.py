@@ -54,3 +54,23 @@ def test_a_warmup_behind_the_acceptable_lag_or_not_reported_stays_a_copy():
     away = fail_over(home, 0, 2)
     assert move_back(away, home, {(0, 0): 11}, 10) == away
     assert move_back(away, home, {}, 10) == away
+
+
+def test_a_move_back_takes_the_task_from_its_runner_first_and_home_once_it_is_given_up():
+    """Kafka Streams' cooperative rebalance: the thread running a task gives it up (a new
+    version without it anywhere); only when no thread reports it running does its home
+    thread take it (the next version), so two threads never run it at once."""
+    from kspark._spark.realtime.rebalance import Assignor
+
+    home = initial_assignment(4, 2, 1)
+    assignor = Assignor(home, ["0_0", "0_1", "0_2", "0_3"], 2, 10)
+    assert assignor.lost(1)  # thread 1's tasks 0_1 and 0_3 go to thread 0
+    version, a = assignor.assignment()
+    assert (version, a.active) == (1, ((0, 1, 2, 3), ()))
+    assert assignor.probe({(1, "0_1"): 0, (1, "0_3"): 99})  # 0_1's warm-up caught up
+    version, a = assignor.assignment()
+    assert (version, a.active) == (2, ((0, 2, 3), ()))  # given up, not yet taken
+    assert not assignor.settle({"0_1", "0_0"})  # thread 0 still reports 0_1 running
+    assert assignor.settle({"0_0", "0_2", "0_3"})
+    version, a = assignor.assignment()
+    assert (version, a.active) == (3, ((0, 2, 3), (1,)))

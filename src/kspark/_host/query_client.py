@@ -118,9 +118,13 @@ class QueryClient:
         self.routes.refresh()
         while True:
             route = self.routes.routes.get(task)
-            if route is not None and store in route.stores:
-                answer = self._post(route, {**payload, "app": self.app_id, "task": task,
-                                            "partition": partition})
+            routes = [] if route is None or store not in route.stores else [(route, False)]
+            if payload.get("stale"):  # a standby copy answers when the task cannot
+                routes += [(r, True) for r in self.routes.standbys.get(task, {}).values()
+                           if store in r.stores]
+            for r, standby in routes:
+                answer = self._post(r, {**payload, "app": self.app_id, "task": task,
+                                        "partition": partition, "standby": standby})
                 status = answer.get("status")
                 if status == "ok":
                     return answer

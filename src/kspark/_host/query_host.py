@@ -13,7 +13,10 @@ it can answer for, and serves it on its endpoint (``query_endpoint.py``):
   before and after the read (a commit removes it before writing and rewrites it after);
   the entries of its in-memory stores, which close with it, are moved aside and kept
   until the task opens again;
-- a task that is restoring: nothing, unless the query allows stale stores.
+- a task that is restoring: nothing, unless the query allows stale stores;
+- a standby copy of a task another worker runs (``num.standby.replicas``): its databases
+  opened read-only as a closed task's, for queries that allow stale stores, at the
+  changelog offsets of the copy's last update (its checkpoint).
 
 A result carries the position it reflects: the changelog end offsets after the commit
 (what a read_committed reader sees as the changelog's end) and, per input partition, the
@@ -101,6 +104,7 @@ class QueryHost:
         self._held: dict[tuple[str, str], Held] = {}
         self._mine: dict[tuple[str, str], str] = {}  # the producer of this worker's last commit
         self._taken: dict[tuple[str, str], Any] = {}  # announced here, not committed here yet
+        self._standby: dict[tuple[str, str], Held] = {}  # copies kept here (stale reads)
         self._endpoint: Any = None
         self._guard = threading.Lock()
 
@@ -162,6 +166,32 @@ class QueryHost:
             {name: b for name, b in builders.items() if b.supplier.persistent},
             set(held.stores)))
 
+    def hold_standby(self, ctx: Any, task_id: str, directory: Path, builders: dict[str, Any],
+                     here: str) -> None:
+        """A standby copy of ``task_id`` (its persistent stores' ``builders``, in
+        ``directory``) answers stale reads from here; announced once while kept."""
+        key = (ctx.app_id, task_id)
+        if not ctx.query_enabled or not builders or key in self._standby:
+            return
+        self._standby[key] = Held(task_id, threading.Lock(), {}, {}, "standby", directory,
+                                  dict(builders), set(builders))
+        from kspark._kafka.query_routes import Route, RouteAnnouncer
+
+        endpoint = self._start(ctx.query_host)
+        try:
+            RouteAnnouncer.of(ctx.settings, ctx.app_id).announce(Route(
+                task_id, tuple(sorted(builders)), endpoint.address, endpoint.token, "standby",
+                here), True)
+        except Exception as e:  # noqa: BLE001 - stale reads go to the active meanwhile
+            log.warning("standby task %s: its query route could not be announced: %s",
+                        task_id, e)
+
+    def drop_standby(self, app_id: str, task_id: str) -> None:
+        """The copy of ``task_id`` is no longer kept here (or becomes the task's stores)."""
+        held = self._standby.pop((app_id, task_id), None)
+        if held is not None:
+            held.close_opened()
+
     def drop(self, app_id: str, task_id: str) -> None:
         """The task's stores close: nothing is answered for it here any more. A task this
         worker took over and never committed is withdrawn: queries go back to the worker
@@ -211,6 +241,8 @@ class QueryHost:
         from kspark._host.query_wire import answer_with, unavailable
 
         app, task, name = str(body.get("app")), str(body.get("task")), str(body.get("store"))
+        if body.get("standby"):
+            return self._from_standby(app, task, name, body)
         held = self._held.get((app, task))
         if held is None:
             return unavailable(f"task {task} of application {app!r} is not held by this "
@@ -225,6 +257,19 @@ class QueryHost:
                 return unavailable(f"task {task} closed while the query waited")
             store = held.stores.get(name)
             return answer_with(body, store, held.position, held.stores)
+
+    def _from_standby(self, app: str, task: str, name: str, body: dict[str, Any]
+                      ) -> dict[str, Any]:
+        from kspark._host.query_wire import unavailable
+
+        held = self._standby.get((app, task))
+        if held is None:
+            return unavailable(f"no standby copy of task {task} of application {app!r} is "
+                               "kept by this worker now")
+        if not body.get("stale"):
+            return unavailable(f"a standby copy of task {task} answers only stale reads "
+                               "(StoreQueryParameters.enable_stale_stores())")
+        return self._from_disk(held, name, body, False)
 
     def _from_disk(self, held: Held, name: str, body: dict[str, Any], stale: bool
                    ) -> dict[str, Any]:

@@ -37,8 +37,9 @@ from kspark._engine.state.checkpoint import read_checkpoint, write_checkpoint, w
 from kspark._engine.task import StreamTask
 from kspark._graph.instantiate import resolve_store
 from kspark._host.context import HostContext
+from kspark._host.query_host import query_host
 from kspark._host.restore import LOCAL_PROGRESS, restore_task
-from kspark._host.state import TaskHostState
+from kspark._host.state import TaskHostState, state_location
 
 __all__ = ["StandbyTask", "StandbyUpdater", "standby_root", "promote_standby"]
 
@@ -136,7 +137,13 @@ class StandbyTask:
         write_checkpoint(directory / ".checkpoint", ends)
         self.position, self.lag = ends, host.restored_records
         self.updates += 1
+        query_host().hold_standby(self.ctx, self.task_id, directory, self.builders,
+                                  state_location(self.ctx.state_dir))
         return host.restored_records
+
+    def drop(self) -> None:
+        """The copy is no longer kept by this thread: no stale read is answered from it."""
+        query_host().drop_standby(self.ctx.app_id, self.task_id)
 
     @property
     def directory(self) -> Path:
@@ -148,6 +155,7 @@ def promote_standby(state_dir: str, app_id: str, task_id: str) -> bool:
     than the task's own directory (by the changelog offsets of their checkpoints), becomes
     that directory (the copy is closed: only this thread keeps it, between updates);
     whether it did."""
+    query_host().drop_standby(app_id, task_id)
     copy = task_store_dir(standby_root(state_dir, app_id), app_id, task_id)
     held = read_checkpoint(copy / ".checkpoint")
     if held is None:
@@ -173,6 +181,10 @@ class StandbyUpdater:
     def __init__(self, copies: list[StandbyTask], every_s: float):
         self.copies, self.every_s = [c for c in copies if not c.empty], every_s
         self.lags: dict[str, int] = {}
+        # Kafka Streams' update-total/-rate of each copied task, since last taken
+        self._stats: dict[str, list] = {f"=shape-standby|{c.task_id}|": [1, 0, 0, 0]
+                                         for c in self.copies}
+        self._stats_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kspark-standby", daemon=True)
         if self.copies:
@@ -184,15 +196,26 @@ class StandbyUpdater:
                 if self._stop.is_set():
                     return
                 try:
-                    copy.update()
+                    applied = copy.update()
                     self.lags[copy.task_id] = int(copy.lag or 0)
+                    with self._stats_lock:
+                        s = self._stats.setdefault(f"update|{copy.task_id}|", [0, 0, 0, 0])
+                        s[0] += applied
                 except Exception as e:  # noqa: BLE001 - the copy is tried again next round
                     log.warning("standby task %s: update failed (%s); trying again", copy.task_id,
                                 e)
             self._stop.wait(self.every_s)
+
+    def take_stats(self) -> dict[str, list]:
+        """The copies' metric counts (``_engine/metrics/stats.py`` keys) since last taken."""
+        with self._stats_lock:
+            out, self._stats = self._stats, {}
+            return out
 
     def close(self) -> None:
         """Stop after the update under way (its copy stays consistent: closed, checkpointed)."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
+        for copy in self.copies:
+            copy.drop()

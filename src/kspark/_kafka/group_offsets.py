@@ -90,7 +90,10 @@ def committed_offsets(where: ClientSettings | str, app_id: str,
 
     ``stable``: wait for an open transaction that commits offsets of the group to end (else
     the offsets before it are returned at once). A broker restart is ridden through for
-    ``patience_s`` (default ``task.timeout.ms``)."""
+    ``patience_s`` (default ``task.timeout.ms``). A partition answered with an error (say,
+    UNSTABLE_OFFSET_COMMIT: a lost task's transaction with its offsets not ended yet) is
+    asked again, or fails the call: it is never taken for a partition without a committed
+    offset, which would start it over by its reset policy."""
     settings = as_settings(where)
     stall: Stall | None = None
     while True:  # a fresh client each try: a stale group coordinator is not kept
@@ -102,6 +105,9 @@ def committed_offsets(where: ClientSettings | str, app_id: str,
         try:
             found = c.committed([TopicPartition(t, p) for t, p in partitions],
                                 timeout=timeout_s)
+            failed = [tp for tp in found if tp.error is not None]
+            if failed:
+                raise KafkaException(failed[0].error)
             return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
         except KafkaException as e:
             err = e.args[0]

@@ -36,7 +36,7 @@ __all__ = ["Route", "RouteAnnouncer", "RouteTable", "ROUTE_KEY", "route_of"]
 
 log = logging.getLogger("kspark")
 ROUTE_KEY = b"route"
-STATES = ("restoring", "active", "withdrawn")
+STATES = ("restoring", "active", "withdrawn", "standby")
 HISTORY = 4  # routes kept per task, newest first: a withdrawn one gives way to the one before
 REANNOUNCE_S = 3600.0  # a route held this long is said again when the task is next held
 _ANNOUNCERS: dict[tuple[str, str], RouteAnnouncer] = {}
@@ -46,7 +46,8 @@ _LOCK = threading.Lock()
 @dataclass(frozen=True)
 class Route:
     """Task ``task`` (holding ``stores``) is queryable at ``endpoint`` (host:port) with
-    ``token``; ``state``: restoring or active; ``where``: the host and state directory."""
+    ``token``; ``state``: restoring, active, withdrawn, or standby (a warm copy, for stale
+    reads); ``where``: the host and state directory."""
 
     task: str
     stores: tuple[str, ...]
@@ -134,6 +135,8 @@ class RouteTable:
         self.app_id, self.max_age_s = app_id, max_age_s
         self.routes: dict[str, Route] = {}
         self.history: dict[str, list[Route]] = {}  # per task, newest first, one per endpoint
+        # per task, the workers keeping a standby copy of it (by endpoint; stale reads only)
+        self.standbys: dict[str, dict[str, Route]] = {}
         self._tp = TopicPartition(control_topic(app_id), 0, 0)
         self._consumer = new_consumer(as_settings(where).conf("consumer", "routes", {
             "group.id": f"{app_id}-routes", "enable.auto.commit": False,
@@ -175,6 +178,10 @@ class RouteTable:
     def _take(self, route: Route) -> None:
         """A route read: the task's route now; a withdrawn one gives the task back to the
         route before it (a worker that took the task and failed before committing it)."""
+        if route.state == "standby":
+            self.standbys.setdefault(route.task, {})[route.endpoint] = route
+            return
+        self.standbys.get(route.task, {}).pop(route.endpoint, None)  # its copy became it
         older = [r for r in self.history.get(route.task, ()) if r.endpoint != route.endpoint]
         if route.state == "withdrawn":
             self.history[route.task] = older

@@ -25,11 +25,12 @@ from confluent_kafka import KafkaException
 from kspark._kafka.factory import new_consumer, new_producer
 from kspark._kafka.retry import Stall, not_yet_visible, transient
 from kspark._kafka.settings import ClientSettings, as_settings
+from kspark.errors import StreamsError
 
 log = logging.getLogger("kspark")
 
 __all__ = ["control_topic", "thread_consumer", "StopWatch", "send_stop", "control_end",
-           "MetricsSender", "MetricsReader"]
+           "MetricsSender", "MetricsReader", "send_assignment"]
 
 
 def control_topic(app_id: str) -> str:
@@ -96,6 +97,22 @@ def send_stop(where: ClientSettings | str, app_id: str, run: str) -> None:
                     "within 30 s (is the cluster at %s up?)", app_id, settings.bootstrap)
 
 
+def send_assignment(where: ClientSettings | str, app_id: str, run: str, version: int,
+                    active: Any, standby: Any) -> None:
+    """Tell every thread of run ``run`` its tasks and standby copies (a new version)."""
+    import json
+
+    settings = as_settings(where)
+    p = new_producer(settings.conf("producer", "control", {"acks": "all"}), "control topic")
+    p.produce(control_topic(app_id), key=b"assign", value=json.dumps(
+        {"query": run, "version": version, "active": [list(a) for a in active],
+         "standby": [list(s) for s in standby]}).encode())
+    if p.flush(30) != 0:
+        raise StreamsError(f"application {app_id!r}: a new assignment of its tasks was not "
+                           f"delivered to the control topic within 30 s (is the cluster at "
+                           f"{settings.bootstrap} up?)")
+
+
 class StopWatch:
     """A thread's view of the control topic: :meth:`stopped` once one of its ``runs`` (its
     own epoch's, the whole query's) was asked to stop."""
@@ -105,6 +122,7 @@ class StopWatch:
 
         settings = as_settings(where)
         self.runs = {r.encode() for r in runs if r}
+        self._assignment: tuple[int, list, list] | None = None
         self._consumer = new_consumer(settings.conf("consumer", "control", {
             "group.id": f"{app_id}-control", "enable.auto.commit": False,
             "fetch.wait.max.ms": CONTROL_FETCH_WAIT_MS}), "control topic")
@@ -117,9 +135,28 @@ class StopWatch:
             msgs = self._consumer.consume(100, 0)
             if not msgs:
                 break
+            for m in msgs:
+                if m.error() is None and m.key() == b"assign":
+                    self._take_assignment(m.value())
             self._stopped = any(m.error() is None and m.key() == b"stop" and m.value() in self.runs
                                 for m in msgs)
         return self._stopped
+
+    def _take_assignment(self, value: bytes) -> None:
+        import json
+
+        try:
+            a = json.loads(value)
+            if a["query"].encode() in self.runs and (
+                    self._assignment is None or a["version"] > self._assignment[0]):
+                self._assignment = (int(a["version"]), a["active"], a["standby"])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            log.warning("a malformed assignment on the control topic was left out")
+
+    def assignment(self) -> tuple[int, list, list] | None:
+        """The newest assignment of this run seen so far: (version, per thread its active
+        tasks, per thread its standby copies), as indices into the run's tasks."""
+        return self._assignment
 
     def close(self) -> None:
         self._consumer.close()

@@ -75,6 +75,10 @@ _TASK = [
 ]
 _CACHE = [("cache-size-bytes-total", "=cache-size", "gauge",
            "The total size in bytes of this task's cache.")]
+# a task with standby copies (KIP-869): the records its copies applied
+_STANDBY = [("update-rate", "update", "rate",
+             "The average number of records updated per second"),
+            ("update-total", "update", "total", "The total number of records updated")]
 _NODE = {
     "source": [("process-rate", "node-process", "rate", _CALLS["rate"].format("process")),
                ("process-total", "node-process", "total", _CALLS["total"].format("process"))],
@@ -104,7 +108,7 @@ _TOPIC = {
                  ("records-produced-total", "bytes-produced", "total",
                   "The total number of records produced to this topic")],
 }
-DESCRIPTIONS = {name: d for group in (_TASK, _CACHE, *_NODE.values(), *_TOPIC.values())
+DESCRIPTIONS = {name: d for group in (_TASK, _CACHE, _STANDBY, *_NODE.values(), *_TOPIC.values())
                 for name, _, _, d in group}
 
 
@@ -153,6 +157,8 @@ def build_metrics(stats: Mapping[str, Stat], thread_of: Callable[[str], str],
             add(_TASK, TASK_GROUP, tags, task, "")
         elif kind == "cache":
             add(_CACHE, TASK_GROUP, tags, task, "")
+        elif kind == "standby":
+            add(_STANDBY, TASK_GROUP, tags, task, "")
         elif kind in _NODE:
             add(_NODE[kind], NODE_GROUP, {**tags, "processor-node-id": where}, task, where)
         elif kind in _TOPIC:

@@ -24,7 +24,8 @@ from dataclasses import replace
 from typing import Any
 
 from kspark._kafka.clients import committed_offsets
-from kspark._kafka.stream_thread_clients import MetricsReader, control_end, send_stop
+from kspark._kafka.stream_thread_clients import (MetricsReader, control_end, send_assignment,
+                                                 send_stop)
 from kspark._plan.plan import QueryPlan
 from kspark._spark.connect import default_parallelism
 from kspark._spark.realtime.batch_end import BatchEnd
@@ -35,7 +36,7 @@ from kspark._spark.realtime.checks import (free_slots, real_time_members, standb
                                            threads_for)
 from kspark._spark.realtime.layout import task_specs
 from kspark._spark.realtime.rebalance import AssignmentWatch, Assignor
-from kspark._spark.realtime.stream_thread import Epoch
+from kspark._spark.realtime.epoch import Epoch
 from kspark._spark.realtime.thread_jobs import ThreadJobs
 from kspark._spark.realtime.thread_metrics import LiveTotals
 from kspark._engine.metrics.view import MetricsView
@@ -255,32 +256,34 @@ class RealTimeQuery:
         threads and warm-ups that caught up (``rebalance.py``)."""
         if self.assignor is None or not any(self._template.standby) or not self.jobs.placing:
             return
-        AssignmentWatch(self.assignor, self.jobs.where, self.jobs.alive, self._standby_lags,
-                        self._restart, self._done, self.probing_s).start()
+        AssignmentWatch(self.assignor, self.jobs.where, self.jobs.alive, self._thread_reports,
+                        self._publish, self._done, self.probing_s).start()
 
-    def _standby_lags(self) -> dict[tuple[int, str], int]:
-        """Per (thread, task id), the lag of the thread's copy of the task, as last reported
-        from its running epoch."""
+    def _thread_reports(self) -> tuple[dict[tuple[int, str], int], set[str]]:
+        """As the threads last reported from their running epochs: per (thread, task id)
+        the lag of the thread's copy of the task, and the tasks running."""
         with self._metrics_lock:
             self._read_reports()
             with self._lock:
                 runs = {e.run: i for i, e in self._current.items()}
-            return {(runs[run], task): int(n) for (run, _), r in self.live.live.items()
-                    if run in runs for task, n in r.get("standby", {}).items()}
+            live = [(runs[run], r) for (run, _), r in self.live.live.items() if run in runs]
+            return ({(i, task): int(n) for i, r in live for task, n in
+                     r.get("standby", {}).items()},
+                    {task for _, r in live for task in r.get("active", ())})
 
     def _lost(self, index: int) -> None:
         """Thread ``index`` was lost with its executor or Python worker: with standby
         copies, its tasks move to their keepers (once: the watch may have moved them)."""
-        if self.assignor is not None and any(self._template.standby):
-            self._restart(self.assignor.lost(index))
+        if self.assignor is not None and any(self._template.standby) and \
+                self.assignor.lost(index):
+            self._publish()
 
-    def _restart(self, threads: list[int]) -> None:
-        """End these threads' running epochs (they start their next at once, taking the
-        current assignment)."""
-        with self._lock:
-            runs = [self._current[i].run for i in threads if i in self._current]
-        for run in runs:
-            send_stop(self.ctx.settings, self.ctx.app_id, run)
+    def _publish(self) -> None:
+        """Send the assignor's current assignment to the running threads."""
+        assert self.assignor is not None
+        version, a = self.assignor.assignment()
+        send_assignment(self.ctx.settings, self.ctx.app_id, self.key, version, a.active,
+                        a.standby)
 
     def _supervise(self, index: int) -> None:
         """Thread ``index``'s epochs, one after another, until the run stops or fails."""
@@ -372,9 +375,11 @@ class RealTimeQuery:
         # the threads' epochs end at staggered times, so that an epoch's end finds its
         # Python worker the only idle one (it takes its thread's open tasks back)
         length = t.length_ms if n else t.length_ms * (index + 1) // t.threads
-        current = self.assignor.assignment() if self.assignor is not None else None
-        if current is not None:
-            t = replace(t, active=current.active, standby=current.standby)
+        # first where the thread watches the control topic from, then the assignment: a
+        # newer one sent meanwhile is one the thread sees
+        begin = control_end(self.ctx.settings, self.ctx.app_id)
+        if self.assignor is not None:
+            version, a = self.assignor.assignment()
+            t = replace(t, active=a.active, standby=a.standby, version=version)
         return replace(t, run=f"{self.key}-{index}-{n}-{uuid.uuid4().hex[:6]}",
-                       length_ms=max(1, length),
-                       control_begin=control_end(self.ctx.settings, self.ctx.app_id))
+                       length_ms=max(1, length), control_begin=begin)

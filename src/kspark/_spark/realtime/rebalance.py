@@ -39,48 +39,77 @@ class Assignor:
                  acceptable_lag: int):
         self.home = self.current = home
         self.task_ids, self.max_warmups, self.acceptable_lag = task_ids, max_warmups, acceptable_lag
+        self.version = 0
+        self.target: Assignment | None = None  # a move back, once its tasks are given up
         self._lock = threading.Lock()
 
-    def assignment(self) -> Assignment:
+    def assignment(self) -> tuple[int, Assignment]:
         with self._lock:
-            return self.current
+            return self.version, self.current
 
-    def lost(self, thread: int) -> list[int]:
-        """``thread`` was lost: the threads that take tasks over (their epochs must end)."""
+    def lost(self, thread: int) -> bool:
+        """``thread`` was lost: its tasks go to their copies' keepers; whether that changed
+        anything (a new version to send)."""
         with self._lock:
             return self._set(fail_over(self.current, thread, self.max_warmups))
 
-    def probe(self, lags: dict[tuple[int, str], int]) -> list[int]:
-        """Move caught-up warm-ups home (``lags``: (thread, task id) -> records behind); the
-        threads whose tasks changed."""
+    def probe(self, lags: dict[tuple[int, str], int]) -> bool:
+        """Caught-up warm-ups (``lags``: (thread, task id) -> records behind) move home:
+        first their tasks are taken from the threads running them (a new version)."""
         index = {t: i for i, t in enumerate(self.task_ids)}
         by_index = {(th, index[t]): n for (th, t), n in lags.items() if t in index}
         with self._lock:
-            return self._set(move_back(self.current, self.home, by_index, self.acceptable_lag))
+            if self.target is not None:
+                return False
+            target = move_back(self.current, self.home, by_index, self.acceptable_lag)
+            if target == self.current:
+                return False
+            moving = {t for i, tasks in enumerate(target.active) for t in tasks
+                      if t not in self.current.active[i]}
+            self.target = target
+            return self._set(Assignment(
+                tuple(tuple(t for t in tasks if t not in moving) for tasks in self.current.active),
+                self.current.standby))
 
-    def _set(self, new: Assignment) -> list[int]:
+    def settle(self, running: set[str]) -> bool:
+        """A move back whose tasks no thread reports running any more (``running``: task
+        ids) completes: their home threads take them (a new version)."""
+        with self._lock:
+            target = self.target
+            if target is None or any(self.task_ids[t] in running for tasks in target.active
+                                     for t in tasks if not any(t in a for a in
+                                                               self.current.active)):
+                return False
+            self.target = None
+            return self._set(target)
+
+    def _set(self, new: Assignment) -> bool:
+        if new == self.current:
+            return False
         changed = [i for i, (a, b) in enumerate(zip(self.current.active, new.active,
                                                       strict=True)) if a != b]
-        if changed:
-            log.info("stream threads %s take new tasks: %s", changed,
-                     {i: [self.task_ids[t] for t in new.active[i]] for i in changed})
+        self.version += 1
+        log.info("assignment %d: stream threads %s run %s", self.version, changed,
+                 {i: [self.task_ids[t] for t in new.active[i]] for i in changed})
         self.current = new
-        return changed
+        return True
 
 
 class AssignmentWatch(threading.Thread):
     """Watches for lost threads and probes warm-ups (see the module). ``where``: the
     executor a thread's running Spark task is on (None: not known or not running);
-    ``alive``: the live executors; ``lags``: the standby copies' lags the threads last
-    reported; ``restart``: end these threads' epochs; ``done``: set when the run ends."""
+    ``alive``: the live executors; ``reports``: the standby copies' lags and the tasks
+    running, as the threads last reported them; ``publish``: send the new assignment;
+    ``done``: set when the run ends."""
 
     def __init__(self, assignor: Assignor, where: Callable[[int], str | None],
-                 alive: Callable[[], set[str]], lags: Callable[[], dict[tuple[int, str], int]],
-                 restart: Callable[[list[int]], None], done: threading.Event,
+                 alive: Callable[[], set[str]],
+                 reports: Callable[[], tuple[dict[tuple[int, str], int], set[str]]],
+                 publish: Callable[[], None], done: threading.Event,
                  probing_s: float, every_s: float = 0.5):
         super().__init__(name="kspark-assignment-watch", daemon=True)
-        self.assignor, self.where, self.alive, self.lags = assignor, where, alive, lags
-        self.restart, self.done, self.probing_s, self.every_s = restart, done, probing_s, every_s
+        self.assignor, self.where, self.alive, self.reports = assignor, where, alive, reports
+        self.publish, self.done, self.probing_s, self.every_s = publish, done, probing_s, every_s
         self.handled: dict[int, str] = {}  # thread -> the lost executor it was moved off
 
     def run(self) -> None:
@@ -88,9 +117,13 @@ class AssignmentWatch(threading.Thread):
         while not self.done.wait(self.every_s):
             try:
                 self.check_lost()
+                lags, running = self.reports()
+                if self.assignor.settle(running):
+                    self.publish()
                 if time.monotonic() >= next_probe:
                     next_probe = time.monotonic() + self.probing_s
-                    self.restart(self.assignor.probe(self.lags()))
+                    if self.assignor.probe(lags):
+                        self.publish()
             except Exception as e:  # noqa: BLE001 - looked at again in half a second
                 log.warning("watching the stream threads failed: %s", e)
 
@@ -107,4 +140,5 @@ class AssignmentWatch(threading.Thread):
                 self.handled[thread] = where
                 log.warning("stream thread %d's executor %s is lost: its tasks move to their "
                             "standby copies", thread, where)
-                self.restart(self.assignor.lost(thread))
+                if self.assignor.lost(thread):
+                    self.publish()

@@ -187,10 +187,16 @@ class ThreadReporter:
 
     def __init__(self, index: int, epoch: Any, sender: Any, attempt: str = ""):
         self.sender, self.attempt = sender, attempt
-        self.standby: dict[str, int] = {}  # per standby task, its last update's lag
+        self.standbys: Any = None  # the thread's StandbyUpdater (its copies' lags, counts)
         self.meter = ThreadMeter(index, min(epoch.interval_ms / 1000, 5.0), time.monotonic())
         self.async_raw: dict[str, dict[str, float]] = {}  # the epoch's async counters
         self.committed = TaskMetrics()  # the thread's commits' counts
+
+    def watch_standbys(self, updater: Any) -> None:
+        """Report ``updater``'s copies from now on (the counts of the one before kept)."""
+        if self.standbys is not None:
+            merge_stats(self.committed.streams, self.standbys.take_stats())
+        self.standbys = updater
 
     def add(self, done: TaskMetrics) -> None:
         """A task committed ``done`` (its async counters join the live ones)."""
@@ -210,6 +216,8 @@ class ThreadReporter:
         now = time.monotonic()
         if not (last or self.meter.due(now)):
             return
+        if self.standbys is not None:
+            merge_stats(self.committed.streams, self.standbys.take_stats())
         tasks = loop.tasks.values()
         in_flight: dict[str, float] = {}  # now, not the epoch's peak
         for t in tasks:
@@ -224,4 +232,5 @@ class ThreadReporter:
             sum(t.read for t in tasks), sum(t.collector.sent - t.collector.logged for t in tasks),
             sum(t.commits for t in tasks), loop.lag(), now, self.counts())
         self.sender.send({**report, "async": self.async_raw, "attempt": self.attempt,
-                          "standby": dict(self.standby)})
+                          "standby": dict(self.standbys.lags if self.standbys else {}),
+                          "active": sorted(s.task_id for s in loop.tasks)})
