@@ -234,6 +234,26 @@ def test_a_withdrawn_route_gives_the_task_back_to_the_route_before():
         table.close()
 
 
+def test_a_standby_route_never_replaces_the_active_and_goes_when_its_copy_becomes_it():
+    """A standby copy's route is kept beside the task's route (stale reads may ask it);
+    when the copy's worker takes the task over, its route is the task's route."""
+    from kspark._kafka.query_routes import Route, RouteTable
+
+    active = Route("0_1", ("s",), "127.0.0.1:1", "ta", "active", "h:/a")
+    copy = Route("0_1", ("s",), "127.0.0.1:2", "tb", "standby", "h:/b")
+    table = RouteTable("unused:9092", "app")
+    try:
+        for r in (active, copy):
+            table._take(r)
+        assert table.routes["0_1"] == active
+        assert table.standbys["0_1"] == {"127.0.0.1:2": copy}
+        table._take(dataclasses.replace(copy, state="active"))  # the copy's worker took it
+        assert table.routes["0_1"].endpoint == "127.0.0.1:2"
+        assert table.standbys["0_1"] == {}
+    finally:
+        table.close()
+
+
 def test_a_task_taken_over_and_failed_before_its_first_commit_is_withdrawn(
         tmp_path, eos, quiet_routes):
     ctx, kafka = _context(tmp_path, eos, False), FakeKafka()
