@@ -16,11 +16,21 @@ from tests.conftest import consume_all
 L = Serdes.Long()
 
 
-def _control_topic(admin, app_id):
-    """The run's control topic, where an opened task announces its query route."""
+def _one_count_task(admin, topic_name, app_config, name):
+    """A logged count's one task under exactly_once_v2 (cache off: a changelog record per
+    commit and key), with its topics and the run's control topic (where an opened task
+    announces its query route): its HostContext, the broker's output topic and a maker of
+    input records."""
     from kspark._kafka.stream_thread_clients import control_topic
+    from kspark.config import StreamsConfig
 
-    admin.create_topics({control_topic(app_id): 1})
+    src, dst = topic_name(f"{name}-in"), topic_name(f"{name}-out")
+    admin.create_topics({src: 1, dst: 1})
+    cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2",
+                                   statestore_cache_max_bytes=0))
+    admin.create_topics({control_topic(cfg["application.id"]): 1})
+    ctx = _one_task_context(admin, _count_topology(src, dst)._graph, cfg, src, dst)
+    return ctx, dst, _one_task_record(src)
 
 
 def test_a_standby_copy_follows_the_changelog_and_becomes_the_stores_restoring_only_the_tail(
@@ -28,15 +38,7 @@ def test_a_standby_copy_follows_the_changelog_and_becomes_the_stores_restoring_o
     from kspark._engine.state.build import task_store_dir
     from kspark._host.standby import StandbyTask, promote_standby
     from kspark._spark.realtime.stream_thread import open_live_task
-    from kspark.config import StreamsConfig
-
-    src, dst = topic_name("standby-in"), topic_name("standby-out")
-    admin.create_topics({src: 1, dst: 1})
-    cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2",
-                                   statestore_cache_max_bytes=0))
-    _control_topic(admin, cfg["application.id"])
-    ctx = _one_task_context(admin, _count_topology(src, dst)._graph, cfg, src, dst)
-    record = _one_task_record(src)
+    ctx, dst, record = _one_count_task(admin, topic_name, app_config, "standby")
 
     active = open_live_task(ctx, 0, "rt-active")
     for i in range(4):  # four commits: four changelog records of key k
@@ -86,15 +88,7 @@ def test_a_copy_older_than_the_tasks_own_stores_is_dropped_not_promoted(
         broker, admin, topic_name, app_config):
     from kspark._host.standby import StandbyTask, promote_standby
     from kspark._spark.realtime.stream_thread import open_live_task
-    from kspark.config import StreamsConfig
-
-    src, dst = topic_name("standby-old-in"), topic_name("standby-old-out")
-    admin.create_topics({src: 1, dst: 1})
-    cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2",
-                                   statestore_cache_max_bytes=0))
-    _control_topic(admin, cfg["application.id"])
-    ctx = _one_task_context(admin, _count_topology(src, dst)._graph, cfg, src, dst)
-    record = _one_task_record(src)
+    ctx, dst, record = _one_count_task(admin, topic_name, app_config, "standby-old")
     active = open_live_task(ctx, 0, "rt-active")
     active.feed([record(0)])
     assert active.commit()
@@ -117,15 +111,7 @@ def test_a_threads_copies_are_updated_in_the_background_and_counted_as_kafka_str
     from kspark._engine.metrics.catalog import build_metrics
     from kspark._host.standby import StandbyTask, StandbyUpdater
     from kspark._spark.realtime.stream_thread import open_live_task
-    from kspark.config import StreamsConfig
-
-    src, dst = topic_name("standby-bg-in"), topic_name("standby-bg-out")
-    admin.create_topics({src: 1, dst: 1})
-    cfg = StreamsConfig(_real_time(app_config, processing_guarantee="exactly_once_v2",
-                                   statestore_cache_max_bytes=0))
-    _control_topic(admin, cfg["application.id"])
-    ctx = _one_task_context(admin, _count_topology(src, dst)._graph, cfg, src, dst)
-    record = _one_task_record(src)
+    ctx, dst, record = _one_count_task(admin, topic_name, app_config, "standby-bg")
     active = open_live_task(ctx, 0, "rt-active")
     for i in range(3):
         active.feed([record(i)])
