@@ -40,18 +40,49 @@ partition is a bystander. Reported per run (a JSON line, ``failover: {...}``, an
   exactly_once_v2 each key's counts are 1, 2, 3, ... (no duplicate, no gap); every key's
   output is on its input partition.
 
-``--standbys N`` passes ``num.standby.replicas`` when N > 0; kspark refuses that key
-today, and the variant is then skipped with a message.
+``--standbys N`` passes ``num.standby.replicas`` when N > 0; where kspark's config refuses
+it (micro_batch mode), the variant is skipped with a message. Under real_time it needs
+exactly_once_v2 (the default here).
+
+``--no-kill`` measures what a scheduled epoch end costs instead (real-time mode: each
+stream thread's Spark job lasts ``real_time.epoch.ms``, default 300,000, kept unless
+``--set real_time.epoch.ms=...``; at its end the thread commits and its next epoch starts
+at once as a new Spark job, the threads' ends staggered): the same application and input
+run ``--duration-s`` (default 1,200) after the preload is caught up and ``--warm-s``
+passed, and nothing is killed. Reported over that steady window:
+
+- each partition's longest output gap and overall, and when it began (seconds from the
+  application's ``start()``);
+- the epochs that started in the window (the driver's ``stream thread i to executor e``
+  lines, one per epoch start with several executors: each follows that thread's epoch end),
+  the longest output gap of any partition within 10 s of each, ``batches`` (epochs every
+  thread finished) at both ends, and any lost epoch or reassignment line;
+- ``restored_records``/``task_restores``/``task_moves`` at the window's start, its end,
+  their growth, and at the close (the counters count an epoch's restores when it ends, so
+  the close has the epochs still running at the window's end), and the ``restoring``/
+  ``wiping`` log lines stamped in the window;
+- the changelog's size and the output check, as above.
 
 ``python benchmarks/failover.py [--modes real_time micro_batch] [--standbys 0 1]
 [--keys 200000] [--rate 1000] [--warm-s 20] [--after-s 60] [--guarantee exactly_once_v2]
-[--executors 3] [--conf spark.key=value ...] [--set kspark.key=value ...] [--keep]``;
-starts its own broker.
+[--executors 3] [--no-kill [--duration-s 1200]] [--conf spark.key=value ...]
+[--set kspark.key=value ...] [--keep]``; starts its own broker.
 
 Results
 -------
 
-(to be filled in: machine, date, configuration, the figures of each mode)
+2026-11-29, the 2-core machine with other work running (load average 10-13), 200,000 keys,
+1,000 records/s, exactly_once_v2, ``local-cluster[3,1,1024]``; every output check OK:
+
+- real_time, no standby: bystanders' longest gap 0.81 s; movers' first output 8.8-8.9 s;
+  80,621 records restored (2 tasks) at 106,220 records/s; no bystander restored.
+- real_time, ``num.standby.replicas=1``: bystanders 2.18 s (the keeper's partitions while it
+  opened the lost tasks; the others 0.48 s); movers 3.3-3.8 s; 0 records restored.
+- micro_batch: bystanders 6.37 s; movers 5.9-6.3 s; 77,279 restored at 250,906 records/s.
+- ``--no-kill`` (20 minutes, ``real_time.epoch.ms`` 300000, 12 epoch ends): nothing restored
+  or moved; longest output gap 1.77 s (0.41-1.77 s around the epoch ends).
+
+docs/cluster.md ("Failover") has them with what they mean.
 """
 
 from __future__ import annotations
@@ -171,6 +202,7 @@ class App:
 
     def __init__(self, spec: dict, root: Path, env: dict[str, str]):
         self.log_path = root / "app.log"
+        self.launched = time.time()
         self._log = open(self.log_path, "w")  # noqa: SIM115 - closed in reap()
         self.proc = subprocess.Popen([sys.executable, __file__, RUN, json.dumps(spec)],
                                      cwd=root, env=env, stdin=subprocess.PIPE,
@@ -408,10 +440,10 @@ RESTORED = re.compile(r"restored '[^']*' \((\d+) records, \d+ of a retried batch
                       r"in ([\d.]+)s")
 
 
-def restore_lines(files: list[Path], since: float) -> dict:
+def restore_lines(files: list[Path], since: float, until: float | None = None) -> dict:
     """The ``restoring`` and ``wiping`` lines per task id in ``files`` (all, and those
-    stamped at or after ``since``), and the ``restored`` lines after ``since``: records and
-    seconds per task."""
+    stamped at or after ``since``, and before ``until`` if given), and the ``restored``
+    lines in that span: records and seconds per task."""
     every: dict[str, int] = defaultdict(int)
     after: dict[str, int] = defaultdict(int)
     restored: dict[str, list[tuple[int, float]]] = defaultdict(list)
@@ -426,7 +458,8 @@ def restore_lines(files: list[Path], since: float) -> dict:
             if not m or not ("restoring" in line or "wiping" in line or "restored" in line):
                 continue
             stamp = LINE_TIME.match(line)
-            later = stamp is None or float(stamp.group(1)) >= since  # no stamp: counted
+            later = stamp is None or (float(stamp.group(1)) >= since and (  # no stamp: counted
+                until is None or float(stamp.group(1)) < until))
             task = m.group(1)
             pid = line.split()[1] if stamp else ""
             if stamp and "restoring store" in line:
@@ -498,13 +531,127 @@ def check_output(bootstrap: str, dst: str, written: list[int], guarantee: str) -
             "missing": missing, "keys_on_another_partition": moved, "examples": examples}
 
 
-def standbys_refused(standbys: int) -> str | None:
-    """Why kspark's config refuses ``num.standby.replicas`` (None: it takes it)."""
+def logs_of(root: Path) -> list[Path]:
+    """The run's kspark log files: the driver's (``app.log``) and every executor's stderr."""
+    return [root / "app.log", *sorted((root / "spark-home" / "work").glob("*/*/stderr"))]
+
+
+EPOCH_START = re.compile(r"stream thread (\d+) to executor (\S+) \(free slots")
+EPOCH_LOST = re.compile(r"real-time stream thread (\d+)'s epoch ended")
+NEW_TASKS = re.compile(r"stream threads \S.* take new tasks")
+
+
+def driver_lines(path: Path, start: float, end: float) -> dict:
+    """The driver's epoch lines stamped in [start, end): each ``stream thread i to executor
+    e`` (a thread's job, i.e. an epoch, being placed as it starts: with several executors
+    the driver logs one per epoch), each lost epoch (``epoch ended ... starting it again``)
+    and each ``take new tasks`` (a reassignment)."""
+    starts, lost, reassigned = [], [], []
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        stamp = LINE_TIME.match(line)
+        if not stamp or not start <= float(stamp.group(1)) < end:
+            continue
+        at = float(stamp.group(1))
+        if m := EPOCH_START.search(line):
+            starts.append((at, int(m.group(1)), m.group(2)))
+        elif m := EPOCH_LOST.search(line):
+            lost.append((at, int(m.group(1))))
+        elif NEW_TASKS.search(line):
+            reassigned.append((at, line.split(" INFO ", 1)[-1][:200]))
+    return {"starts": starts, "lost": lost, "reassigned": reassigned}
+
+
+def steady_window(app: App, seconds: float, result: dict) -> tuple[float, float]:
+    """``--no-kill``: the application runs ``seconds`` at the steady rate and nothing is
+    killed; the window's wall times (start, end). Notes the progress at both ends."""
+    app.remember()
+    start = time.time()
+    result["progress_at_window_start"] = app.progress_before(start)
+    print(f"  steady window of {seconds:g}s, nothing killed", flush=True)
+    sleep_watching(app, seconds, "running the steady window")
+    end = time.time()
+    result["progress_at_window_end"] = app.progress_before(end)
+    return start, end
+
+
+def steady_figures(result: dict, app: App, watch: OutputWatch, window: tuple[float, float],
+                   final: dict | None, logs: list[Path]) -> None:
+    """``--no-kill``'s figures over the steady window: each partition's longest output gap
+    (and when it began, from the application's start), the epochs that started (and so
+    ended) in it with the longest output gap around each, the restore counters at both
+    ends of it and at the close, and the restore log lines in it."""
+    start, end = window
+    started = (app.event("started") or {}).get("t", start)
+    result["window_s"] = round(end - start, 1)
+    # times are from the application's start (its streams.start() returned)
+    result["started_s"] = round(started - app.launched, 1)  # from the process's launch
+    result["window_began_s"] = round(start - started, 1)
+    by_gap = {q: gaps(watch.arrivals.get(q, []), start, end) for q in range(PARTITIONS)}
+    result["gaps_s"] = {q: round(g, 3) for q, (g, _) in by_gap.items()}
+    result["gap_began_s"] = {q: (round(b - started, 1) if b is not None else None)
+                             for q, (_, b) in by_gap.items()}
+    worst = max(by_gap.items(), key=lambda kv: kv[1][0])
+    result["max_gap_s"] = round(worst[1][0], 3)
+    result["max_gap_partition"] = worst[0]
+    result["max_gap_began_s"] = (round(worst[1][1] - started, 1)
+                                 if worst[1][1] is not None else None)
+    result["records_in_window"] = sum(sum(1 for t in watch.arrivals.get(q, [])
+                                          if start <= t <= end) for q in range(PARTITIONS))
+    seen = driver_lines(logs[0], start, end)
+    around = []
+    for at, thread, executor in seen["starts"]:
+        near = {q: gaps(watch.arrivals.get(q, []), max(start, at - 10), min(end, at + 10))[0]
+                for q in range(PARTITIONS)}
+        q = max(near, key=near.get)
+        around.append({"at_s": round(at - started, 1), "thread": thread,
+                       "executor": executor, "max_gap_s": round(near[q], 3), "partition": q})
+    result["epoch_starts"] = around  # each: an epoch end of that thread just before it
+    # the baseline: the longest gap of any partition with no epoch start within 10 s
+    marks = sorted(at for at, _, _ in seen["starts"])
+    spans, lo = [], start
+    for at in marks:
+        if at - 10 > lo:
+            spans.append((lo, at - 10))
+        lo = max(lo, at + 10)
+    if end > lo:
+        spans.append((lo, end))
+    away = [(gaps(watch.arrivals.get(q, []), a, b)[0], q) for a, b in spans
+            for q in range(PARTITIONS)]
+    result["max_gap_away_from_epoch_starts_s"] = round(max(away)[0], 3) if away else None
+    result["epoch_starts_in_window"] = len(around)
+    result["epochs_lost"] = [{"at_s": round(at - started, 1), "thread": th}
+                             for at, th in seen["lost"]]
+    result["reassignments"] = [{"at_s": round(at - started, 1), "line": s}
+                               for at, s in seen["reassigned"]]
+    a = result.get("progress_at_window_start") or {}
+    b = result.get("progress_at_window_end") or {}
+    for key in ("restored_records", "task_restores", "task_moves", "tasks_kept", "batches"):
+        result[f"{key}_at_window_start"] = a.get(key)
+        result[f"{key}_at_window_end"] = b.get(key)
+        result[key] = (final or {}).get(key)  # at the close: every epoch's counts
+        result[f"{key}_growth"] = (b[key] - a[key]) if key in a and key in b else None
+    lines = restore_lines(logs, start, end)
+    result["restore_log_lines_in_window"] = lines["after_kill"]
+    result["restore_log_lines_outside_window"] = {
+        t: n - lines["after_kill"].get(t, 0) for t, n in lines["all"].items()
+        if n - lines["after_kill"].get(t, 0)}
+    result["restored_in_window"] = {t: [{"records": n, "s": s} for n, s in v]
+                                    for t, v in lines["restored"].items()}
+
+
+def standbys_refused(standbys: int, mode: str, guarantee: str) -> str | None:
+    """Why kspark's config refuses ``num.standby.replicas`` in ``mode`` under
+    ``guarantee`` (None: it takes it)."""
     from kspark import StreamsConfig
     from kspark.errors import ConfigError
 
     try:
         StreamsConfig({"application.id": "a", "bootstrap.servers": "b:1",
+                       "execution.mode": mode, "processing.guarantee": guarantee,
                        "num.standby.replicas": standbys})
     except ConfigError as e:
         return str(e)
@@ -564,7 +711,10 @@ def one_run(args, bootstrap: str, work: Path, mode: str, standbys: int) -> dict:
     app = App(spec, root, env)
     steady = watch = None
     result: dict = {"mode": mode, "guarantee": args.guarantee, "standbys": standbys,
-                    "keys": args.keys, "rate": args.rate, "executors": args.executors}
+                    "keys": args.keys, "rate": args.rate, "executors": args.executors,
+                    "no_kill": args.no_kill, "config": {k: v for k, v in config.items()
+                                                        if k not in ("bootstrap.servers",
+                                                                     "checkpoint.location")}}
     try:
         started_at = time.time()
         deadline = time.monotonic() + 600
@@ -585,37 +735,44 @@ def one_run(args, bootstrap: str, work: Path, mode: str, standbys: int) -> dict:
         watch.start()
         sleep_watching(app, args.warm_s, "warming")
 
-        layout = executor_layout(app, app_id)
-        for e in layout:
-            print(f"  executor {e['id']} (pid {e['pid']}): task dirs {e['tasks']}, "
-                  f"open {e['open']}", flush=True)
-        with_tasks = [e for e in layout if e["tasks"]]
-        if not with_tasks:
-            raise RuntimeError(f"no executor has task directories: {layout}")
-        victim = max(with_tasks, key=lambda e: (len(e["open"]), len(e["tasks"])))
-        movers = sorted(int(t.split("_")[1]) for t in victim["tasks"] if t.startswith("0_"))
-        bystanders = [q for q in range(PARTITIONS) if q not in movers]
-        if set(victim["open"]) != set(victim["tasks"]):
-            print(f"  note: executor {victim['id']} holds open {victim['open']}, its state.dir "
-                  f"has {victim['tasks']}; movers are taken from the directories", flush=True)
-        app.remember()
-        progress_at_kill = app.progress_before(time.time())
-        kill_at = kill_executor(victim)
-        # what the output held when the executor died: a record at or after these offsets
-        # was written after the kill (the killed tasks' open transactions are aborted)
-        written_by_kill = admin.end_offsets([(dst, q) for q in range(PARTITIONS)],
-                                            committed=False)
-        print(f"  killed executor {victim['id']} (pid {victim['pid']} and "
-              f"{len(victim['below'])} Python processes); movers {movers}, bystanders "
-              f"{bystanders}", flush=True)
-        result.update({"killed_executor": victim["id"], "movers": movers,
-                       "bystanders": bystanders, "executors_before": [
-                           {"id": e["id"], "tasks": e["tasks"], "open": e["open"]}
-                           for e in layout]})
-        sleep_watching(app, args.after_s, "running after the kill")
-        layout_after = executor_layout(app, app_id)
-        result["executors_after"] = [{"id": e["id"], "tasks": e["tasks"], "open": e["open"]}
-                                     for e in layout_after]
+        if args.no_kill:
+            window = steady_window(app, args.duration_s, result)
+            layout_after = executor_layout(app, app_id)
+            result["executors_after"] = [
+                {"id": e["id"], "tasks": e["tasks"], "open": e["open"]}
+                for e in layout_after]
+        else:
+            layout = executor_layout(app, app_id)
+            for e in layout:
+                print(f"  executor {e['id']} (pid {e['pid']}): task dirs {e['tasks']}, "
+                      f"open {e['open']}", flush=True)
+            with_tasks = [e for e in layout if e["tasks"]]
+            if not with_tasks:
+                raise RuntimeError(f"no executor has task directories: {layout}")
+            victim = max(with_tasks, key=lambda e: (len(e["open"]), len(e["tasks"])))
+            movers = sorted(int(t.split("_")[1]) for t in victim["tasks"] if t.startswith("0_"))
+            bystanders = [q for q in range(PARTITIONS) if q not in movers]
+            if set(victim["open"]) != set(victim["tasks"]):
+                print(f"  note: executor {victim['id']} holds open {victim['open']}, its state.dir "
+                      f"has {victim['tasks']}; movers are taken from the directories", flush=True)
+            app.remember()
+            progress_at_kill = app.progress_before(time.time())
+            kill_at = kill_executor(victim)
+            # what the output held when the executor died: a record at or after these offsets
+            # was written after the kill (the killed tasks' open transactions are aborted)
+            written_by_kill = admin.end_offsets([(dst, q) for q in range(PARTITIONS)],
+                                                committed=False)
+            print(f"  killed executor {victim['id']} (pid {victim['pid']} and "
+                  f"{len(victim['below'])} Python processes); movers {movers}, bystanders "
+                  f"{bystanders}", flush=True)
+            result.update({"killed_executor": victim["id"], "movers": movers,
+                           "bystanders": bystanders, "executors_before": [
+                               {"id": e["id"], "tasks": e["tasks"], "open": e["open"]}
+                               for e in layout]})
+            sleep_watching(app, args.after_s, "running after the kill")
+            layout_after = executor_layout(app, app_id)
+            result["executors_after"] = [{"id": e["id"], "tasks": e["tasks"], "open": e["open"]}
+                                         for e in layout_after]
 
         # the end: no more input; the application catches up and closes
         stopped_at = time.time()
@@ -639,44 +796,47 @@ def one_run(args, bootstrap: str, work: Path, mode: str, standbys: int) -> dict:
         result["app_failure"] = failure
 
         # the figures
-        window = (kill_at - 5, kill_at + args.after_s)
-        by_gap = {q: gaps(watch.arrivals.get(q, []), *window) for q in bystanders}
-        worst = max(by_gap.items(), key=lambda kv: kv[1][0]) if by_gap else None
-        result["bystander_max_gap_s"] = round(worst[1][0], 2) if worst else None
-        result["bystander_max_gap_partition"] = worst[0] if worst else None
-        result["bystander_max_gap_began_s"] = (
-            round(worst[1][1] - kill_at, 2) if worst and worst[1][1] is not None else None)
-        result["bystander_gaps_s"] = {q: round(g, 2) for q, (g, _) in by_gap.items()}
-        firsts = {}
-        for q in movers:  # its first record written after the kill: by the moved task
-            after = [t for t, o in zip(watch.arrivals.get(q, []), watch.offsets.get(q, []),
-                                       strict=True) if o >= written_by_kill[(dst, q)]]
-            firsts[q] = round(min(after) - kill_at, 2) if after else None
-        result["mover_first_output_s"] = firsts
-        known = [v for v in firsts.values() if v is not None]
-        result["mover_max_s"] = (max(known) if known and len(known) == len(firsts)
-                                 else None)
-        # the longest gap of the movers too, for comparison with the bystanders'
-        result["mover_gaps_s"] = {q: round(gaps(watch.arrivals.get(q, []), *window)[0], 2)
-                                  for q in movers}
-        for key in ("restored_records", "task_restores", "task_moves", "tasks_kept",
-                    "batches"):
-            result[key] = (final or {}).get(key)
-            result[f"{key}_at_kill"] = (progress_at_kill or {}).get(key)
-        logs = [app.log_path, *sorted((root / "spark-home" / "work").glob("*/*/stderr"))]
-        lines = restore_lines(logs, kill_at)
-        result["restore_log_lines_per_task"] = lines["after_kill"]
-        result["restore_log_lines_before_kill"] = {
-            t: n - lines["after_kill"].get(t, 0) for t, n in lines["all"].items()
-            if n - lines["after_kill"].get(t, 0)}
-        restored_bystanders = sorted(t for t in lines["after_kill"]
-                                     if int(t.split("_")[1]) in bystanders)
-        result["bystanders_restoring"] = restored_bystanders
-        recs = sum(n for v in lines["restored"].values() for n, _ in v)
-        secs = sum(s for v in lines["restored"].values() for _, s in v)
-        result["restore_log"] = {t: [{"records": n, "s": s} for n, s in v]
-                                 for t, v in lines["restored"].items()}
-        result["restore_records_per_s"] = round(recs / secs) if secs > 0 else None
+        if args.no_kill:
+            steady_figures(result, app, watch, window, final, logs_of(root))
+        else:
+            window = (kill_at - 5, kill_at + args.after_s)
+            by_gap = {q: gaps(watch.arrivals.get(q, []), *window) for q in bystanders}
+            worst = max(by_gap.items(), key=lambda kv: kv[1][0]) if by_gap else None
+            result["bystander_max_gap_s"] = round(worst[1][0], 2) if worst else None
+            result["bystander_max_gap_partition"] = worst[0] if worst else None
+            result["bystander_max_gap_began_s"] = (
+                round(worst[1][1] - kill_at, 2) if worst and worst[1][1] is not None else None)
+            result["bystander_gaps_s"] = {q: round(g, 2) for q, (g, _) in by_gap.items()}
+            firsts = {}
+            for q in movers:  # its first record written after the kill: by the moved task
+                after = [t for t, o in zip(watch.arrivals.get(q, []), watch.offsets.get(q, []),
+                                           strict=True) if o >= written_by_kill[(dst, q)]]
+                firsts[q] = round(min(after) - kill_at, 2) if after else None
+            result["mover_first_output_s"] = firsts
+            known = [v for v in firsts.values() if v is not None]
+            result["mover_max_s"] = (max(known) if known and len(known) == len(firsts)
+                                     else None)
+            # the longest gap of the movers too, for comparison with the bystanders'
+            result["mover_gaps_s"] = {q: round(gaps(watch.arrivals.get(q, []), *window)[0], 2)
+                                      for q in movers}
+            for key in ("restored_records", "task_restores", "task_moves", "tasks_kept",
+                        "batches"):
+                result[key] = (final or {}).get(key)
+                result[f"{key}_at_kill"] = (progress_at_kill or {}).get(key)
+            logs = logs_of(root)
+            lines = restore_lines(logs, kill_at)
+            result["restore_log_lines_per_task"] = lines["after_kill"]
+            result["restore_log_lines_before_kill"] = {
+                t: n - lines["after_kill"].get(t, 0) for t, n in lines["all"].items()
+                if n - lines["after_kill"].get(t, 0)}
+            restored_bystanders = sorted(t for t in lines["after_kill"]
+                                         if int(t.split("_")[1]) in bystanders)
+            result["bystanders_restoring"] = restored_bystanders
+            recs = sum(n for v in lines["restored"].values() for n, _ in v)
+            secs = sum(s for v in lines["restored"].values() for _, s in v)
+            result["restore_log"] = {t: [{"records": n, "s": s} for n, s in v]
+                                     for t, v in lines["restored"].items()}
+            result["restore_records_per_s"] = round(recs / secs) if secs > 0 else None
         changelog = f"{app_id}-counts-changelog"
         cl_ends = admin.end_offsets([(changelog, q) for q in range(PARTITIONS)],
                                     committed=False)
@@ -741,6 +901,71 @@ def table(r: dict) -> str:
     return "\n".join(f"  {k:<12} {v}" for k, v in rows)
 
 
+def table_steady(r: dict) -> str:
+    """A ``--no-kill`` run's figures, readable."""
+    def s(v, unit="s"):
+        return "n/a" if v is None else f"{v:g}{unit}" if isinstance(v, (int, float)) else str(v)
+
+    out = r["output"]
+    check = "OK" if r["output_ok"] else "FAILED"
+    if not r["output_ok"]:
+        check += (f" (wrong final {out['wrong_final']}, not 1..n {out['not_sequential']}, "
+                  f"missing {out['missing']}, keys on another partition "
+                  f"{out['keys_on_another_partition']}"
+                  f"{', app: ' + r['app_failure'] if r['app_failure'] else ''}; "
+                  f"{'; '.join(out['examples'][:3])})")
+    starts = r["epoch_starts"]
+    by_thread: dict[int, int] = defaultdict(int)
+    for e in starts:
+        by_thread[e["thread"]] += 1
+    worst_end = max(starts, key=lambda e: e["max_gap_s"]) if starts else None
+
+    def counters(at: str) -> str:
+        return ", ".join(f"{s(r.get(f'{k}_{at}'), '')}" for k in
+                         ("restored_records", "task_restores", "task_moves"))
+
+    rows = [
+        ("run", f"{r['mode']}, {r['guarantee']}, standbys {r['standbys']}, {r['keys']} keys, "
+                f"{r['rate']:g} records/s, {r['executors']} executors, nothing killed"),
+        ("window", f"{s(r['window_s'])} from {s(r['window_began_s'])} after the start "
+                   f"({r['records_in_window']} output records in it; times here are from "
+                   f"start() returning, {s(r['started_s'])} after the launch)"),
+        ("longest gap", f"{s(r['max_gap_s'])} (partition {r['max_gap_partition']}, began "
+                        f"{s(r['max_gap_began_s'])} after the start)"),
+        ("", "per partition: " + ", ".join(
+            f"p{q} {s(g)} (at {s(r['gap_began_s'][q])})" for q, g in r["gaps_s"].items())),
+        ("epoch ends", f"{len(starts)} epochs started in the window (per thread: "
+                       + ", ".join(f"{th} {n}" for th, n in sorted(by_thread.items()))
+                       + f"); batches {r['batches_at_window_start']} -> "
+                         f"{r['batches_at_window_end']}; lost epochs {len(r['epochs_lost'])}, "
+                         f"reassignments {len(r['reassignments'])}"),
+        ("", "longest gap within 10 s of an epoch start (any partition): " + (
+            f"{s(worst_end['max_gap_s'])} (thread {worst_end['thread']} at "
+            f"{s(worst_end['at_s'])}, partition {worst_end['partition']})"
+            if worst_end else "n/a")),
+        ("", "longest gap with no epoch start within 10 s (the baseline): "
+             f"{s(r.get('max_gap_away_from_epoch_starts_s'))}"),
+        ("", "each: " + "; ".join(f"{s(e['at_s'])} t{e['thread']}@{e['executor']} "
+                                   f"{s(e['max_gap_s'])}" for e in starts)),
+        ("restored", "records, task restores, task moves: window start "
+                     f"{counters('at_window_start')}; end {counters('at_window_end')}; "
+                     f"growth {counters('growth')}; at the close "
+                     f"{s(r['restored_records'], '')}, {s(r['task_restores'], '')}, "
+                     f"{s(r['task_moves'], '')}"),
+        ("restore log", "in the window: " + (", ".join(
+            f"{t} {n}" for t, n in sorted(r["restore_log_lines_in_window"].items())) or "none")
+         + "; outside it: " + (", ".join(
+            f"{t} {n}" for t, n in sorted(r["restore_log_lines_outside_window"].items()))
+            or "none")),
+        ("placement", "after: " + "; ".join(f"executor {e['id']} {e['open']}"
+                                            for e in r["executors_after"])),
+        ("changelog", f"{r['changelog_end_offsets']} (end offsets)"),
+        ("output", f"{check}: {out['records']} records, {out['keys']} keys, "
+                   f"{r['records_written']} written"),
+    ]
+    return "\n".join(f"  {k:<12} {v}" for k, v in rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--modes", nargs="+", default=["real_time"],
@@ -751,6 +976,10 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=1000, help="records/s while the app runs")
     ap.add_argument("--warm-s", type=float, default=20)
     ap.add_argument("--after-s", type=float, default=60)
+    ap.add_argument("--no-kill", action="store_true",
+                    help="kill nothing: measure a steady window of --duration-s instead")
+    ap.add_argument("--duration-s", type=float, default=1200,
+                    help="--no-kill: the steady window's length")
     ap.add_argument("--guarantee", default="exactly_once_v2",
                     choices=["exactly_once_v2", "at_least_once"])
     ap.add_argument("--executors", type=int, default=3)
@@ -766,7 +995,7 @@ def main() -> None:
     variants = []
     for mode in args.modes:
         for n in args.standbys:
-            why = standbys_refused(n) if n > 0 else None
+            why = standbys_refused(n, mode, args.guarantee) if n > 0 else None
             if why is not None:
                 print(f"failover: standbys are not available (num.standby.replicas={n} is "
                       f"refused by kspark's config: {why}); skipping {mode} with {n} "
@@ -787,8 +1016,8 @@ def main() -> None:
                 failed = True
                 print(f"failover: {mode}, standbys {n}: FAILED: {e}", flush=True)
                 continue
-            print(table(r), flush=True)
             print("failover: " + json.dumps(r, default=str), flush=True)
+            print(table_steady(r) if args.no_kill else table(r), flush=True)
             failed |= not r["output_ok"]
     finally:
         broker.stop()
