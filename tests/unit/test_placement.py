@@ -12,7 +12,8 @@ from kspark._engine.state.build import changelog_config
 from kspark._engine.state.checkpoint import write_checkpoint
 from kspark._kafka.transactions import Marker, decode_marker, encode_marker
 from kspark._host.state import moved, state_location
-from kspark._plan.placement import choose_executor, held_state, place
+from kspark._plan.placement import (choose_executor, held_state, place, re_place_now,
+                                    settled_first, tasks_to_rerun)
 from kspark.config import StreamsConfig
 from kspark.state import Stores
 
@@ -149,6 +150,69 @@ def test_executors_sharing_a_disk_keep_the_previous_placement():
     before = {"0_0": "1", "0_1": "1", "0_2": "0", "0_3": "0"}
     where = dict.fromkeys(before, "h:/s")
     assert place(tasks, shared, where, {}, before) == before
+
+
+def test_a_lost_executors_tasks_go_to_its_replacement_and_every_other_task_stays():
+    """Executor 0 is lost and executor 3 replaces it (an empty disk): exactly the lost
+    executor's tasks move, all to the replacement."""
+    tasks = [[f"0_{p}" for p in range(6)]]
+    before = place(tasks, _disks(3), {}, {}, {})
+    where = {t: f"h{e}:/s" for t, e in before.items()}
+    now = {e: d for e, d in {**_disks(3), "3": "h3:/s"}.items() if e != "0"}
+    after = place(tasks, now, where, {e: {} for e in now}, before)
+    assert {t: after[t] for t in after if after[t] != before[t]} == {
+        t: "3" for t, e in before.items() if e == "0"}
+
+
+def test_a_task_run_elsewhere_than_placed_does_not_push_a_settled_task_off_its_executor():
+    """Spark ran the lost executor 0's task 0_3 on executor 1 after its locality wait (it
+    committed there): executor 1 holds three last commits, over its share of two, and the
+    task that arrived moves on, to the replacement 3, not executor 1's own task 0_4."""
+    tasks = [[f"0_{p}" for p in range(6)]]
+    before = {"0_0": "0", "0_3": "0", "0_1": "1", "0_4": "1", "0_2": "2", "0_5": "2"}
+    where = {t: f"h{e}:/s" for t, e in before.items()}
+    where["0_3"] = "h1:/s"
+    where["0_0"] = "h3:/s"  # and 0_0 on the replacement
+    now = {e: d for e, d in {**_disks(3), "3": "h3:/s"}.items() if e != "0"}
+    after = place(tasks, now, where, {}, before)
+    assert {t for t in after if after[t] != before[t]} == {"0_0", "0_3"}
+    assert after["0_3"] == "3" and after["0_4"] == "1"
+    assert settled_first(tasks[0], now, where, before) == ["0_1", "0_2", "0_4", "0_5",
+                                                           "0_0", "0_3"]
+
+
+def test_an_added_executor_takes_the_tasks_that_came_last_to_an_executor_over_its_share():
+    """No replacement came within the wait: the lost executor 0's tasks 0_0 and 0_3 went to
+    the survivors (placement 5) and committed there. When executor 3 is added, they are the
+    tasks over their executors' share, and they move on to it; the survivors' own tasks
+    stay."""
+    tasks = [[f"0_{p}" for p in range(6)]]
+    before = {"0_0": "1", "0_1": "1", "0_4": "1", "0_2": "2", "0_3": "2", "0_5": "2"}
+    where = {t: f"h{e}:/s" for t, e in before.items()}
+    arrived = {"0_0": 5, "0_3": 5}  # the others since the start
+    now = {e: d for e, d in {**_disks(3), "3": "h3:/s"}.items() if e != "0"}
+    after = place(tasks, now, where, {}, before, arrived)
+    assert {t: after[t] for t in after if after[t] != before[t]} == {"0_0": "3", "0_3": "3"}
+    # without knowing when each came, the stage's order decides (0_4 and 0_5 would move)
+    assert place(tasks, now, where, {}, before)["0_4"] == "3"
+
+
+def test_a_batch_is_stopped_for_its_lost_tasks_once_nothing_else_runs_and_replacements_are_there():
+    """Spark would keep a lost executor's tasks waiting for it (its locality wait): the
+    batch's job is stopped, to run them again elsewhere, when no task of it runs any more
+    and as many executors are live as it was placed on, or the replacement wait is over."""
+    assert re_place_now({"0"}, missing=0, running=0, waited_s=1.5, wait_s=15)
+    assert not re_place_now({"0"}, missing=0, running=2, waited_s=1.5, wait_s=15)
+    assert not re_place_now({"0"}, missing=1, running=0, waited_s=1.5, wait_s=15)
+    assert re_place_now({"0"}, missing=1, running=0, waited_s=15, wait_s=15)
+    assert not re_place_now(set(), missing=0, running=0, waited_s=30, wait_s=15)
+
+
+def test_a_stopped_batch_runs_again_only_its_tasks_that_had_not_finished():
+    """A task that finished keeps its commit and its executor; the lost executor's tasks,
+    and any other that had not finished (waiting for a retry), run again."""
+    assert tasks_to_rerun(["0_0", "0_1", "0_2", "0_3"], {"0_1", "0_2"}) == ["0_0", "0_3"]
+    assert tasks_to_rerun(["0_0", "0_1"], {"0_0", "0_1"}) == []
 
 
 def test_held_state_scores_the_tasks_with_a_checkpoint_on_this_disk(tmp_path):

@@ -16,6 +16,17 @@ previous one of those, if several share a disk), else to the executor whose disk
 most of its state, else where it ran before, else to the least loaded executor. Each
 stage's tasks are spread evenly (at most ceil(tasks / executors) per executor), since a
 stage's tasks run at once: a task over that share moves only when executors are added.
+The tasks settled on an executor (placed there, and committed there) take their share
+first, those that came to it first before those that came later (:func:`settled_first`): a
+task Spark ran elsewhere than placed (a lost executor's task retried on a survivor), or one
+placed on a survivor while no replacement was there, never pushes an older task off, it
+moves on itself, so a lost executor's tasks go to its replacement and every other task
+stays.
+
+While a micro-batch runs, executors it placed tasks on may be lost. Spark would keep their
+tasks waiting for the lost executor (its locality wait); :func:`re_place_now` says when
+the driver stops the batch's job instead, and :func:`tasks_to_rerun` which tasks then run
+again, placed anew.
 
 Example:
     >>> executors = {"0": "h1:/s", "1": "h2:/s"}
@@ -25,16 +36,20 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
-__all__ = ["place", "held_state", "choose_executor"]
+__all__ = ["place", "held_state", "choose_executor", "settled_first", "re_place_now",
+           "tasks_to_rerun"]
 
 
 def place(groups: Sequence[Sequence[str]], executors: Mapping[str, str],
           where: Mapping[str, str], held: Mapping[str, Mapping[str, int]],
-          previous: Mapping[str, str]) -> dict[str, str]:
+          previous: Mapping[str, str], arrived: Mapping[str, int] | None = None
+          ) -> dict[str, str]:
     """Task id -> executor id for every task of ``groups`` (the tasks of each stage), see
-    the module's rules. ``executors`` must not be empty.
+    the module's rules. ``executors`` must not be empty. ``arrived``: per task, when it
+    came to its previous executor (a placement count; missing: from the start), see
+    :func:`settled_first`.
 
     >>> place([["a", "b"]], {"0": "x", "1": "y"}, {}, {"1": {"a": 5}}, {"b": "1"})
     {'a': '1', 'b': '0'}
@@ -61,7 +76,7 @@ def place(groups: Sequence[Sequence[str]], executors: Mapping[str, str],
             return min(free, key=lambda e: (load[e], total[e], _order(e)),  # noqa: B023
                        default=None)
 
-        for task in group:  # 1. the disk of its last commit
+        for task in settled_first(group, executors, where, previous, arrived):  # 1. the disk
             there = [e for e in ids if where.get(task) and executors[e] == where[task]]
             choice = previous.get(task) if previous.get(task) in there else least(there)
             if choice is not None:
@@ -77,6 +92,75 @@ def place(groups: Sequence[Sequence[str]], executors: Mapping[str, str],
                 assert choice is not None, "a group's share fits all its tasks"
                 take(task, choice)
     return out
+
+
+def settled_first(group: Sequence[str], executors: Mapping[str, str],
+                  where: Mapping[str, str], previous: Mapping[str, str],
+                  arrived: Mapping[str, int] | None = None) -> list[str]:
+    """``group``'s tasks in the order rule 1 (the disk of the last commit) seats them: first
+    the settled ones, whose previous placement is an executor at the state location of
+    their last commit, those that came to it first (``arrived``: per task, when it came to
+    its previous executor; missing: from the start) before those that came later; then
+    the others (a task that committed elsewhere than it was placed: Spark ran it there, as
+    it does a lost executor's task after its locality wait); ties in ``group``'s order. So
+    when an executor holds more last commits than its share (a task over the share moves),
+    the task that came there last is the one over it: a lost executor's task that ran on a
+    survivor moves on to the replacement, never a task settled there before.
+
+    >>> settled_first(["0_0", "0_1"], {"1": "h1:/s"}, {"0_0": "h1:/s", "0_1": "h1:/s"},
+    ...               {"0_0": "0", "0_1": "1"})
+    ['0_1', '0_0']
+    >>> settled_first(["0_0", "0_1"], {"1": "h1:/s"}, {"0_0": "h1:/s", "0_1": "h1:/s"},
+    ...               {"0_0": "1", "0_1": "1"}, {"0_0": 7})
+    ['0_1', '0_0']
+    """
+    since = arrived or {}
+
+    def settled(task: str) -> bool:
+        e = previous.get(task)
+        return e is not None and e in executors and bool(where.get(task)) \
+            and executors[e] == where[task]
+
+    first = sorted((t for t in group if settled(t)), key=lambda t: since.get(t, 0))
+    return first + [t for t in group if not settled(t)]
+
+
+def re_place_now(lost: Collection[str], missing: int, running: int, waited_s: float,
+                 wait_s: float) -> bool:
+    """Whether the driver stops a running micro-batch's job now, to run again, placed anew,
+    the tasks it had placed on the executors ``lost`` since it started. Spark keeps such a
+    task waiting for its lost executor (``spark.locality.wait.process``), and the batch
+    with it. So once nothing of the batch runs any more (``running`` tasks: every task left
+    is one that waits for a lost executor), and the replacements are there (``missing``:
+    executors fewer than the batch was placed on) or ``waited_s`` since the loss reached
+    ``placement.replacement.wait.ms`` (``wait_s``), the job is stopped and those tasks go
+    to the replacements (else to the executors left).
+
+    >>> re_place_now({"0"}, 0, 0, 2.0, 15.0)
+    True
+    >>> re_place_now({"0"}, 1, 0, 2.0, 15.0)  # the replacement is not there yet
+    False
+    >>> re_place_now({"0"}, 1, 0, 15.0, 15.0)  # it did not come: the executors left
+    True
+    >>> re_place_now({"0"}, 0, 1, 2.0, 15.0)  # a task still runs: it is not stopped
+    False
+    >>> re_place_now(set(), 0, 0, 0.0, 15.0)
+    False
+    """
+    return bool(lost) and running == 0 and (missing <= 0 or waited_s >= wait_s)
+
+
+def tasks_to_rerun(ran: Sequence[str], done: Collection[str]) -> list[str]:
+    """The tasks of a stopped micro-batch job (``ran``: the tasks it ran) to run again: every
+    one not known to have finished (``done``). Those are the tasks placed on a lost
+    executor, and any other that had not finished, such as one waiting for a retry (the
+    job is stopped only when nothing of it runs); a task that finished is not run again,
+    and keeps its executor.
+
+    >>> tasks_to_rerun(["0_0", "0_1", "0_3"], {"0_1"})
+    ['0_0', '0_3']
+    """
+    return [t for t in ran if t not in done]
 
 
 def _order(executor: str) -> tuple[int, str]:

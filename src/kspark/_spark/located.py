@@ -269,15 +269,17 @@ def located_rdd(rdd: Any, locations: list[list[str]]) -> Any:
     return RDD(wrapped.toJavaRDD(), sc, rdd._jrdd_deserializer)  # noqa: SLF001
 
 
-def tagged_tasks(spark: SparkSession, tag: str) -> tuple[int, set[int]]:
-    """Of the jobs tagged ``tag`` (``SparkContext.addJobTag``): how many of their tasks run
-    now, and the partitions of their final stage whose task succeeded, as Spark's status
-    store has them (it takes in task events shortly after they happen)."""
+def tagged_tasks(spark: SparkSession, tag: str) -> tuple[int, int, set[int]]:
+    """Of the jobs tagged ``tag`` (``SparkContext.addJobTag``): how many there are (0: not
+    submitted yet), how many of their tasks run now, and the partitions of their final
+    stage whose task succeeded, as Spark's status store has them (it takes in task events
+    shortly after they happen)."""
     sc = spark.sparkContext
     jtracker = sc._jsc.sc().statusTracker()  # noqa: SLF001 - the JVM's (by tag)
     tracker, store = sc.statusTracker(), sc._jsc.sc().statusStore()  # noqa: SLF001
+    jobs = list(jtracker.getJobIdsForTag(tag))
     running, succeeded = 0, set()
-    for job in jtracker.getJobIdsForTag(tag):
+    for job in jobs:
         info = tracker.getJobInfo(job)
         stages = list(info.stageIds) if info is not None else []
         for stage in stages:
@@ -292,4 +294,4 @@ def tagged_tasks(spark: SparkSession, tag: str) -> tuple[int, set[int]]:
             t = tasks.apply(i)
             if t.status() == "SUCCESS":
                 succeeded.add(int(t.index()))
-    return running, succeeded
+    return len(jobs), running, succeeded
