@@ -348,18 +348,19 @@ class RealTimeQuery:
         return True
 
     def _fail(self, failure: BaseException) -> None:
-        """Thread failed for good: the run fails with it; every other thread is asked to
-        commit and end (as Kafka Streams' SHUTDOWN_CLIENT)."""
+        """A thread failed for good: the run fails with it at once, and every other
+        thread's job is cancelled (as the barrier epoch's failure did; under exactly-once
+        their open transactions are aborted, by the next attempt's fencing or the
+        transaction timeout). No graceful stop: it would need the cluster, which may be
+        the very thing that failed (a broker away longer than task.timeout.ms)."""
         with self._lock:
             if self._stopping:
                 return
             self._stopping = True
             self._error = failure
-        log.error("application %r: a stream thread failed; stopping the other threads",
+        log.error("application %r: a stream thread failed; cancelling the other threads",
                   self.ctx.app_id)
-        send_stop(self.ctx.settings, self.ctx.app_id, self.key)
-        threading.Thread(target=self._end_threads, daemon=True,
-                         name="kspark-real-time-stop").start()
+        self.jobs.cancel()
 
     def _epoch_lost(self, index: int, epoch: Epoch, error: BaseException, why: str) -> None:
         """Thread ``index``'s epoch is started again from its tasks' last commits (the new
