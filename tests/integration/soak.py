@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -547,7 +548,9 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
     from kspark._kafka.admin import Admin
 
     rng = random.Random(seed)
-    tag = f"{guarantee}-{mode}-{os.getpid()}-{rng.randrange(10**6)}"
+    # unique to the run: two runs of one process with the same seed (a test's variants)
+    # must not share topics and an application id (the second would count the first's output)
+    tag = f"{guarantee}-{mode}-{os.getpid()}-{rng.randrange(10**6)}-{uuid.uuid4().hex[:6]}"
     src, app_id = f"soak-{tag}", f"soak-app-{tag}"
     Admin(bootstrap, 20000).create_topics({src: PARTITIONS, f"{src}-echo": PARTITIONS,
                                            f"{src}-agg": PARTITIONS})

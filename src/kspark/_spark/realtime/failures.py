@@ -45,10 +45,15 @@ class RealTimeRunError(Exception):
 
     def __init__(self, cause: BaseException):
         super().__init__(str(cause))
-        self.desc = str(cause)
+        self.desc = getattr(cause, "traceback", None) or str(cause)
         self.cause = cause
 
 
 class ThreadFailureError(Exception):
-    """A stream thread's own failure, as its Spark task returned it (the traceback's text:
-    the topology's or kspark's error, naming the task)."""
+    """A stream thread's own failure, as its Spark task returned it: ``Type: message`` of
+    the error it raised (the topology's or kspark's, naming the task: what the driver
+    decides by), and its ``traceback`` (for the log; its code lines may name any error)."""
+
+    def __init__(self, error: str, traceback: str = ""):
+        super().__init__(error)
+        self.traceback = traceback

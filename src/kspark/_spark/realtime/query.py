@@ -105,7 +105,10 @@ class RealTimeQuery:
         # asked when a thread fails for good: True starts it again (the uncaught exception
         # handler's REPLACE_THREAD, see KafkaStreams.set_uncaught_exception_handler)
         self.on_failure: Callable[[BaseException, list[float]], bool] | None = None
-        self._restarts: list[float] = []  # threads started again after a transient failure
+        # per thread, when it started again after a transient failure (each thread is
+        # bounded on its own, as a Kafka Streams thread is: one failing does not use up
+        # another's restarts)
+        self._restarts: dict[int, list[float]] = {}
         self._done = threading.Event()
         self._lock = threading.Lock()
         self.jobs = ThreadJobs(spark, contexts, self.key, self.ctx.app_id, self.ctx.state_dir)
@@ -322,30 +325,42 @@ class RealTimeQuery:
                         self.live.end_epoch(epoch.run, [row])
                     self._finished[index] += 1
                     continue
-                failure = ThreadFailureError(row["error"])
+                failure = ThreadFailureError(row["error"], row.get("traceback", ""))
             if self._stopping:
                 return
             if not self._again(index, epoch, failure):
                 self._fail(failure)
                 return
+            self._back_off(index)
 
     def _again(self, index: int, epoch: Epoch, failure: BaseException) -> bool:
         """Whether thread ``index`` starts again after ``failure``: a transient one, or the
         uncaught exception handler answered REPLACE_THREAD (both bounded per
         task.timeout.ms, see ``rules.restart_after``)."""
         with self._lock:
-            if restart_after(str(failure), self._restarts, time.monotonic(),
-                             self.task_timeout_ms):
+            restarts = self._restarts.setdefault(index, [])
+            if restart_after(str(failure), restarts, time.monotonic(), self.task_timeout_ms):
                 why = "it ended on a transient failure"
             elif self.on_failure is not None and self.on_failure(RealTimeRunError(failure),
-                                                                 self._restarts):
+                                                                 restarts):
                 why = "the uncaught exception handler replaced it"
             else:
                 return False
-            self._restarts.append(time.monotonic())
-            count = len(self._restarts)
+            restarts.append(time.monotonic())
+            count = len(restarts)
         self._epoch_lost(index, epoch, failure, f"{why}; restart {count}")
         return True
+
+    def _back_off(self, index: int) -> None:
+        """Before thread ``index`` starts again after a failure: retry.backoff.ms, doubled
+        with each restart within task.timeout.ms, at most 10 s (so its restarts, bounded
+        in number, span a cluster or registry outage rather than use themselves up)."""
+        with self._lock:
+            n = len(self._restarts.get(index, ()))
+        delay = min(self.ctx.settings.retry_backoff_ms * 2 ** max(0, n - 1), 10_000) / 1000
+        deadline = time.monotonic() + delay
+        while not self._stopping and time.monotonic() < deadline:
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
 
     def _fail(self, failure: BaseException) -> None:
         """A thread failed for good: the run fails with it at once, and every other
@@ -367,8 +382,8 @@ class RealTimeQuery:
         attempt fences the old)."""
         with self._metrics_lock:  # its counts since its last report went with it
             self.live.end_epoch(epoch.run, [])
-        log.warning("real-time stream thread %d's epoch ended (%s): %s; starting it again "
-                    "from its tasks' last commits", index, first_line(error), why)
+        log.warning("real-time stream thread %d's epoch ended (%s): %s; starting a new epoch "
+                    "of it from its tasks' last commits", index, first_line(error), why)
 
     def _next_epoch(self, index: int) -> Epoch:
         t = self._template

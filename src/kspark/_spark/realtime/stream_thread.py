@@ -41,8 +41,9 @@ log = logging.getLogger("kspark")
 
 def thread_job(contexts: dict[int, HostContext], index: int, epoch: Epoch
                ) -> dict[str, Any]:
-    """One Spark task of thread ``index``'s job: its counts, or (``error``) the traceback of
-    what failed it, for the driver to decide on (fail the run, or replace the thread: the
+    """One Spark task of thread ``index``'s job: its counts, or (``error``) what failed it
+    (``Type: message``, the raised error alone: the driver decides by it; ``traceback``: the
+    whole of it, for the log), for the driver to decide on (fail the run, or replace the thread: the
     uncaught exception handler); Spark retries the job's task only when the executor or the
     Python worker running it is lost."""
     from pyspark import TaskContext
@@ -55,7 +56,8 @@ def thread_job(contexts: dict[int, HostContext], index: int, epoch: Epoch
     try:
         return run_stream_thread(contexts, index, epoch)
     except Exception as e:  # noqa: BLE001 - the driver decides; every task was aborted
-        return {"thread": index, "error": "".join(traceback.format_exception(e))}
+        return {"thread": index, "error": f"{type(e).__module__}.{type(e).__qualname__}: {e}",
+                "traceback": "".join(traceback.format_exception(e))}
 
 
 def run_stream_thread(contexts: dict[int, HostContext], index: int,
