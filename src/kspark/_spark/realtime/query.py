@@ -105,9 +105,7 @@ class RealTimeQuery:
         # asked when a thread fails for good: True starts it again (the uncaught exception
         # handler's REPLACE_THREAD, see KafkaStreams.set_uncaught_exception_handler)
         self.on_failure: Callable[[BaseException, list[float]], bool] | None = None
-        # per thread, when it started again after a transient failure (each thread is
-        # bounded on its own, as a Kafka Streams thread is: one failing does not use up
-        # another's restarts)
+        # per thread (each bounded on its own), when it started again after a failure
         self._restarts: dict[int, list[float]] = {}
         self._done = threading.Event()
         self._lock = threading.Lock()
