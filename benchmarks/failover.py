@@ -856,20 +856,27 @@ def one_run(args, bootstrap: str, work: Path, mode: str, standbys: int) -> dict:
     return result
 
 
+def s(v, unit="s"):
+    """A figure, readable (n/a when not measured)."""
+    return "n/a" if v is None else f"{v:g}{unit}" if isinstance(v, (int, float)) else str(v)
+
+
+def _check(r: dict) -> str:
+    """The output check's verdict, with what was wrong when it failed."""
+    if r["output_ok"]:
+        return "OK"
+    out = r["output"]
+    return (f"FAILED (wrong final {out['wrong_final']}, not 1..n {out['not_sequential']}, "
+            f"missing {out['missing']}, keys on another partition "
+            f"{out['keys_on_another_partition']}"
+            f"{', app: ' + r['app_failure'] if r['app_failure'] else ''}; "
+            f"{'; '.join(out['examples'][:3])})")
+
+
 def table(r: dict) -> str:
     """A run's figures, readable."""
-    def s(v, unit="s"):
-        return "n/a" if v is None else f"{v:g}{unit}" if isinstance(v, (int, float)) else str(v)
-
     movers = ", ".join(f"p{q} {s(v)}" for q, v in r["mover_first_output_s"].items())
-    out = r["output"]
-    check = "OK" if r["output_ok"] else "FAILED"
-    if not r["output_ok"]:
-        check += (f" (wrong final {out['wrong_final']}, not 1..n {out['not_sequential']}, "
-                  f"missing {out['missing']}, keys on another partition "
-                  f"{out['keys_on_another_partition']}"
-                  f"{', app: ' + r['app_failure'] if r['app_failure'] else ''}; "
-                  f"{'; '.join(out['examples'][:3])})")
+    out, check = r["output"], _check(r)
     restoring = r["restore_log_lines_per_task"]
     rows = [
         ("run", f"{r['mode']}, {r['guarantee']}, standbys {r['standbys']}, {r['keys']} keys, "
@@ -903,17 +910,7 @@ def table(r: dict) -> str:
 
 def table_steady(r: dict) -> str:
     """A ``--no-kill`` run's figures, readable."""
-    def s(v, unit="s"):
-        return "n/a" if v is None else f"{v:g}{unit}" if isinstance(v, (int, float)) else str(v)
-
-    out = r["output"]
-    check = "OK" if r["output_ok"] else "FAILED"
-    if not r["output_ok"]:
-        check += (f" (wrong final {out['wrong_final']}, not 1..n {out['not_sequential']}, "
-                  f"missing {out['missing']}, keys on another partition "
-                  f"{out['keys_on_another_partition']}"
-                  f"{', app: ' + r['app_failure'] if r['app_failure'] else ''}; "
-                  f"{'; '.join(out['examples'][:3])})")
+    out, check = r["output"], _check(r)
     starts = r["epoch_starts"]
     by_thread: dict[int, int] = defaultdict(int)
     for e in starts:
