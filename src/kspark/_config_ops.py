@@ -9,7 +9,7 @@ Example:
     ['query.endpoint.enabled', 'query.endpoint.host', 'query.timeout.ms']
 
 and those of standby replicas and warm-up (KIP-441: Kafka Streams' names, defaults and
-meanings; real_time mode):
+meanings; both modes):
 
     >>> [(k[0], k[2]) for k in standby_config()][:2]
     [('num.standby.replicas', 0), ('acceptable.recovery.lag', 10000)]
@@ -76,20 +76,23 @@ def _at_least(n: int) -> Any:
 def standby_config() -> list[tuple[str, type, Any, str, Any]]:
     """(name, type, default, doc, validator) of each key."""
     return [
-        ("num.standby.replicas", int, 0, "real_time mode: how many warm copies of each task's "
-         "persistent stores other stream threads keep by tailing its changelogs (Kafka "
-         "Streams' standby tasks). When a thread's executor is lost, each of its tasks "
-         "moves to the thread holding its copy and restores only the changelog records "
-         "written since that copy's last update. Needs processing.guarantee="
+        ("num.standby.replicas", int, 0, "How many warm copies of each task's persistent "
+         "stores are kept on other executors by tailing its changelogs (Kafka Streams' "
+         "standby tasks): by other stream threads in real_time mode, by rounds of updates "
+         "beside the micro-batches in micro_batch mode. When an executor is lost, each of "
+         "its tasks moves to the holder of its freshest copy and restores only the "
+         "changelog records written since that copy's last update. Needs processing.guarantee="
          "exactly_once_v2 (a copy then holds committed state only) and at least two "
          "executors (a copy is never on the active's executor).", _at_least(0)),
-        ("acceptable.recovery.lag", int, 10_000, "real_time mode: how far (changelog records) "
-         "a warm-up copy may be behind for its task to move back to the thread it was "
-         "taken from (Kafka Streams' meaning).", _at_least(0)),
-        ("max.warmup.replicas", int, 2, "real_time mode: how many warm-up copies (of tasks "
-         "waiting to move back to their thread) are kept at once, over the standbys.",
+        ("acceptable.recovery.lag", int, 10_000, "How far (changelog records) a warm-up copy "
+         "may be behind for its task to move back to the thread (real_time) or executor "
+         "(micro_batch) it was taken from (Kafka Streams' meaning).", _at_least(0)),
+        ("max.warmup.replicas", int, 2, "How many warm-up copies (of tasks waiting to move "
+         "back) are kept at once, over the standbys.",
          _at_least(1)),
         ("probing.rebalance.interval.ms", int, 600_000, "real_time mode: how often the "
          "driver checks whether warm-up copies have caught up, to move their tasks back "
-         "(Kafka Streams' probing rebalance).", _at_least(60_000)),
+         "(Kafka Streams' probing rebalance). micro_batch mode places its tasks anew before "
+         "every batch, so a task moves back at the first batch after its copy caught up.",
+         _at_least(60_000)),
     ]

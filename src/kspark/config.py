@@ -232,8 +232,8 @@ _KEYS = [
     ConfigKey("source.read.timeout.ms", int, 60000, "kspark: a task that cannot read up to its "
               "planned offset within this time fails, naming topic and partition.", _positive,
               modes=BOTH),
-] + [ConfigKey(*k, modes=(REAL_TIME,)) for k in standby_config()] + [ConfigKey(*k, modes=BOTH)
-    for k in (*registry_config(), *operations_config(), *handler_config())]
+] + [ConfigKey(*k, modes=BOTH) for k in (*standby_config(), *registry_config(),
+                                          *operations_config(), *handler_config())]
 CONFIG_KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
 MODE = "execution.mode"
 # real_time's commit.interval.ms if not set: Kafka Streams' (micro_batch: the declared one)

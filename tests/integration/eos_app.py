@@ -115,7 +115,7 @@ def main(argv: list[str]) -> int:
                     help="execution.mode; real_time runs until the input present at start is "
                     "committed, then closes")
     ap.add_argument("--standbys", type=int, default=0,
-                    help="num.standby.replicas (real_time mode)")
+                    help="num.standby.replicas")
     ap.add_argument("--task-timeout-ms", type=int, default=None,
                     help="task.timeout.ms: how long a broker outage is ridden through")
     ap.add_argument("--fail-after-commit", default=None,

@@ -52,6 +52,7 @@ class Kill:
     pids: list[int] = field(default_factory=list)
     executors: int = 0
     restarts: int = 0
+    output: str = ""  # what the killed run printed (its driver's log included)
 
 
 @dataclass
@@ -227,6 +228,7 @@ def kill_and_finish(cmd: list[str], victim: str, delay_s: float, log=print,
         sigkill(proc, kill, delay_s, log)
         code, more = finish(proc)
         lines += more
+        kill.output = "".join(lines)
     finally:
         reap(proc)
     for _attempt in range(3):

@@ -24,10 +24,6 @@ REAL_TIME_ONLY = {
     "real_time.epoch.ms": 60_000,
     "num.stream.threads": 2,
     "repartition.purge.interval.ms": 1000,  # micro_batch does not purge repartition records
-    # standby replicas and warm-up (KIP-441): the real-time threads keep them, not yet the
-    # micro-batch executors between batches
-    "num.standby.replicas": 1, "acceptable.recovery.lag": 100, "max.warmup.replicas": 1,
-    "probing.rebalance.interval.ms": 60_000,
 }
 BOTH_MODES = {"application.id", "bootstrap.servers", "state.dir", "commit.interval.ms",
               "processing.guarantee", "default.key.serde", "default.value.serde",
@@ -38,6 +34,10 @@ BOTH_MODES = {"application.id", "bootstrap.servers", "state.dir", "commit.interv
               "async.max.in.flight", "global.consumer.auto.offset.reset", "autostop.at",
               "execution.mode", "source.read.timeout.ms", "task.timeout.ms",
               "retry.backoff.ms", "auto.offset.reset", "max.task.idle.ms"}
+# standby replicas and warm-up (KIP-441): kept by the stream threads or, in micro-batch
+# mode, by rounds of updates between the batches
+BOTH_MODES |= {"num.standby.replicas", "acceptable.recovery.lag", "max.warmup.replicas",
+               "probing.rebalance.interval.ms"}
 BOTH_MODES |= {k[0] for k in registry_config()}  # the Schema Registry serdes' keys
 BOTH_MODES |= {"metrics.recording.level", "metrics.http.port", "metrics.http.host"}
 BOTH_MODES |= {"sink.trigger.interval.ms"}  # the Spark sinks' queries run in both modes

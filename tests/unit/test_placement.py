@@ -221,3 +221,44 @@ def test_held_state_scores_the_tasks_with_a_checkpoint_on_this_disk(tmp_path):
     write_checkpoint(task_store_dir(str(tmp_path), "app", "1_0") / ".checkpoint",
                      {("app-s-changelog", 0): 41})
     assert held_state(str(tmp_path), "app", ["1_0", "1_1"]) == {"1_0": 42}
+
+
+# -- standby copies in micro-batch mode (num.standby.replicas) ------------------------------
+
+def test_each_tasks_copies_go_to_the_executors_after_its_own_never_its_own():
+    from kspark._plan.placement import keep_copies
+
+    assigned = {"0_0": "0", "0_1": "0", "0_2": "1", "0_3": "1", "0_4": "2", "0_5": "2"}
+    one = keep_copies(assigned, ["0", "1", "2"], 1)
+    assert one == {"0": ["0_4", "0_5"], "1": ["0_0", "0_1"], "2": ["0_2", "0_3"]}
+    two = keep_copies(assigned, ["0", "1", "2"], 2)
+    for e, tasks in two.items():
+        assert not {t for t in tasks if assigned[t] == e}, "a copy beside its active task"
+        assert len(tasks) == 4
+    assert keep_copies(assigned, ["0", "1", "2"], 5) == two  # one copy per other executor
+
+
+def test_a_warm_up_copy_is_kept_where_its_pinned_task_is_to_move_back():
+    from kspark._plan.placement import keep_copies
+
+    kept = keep_copies({"0_0": "0", "0_1": "0"}, ["0", "1", "2"], 1, {"0_1": "2"})
+    assert kept == {"0": [], "1": ["0_0", "0_1"], "2": ["0_1"]}
+
+
+def test_a_lost_task_moves_to_its_freshest_copy_and_one_without_a_copy_is_left_to_placement():
+    from kspark._plan.placement import fail_over_to_copies
+
+    copies = {"1": {"0_0": 100, "0_1": 7}, "2": {"0_0": 120}}
+    assert fail_over_to_copies(["0_0", "0_1", "0_2"], copies) == {"0_0": "2", "0_1": "1"}
+    assert fail_over_to_copies(["0_0"], {"2": {"0_0": 5}, "1": {"0_0": 5}}) == {"0_0": "1"}
+
+
+def test_a_pinned_task_moves_back_once_its_warm_up_copy_is_within_the_acceptable_lag():
+    from kspark._plan.placement import settle_pins
+
+    pinned = {"0_0": "1"}
+    assert settle_pins(pinned, {"0_0": "3"}, {}, 10) == pinned  # no warm-up update yet
+    assert settle_pins(pinned, {"0_0": "3"}, {("3", "0_0"): 11}, 10) == pinned
+    assert settle_pins(pinned, {"0_0": "3"}, {("3", "0_0"): 10}, 10) == {}
+    assert settle_pins(pinned, {"0_0": "3"}, {("1", "0_0"): 0}, 10) == pinned  # not its home
+    assert settle_pins(pinned, {"0_0": "1"}, {}, 10) == {}  # already where it belongs

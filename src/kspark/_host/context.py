@@ -47,6 +47,7 @@ class HostContext:
         self.max_task_idle_ms = int(config["max.task.idle.ms"])
         self.query_enabled = bool(config["query.endpoint.enabled"])
         self.query_host = str(config["query.endpoint.host"])
+        self.standbys = int(config.get("num.standby.replicas", 0)) > 0
 
     def admin(self) -> Any:
         """This worker's admin client of the cluster (made once per process)."""

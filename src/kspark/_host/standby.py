@@ -40,8 +40,9 @@ from kspark._host.context import HostContext
 from kspark._host.query_host import query_host
 from kspark._host.restore import LOCAL_PROGRESS, restore_task
 from kspark._host.state import TaskHostState, state_location
+from kspark.errors import ConfigError
 
-__all__ = ["StandbyTask", "StandbyUpdater", "standby_root", "promote_standby"]
+__all__ = ["StandbyTask", "StandbyUpdater", "standby_root", "promote_standby", "standbys_for"]
 
 log = logging.getLogger("kspark")
 _updating = threading.local()  # set while this thread updates a copy
@@ -56,6 +57,24 @@ class _QuietCopies(logging.Filter):
 
 
 log.addFilter(_QuietCopies())
+
+
+def standbys_for(config: Any) -> int:
+    """``num.standby.replicas``, refused under at_least_once: a copy tails the changelogs,
+    and under at_least_once they hold records of intervals not committed yet (a task that
+    fails replays them), which a copy would take for its task's state.
+
+    >>> standbys_for({"num.standby.replicas": 1, "processing.guarantee": "exactly_once_v2"})
+    1
+    """
+    n = int(config["num.standby.replicas"])
+    if n and config["processing.guarantee"] != "exactly_once_v2":
+        raise ConfigError(
+            f"num.standby.replicas={n} needs processing.guarantee=exactly_once_v2: a standby "
+            "copy reads its task's changelogs, and under at_least_once they hold records of "
+            "intervals not committed yet, which the task replays after a failure. Set "
+            "processing.guarantee=exactly_once_v2, or num.standby.replicas=0")
+    return n
 
 
 def standby_root(state_dir: str, app_id: str) -> str:

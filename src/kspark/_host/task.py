@@ -33,6 +33,7 @@ from kspark._host.port import Output, TaskIO
 from kspark._host.metrics import TaskMetrics
 from kspark._host.query_host import query_host
 from kspark._host.rules import keep_if_current
+from kspark._host.standby import promote_standby
 from kspark._host.state import TaskHostState, moved, state_location
 from kspark._kafka.transactions import Marker
 from kspark._worker import registry
@@ -110,6 +111,8 @@ class HostedTask:
                 query_host().drop(self.ctx.app_id, self.task_id)
                 task.close()
         marker, ctx = self.marker, self.ctx
+        if ctx.standbys:  # its warm copy on this disk, if fresher than its own stores
+            promote_standby(ctx.state_dir, ctx.app_id, self.task_id)
         saved = None if marker is None else marker.previous if self.again else marker.progress
         self.task = build_task(
             ctx.graph, self.task_id, ctx.config, collector, only=ctx.plan.nodes,

@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 __all__ = ["place", "held_state", "choose_executor", "settled_first", "re_place_now",
-           "tasks_to_rerun"]
+           "tasks_to_rerun", "keep_copies", "fail_over_to_copies", "settle_pins"]
 
 
 def place(groups: Sequence[Sequence[str]], executors: Mapping[str, str],
@@ -161,6 +161,77 @@ def tasks_to_rerun(ran: Sequence[str], done: Collection[str]) -> list[str]:
     ['0_0', '0_3']
     """
     return [t for t in ran if t not in done]
+
+
+def keep_copies(assigned: Mapping[str, str], executors: Collection[str], copies: int,
+                warmups: Mapping[str, str] | None = None) -> dict[str, list[str]]:
+    """Per live executor id, the tasks it keeps warm copies of (``num.standby.replicas``,
+    micro-batch mode): each task's ``copies`` copies on the executors after its own
+    (``assigned``) in id order, never on its own (fewer copies when there are fewer other
+    executors); and each warm-up copy (``warmups``: task -> the executor it is to move back
+    to, see :func:`settle_pins`).
+
+    >>> keep_copies({"0_0": "0", "0_1": "1", "0_2": "2"}, ["0", "1", "2"], 1)
+    {'0': ['0_2'], '1': ['0_0'], '2': ['0_1']}
+    >>> keep_copies({"0_0": "0", "0_1": "0"}, ["0", "1"], 1, {"0_1": "1"})
+    {'0': [], '1': ['0_0', '0_1']}
+    >>> keep_copies({"0_0": "0"}, ["0"], 1)
+    {'0': []}
+    """
+    ids = sorted(executors, key=_order)
+    out: dict[str, set[str]] = {e: set() for e in ids}
+    for task, e in assigned.items():
+        if e not in out:
+            continue
+        i = ids.index(e)
+        for k in range(1, min(copies, len(ids) - 1) + 1):
+            out[ids[(i + k) % len(ids)]].add(task)
+    for task, e in (warmups or {}).items():
+        if e in out and assigned.get(task) != e:
+            out[e].add(task)
+    return {e: sorted(tasks) for e, tasks in out.items()}
+
+
+def fail_over_to_copies(lost: Iterable[str], copies: Mapping[str, Mapping[str, int]]
+                        ) -> dict[str, str]:
+    """Each task of ``lost`` (its executor is gone) that a live executor keeps a copy of, to
+    the executor whose copy is furthest along (``copies``: live executor id -> {task:
+    changelog position of its copy}), so that it restores only the changelog's tail;
+    a task without a copy is left out (placed as any other).
+
+    >>> fail_over_to_copies(["0_0", "0_1"], {"1": {"0_0": 40}, "2": {"0_0": 42}})
+    {'0_0': '2'}
+    """
+    out: dict[str, str] = {}
+    for task in lost:
+        held = [(position, e) for e, tasks in copies.items() for t, position in tasks.items()
+                if t == task]
+        if held:
+            out[task] = min(held, key=lambda h: (-h[0], _order(h[1])))[1]
+    return out
+
+
+def settle_pins(pinned: Mapping[str, str], balanced: Mapping[str, str],
+                lags: Mapping[tuple[str, str], int], acceptable_lag: int) -> dict[str, str]:
+    """Of the tasks ``pinned`` to the executor of the copy they failed over to (over its
+    share of the stage), those that stay there: each until the executor the balanced
+    placement gives it (``balanced``) keeps a warm-up copy of it whose last update applied
+    at most ``acceptable_lag`` records (``lags``: (executor, task) -> records; Kafka
+    Streams' ``acceptable.recovery.lag``): then it moves there, restoring only the tail.
+
+    >>> settle_pins({"0_0": "1", "0_1": "1"}, {"0_0": "2", "0_1": "2"},
+    ...             {("2", "0_0"): 3, ("2", "0_1"): 500}, 100)
+    {'0_1': '1'}
+    >>> settle_pins({"0_0": "1"}, {"0_0": "1"}, {}, 100)
+    {}
+    """
+    out: dict[str, str] = {}
+    for task, e in pinned.items():
+        home = balanced.get(task)
+        lag = lags.get((home, task)) if home is not None else None
+        if home != e and (lag is None or lag > acceptable_lag):
+            out[task] = e
+    return out
 
 
 def _order(executor: str) -> tuple[int, str]:

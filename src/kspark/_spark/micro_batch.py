@@ -52,6 +52,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import col
 
 from kspark._host.metrics import ReportedTotals
+from kspark._host.standby import standbys_for
 from kspark._plan.placement import place, re_place_now, tasks_to_rerun
 from kspark._plan.plan import Stage
 from kspark._spark.checkpoint import SparkCheckpoint
@@ -59,6 +60,7 @@ from kspark._spark.connect import degraded, is_connect
 from kspark._spark.located import Rows, live_executors, load, located, tagged_tasks
 from kspark._spark.probe import probe_state
 from kspark._spark.planner import SOURCE_TAG, BuiltQuery, batch_frames, source_tasks
+from kspark._spark.standby_rounds import StandbyRounds
 from kspark.config import checkpoint_location
 from kspark.errors import StreamsError
 
@@ -99,12 +101,15 @@ class MicroBatchHost:
         # a batch's tasks stand alone (no exchange: every stage reads Kafka and is terminal),
         # so a lost executor's tasks can run again without the others (see _LossWatch)
         self.rerunnable = all(s.exchange is None and s.terminal for s in built.plan.stages)
+        # num.standby.replicas: warm copies kept by rounds of updates beside the batches
+        self.rounds = _rounds(spark, built, config) if self.placing else None
         self.only: set[str] | None = None  # the tasks the job being built runs (None: all)
         self.ran: list[str] = []  # the tasks of the job being built, in its partition order
 
     def __getstate__(self) -> dict[str, Any]:
         """What a Connect server's Python process gets (no session, no Kafka clients)."""
-        return {**self.__dict__, "spark": None, "totals": None, "placing": False}
+        return {**self.__dict__, "spark": None, "totals": None, "placing": False,
+                "rounds": None}
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         # the batch's own session: the query's, whose settings (no adaptive execution) the
@@ -136,6 +141,9 @@ class MicroBatchHost:
         stamp = (self.query_id, batch_id)
         self._run(lambda: batch_frames(self.plan, self.functions, markers, self._located, stamp),
                   batch_id)
+        if self.rounds is not None:  # the copies catch up beside the next batches
+            self.rounds.start(self.rounds.keep(self.assigned, self.executors), self.executors,
+                              self.disks)
 
     def _run(self, frames: Callable[[], DataFrame], batch_id: int) -> None:
         """Run the batch (``frames``: its DataFrame, built with this batch's placement); if
@@ -166,9 +174,11 @@ class MicroBatchHost:
         if not (self.placing and self.rerunnable and len(self.executors) >= 2 and self.ran):
             return None
         assert self.spark is not None, "placing runs on a classic session"
+        # with warm copies, the lost tasks go to them: no waiting for replacements
+        wait_s = 0.0 if self.rounds is not None and self.rounds.copies() \
+            else self.replacement_wait_s
         watch = _LossWatch(self.spark, self.app_id, batch_id, list(self.ran),
-                           {self.assigned[t] for t in self.ran}, len(self.executors),
-                           self.replacement_wait_s)
+                           {self.assigned[t] for t in self.ran}, len(self.executors), wait_s)
         watch.start()
         return watch
 
@@ -213,7 +223,9 @@ class MicroBatchHost:
         changes nothing: they committed where they were placed)."""
         assert self.spark is not None, "placing runs on a classic session"
         executors = live_executors(self.spark)
-        if not rerun and len(executors) < len(self.executors):
+        if not rerun and len(executors) < len(self.executors) and not (
+                self.rounds is not None and self.rounds.covers(
+                    [t for t, e in self.assigned.items() if e not in executors], executors)):
             executors = self._await_replacements(executors)
         if set(executors) != set(self.executors):
             self.executors = executors
@@ -223,6 +235,10 @@ class MicroBatchHost:
         previous = self.assigned
         self.assigned = place(self.groups, self.disks, self.where, self.held, previous,
                               self.arrived)
+        if self.rounds is not None:
+            self.assigned = self.rounds.assign(self.assigned, previous, self.executors)
+            if any(previous.get(t) != e for t, e in self.assigned.items()):
+                self.rounds.halt()  # a moved task may take a copy: none is written meanwhile
         self.placements += 1
         for task, executor in self.assigned.items():
             if previous.get(task) != executor:
@@ -336,6 +352,16 @@ class _LossWatch(threading.Thread):
                      "executor(s) %s were lost, to run their tasks %s again", self.app_id,
                      self.batch_id, time.monotonic() - lost_at, sorted(lost), rerun)
             return
+
+
+def _rounds(spark: SparkSession, built: BuiltQuery, config: Any) -> StandbyRounds | None:
+    """The standby rounds of a query with ``num.standby.replicas`` (none without), one at
+    most every ``commit.interval.ms`` (at least every second)."""
+    if not standbys_for(config):
+        return None
+    return StandbyRounds(spark, built.graph, config.as_dict(),
+                         {m.sub_topology: m.stage_plan for m in built.plan.members()},
+                         max(1.0, int(config["commit.interval.ms"]) / 1000))
 
 
 def _task_id(stage: Stage, partition: int) -> str:

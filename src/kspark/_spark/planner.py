@@ -45,6 +45,7 @@ class BuiltQuery:
     df: DataFrame
     plan: QueryPlan
     functions: dict[int, Callable[..., Any]]
+    graph: TopologyGraph | None = None
 
     @property
     def store_tasks(self) -> dict[str, int]:
@@ -74,7 +75,7 @@ def build(spark: SparkSession, plan: QueryPlan, graph: TopologyGraph,
     df = sources[0]
     for other in sources[1:]:
         df = df.unionByName(other)
-    return BuiltQuery(df, plan, functions)
+    return BuiltQuery(df, plan, functions, graph)
 
 
 def batch_frames(query: QueryPlan, functions: dict[int, Callable[..., Any]],

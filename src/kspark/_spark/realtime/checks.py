@@ -19,25 +19,8 @@ from typing import Any
 from kspark._plan.plan import Member, QueryPlan
 from kspark.errors import ConfigError
 
-__all__ = ["real_time_members", "threads_for", "free_slots", "standbys_for"]
+__all__ = ["real_time_members", "threads_for", "free_slots"]
 
-
-def standbys_for(config: Any) -> int:
-    """``num.standby.replicas``, refused under at_least_once: a copy tails the changelogs,
-    and under at_least_once they hold records of intervals not committed yet (a task that
-    fails replays them), which a copy would take for its task's state.
-
-    >>> standbys_for({"num.standby.replicas": 1, "processing.guarantee": "exactly_once_v2"})
-    1
-    """
-    n = int(config["num.standby.replicas"])
-    if n and config["processing.guarantee"] != "exactly_once_v2":
-        raise ConfigError(
-            f"num.standby.replicas={n} needs processing.guarantee=exactly_once_v2: a standby "
-            "copy reads its task's changelogs, and under at_least_once they hold records of "
-            "intervals not committed yet, which the task replays after a failure. Set "
-            "processing.guarantee=exactly_once_v2, or num.standby.replicas=0")
-    return n
 
 def real_time_members(query: QueryPlan, graph: Any, config: Any) -> list[Member]:
     """The sub-topologies real-time mode runs: all of them (a key of the micro-batch mode

@@ -32,7 +32,8 @@ from kspark._spark.realtime.batch_end import BatchEnd
 from kspark._spark.realtime.failures import (MAX_LOST_EPOCHS, RealTimeRunError,
                                              ThreadFailureError, first_line, lost_worker)
 from kspark._plan.assignment import initial_assignment
-from kspark._spark.realtime.checks import (free_slots, real_time_members, standbys_for,
+from kspark._host.standby import standbys_for
+from kspark._spark.realtime.checks import (free_slots, real_time_members,
                                            threads_for)
 from kspark._spark.realtime.layout import task_specs
 from kspark._spark.realtime.rebalance import AssignmentWatch, Assignor

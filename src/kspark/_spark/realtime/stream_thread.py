@@ -23,7 +23,6 @@ import uuid
 from typing import Any
 
 from kspark._host.context import HostContext
-from kspark._host.standby import promote_standby
 from kspark._host.task import HostedTask
 from kspark._kafka.stream_thread_clients import MetricsSender, StopWatch
 from kspark._spark.realtime.epoch import Epoch
@@ -80,9 +79,7 @@ def run_stream_thread(contexts: dict[int, HostContext], index: int,
     reassign = None
     try:
         stores = None if globals_ is None else globals_.refresh().read_only()
-        for s in specs:
-            if epoch.standby:  # its copy here, if fresher than its own stores
-                promote_standby(ctx.state_dir, ctx.app_id, s.task_id)
+        for s in specs:  # each takes its copy here if fresher (HostedTask.acquire)
             tasks[s] = open_live_task(contexts[s.sub_topology], s.partition, attempt_run,
                                       stores)
         standbys = standby_updater(contexts, list(epoch.copies(index)), epoch)
@@ -94,6 +91,7 @@ def run_stream_thread(contexts: dict[int, HostContext], index: int,
         raise _failed(list(tasks.values()), e) from e
     finally:
         if reassign is not None:
+            reassign.close()
             reassign.standbys.close()
         watch.close()
         sender.close()
