@@ -100,6 +100,7 @@ __all__ = [
     "HostInfo",
     "KeyQueryMetadata",
     "StreamsMetadata",
+    "LagInfo",
 ]
 
 # Where each public name lives. They load on first use (PEP 562): `import kspark` alone stays
@@ -124,6 +125,7 @@ _HOME = {
     "HostInfo": "kspark.streams_metadata",
     "KeyQueryMetadata": "kspark.streams_metadata",
     "StreamsMetadata": "kspark.streams_metadata",
+    "LagInfo": "kspark.streams_metadata",
 }
 
 

@@ -19,6 +19,7 @@ from kspark._host.supervisor import Supervisor
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsError
 from kspark.processor.topology import Topology
+from kspark.streams_metadata import LagInfo
 
 log = logging.getLogger("kspark")
 
@@ -202,6 +203,22 @@ class KafkaStreams(InteractiveQueries):
         committed work. The list, and what each means on Spark: docs/operations.md."""
         self._require_started()
         return self._app.metrics()
+
+    def all_local_store_partition_lags(self) -> dict[str, dict[int, LagInfo]]:
+        """``{store: {partition: LagInfo}}`` for every logged store partition the
+        application holds, as Java's ``allLocalStorePartitionLags()``: an active task's
+        (stores restored, processing) is at its changelog's end, lag 0, as in Java; a
+        standby copy's (real-time mode, ``num.standby.replicas``) is where its last update
+        left it, for a partition no thread holds active now. The changelogs' ends are read
+        from the brokers; positions are the threads' last reports (docs/interactive-queries.md).
+
+        Example (needs a running application, so not run)::
+
+            lag = streams.all_local_store_partition_lags()["counts"][0]
+            lag.current_offset_position, lag.end_offset_position, lag.offset_lag
+        """
+        self._require_started()
+        return self._app.store_lags()
 
     def stop_offsets(self) -> dict[tuple[str, int], int] | None:
         """An incremental batch run's stop offsets (``autostop.at=eol``), ``{(topic,

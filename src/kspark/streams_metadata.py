@@ -1,6 +1,7 @@
 """Where a running application's state lives, as Kafka Streams tells it: :class:`HostInfo`,
-:class:`KeyQueryMetadata` (``KafkaStreams.query_metadata_for_key``) and
-:class:`StreamsMetadata` (``KafkaStreams.all_metadata_for_store``).
+:class:`KeyQueryMetadata` (``KafkaStreams.query_metadata_for_key``),
+:class:`StreamsMetadata` (``KafkaStreams.all_metadata_for_store``) and :class:`LagInfo`
+(``KafkaStreams.all_local_store_partition_lags``).
 
 In kspark a "host" is the interactive-query endpoint of the Python worker that holds a
 task (one per worker process, on the executor Spark placed the task on).
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["HostInfo", "KeyQueryMetadata", "StreamsMetadata"]
+__all__ = ["HostInfo", "KeyQueryMetadata", "StreamsMetadata", "LagInfo"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +62,23 @@ class StreamsMetadata:
     topic_partitions: frozenset[tuple[str, int]]
     standby_state_store_names: frozenset[str] = frozenset()
     standby_topic_partitions: frozenset[tuple[str, int]] = frozenset()
+
+
+@dataclass(frozen=True)
+class LagInfo:
+    """How far a store partition's local copy is behind its changelog (Java's ``LagInfo``):
+    ``current_offset_position``, the changelog offset the copy holds (an active task's is
+    the end, as in Java), ``end_offset_position``, the changelog's end on the brokers, and
+    ``offset_lag``, the records in between.
+
+    >>> LagInfo(90, 100)
+    LagInfo(current_offset_position=90, end_offset_position=100, offset_lag=10)
+    """
+
+    current_offset_position: int
+    end_offset_position: int
+    offset_lag: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        lag = max(0, self.end_offset_position - self.current_offset_position)
+        object.__setattr__(self, "offset_lag", lag)

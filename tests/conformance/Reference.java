@@ -54,7 +54,7 @@ public class Reference {
             List<String[]> inputs = new ArrayList<>();
             List<String> outs = new ArrayList<>();
             List<String[]> stores = new ArrayList<>();
-            boolean dropped = false, metrics = false;
+            boolean dropped = false, metrics = false, storeMetrics = false;
             for (String line : lines) {
                 String[] t = line.split(" ");
                 switch (t[0]) {
@@ -68,7 +68,8 @@ public class Reference {
                             ? LogAndContinueProcessingExceptionHandler.class : LogAndFailProcessingExceptionHandler.class);
                         break;
                     case "dropped": dropped = true; break;
-                    case "metrics": metrics = true; p.put(StreamsConfig.METRICS_RECORDING_LEVEL_CONFIG, t[1]); break;
+                    case "metrics": metrics = true; p.put(StreamsConfig.METRICS_RECORDING_LEVEL_CONFIG, t[1]);
+                        storeMetrics = t.length > 2 && t[2].equals("stores"); break;
                     default: break;
                 }
             }
@@ -85,7 +86,7 @@ public class Reference {
                 }
                 for (String[] t : stores) dump(d, t[1], t[2], sb);
                 if (dropped) sb.append("dropped ").append(dropped(d)).append('\n');
-                if (metrics) names(d, sb);
+                if (metrics) names(d, sb, storeMetrics);
             }
         } catch (Throwable e) {
             Throwable c = e;
@@ -123,16 +124,28 @@ public class Reference {
         return (long) n;
     }
 
-    // the task-, node- and topic-level metrics' names, groups and tag keys (issue 42)
-    static void names(TopologyTestDriver d, StringBuilder sb) {
+    // the state stores' metrics kspark records (issue 53): the calls to a store, its
+    // restorations and its records' end-to-end latency; not RocksDB's own statistics, the
+    // open iterators' or the suppression buffers'
+    static final java.util.regex.Pattern STORE_CALLS = java.util.regex.Pattern.compile(
+        "(put|put-if-absent|put-all|get|delete|range|all|prefix-scan|flush|restore|fetch|remove)"
+        + "-(rate|latency-avg|latency-max)|record-e2e-latency-(avg|min|max)");
+
+    // the task-, node-, topic-, store- and cache-level metrics' names, groups and tag keys
+    // (issues 42 and 53)
+    static void names(TopologyTestDriver d, StringBuilder sb, boolean storeMetrics) {
         List<String> out = new ArrayList<>();
         for (MetricName n : d.metrics().keySet()) {
+            boolean store = storeMetrics && (n.group().equals("stream-record-cache-metrics")
+                || n.group().equals("stream-state-metrics") && STORE_CALLS.matcher(n.name()).matches());
             if (!n.group().equals("stream-task-metrics") && !n.group().equals("stream-processor-node-metrics")
-                    && !n.group().equals("stream-topic-metrics")) continue;
+                    && !n.group().equals("stream-topic-metrics") && !store) continue;
             List<String> keys = new ArrayList<>(n.tags().keySet());
             Collections.sort(keys);
+            String node = n.tags().getOrDefault("processor-node-id", n.tags().getOrDefault("record-cache-id", "-"));
+            for (String k : keys) if (k.endsWith("-state-id")) node = n.tags().get(k);
             out.add("metric " + n.group() + " " + n.name() + " " + String.join(",", keys) + " "
-                    + n.tags().getOrDefault("processor-node-id", "-") + " " + n.tags().getOrDefault("topic", "-"));
+                    + node + " " + n.tags().getOrDefault("topic", "-"));
         }
         Collections.sort(out);
         for (String line : out) sb.append(line).append('\n');

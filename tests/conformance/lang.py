@@ -11,8 +11,10 @@ Streams. Keys are strings, values longs; ``~`` stands for null.
     handler continue|fail              processing.exception.handler (KIP-1033): Java's
                                        LogAndContinue/LogAndFailProcessingExceptionHandler
     dropped                            answer the tasks' dropped-records-total too
-    metrics INFO|DEBUG|TRACE           metrics.recording.level; answer the names, groups and
-                                       tag keys of the task, node and topic metrics too
+    metrics INFO|DEBUG|TRACE [stores]  metrics.recording.level; answer the names, groups and
+                                       tag keys of the task, node and topic metrics too (with
+                                       ``stores``: the state-store and record-cache metrics too;
+                                       kspark names some internal join stores otherwise)
 
 The answer is one line per output record, ``record <topic> <key> <value> <ts>``, per topic
 in read order, then ``row <store> <key> <value>`` per store entry, then (with a ``dropped``
@@ -193,6 +195,7 @@ class Built:
     stores: list[list[str]] = field(default_factory=list)
     dropped: bool = False  # a ``dropped`` line: answer the dropped-records count too
     metrics: bool = False  # a ``metrics LEVEL`` line: answer the metrics' names too
+    store_metrics: bool = False  # ``metrics LEVEL stores``: the stores' and caches' too
 
 
 def build(lines: list[str], builder: StreamsBuilder | None = None, prefix: str = "") -> Built:
@@ -220,6 +223,7 @@ def build(lines: list[str], builder: StreamsBuilder | None = None, prefix: str =
             built.dropped = True
         elif t[0] == "metrics":
             built.metrics = True
+            built.store_metrics = t[2:] == ["stores"]
             built.config["metrics.recording.level"] = t[1]
     return built
 
@@ -227,13 +231,20 @@ def build(lines: list[str], builder: StreamsBuilder | None = None, prefix: str =
 TASK = "stream-task-metrics"
 
 
-def _metric_names(metrics: Any) -> list[str]:
+def _metric_names(metrics: Any, stores: bool = False) -> list[str]:
     """``metric <group> <name> <tag keys> <node> <topic>`` of each task, node and topic
-    metric, sorted (as ``Reference.java`` prints Java's)."""
-    groups = (TASK, "stream-processor-node-metrics", "stream-topic-metrics")
-    return sorted(f"metric {n.group} {n.name} {','.join(sorted(n.tags))} "
-                  f"{n.tags.get('processor-node-id', '-')} {n.tags.get('topic', '-')}"
-                  for n in metrics if n.group in groups)
+    metric (``stores``: and state-store and record-cache metric), sorted (as
+    ``Reference.java`` prints Java's)."""
+    groups = (TASK, "stream-processor-node-metrics", "stream-topic-metrics") + (
+        ("stream-state-metrics", "stream-record-cache-metrics") if stores else ())
+    return sorted(f"metric {n.group} {n.name} {','.join(sorted(n.tags))} {_where(n.tags)} "
+                  f"{n.tags.get('topic', '-')}" for n in metrics if n.group in groups)
+
+
+def _where(tags: dict[str, str]) -> str:
+    """A metric's node, store or cache (``Reference.java`` prints the same)."""
+    store = [v for k, v in tags.items() if k.endswith("-state-id")]
+    return store[0] if store else tags.get("processor-node-id", tags.get("record-cache-id", "-"))
 
 
 def normal_metrics(answer: list[str]) -> list[str]:
@@ -246,7 +257,7 @@ def normal_metrics(answer: list[str]) -> list[str]:
     for line in answer:
         if line.startswith("metric "):
             *head, node, topic = line.split(" ")
-            node = re.sub(r"-\d{10}$", "", node)
+            node = re.sub(r"-\d{10}(?=$|-store$|-STATE-STORE)", "", node)
             # Java names a cogroup's repartition nodes after its store, kspark as any other
             node = re.sub(r"^.*-repartition-(source|sink)$",
                           lambda m: f"KSTREAM-{m.group(1).upper()}", node)
@@ -283,7 +294,7 @@ def run(lines: list[str]) -> list[str]:
             if built.dropped:  # the driver's one task counts them (dropped-records-total)
                 answer.append(f"dropped {metrics.total('dropped-records-total', TASK)}")
             if built.metrics:
-                answer += _metric_names(metrics)
+                answer += _metric_names(metrics, built.store_metrics)
         return answer
     except (KSparkError, ValueError, TypeError) as e:  # Java answers these with an error too
         return [f"error {type(e).__name__}: {e}"]

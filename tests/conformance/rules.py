@@ -78,6 +78,17 @@ RULES: dict[str, list[str]] = {
     "issue 42 a failing step after a repartition": [
         *_BOOM, "op k select_key s flip", "op r repartition k", "op m map_values r boom",
         "to m out", *_BOOM_INPUTS],
+    # issue 53: the state stores' metrics (stream-state-metrics: put, get, fetch, flush,
+    # restore, ... and the records' end-to-end latency) and the record caches' hit ratio
+    "issue 53 the store and cache metrics of a cached count (DEBUG)": _count(
+        cache=1 << 20, tail=("input in a 1 1", "input in b 1 2", "input in a 1 3",
+                             "metrics DEBUG stores")),
+    "issue 53 the store metrics of a windowed count with suppress (TRACE)": [
+        *_DROPS[:5], "op p suppress c", "op o to_stream p", *_DROPS[6:], "metrics TRACE stores"],
+    "issue 53 the store metrics of a session count and a table (INFO)": [
+        *_count("session_windows 5 0", tail=("input in a 1 1", "input in a 1 2")),
+        "op x table in1 tst", "op y to_stream x", "to y out1", "input in1 a 1 1",
+        "metrics INFO stores"],
     "1 aggregate timestamp is the max": _count(tail=(
         "input in a 1 10", "input in a 1 5", "input in b 1 3", "store st kv")),
     "2 windowed count counts null values": _count("time_windows 10 10 0", tail=(

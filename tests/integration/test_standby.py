@@ -108,9 +108,12 @@ def test_a_threads_copies_are_updated_in_the_background_and_counted_as_kafka_str
     (stream-task-metrics, KIP-869)."""
     import time
 
+    from kspark import LagInfo
     from kspark._engine.metrics.catalog import build_metrics
+    from kspark._host.lags import partition_lags
     from kspark._host.standby import StandbyTask, StandbyUpdater
     from kspark._spark.realtime.stream_thread import open_live_task
+    from kspark._spark.realtime.thread_metrics import changelog_positions
     ctx, dst, record = _one_count_task(admin, topic_name, app_config, "standby-bg")
     active = open_live_task(ctx, 0, "rt-active")
     for i in range(3):
@@ -122,6 +125,18 @@ def test_a_threads_copies_are_updated_in_the_background_and_counted_as_kafka_str
         while "0_0" not in updater.lags:
             assert time.monotonic() < deadline, "the copy was never updated"
             time.sleep(0.05)
+        # all_local_store_partition_lags (issue 53): what a thread reports of its changelogs
+        held = changelog_positions([active], updater)
+        ((tp, at),) = held["standby"].items()
+        assert held["active"] == [tp] and at > 0, held
+        topic, _, p = tp.rpartition(":")
+        store = topic[len(ctx.app_id) + 1:-len("-changelog")]
+        copy = partition_lags(ctx.app_id, {store: 1}, set(), {(topic, int(p)): at},
+                              lambda tps: admin.end_offsets(tps))
+        assert copy[store][0] == LagInfo(at, at), copy  # caught up: lag 0
+        lags = partition_lags(ctx.app_id, {store: 1}, {(topic, int(p))}, {},
+                              lambda tps: admin.end_offsets(tps))
+        assert lags[store][0].offset_lag == 0 and lags[store][0].end_offset_position == at
     finally:
         updater.close()
         active.release()

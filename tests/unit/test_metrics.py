@@ -163,3 +163,62 @@ def test_three_late_records_and_one_bad_value_are_four_dropped_records():
         m = d.metrics()
     assert m.value("dropped-records-total", task_id="0_0") == 4
     assert out == {"a@0": "2", "a@50000": "1", "b@0": "2"}
+
+
+# -- issue 53: state-store metrics and the record cache's hit ratio ----------------------
+
+KV_STORE = {f"{op}-{m}" for op in ("all", "delete", "flush", "get", "prefix-scan", "put",
+                                     "put-all", "put-if-absent", "range", "restore")
+            for m in ("rate", "latency-avg", "latency-max")} | E2E
+
+
+def _count(level: str):
+    from kspark import Materialized
+
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=L).group_by_key()
+     .count(Materialized.as_("counts")).to_stream().to("out"))
+    return _run(b, level, times=(1000, 2000, 3000))
+
+
+def test_state_store_metrics_have_javas_names_group_tags_and_levels():
+    for level in ("INFO", "DEBUG", "TRACE"):
+        m = _count(level)
+        assert _names(m, "stream-state-metrics") == KV_STORE
+        assert {tuple(sorted(n.tags.items())) for n in m if n.group == "stream-state-metrics"} \
+            == {(("rocksdb-state-id", "counts"), ("task-id", "0_0"), ("thread-id", "main"))}
+        assert _names(m, "stream-record-cache-metrics") == {
+            "hit-ratio-avg", "hit-ratio-max", "hit-ratio-min"}
+    info, debug, trace = _count("INFO"), _count("DEBUG"), _count("TRACE")
+    assert math.isnan(info.value("put-latency-avg", "stream-state-metrics"))  # not timed
+    assert math.isnan(info.value("hit-ratio-avg"))
+    assert debug.value("put-latency-max", "stream-state-metrics") > 0
+    assert debug.value("restore-latency-max", "stream-state-metrics") > 0
+    assert 0 <= debug.value("hit-ratio-max") <= 1
+    assert math.isnan(debug.value("record-e2e-latency-max", "stream-state-metrics"))  # TRACE
+    assert not math.isnan(trace.value("record-e2e-latency-max", "stream-state-metrics"))
+
+
+def test_window_and_session_stores_have_their_own_operations():
+    m = _run(_windowed_count(), "DEBUG")
+    window = {n.name for n in m if n.tags.get("rocksdb-window-state-id")}
+    assert window == {f"{op}-{k}" for op in ("fetch", "flush", "put", "restore")
+                      for k in ("rate", "latency-avg", "latency-max")} | E2E
+    assert m.value("fetch-latency-max", "stream-state-metrics") > 0
+    # the suppression buffer is no metered store (Java gives it buffer metrics instead)
+    assert not any("suppress" in v.lower() for n in m for k, v in n.tags.items()
+                   if k.endswith("-state-id"))
+
+
+def test_at_info_a_store_is_left_as_built():
+    from kspark._engine.state.kv import KeyValueStore
+    from kspark.testing import TopologyTestDriver as Driver
+
+    b = StreamsBuilder()
+    b.stream("in", key_serde=S, value_serde=L).group_by_key().count().to_stream().to("out")
+    with Driver(b.build(), {"metrics.recording.level": "INFO"}) as d:
+        (store,) = d._task.stores.values()
+        assert type(store) is KeyValueStore and "_meter" not in vars(store)
+    with Driver(b.build(), {"metrics.recording.level": "DEBUG"}) as d:
+        (store,) = d._task.stores.values()
+        assert type(store) is not KeyValueStore and isinstance(store, KeyValueStore)

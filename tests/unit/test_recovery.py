@@ -388,3 +388,45 @@ def test_catch_up_rebuilds_a_recreated_topic_and_keeps_a_missing_one(tmp_path, c
         assert _rows(state) == {"k0": "x"} and state.topic_ids == {"g": "B"}
     finally:
         state.close()
+
+
+def test_restore_remaining_counts_down_while_a_task_restores_and_ends_at_zero(tmp_path,
+                                                                               monkeypatch):
+    """Kafka Streams' restore-remaining-records-total (stream-task-metrics, INFO): the
+    records still to restore, as the restore goes, then 0."""
+    from kspark._engine.collector import MemoryCollector
+    from kspark._engine.state.build import changelog_topic
+    from kspark._engine.task import StreamTask
+    from kspark._host import restore as host_restore
+    from kspark._host.state import TaskHostState
+    from kspark.state import Stores
+
+    topic = changelog_topic("app", "counts")
+    logs = MemoryChangelogs({topic: {0: []}})
+    for i in range(5):
+        logs.append(topic, 0, f"k{i}".encode(), b"v")
+    opened, seen = [], []
+    reads = logs.read
+
+    def read(*args):  # before each fetch is applied: what the task's gauge says
+        for batch in reads(*args):
+            seen.append(opened[0].stats.peek()["=restore-remaining|0_0|"][1])
+            yield batch
+
+    logs.read = read
+    monkeypatch.setattr(host_restore, "_reader", lambda config, settings=None: logs)
+    builders = {"counts": Stores.key_value_store_builder(
+        Stores.persistent_key_value_store("counts"), S, S)}
+
+    def restore(task):
+        opened.append(task)
+        return host_restore.restore_task(task, builders, None, host=TaskHostState())
+
+    task = StreamTask("0_0", {}, [], {"application.id": "app", "state.dir": str(tmp_path)},
+                      MemoryCollector(), store_builders=builders, restore=restore)
+    try:
+        assert seen == [5, 3, 1]  # two records a fetch
+        assert task.stats.peek()["=restore-remaining|0_0|"][1] == 0
+        assert task.stores["counts"].get("k4") == "v"
+    finally:
+        task.close()

@@ -35,3 +35,26 @@ def test_a_finished_epoch_counts_its_threads_final_rows_not_their_reports():
 def test_progress_has_one_shape_whatever_is_counted():
     assert list(progress_of(0, 0, 0, TaskMetrics())) == list(PROGRESS_KEYS)
     assert list(progress_of(3, 9, 1, {"records_in": 9, "lag": 99})) == list(PROGRESS_KEYS)
+
+
+def test_the_threads_changelogs_give_the_store_partition_lags():
+    """all_local_store_partition_lags (issue 53): active tasks at their changelog's end, a
+    standby copy where it is, for a partition no live thread holds active."""
+    from kspark._host.lags import partition_lags
+    from kspark._spark.realtime.thread_metrics import LiveTotals
+
+    live = LiveTotals()
+    base = {"records_in": 0, "records_out": 0, "commits": 0, "process_rate": 0.0,
+            "commit_latency_avg_ms": 0.0, "commit_latency_max_ms": 0.0, "lag": {}}
+    live.add_report("r", {**base, "thread": 0, "changelogs": {
+        "active": ["app-c-changelog:0"], "standby": {"app-c-changelog:1": 7}}})
+    live.add_report("r", {**base, "thread": 1, "changelogs": {
+        "active": ["app-c-changelog:1"], "standby": {"app-c-changelog:0": 3}}})
+    live.add_report("r", {**base, "thread": 2, "changelogs": {
+        "active": [], "standby": {"app-c-changelog:2": 4, "app-c-changelog:0": 5}}})
+    active, standby = live.changelogs()
+    assert active == {("app-c-changelog", 0), ("app-c-changelog", 1)}
+    assert standby[("app-c-changelog", 0)] == 5  # the most caught-up copy
+    lags = partition_lags("app", {"c": 3}, active, standby, lambda tps: dict.fromkeys(tps, 10))
+    assert {p: (i.current_offset_position, i.offset_lag) for p, i in lags["c"].items()} == {
+        0: (10, 0), 1: (10, 0), 2: (4, 6)}

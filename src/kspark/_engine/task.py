@@ -98,6 +98,8 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
             _setting(config, "metrics.recording.level")))  # Kafka Streams' metrics
         self._dropped_counted = 0
         self._open_stores(store_builders or {}, restore)
+        if self.stats.debug:  # Kafka Streams' state-store metrics (DEBUG and TRACE)
+            self._meter_stores()
         self._init_processors()
         declare_metrics(self)
 
@@ -105,6 +107,7 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
                      restore: Callable[["StreamTask"], Any] | None) -> None:
         """Build the task's stores and bring them up to date before any processor sees them
         (as Kafka Streams restores before it initializes processors)."""
+        began = time.perf_counter_ns() if self.stats.debug else 0
         # the caching stores' shared byte budget (Kafka Streams' ThreadCache)
         self.record_cache = RecordCache(_setting(self.config, "statestore.cache.max.bytes"))
         self.stores = {name: self._build_store(b) for name, b in store_builders.items()}
@@ -116,6 +119,24 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
                 with contextlib.suppress(Exception):
                     store.close()
             raise
+        self._opened_ns = time.perf_counter_ns() - began if began else 0
+
+    def _meter_stores(self) -> None:
+        """Time the metered stores' calls (``state/metered.py``); each counts one
+        restoration: the task's stores are opened and restored together, in
+        ``_opened_ns``."""
+        from kspark._engine.metrics.names import TRACE
+        from kspark._engine.metrics.shape import metered_stores
+        from kspark._engine.state.metered import meter_cache, meter_store
+
+        stats = self.stats
+        trace = stats.level >= TRACE
+        for name in metered_stores(self):
+            store = self.stores[name]
+            meter_store(store, stats, self.clock if trace else None,
+                        (lambda: self.current_timestamp) if trace else None)
+            meter_cache(store, stats)
+            stats.record("store-restore", self._opened_ns, name)
 
     def _init_processors(self) -> None:
         """Initialize every node's processor, handing DSL processors their saved progress."""

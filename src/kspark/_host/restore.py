@@ -132,14 +132,30 @@ def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, 
                             host.changelog_ids)
     app_dir = f"{config['state.dir']}/{config['application.id']}"
     starts = reader.earliest_offsets(parts.values())  # a restore never reads below them
-    for name, tp in parts.items():
-        raw = bottom(task.stores[name])
-        plan = plan_store_restore(task.task_id, name, tp, ends[tp], checkpoint.get(tp),
-                                  raw.persistent, app_dir, starts.get(tp))
-        host.restored_records += restore_store(reader, task.task_id, raw, plan, batch,
+    plans = {name: plan_store_restore(task.task_id, name, tp, ends[tp], checkpoint.get(tp),
+                                      bottom(task.stores[name]).persistent, app_dir,
+                                      starts.get(tp)) for name, tp in parts.items()}
+    progressed = _remaining(task, sum(max(0, p.end - p.start) for p in plans.values()))
+    for name, plan in plans.items():
+        host.restored_records += restore_store(reader, task.task_id, bottom(task.stores[name]),
+                                               plan, batch,
                                                restore_checker(task.stores[name], task.task_id),
-                                               uncommitted)
+                                               uncommitted, progressed)
+    task.stats.gauge("=restore-remaining", 0)  # done (transaction markers are offsets too)
     return ends
+
+
+def _remaining(task: StreamTask, total: int) -> Any:
+    """Kafka Streams' restore-remaining-records-total of ``task`` (INFO): ``total`` offsets
+    to restore, less the records read as they are read; the function that is told them."""
+    left = [total]
+    task.stats.gauge("=restore-remaining", total)
+
+    def progressed(n: int) -> None:
+        left[0] = max(0, left[0] - n)
+        task.stats.gauge("=restore-remaining", left[0])
+
+    return progressed
 
 
 def _reader(config: Mapping[str, Any], settings: ClientSettings | None = None

@@ -29,3 +29,5 @@ class Runner(Protocol):
     def metrics(self) -> Any: ...  # a Metrics: {MetricName: Metric}
 
     def ready(self) -> bool: ...  # RUNNING: the tasks are open and restored
+
+    def store_lags(self) -> dict[str, dict[int, Any]]: ...  # {store: {partition: LagInfo}}

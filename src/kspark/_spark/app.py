@@ -307,6 +307,9 @@ class SparkApplication:
     def progress(self) -> dict[str, int]:
         return {**self._driver.progress(), **self._sinks.progress()}  # PROGRESS_KEYS' order
 
+    def store_lags(self) -> dict[str, dict[int, Any]]:
+        return self._driver.store_lags()
+
     def ready(self) -> bool:
         """Whether the tasks run (the client is RUNNING, not REBALANCING)."""
         ready = getattr(self._query, "ready", None)

@@ -52,6 +52,10 @@ class ModeDriver(Protocol):
         """``KafkaStreams.metrics()``: a :class:`~kspark._engine.metrics.names.Metrics`."""
         ...
 
+    def store_lags(self) -> dict[str, dict[int, Any]]:
+        """``KafkaStreams.all_local_store_partition_lags()`` (``_host/lags.py``)."""
+        ...
+
     def close(self) -> None:
         """The query ended: release what the driver holds (its counts stay readable)."""
         ...
@@ -74,6 +78,9 @@ class _Idle:
 
         return Metrics()
 
+    def store_lags(self) -> dict[str, dict[int, Any]]:
+        return {}
+
     def close(self) -> None:
         pass
 
@@ -93,6 +100,7 @@ class MicroBatchDriver:
         self.session: SparkSession | None = None
         self._last_lag: dict[TP, int] = {}
         self._view = MetricsView()
+        self._logged: dict[str, int] = {}  # logged store -> its changelog's partitions
 
     def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
         from kspark._kafka.stream_thread_clients import control_end, control_topic
@@ -113,6 +121,7 @@ class MicroBatchDriver:
         built = build(spark, plan(app.graph, counts, c, start, stop), app.graph, c)
         timings.step("planning (with the data source's load())")
         app.create_changelogs(admin, counts, built.store_tasks)
+        self._logged = _logged(app, built.store_tasks)
         app.create_sink_topics(admin, counts, built.plan)
         # every task's progress marker (both guarantees): offset metadata of this topic
         app_id = c["application.id"]
@@ -159,6 +168,11 @@ class MicroBatchDriver:
         return application_metrics(rates, done.streams, lambda task: me, self._lag(), app,
                                    summarize_metrics(done.async_), threads)
 
+    def store_lags(self) -> dict[str, dict[int, Any]]:
+        """Every task runs in each micro-batch and ends it with its stores written down:
+        every store partition is active, at its changelog's end."""
+        return _store_lags(self.app, self.admin, self._logged, None, {})
+
     def close(self) -> None:
         if self.totals is not None:
             self.totals.close()
@@ -204,6 +218,8 @@ class RealTimeDriver:
     def __init__(self, app: Any):
         self.app = app
         self.query: Any = None
+        self.admin: Admin | None = None
+        self._logged: dict[str, int] = {}  # logged store -> its changelog's partitions
 
     def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
         from kspark._kafka.stream_thread_clients import control_topic
@@ -216,6 +232,7 @@ class RealTimeDriver:
         query_plan = plan(app.graph, counts, c)
         app.begin_batch_run(admin, kafka_sources(app.graph)[0], counts)
         app.create_changelogs(admin, counts, query_plan.store_tasks)
+        self.admin, self._logged = admin, _logged(app, query_plan.store_tasks)
         app.create_sink_topics(admin, counts, query_plan)
         for topic, n in repartition_topics(query_plan, app.graph).items():
             app.create_topic(admin, counts, topic, n, "its readers' tasks",
@@ -239,8 +256,42 @@ class RealTimeDriver:
     def metrics(self) -> Any:
         return self.query.metrics()
 
+    def store_lags(self) -> dict[str, dict[int, Any]]:
+        """As the live threads last reported: their active tasks' and standby copies'
+        changelog partitions (``thread_metrics.changelog_positions``)."""
+        q = self.query
+        with q._metrics_lock:  # noqa: SLF001 - the query's reader of the threads' reports
+            q._read_reports()  # noqa: SLF001
+            active, standby = q.live.changelogs()
+        return _store_lags(self.app, self.admin, self._logged, active, standby)
+
     def close(self) -> None:
         pass  # the query closes its reader of the threads' reports when it stops
+
+
+def _logged(app: Any, store_tasks: dict[str, int]) -> dict[str, int]:
+    """Of ``store_tasks`` (store -> its tasks), the stores with a changelog."""
+    return {name: n for name, n in store_tasks.items()
+            if app.graph.stores[name][0].logging_enabled}
+
+
+def _store_lags(app: Any, admin: Admin | None, logged: dict[str, int],
+                active: set[TP] | None, standby: dict[TP, int]) -> dict[str, dict[int, Any]]:
+    """``_host/lags.partition_lags`` with the changelogs' ends read by the driver's admin
+    (a second at most: a broker restarting leaves the partitions it cannot tell out)."""
+    from kspark._host.lags import partition_lags
+
+    if admin is None or not logged:
+        return {}
+
+    def ends(tps: list[TP]) -> dict[TP, int]:
+        try:
+            return admin.end_offsets(tps, patience_s=1.0)
+        except KSparkError as e:
+            log.info("all_local_store_partition_lags(): changelog ends not known now (%s)", e)
+            return {}
+
+    return partition_lags(app.config["application.id"], logged, active, standby, ends)
 
 
 def _real_time_starts(admin: Admin, app: Any, counts: dict[str, int]

@@ -32,10 +32,11 @@ from kspark._engine.metrics.names import Metric, MetricName
 from kspark._engine.metrics.stats import Stat, split_key
 
 __all__ = ["build_metrics", "TASK_GROUP", "NODE_GROUP", "TOPIC_GROUP", "THREAD_GROUP",
-           "DESCRIPTIONS"]
+           "STATE_GROUP", "CACHE_GROUP", "DESCRIPTIONS"]
 
 TASK_GROUP, NODE_GROUP = "stream-task-metrics", "stream-processor-node-metrics"
 TOPIC_GROUP, THREAD_GROUP = "stream-topic-metrics", "stream-thread-metrics"
+STATE_GROUP, CACHE_GROUP = "stream-state-metrics", "stream-record-cache-metrics"
 
 _CALLS = {"rate": "The average number of calls to {} per second",
           "total": "The total number of calls to {}",
@@ -108,6 +109,29 @@ _TOPIC = {
                  ("records-produced-total", "bytes-produced", "total",
                   "The total number of records produced to this topic")],
 }
+
+def _store_calls(op: str, what: str) -> list[tuple[str, str, str, str]]:
+    """A store operation's rate and latency (avg, max), as Java's StateStoreMetrics."""
+    return [(f"{op}-latency-avg", f"store-{op}", "avg", f"The average latency of {what}"),
+            (f"{op}-latency-max", f"store-{op}", "max", f"The maximum latency of {what}"),
+            (f"{op}-rate", f"store-{op}", "rate", f"The average number of {what} per second")]
+
+
+def _store(*ops: str) -> list[tuple[str, str, str, str]]:
+    out = [m for op in (*ops, "flush", "put") for m in _store_calls(op, f"calls to {op}")]
+    out += _store_calls("restore", "restorations")
+    return out + [(f"record-e2e-latency-{k}", "store-e2e", k, _E2E.format(w))
+                  for k, w in (("avg", "average"), ("max", "maximum"), ("min", "minimum"))]
+
+
+# per store type (the ``<type>-state-id`` tag's type): what Java's metered store records
+_KV_STORE = _store("all", "delete", "get", "prefix-scan", "put-all", "put-if-absent", "range")
+_STORE = {"rocksdb": _KV_STORE, "in-memory": _KV_STORE,
+          "rocksdb-window": _store("fetch"), "in-memory-window": _store("fetch"),
+          "rocksdb-session": _store("fetch", "remove"),
+          "in-memory-session": _store("fetch", "remove")}
+_RECORD_CACHE = [(f"hit-ratio-{k}", "cache-hit-ratio", k, f"The {w} cache hit ratio")
+                 for k, w in (("avg", "average"), ("max", "maximum"), ("min", "minimum"))]
 DESCRIPTIONS = {name: d for group in (_TASK, _CACHE, _STANDBY, *_NODE.values(), *_TOPIC.values())
                 for name, _, _, d in group}
 
@@ -161,6 +185,12 @@ def build_metrics(stats: Mapping[str, Stat], thread_of: Callable[[str], str],
             add(_STANDBY, TASK_GROUP, tags, task, "")
         elif kind in _NODE:
             add(_NODE[kind], NODE_GROUP, {**tags, "processor-node-id": where}, task, where)
+        elif kind == "store":
+            store, _, scope = where.partition("|")
+            add(_STORE.get(scope, []), STATE_GROUP, {**tags, f"{scope}-state-id": store}, task,
+                store)
+        elif kind == "record-cache":
+            add(_RECORD_CACHE, CACHE_GROUP, {**tags, "record-cache-id": where}, task, where)
         elif kind in _TOPIC:
             node, _, topic = where.partition("|")
             add(_TOPIC[kind], TOPIC_GROUP, {**tags, "processor-node-id": node,

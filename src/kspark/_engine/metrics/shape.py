@@ -2,7 +2,8 @@
 Kafka Streams registers them: the task's own; process counts for source nodes; end-to-end
 latency for source nodes and nodes without children; suppression emits for suppress nodes;
 final emits for windowed aggregations; per-topic throughput for sources and sinks; the
-cache's size for a task with a caching store.
+cache's size for a task with a caching store; per store, its state-store metrics (and its
+record cache's hit ratio, if it caches).
 
 Example:
     >>> from kspark._engine.collector import MemoryCollector
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["declare_metrics"]
+__all__ = ["declare_metrics", "metered_stores"]
 
 
 def _kinds(node: Any) -> list[tuple[str, str]]:
@@ -49,6 +50,27 @@ def declare_metrics(task: Any) -> None:
     for node in task.nodes:
         for kind, where in _kinds(node):
             stats.shape(kind, where)
+    for name, scope in metered_stores(task).items():
+        stats.shape("store", f"{name}|{scope}")
+        if _cached(task.stores[name]):
+            stats.shape("record-cache", name)
+
+
+def metered_stores(task: Any) -> dict[str, str]:
+    """The task's stores that Java meters, each with its store type (``rocksdb``,
+    ``in-memory-window``, ...): not a source table's store that nothing materializes, not
+    a suppression buffer (Java's has buffer metrics of its own), not a kspark-only store."""
+    from kspark._engine.state.metered import store_scope
+    from kspark._engine.tables.suppress import SuppressProcessor
+
+    skip = _unused(task) | {n.processor.store_name for n in task.nodes
+                            if isinstance(n.processor, SuppressProcessor)}
+    out = {}
+    for name, store in task.stores.items():
+        scope = None if name in skip else store_scope(store)
+        if scope is not None:
+            out[name] = scope
+    return out
 
 
 def _unused(task: Any) -> set[str | None]:

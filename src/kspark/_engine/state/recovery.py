@@ -212,13 +212,15 @@ Check = Callable[[bytes | None, bytes | None, str, int, int], None]
 
 def restore_store(reader: ChangelogReader, task_id: str, raw: Any, plan: StoreRestore,
                   batch: Batch | None, check: Check | None = None,
-                  uncommitted: Batch | None = None) -> int:
+                  uncommitted: Batch | None = None,
+                  progressed: Callable[[int], None] | None = None) -> int:
     """Carry out ``plan`` on the byte store ``raw`` (the bottom of the store's layers): wipe
     it if planned, then copy the changelog records of ``[start, end)`` into it, skipping
     those :func:`stamped_by_this_batch_or_later` of ``batch`` or of ``uncommitted`` (the
     run of the task's last commit and its first interval not committed); ``check`` (stores
-    in kspark's internal encoding) rejects a record that does not parse. Returns the
-    records read.
+    in kspark's internal encoding) rejects a record that does not parse; ``progressed(n)``
+    is told each batch of ``n`` records read (the task's restore-remaining-records-total).
+    Returns the records read.
     """
     skip = [b for b in (batch, uncommitted) if b is not None]
     if plan.wipe:
@@ -244,6 +246,8 @@ def restore_store(reader: ChangelogReader, task_id: str, raw: Any, plan: StoreRe
             items.append((m.key(), m.value()))
         put_all(raw, items)  # RocksDB: one write batch per fetch, not one write per record
         done += len(msgs)
+        if progressed is not None:
+            progressed(len(msgs))
         if done % 50_000 < len(msgs):
             log.info("task %s: restoring %r: %d of at most %d records", task_id, name, done, total)
     raw.flush()

@@ -32,7 +32,7 @@ from kspark._engine.async_.metrics import async_metrics, merge_metrics, summariz
 from kspark._engine.metrics.stats import merge_stats, split_key
 from kspark._host.metrics import TaskMetrics
 
-__all__ = ["ThreadMeter", "LiveTotals", "ThreadReporter", "COUNTS"]
+__all__ = ["ThreadMeter", "LiveTotals", "ThreadReporter", "COUNTS", "changelog_positions"]
 
 COUNTS = ("records_in", "records_out", "changelog_records", "commits")
 # counted when an epoch ends: what opening its tasks cost (restores) and tasks that moved
@@ -147,6 +147,19 @@ class LiveTotals:
                 self.thread_of_task[split_key(key)[1]] = thread
         return out
 
+    def changelogs(self) -> tuple[set[tuple[str, int]], dict[tuple[str, int], int]]:
+        """The changelog partitions of the live threads' active tasks, and of their standby
+        copies the offset each holds (the most caught-up copy's, where several are kept):
+        ``KafkaStreams.all_local_store_partition_lags()`` (``_host/lags.py``)."""
+        active: set[tuple[str, int]] = set()
+        standby: dict[tuple[str, int], int] = {}
+        for r in self.live.values():
+            held = r.get("changelogs") or {}
+            active.update(_tp(tp) for tp in held.get("active", ()))
+            for tp, offset in (held.get("standby") or {}).items():
+                standby[_tp(tp)] = max(int(offset), standby.get(_tp(tp), 0))
+        return active, standby
+
     def thread_values(self) -> dict[int, dict[str, float]]:
         """Each live thread's figures by Java's thread-metric names."""
         out = {}
@@ -178,6 +191,29 @@ class LiveTotals:
         for name, m in raw.items():
             m["in_flight"] = in_flight.get(name, 0)
         return summarize_metrics(raw)
+
+
+def _tp(text: str) -> tuple[str, int]:
+    topic, _, partition = text.rpartition(":")
+    return topic, int(partition)
+
+
+def changelog_positions(tasks: Any, standbys: Any) -> dict[str, Any]:
+    """What a thread holds of its changelogs, for a report: its active tasks' changelog
+    partitions (``topic:partition``), and per partition of its standby copies the offset
+    the copy holds (0 before its first update)."""
+    from kspark._engine.state.build import changelog_topic
+
+    active = sorted({f"{t}:{p}" for h in tasks if h.task is not None
+                     for t, p in (h.host.changelog_offsets or {})})
+    standby = {}
+    for copy in (standbys.copies if standbys is not None else ()):
+        partition = int(copy.task_id.rsplit("_", 1)[1])
+        position = dict(copy.position)  # replaced whole by the copy's updates
+        for store in copy.builders:
+            tp = (changelog_topic(copy.ctx.app_id, store), partition)
+            standby[f"{tp[0]}:{tp[1]}"] = int(position.get(tp, 0))
+    return {"active": active, "standby": standby}
 
 
 class ThreadReporter:
@@ -233,4 +269,5 @@ class ThreadReporter:
             sum(t.commits for t in tasks), loop.lag(), now, self.counts())
         self.sender.send({**report, "async": self.async_raw, "attempt": self.attempt,
                           "standby": dict(self.standbys.lags if self.standbys else {}),
-                          "active": sorted(s.task_id for s in loop.tasks)})
+                          "active": sorted(s.task_id for s in loop.tasks),
+                          "changelogs": changelog_positions(tasks, self.standbys)})
