@@ -32,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -51,13 +52,18 @@ class WorkerRegistry:
 
     def __init__(self) -> None:
         self._entries: dict[str, dict[tuple, Any]] = {k: {} for k in KINDS}
+        self._making = threading.RLock()  # threads of a worker (tasks opening at once)
 
     def get(self, kind: str, key: tuple, make: Callable[[], T] | None = None) -> Any:
-        """The entry, or (with ``make``) a new one made and kept, or None."""
+        """The entry, or (with ``make``) a new one made and kept (once, whichever thread
+        asks first), or None."""
         entries = self._entries[kind]
         found = entries.get(key)
         if found is None and make is not None:
-            found = entries[key] = make()
+            with self._making:
+                found = entries.get(key)
+                if found is None:
+                    found = entries[key] = make()
         return found
 
     def put(self, kind: str, key: tuple, value: T) -> T:

@@ -29,7 +29,8 @@ from kspark._spark.realtime.epoch import Epoch
 from kspark._spark.realtime.global_feed import GlobalFeed
 from kspark._spark.realtime.layout import TaskSpec
 from kspark._spark.realtime.reassign import Reassigner, standby_updater
-from kspark._spark.realtime.thread_loop import ThreadLoop, assign_consumer, open_live_task
+from kspark._spark.realtime.thread_loop import (ThreadLoop, assign_consumer, open_live_task,
+                                                open_live_tasks)
 from kspark._spark.realtime.thread_metrics import ThreadReporter
 from kspark.errors import KSparkError, StreamsError
 
@@ -79,9 +80,8 @@ def run_stream_thread(contexts: dict[int, HostContext], index: int,
     reassign = None
     try:
         stores = None if globals_ is None else globals_.refresh().read_only()
-        for s in specs:  # each takes its copy here if fresher (HostedTask.acquire)
-            tasks[s] = open_live_task(contexts[s.sub_topology], s.partition, attempt_run,
-                                      stores)
+        # each takes its copy here if fresher (HostedTask.acquire)
+        open_live_tasks(contexts, specs, attempt_run, stores, tasks)
         standbys = standby_updater(contexts, list(epoch.copies(index)), epoch)
         reporter.watch_standbys(standbys)
         reassign = Reassigner(contexts, index, epoch, attempt_run, stores, standbys)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kspark._engine.nodes import RawRecord
@@ -26,7 +27,8 @@ from kspark._spark.realtime.thread_metrics import ThreadReporter
 from kspark._spark.routing import RoutingCollector
 from kspark.errors import KSparkError, StreamsError
 
-__all__ = ["ThreadLoop", "open_live_task", "assign_consumer", "start_offsets"]
+__all__ = ["ThreadLoop", "open_live_task", "open_live_tasks", "assign_consumer",
+           "start_offsets"]
 
 log = logging.getLogger("kspark")
 TP = tuple[str, int]
@@ -42,6 +44,30 @@ def open_live_task(ctx: HostContext, partition: int, run: str,
     task.acquire(RoutingCollector(producer, ctx.plan, partition, shuffled=False,
                                   changelogs=ctx.changelogs), global_stores)
     return task
+
+
+def open_live_tasks(contexts: dict[int, HostContext], specs: Any, run: str,
+                    global_stores: Any, into: dict[Any, HostedTask]) -> None:
+    """Open the tasks ``specs`` (:func:`open_live_task`, for run ``run``) at once, each in a
+    thread of its own (a task's open mostly waits on the broker: its producer fencing the
+    older attempt, its restore's reads), into ``into``; if one fails, the others opened are
+    in ``into`` too (for the caller to abort) and the first error is raised."""
+    if len(specs) <= 1:
+        for s in specs:
+            into[s] = open_live_task(contexts[s.sub_topology], s.partition, run, global_stores)
+        return
+    with ThreadPoolExecutor(len(specs), thread_name_prefix="kspark-open") as pool:
+        futures = {s: pool.submit(open_live_task, contexts[s.sub_topology], s.partition, run,
+                                  global_stores) for s in specs}
+    errors: list[BaseException] = []
+    for s, f in futures.items():
+        error = f.exception()
+        if error is None:
+            into[s] = f.result()
+        else:
+            errors.append(error)
+    if errors:
+        raise errors[0]
 
 
 def assign_consumer(ctx: HostContext, index: int, epoch: Epoch,
