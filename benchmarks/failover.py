@@ -41,7 +41,7 @@ partition is a bystander. Reported per run (a JSON line, ``failover: {...}``, an
   output is on its input partition.
 
 ``--standbys N`` passes ``num.standby.replicas`` when N > 0; where kspark's config refuses
-it (micro_batch mode), the variant is skipped with a message. Under real_time it needs
+it, the variant is skipped with a message. It needs
 exactly_once_v2 (the default here).
 
 ``--no-kill`` measures what a scheduled epoch end costs instead (real-time mode: each

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from time import monotonic
@@ -83,6 +85,7 @@ def run_application(spec: str, config_file: Path | None, overrides: list[str],
     streams = KafkaStreams(load_topology(spec), config)
     started = monotonic()
     streams.start()
+    _plain_ctrl_c()
     out(f"kspark run: application {app!r} started (batch run); stop offsets "
         f"{format_offsets(streams.stop_offsets())}" if batch
         else f"kspark run: application {app!r} started (streaming; Ctrl-C stops it)")
@@ -113,6 +116,15 @@ def run_application(spec: str, config_file: Path | None, overrides: list[str],
         f"; stop offsets reached: {format_offsets(streams.stop_offsets())}" if batch else "")
     streams.close()
     return 0
+
+
+def _plain_ctrl_c() -> None:
+    """Ctrl-C raises KeyboardInterrupt, and nothing else: PySpark's own SIGINT handler
+    (installed with the SparkContext) first cancels every Spark job, which a real-time
+    thread's supervisor may see, before ``close()`` runs, as its thread failing: the run
+    would then end with an error instead of stopping cleanly through ``close()``."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _config(config_file: Path | None, overrides: list[str]) -> StreamsConfig:

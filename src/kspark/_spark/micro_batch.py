@@ -145,6 +145,11 @@ class MicroBatchHost:
             self.rounds.start(self.rounds.keep(self.assigned, self.executors), self.executors,
                               self.disks)
 
+    def standby_stats(self) -> dict[str, list]:
+        """Kafka Streams' ``update-total``/``-rate`` counts of the standby copies (metric
+        stat keys, ``_engine/metrics/stats.py``); none without standbys."""
+        return {} if self.rounds is None else self.rounds.stats()
+
     def _run(self, frames: Callable[[], DataFrame], batch_id: int) -> None:
         """Run the batch (``frames``: its DataFrame, built with this batch's placement); if
         :class:`_LossWatch` stopped it, place it again and run the tasks it names."""

@@ -95,6 +95,7 @@ class MicroBatchDriver:
     def __init__(self, app: Any):
         self.app = app
         self.query: Any = None
+        self.host: Any = None  # the query's MicroBatchHost
         self.totals: ReportedTotals | None = None  # the committed task batches' reports
         self.admin: Admin | None = None
         self.session: SparkSession | None = None
@@ -131,7 +132,7 @@ class MicroBatchDriver:
         self.totals = ReportedTotals(TaskReportReader(
             admin.settings, app_id, control_end(admin.settings, app_id)))
         timings.step("changelog, progress and control topics")
-        host = MicroBatchHost(spark, built, c, self.totals)
+        host = self.host = MicroBatchHost(spark, built, c, self.totals)
         timings.step("placement shim")
         writer = (built.df.writeStream.foreachBatch(host).queryName(c["application.id"])
                   .option("checkpointLocation", app.checkpoint_dir))
@@ -165,7 +166,8 @@ class MicroBatchDriver:
             threads = {me: {"process-total": done.records_in, "commit-total": done.commits,
                             "process-rate": rates.rate("thread|process", done.records_in),
                             "commit-rate": rates.rate("thread|commit", done.commits)}}
-        return application_metrics(rates, done.streams, lambda task: me, self._lag(), app,
+        streams = {**done.streams, **(self.host.standby_stats() if self.host else {})}
+        return application_metrics(rates, streams, lambda task: me, self._lag(), app,
                                    summarize_metrics(done.async_), threads)
 
     def store_lags(self) -> dict[str, dict[int, Any]]:

@@ -134,6 +134,17 @@ class StandbyRounds:
                 self.positions.pop(key, None)
                 self.lags.pop(key, None)
 
+    def stats(self) -> dict[str, list]:
+        """The copies' records applied, per task, as Kafka Streams' ``update-total``/
+        ``-rate`` counts of the task (``_engine/metrics/stats.py`` keys)."""
+        with self._lock:
+            updated = dict(self.updated)
+        out: dict[str, list] = {}
+        for task, n in updated.items():
+            out[f"=shape-standby|{task}|"] = [1, 0, 0, 0]
+            out[f"update|{task}|"] = [n, 0, 0, 0]
+        return out
+
     def copies(self) -> dict[str, dict[str, int]]:
         """Per executor id, the changelog position of each copy it keeps (as last updated)."""
         out: dict[str, dict[str, int]] = {}
