@@ -45,7 +45,7 @@ it, the variant is skipped with a message. It needs
 exactly_once_v2 (the default here).
 
 ``--no-kill`` measures what a scheduled epoch end costs instead (real-time mode: each
-stream thread's Spark job lasts ``real_time.epoch.ms``, default 300,000, kept unless
+stream thread's Spark job lasts ``real_time.epoch.ms`` (by default 0: no scheduled end), set with
 ``--set real_time.epoch.ms=...``; at its end the thread commits and its next epoch starts
 at once as a new Spark job, the threads' ends staggered): the same application and input
 run ``--duration-s`` (default 1,200) after the preload is caught up and ``--warm-s``

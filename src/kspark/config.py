@@ -219,9 +219,9 @@ _KEYS = [
               "executors are lost, how long the next micro-batch waits for the cluster manager "
               "to start as many again before their tasks move to the executors left (so they "
               "move once, to the replacement).", _non_negative, modes=(MICRO_BATCH,)),
-    ConfigKey("real_time.epoch.ms", int, 300_000, "kspark, real_time mode: how long one Spark "
-              "job of long-running tasks lasts; at its end every stream thread commits and "
-              "the next epoch starts at once.", _positive, modes=(REAL_TIME,)),
+    ConfigKey("real_time.epoch.ms", int, 0, "kspark, real_time mode: how long a thread's "
+              "Spark job (epoch) lasts before the next starts; 0: no scheduled end.",
+              _non_negative, modes=(REAL_TIME,)),
     ConfigKey("num.stream.threads", int, None, "real_time mode: how many stream threads (one "
               "long-running Spark task each) share the application's tasks; default the "
               "smaller of the task count and the task slots Spark offers. More threads than "

@@ -18,7 +18,7 @@ class Epoch:
     tasks: tuple[TaskSpec, ...]  # every task; thread i runs tasks[i::threads]
     resets: tuple[tuple[str, str], ...]  # per-topic offset reset of partitions not in starts
     interval_ms: int  # commit.interval.ms
-    length_ms: int  # real_time.epoch.ms
+    length_ms: int  # real_time.epoch.ms (0: no scheduled end)
     control_begin: int  # where the threads watch the control topic from
     purge_ms: int  # repartition.purge.interval.ms
     stop: tuple[tuple[tuple[str, int], int], ...] = ()  # a batch run's stop offsets (KIP-95)

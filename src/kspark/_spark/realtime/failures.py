@@ -8,14 +8,27 @@ True
 
 from __future__ import annotations
 
-__all__ = ["MAX_LOST_EPOCHS", "lost_worker", "first_line", "RealTimeRunError",
-           "ThreadFailureError"]
+__all__ = ["MAX_LOST_EPOCHS", "HEALTHY_RUN_S", "lost_worker", "lost_in_a_row", "first_line",
+           "RealTimeRunError", "ThreadFailureError"]
 
 
 # How many epochs in a row may lose an executor or a Python worker before the run fails (as
 # Spark's spark.stage.maxConsecutiveAttempts)
 MAX_LOST_EPOCHS = 4
+# An epoch that ran this long before it was lost counts as a healthy run: the losses before
+# it are not "in a row" with the next (an epoch without a scheduled end ends only so)
+HEALTHY_RUN_S = 60.0
 _LOST = ("ExecutorLostFailure", "Python worker exited unexpectedly", "Executor heartbeat timed out")
+
+
+def lost_in_a_row(lost: int, ran_s: float) -> int:
+    """The epochs lost in a row before one that ran ``ran_s`` seconds and then ended: those
+    before it (``lost``), or none when it ran :data:`HEALTHY_RUN_S` or more.
+
+    >>> lost_in_a_row(3, 2.0), lost_in_a_row(3, 600.0)
+    (3, 0)
+    """
+    return 0 if ran_s >= HEALTHY_RUN_S else lost
 
 
 def lost_worker(error: BaseException) -> bool:

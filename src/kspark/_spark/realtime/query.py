@@ -9,9 +9,8 @@ after a transient failure or when the uncaught exception handler replaces the th
 it fails the run. No thread's failure stops another (Kafka Streams' threads, KIP-429):
 there is no barrier. :meth:`stop` asks every thread to commit and end through the control
 topic, and cancels their jobs if they do not within a commit interval plus ``grace_s``. It
-offers what ``SparkApplication`` uses of a streaming query: ``isActive``,
-``awaitTermination``, ``stop`` and ``exception``.
-"""
+offers what ``SparkApplication`` uses of a streaming query (``isActive``,
+``awaitTermination``, ``stop``, ``exception``)."""
 
 from __future__ import annotations
 
@@ -29,12 +28,11 @@ from kspark._kafka.stream_thread_clients import (MetricsReader, control_end, sen
 from kspark._plan.plan import QueryPlan
 from kspark._spark.connect import default_parallelism
 from kspark._spark.realtime.batch_end import BatchEnd
-from kspark._spark.realtime.failures import (MAX_LOST_EPOCHS, RealTimeRunError,
-                                             ThreadFailureError, first_line, lost_worker)
+from kspark._spark.realtime.failures import (
+    MAX_LOST_EPOCHS, RealTimeRunError, ThreadFailureError, first_line, lost_in_a_row, lost_worker)
 from kspark._plan.assignment import initial_assignment
 from kspark._host.standby import standbys_for
-from kspark._spark.realtime.checks import (free_slots, real_time_members,
-                                           threads_for)
+from kspark._spark.realtime.checks import free_slots, real_time_members, threads_for
 from kspark._spark.realtime.layout import task_specs
 from kspark._spark.realtime.rebalance import AssignmentWatch, Assignor
 from kspark._spark.realtime.epoch import Epoch
@@ -295,11 +293,13 @@ class RealTimeQuery:
                 if self._stopping:
                     return
                 epoch = self._current[index] = self._next_epoch(index)
+            began = time.monotonic()
             try:
                 row = self.jobs.run(epoch, index)
             except Exception as e:  # noqa: BLE001 - the Spark job's failure, decided on here
                 if self._stopping:
                     return
+                lost = lost_in_a_row(lost, time.monotonic() - began)
                 if lost_worker(e) and lost < MAX_LOST_EPOCHS:
                     lost += 1
                     self._lost(index)
@@ -308,7 +308,7 @@ class RealTimeQuery:
                 failure: BaseException = e
             else:
                 if row.get("retried"):  # Spark ran the task again: the driver does, placed
-                    lost += 1
+                    lost = lost_in_a_row(lost, time.monotonic() - began) + 1
                     self._lost(index)
                     if lost <= MAX_LOST_EPOCHS:
                         self._epoch_lost(index, epoch, RuntimeError(
@@ -385,16 +385,16 @@ class RealTimeQuery:
                     "of it from its tasks' last commits", index, first_line(error), why)
 
     def _next_epoch(self, index: int) -> Epoch:
-        t = self._template
-        n = self._finished[index]
+        t, n = self._template, self._finished[index]
         # the threads' epochs end at staggered times, so that an epoch's end finds its
-        # Python worker the only idle one (it takes its thread's open tasks back)
-        length = t.length_ms if n else t.length_ms * (index + 1) // t.threads
-        # first where the thread watches the control topic from, then the assignment: a
-        # newer one sent meanwhile is one the thread sees
+        # Python worker the only idle one (it takes its thread's open tasks back); 0: no end
+        length = max(1, t.length_ms if n else t.length_ms * (index + 1) // t.threads) \
+            if t.length_ms else 0
+        # where the thread watches the control topic from, then the assignment (so that a
+        # newer one sent meanwhile is one the thread sees)
         begin = control_end(self.ctx.settings, self.ctx.app_id)
         if self.assignor is not None:
             version, a = self.assignor.assignment()
             t = replace(t, active=a.active, standby=a.standby, version=version)
         return replace(t, run=f"{self.key}-{index}-{n}-{uuid.uuid4().hex[:6]}",
-                       length_ms=max(1, length), control_begin=begin)
+                       length_ms=length, control_begin=begin)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -118,7 +119,8 @@ class ThreadLoop:
     def run(self) -> None:
         epoch = self.epoch
         now = time.monotonic()
-        end, next_commit = now + epoch.length_ms / 1000, now + epoch.interval_ms / 1000
+        end = now + epoch.length_ms / 1000 if epoch.length_ms else math.inf  # 0: no end
+        next_commit = now + epoch.interval_ms / 1000
         next_purge, last_commit = now + epoch.purge_ms / 1000, now
         while True:
             if self.globals is not None:
