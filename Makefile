@@ -61,15 +61,14 @@ bench-peers: setup
 # line of each run is "soak: rounds R, duplicates D, lost L, wrong aggregates W, open
 # transactions T" (exactly_once_v2 also writes its echo to a Delta table, KStream.to_spark, and
 # adds "; Delta table: rows N, duplicates D, lost L"). at_least_once runs too: it must show duplicates (the harness sees them).
-# Real time also runs exactly_once_v2 with a standby copy of every task (num.standby.replicas=1):
-# a lost executor's tasks move to the thread keeping their copies.
+# Each mode also runs exactly_once_v2 with a standby copy of every task (num.standby.replicas=1):
+# a lost executor's tasks move to the thread (real time) or executor (micro-batch) keeping their copies.
 soak: setup
 	for m in $(SOAK_MODES); do \
 	  $(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee exactly_once_v2 --mode $$m --delta && \
-	  $(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee at_least_once --mode $$m || exit 1; \
+	  $(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee at_least_once --mode $$m && \
+	  $(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee exactly_once_v2 --mode $$m --standbys 1 || exit 1; \
 	done
-	case " $(SOAK_MODES) " in *" real_time "*) \
-	  $(PY) -m tests.integration.soak --rounds $(ROUNDS) --records $(RECORDS) --guarantee exactly_once_v2 --mode real_time --standbys 1;; esac
 
 # The same soak on a three-node cluster of its own with Kafka's own faults added (issue 39): in
 # every round a node SIGKILLed and started again after 0-10 s, or a rolling restart, while the

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -150,6 +151,10 @@ def main(argv: list[str]) -> int:
         cfg["task.timeout.ms"] = a.task_timeout_ms
     if a.standbys:
         cfg["num.standby.replicas"] = a.standbys
+        # the harness waits for the first round of copies (micro_batch) and reads where the
+        # lost tasks went
+        logging.getLogger("kspark").addHandler(logging.StreamHandler(sys.stdout))
+        logging.getLogger("kspark").setLevel(logging.INFO)
     if a.checkpoint and a.mode == "micro_batch":
         cfg["checkpoint.location"] = a.checkpoint
     if a.delta and a.mode == "real_time":  # a batch run: the Delta sink drains before its end

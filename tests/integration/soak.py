@@ -212,17 +212,22 @@ def reap(proc: subprocess.Popen) -> None:
 
 
 def kill_and_finish(cmd: list[str], victim: str, delay_s: float, log=print,
-                    env: dict[str, str] | None = None, cwd: Path | None = None) -> Kill:
+                    env: dict[str, str] | None = None, cwd: Path | None = None,
+                    ready: str | None = None) -> Kill:
     """Run the app, SIGKILL ``victim`` ("driver" or "executor") ``delay_s`` after its first
-    micro-batch completed (so that later batches are writing when it dies), then run it
-    again (as often as needed) until it exits 0."""
+    micro-batch completed (so that later batches are writing when it dies) and, if
+    ``ready``, once it printed a line with that text, then run it again (as often as
+    needed) until it exits 0."""
     proc = start_app(cmd, env, cwd)
     lines = []
     kill = Kill(victim)
+    seen = ready is None
     try:
         for line in proc.stdout:
             lines.append(line)
-            if line.startswith("batches ") and int(line.split()[1]) >= 1 or line.startswith("done"):
+            seen = seen or ready in line
+            if line.startswith("done") or seen and line.startswith("batches ") \
+                    and int(line.split()[1]) >= 1:
                 break
         time.sleep(delay_s)  # a random moment: this is what the soak varies
         sigkill(proc, kill, delay_s, log)
@@ -574,6 +579,8 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
         cmd += ["--delta", str(root / "delta")]
     if standbys:
         cmd += ["--standbys", str(standbys)]
+    # micro-batch standbys: the kill waits for the first round of copies (so they are used)
+    ready = "standby copies kept" if standbys and mode == "micro_batch" else None
     produced, kills, faults = 0, [], []
     for r in range(rounds):
         n = records // rounds + (records % rounds if r == rounds - 1 else 0)
@@ -583,7 +590,7 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
         delay = rng.uniform(0.0, max_delay_s)
         if cluster is None:
             log(f"round {r + 1}/{rounds}: {n} records, kill the {victim} at ~{delay:.1f}s")
-            kills.append(kill_and_finish(cmd, victim, delay, log, env, root))
+            kills.append(kill_and_finish(cmd, victim, delay, log, env, root, ready))
             continue
         log(f"round {r + 1}/{rounds}: {n} records")
         kill, fault = faulted_round(cmd, cluster, rng, victim, delay, max_delay_s, log, env, root)

@@ -138,9 +138,8 @@ def test_driver_killed_after_some_tasks_committed_resumes_exactly(broker, admin,
 
 
 @pytest.mark.parametrize("mode, standbys", [
-    ("real_time", 0), ("real_time", 1), ("micro_batch", 1)] + ([("micro_batch", 0)] if
-                                                              os.environ.get(
-        "KSPARK_FULL_MATRIX") else []))
+    ("real_time", 0), ("real_time", 1), ("micro_batch", 1),
+    *([("micro_batch", 0)] if os.environ.get("KSPARK_FULL_MATRIX") else [])])
 def test_executor_killed_mid_batch_on_local_cluster(mode, standbys, broker, tmp_path):
     """One round of the soak harness (``make soak`` runs many; this keeps the harness from
     rotting): an executor SIGKILLed on local-cluster as the second micro-batch starts (real
@@ -151,15 +150,20 @@ def test_executor_killed_mid_batch_on_local_cluster(mode, standbys, broker, tmp_
     records: two micro-batches of 1,500 (the suite's time budget). Real time: Spark
     retries only the lost executor's stream thread (a job of its own), on the replacement
     executor; with a standby copy of every task (``num.standby.replicas=1``) the lost
-    thread's tasks move to the other thread, which keeps their copies."""
+    thread's tasks move to the other thread, which keeps their copies. Micro-batch with a
+    copy (batches of 500): the kill waits for the first round of copies, and the lost
+    executor's tasks go to the executor keeping them."""
     records = 3000
+    copies = mode == "micro_batch" and standbys  # more batches: the kill waits for the copies
     f = soak.soak(broker, rounds=1, records=records, guarantee="exactly_once_v2", keys=KEYS,
                   seed=20261122, work_dir=str(tmp_path), victims=("executor",), max_delay_s=0,
-                  max_offsets=1500, slow_ms=1, mode=mode, standbys=standbys)
+                  max_offsets=500 if copies else 1500, slow_ms=1, mode=mode, standbys=standbys)
     (kill,) = f.kills
     assert kill.pids, "the app finished before its executor could be killed"
     assert kill.executors >= 2, f"expected 2 executor processes, saw {kill.executors}"
     assert kill.restarts == 0, "the run needed a restart after losing an executor"
+    if copies:  # the lost executor's tasks went to the executor keeping their copies
+        assert "which keeps a warm copy of its stores" in kill.output, kill.output[-4000:]
     assert (f.duplicates, f.lost, f.wrong, f.open_transactions, f.disordered) == (0, 0, 0, 0, 0), f
     (root,) = tmp_path.glob("kspark-soak-*")
     assert len(executor_state_dirs(root)) >= 2, "each executor kept its own state"

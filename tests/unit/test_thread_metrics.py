@@ -25,6 +25,17 @@ def test_a_lost_epoch_counts_what_its_threads_last_reported_as_committed():
     assert (progress["records_in"], progress["commits"]) == (700, 2)
 
 
+def test_a_running_epoch_counts_its_changelog_records_and_restores_as_last_committed():
+    totals = LiveTotals()
+    report = _report(0, records_in=500, committed_in=400)
+    report["committed"].update(changelog_records=120, restored_records=80, task_restores=1,
+                               task_moves=1)
+    totals.add_report("run-1", report)  # no end: epochs have no scheduled end by default
+    progress = totals.progress()
+    assert (progress["changelog_records"], progress["restored_records"],
+            progress["task_restores"], progress["task_moves"]) == (120, 80, 1, 1)
+
+
 def test_a_finished_epoch_counts_its_threads_final_rows_not_their_reports():
     totals = LiveTotals()
     totals.add_report("run-1", _report(0, records_in=500, committed_in=400))

@@ -171,6 +171,9 @@ class StandbyRounds:
                 self.lags[(r.executor, r.task)] = r.applied
                 self.updated[r.task] = self.updated.get(r.task, 0) + r.applied
             self.rounds += 1
+        if self.rounds == 1:
+            log.info("application %r: standby copies kept (first round done): %s",
+                     self.app_id, {e: sorted(t) for e, t in keep.items()})
 
     def _job(self, keep: dict[str, list[str]], executors: dict[str, str],
              disks: dict[str, str]) -> list[Any]:

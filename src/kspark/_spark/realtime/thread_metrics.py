@@ -129,10 +129,14 @@ class LiveTotals:
         finished epochs kept open from the epoch before, and what opening the tasks of
         finished epochs cost: records restored, tasks that restored any, tasks that moved."""
         live = list(self.live.values())
-        out = {k: self.finished[k] + sum(int(r.get(k, 0)) for r in live) for k in COUNTS}
+
+        def now(r: dict[str, Any], k: str) -> int:  # a count not reported live: as committed
+            return int(r[k] if k in r else (r.get("committed") or {}).get(k, 0))
+
+        out = {k: self.finished[k] + sum(now(r, k) for r in live) for k in COUNTS}
         out["lag"] = sum(int(n) for r in live for n in r["lag"].values())
         out["tasks_kept"] = self.tasks_kept
-        out.update(self.opened)
+        out.update({k: self.opened[k] + sum(now(r, k) for r in live) for k in EPOCH_COUNTS})
         return out
 
     def streams_stats(self) -> dict[str, list]:
