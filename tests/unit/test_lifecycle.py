@@ -95,6 +95,17 @@ def test_a_failed_run_moves_to_error_through_pending_error_without_a_caller():
     assert isinstance(sup.error, StreamsError)
 
 
+def test_a_run_that_fails_between_two_looks_goes_to_error_without_rebalancing():
+    run, life, seen, sup = _watched()
+    run.is_ready = True
+    assert life.wait_for((State.RUNNING,), 10)
+    run.is_ready = False  # as a failed query is: not ready, and its wait raises
+    run.error = StreamsError("task 0_0 failed")
+    run.ended.set()
+    assert life.wait_for((State.ERROR,), 5)
+    assert seen[-3:] == ["RUNNING", "PENDING_ERROR", "ERROR"], seen
+
+
 def test_a_run_that_ends_by_itself_shuts_down():
     run, life, seen, _ = _watched()
     run.ended.set()

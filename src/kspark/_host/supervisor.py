@@ -55,6 +55,9 @@ class Supervisor:
 
     def _watch(self) -> None:
         while not self._stopping.is_set():
+            # readiness first, then the wait: a run that fails is not ready, and one that
+            # failed just before this look is caught by the wait, never shown as REBALANCING
+            ready = self._ready()
             try:
                 ended = self.runner.await_termination(self.every_s)
             except Exception as e:  # noqa: BLE001 - the run's failure: the client's error
@@ -71,12 +74,11 @@ class Supervisor:
                 self.life.to(State.PENDING_SHUTDOWN)
                 self.life.to(State.NOT_RUNNING)
                 return
-            self._follow_readiness()
+            self.life.to(State.RUNNING if ready else State.REBALANCING)
 
-    def _follow_readiness(self) -> None:
+    def _ready(self) -> bool:
         try:
-            ready = bool(self.runner.ready())
+            return bool(self.runner.ready())
         except Exception as e:  # noqa: BLE001 - a probe that fails is "not ready"
             log.debug("readiness check failed: %s", e)
-            ready = False
-        self.life.to(State.RUNNING if ready else State.REBALANCING)
+            return False
