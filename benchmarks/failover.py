@@ -888,7 +888,6 @@ def _check(r: dict) -> str:
 def table(r: dict) -> str:
     """A run's figures, readable."""
     movers = ", ".join(f"p{q} {s(v)}" for q, v in r["mover_first_output_s"].items())
-    out, check = r["output"], _check(r)
     restoring = r["restore_log_lines_per_task"]
     rows = [
         ("run", f"{r['mode']}, {r['guarantee']}, standbys {r['standbys']}, {r['keys']} keys, "
@@ -911,18 +910,23 @@ def table(r: dict) -> str:
             if r["bystanders_restoring"] else "; no bystander restored")),
         ("restore rate", s(r["restore_records_per_s"], " records/s") + " (the restore "
                          "log lines after the kill)"),
-        ("placement", "after: " + "; ".join(f"executor {e['id']} {e['open']}"
-                                            for e in r["executors_after"])),
-        ("changelog", f"{r['changelog_end_offsets']} (end offsets)"),
-        ("output", f"{check}: {out['records']} records, {out['keys']} keys, "
-                   f"{r['records_written']} written"),
+        *_closing_rows(r),
     ]
     return "\n".join(f"  {k:<12} {v}" for k, v in rows)
 
 
+def _closing_rows(r: dict) -> list[tuple[str, str]]:
+    """The rows both tables end with: where the tasks are, the changelog, the output check."""
+    out = r["output"]
+    return [("placement", "after: " + "; ".join(f"executor {e['id']} {e['open']}"
+                                                for e in r["executors_after"])),
+            ("changelog", f"{r['changelog_end_offsets']} (end offsets)"),
+            ("output", f"{_check(r)}: {out['records']} records, {out['keys']} keys, "
+                       f"{r['records_written']} written")]
+
+
 def table_steady(r: dict) -> str:
     """A ``--no-kill`` run's figures, readable."""
-    out, check = r["output"], _check(r)
     starts = r["epoch_starts"]
     by_thread: dict[int, int] = defaultdict(int)
     for e in starts:
@@ -966,11 +970,7 @@ def table_steady(r: dict) -> str:
          + "; outside it: " + (", ".join(
             f"{t} {n}" for t, n in sorted(r["restore_log_lines_outside_window"].items()))
             or "none")),
-        ("placement", "after: " + "; ".join(f"executor {e['id']} {e['open']}"
-                                            for e in r["executors_after"])),
-        ("changelog", f"{r['changelog_end_offsets']} (end offsets)"),
-        ("output", f"{check}: {out['records']} records, {out['keys']} keys, "
-                   f"{r['records_written']} written"),
+        *_closing_rows(r),
     ]
     return "\n".join(f"  {k:<12} {v}" for k, v in rows)
 

@@ -74,6 +74,15 @@ def _watch(spark, wait_s=15.0):
     return _LossWatch(spark, "app", 8, ran, {"0", "1", "2"}, 3, wait_s)
 
 
+def _watched_to_its_end(spark, wait_s=15.0):
+    """A watch run until it stops (or gives up): the lost executor 0's tasks, to run again."""
+    watch = _watch(spark, wait_s)
+    watch.start()
+    watch.join(60)
+    assert watch.stopped and watch.rerun == ["0_0", "0_3"]
+    return watch
+
+
 def test_a_lost_executors_tasks_are_run_again_once_the_rest_finished_and_its_replacement_came(
         cluster):
     """Executor 0 is lost: while its batch's other tasks still run, and until its
@@ -85,10 +94,7 @@ def test_a_lost_executors_tasks_are_run_again_once_the_rest_finished_and_its_rep
         {"live": ["1", "2", "3"], "jobs": 1, "running": 0, "succeeded": {1, 2, 4, 5}},
     ])
     spark = FakeSpark()
-    watch = _watch(spark)
-    watch.start()
-    watch.join(60)
-    assert watch.stopped and watch.rerun == ["0_0", "0_3"]
+    watch = _watched_to_its_end(spark)
     assert spark.sparkContext.cancelled == [watch.tag]
     assert fake.polls == 3  # not before the replacement
     watch.close()
@@ -114,21 +120,13 @@ def test_a_job_not_submitted_yet_is_not_cancelled(cluster):
         {"live": ["1", "2", "3"], "jobs": 0, "running": 0, "succeeded": set()},
         {"live": ["1", "2", "3"], "jobs": 1, "running": 0, "succeeded": {1, 2, 4, 5}},
     ])
-    spark = FakeSpark()
-    watch = _watch(spark)
-    watch.start()
-    watch.join(60)
-    assert watch.stopped and watch.rerun == ["0_0", "0_3"]
+    watch = _watched_to_its_end(FakeSpark())
     watch.close()
 
 
 def test_without_a_replacement_the_lost_tasks_run_again_once_the_wait_is_over(cluster):
     cluster([{"live": ["1", "2"], "jobs": 1, "running": 0, "succeeded": {1, 2, 4, 5}}])
-    spark = FakeSpark()
-    watch = _watch(spark, wait_s=0.0)
-    watch.start()
-    watch.join(60)
-    assert watch.stopped and watch.rerun == ["0_0", "0_3"]
+    watch = _watched_to_its_end(FakeSpark(), wait_s=0.0)
     watch.close()
 
 
