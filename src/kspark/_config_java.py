@@ -12,8 +12,8 @@ for each Java key kspark does not take, an error that says what kspark does inst
   point to the prefixes kspark has.
 
 Example:
-    >>> unknown_key("rack.aware.assignment.tags")[:77]
-    "unknown config key 'rack.aware.assignment.tags' (a Kafka Streams key): kspark"
+    >>> unknown_key("rack.aware.assignment.strategy")[:81]
+    "unknown config key 'rack.aware.assignment.strategy' (a Kafka Streams key): kspark"
     >>> refused_client_key("consumer.auto.offset.reset")[:72]
     "config key 'consumer.auto.offset.reset' is not honoured: use auto.offset"
 """
@@ -35,9 +35,9 @@ DEPRECATED_KEYS = {"cache.max.bytes.buffering": "statestore.cache.max.bytes"}  #
 DEPRECATED_VALUES = {"processing.guarantee": {"exactly_once": "exactly_once_v2",
                                               "exactly_once_beta": "exactly_once_v2"}}
 
-_PLACED = ("kspark has no consumer-group rebalances, standby or warm-up tasks: the Spark "
-           "driver places each task, near its state when it can (docs/cluster.md, "
-           "\"Placement\"), and a moved task restores its stores from their changelogs")
+_PLACED = ("kspark has no consumer-group rebalances: the Spark driver places each task near "
+           "its state (docs/cluster.md, \"Placement\"), not by the brokers' racks; standby "
+           "copies are spread over executors' client tags with rack.aware.assignment.tags")
 _METRICS = ("kspark reports KafkaStreams.metrics() and progress() (and Spark's UI); it has no "
             "metrics reporters")
 JAVA_KEYS: dict[str, str] = {
@@ -45,7 +45,7 @@ JAVA_KEYS: dict[str, str] = {
     "(Kafka Streams 4's name; it takes the same values)",
     "default.production.exception.handler": "use production.exception.handler (Kafka "
     "Streams 4's name; it takes the same values)",
-    "rack.aware.assignment.tags": _PLACED, "rack.aware.assignment.strategy": _PLACED,
+    "rack.aware.assignment.strategy": _PLACED,
     "application.server": "not taken: each Spark worker holding tasks serves interactive "
     "queries on a port of its own and announces it (docs/interactive-queries.md); set "
     "query.endpoint.host for the address they bind to",

@@ -13,15 +13,21 @@ meanings; both modes):
 
     >>> [(k[0], k[2]) for k in standby_config()][:2]
     [('num.standby.replicas', 0), ('acceptable.recovery.lag', 10000)]
-    >>> [(k[0], k[2]) for k in standby_config()][2:]
+    >>> [(k[0], k[2]) for k in standby_config()][2:4]
     [('max.warmup.replicas', 2), ('probing.rebalance.interval.ms', 600000)]
+    >>> [(k[0], k[2]) for k in standby_config()][4:]
+    [('rack.aware.assignment.tags', ())]
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["operations_config", "standby_config"]
+__all__ = ["operations_config", "standby_config", "client_tag_problem"]
+
+# Kafka Streams' limits on client tags (StreamsConfig.MAX_RACK_AWARE_ASSIGNMENT_TAG_*)
+_MAX_TAGS, _MAX_KEY, _MAX_VALUE = 5, 20, 30
 
 
 def _level(v: Any) -> str | None:
@@ -73,8 +79,8 @@ def _at_least(n: int) -> Any:
     return check
 
 
-def standby_config() -> list[tuple[str, type, Any, str, Any]]:
-    """(name, type, default, doc, validator) of each key."""
+def standby_config() -> list[tuple[Any, ...]]:
+    """(name, type, default, doc, validator[, required, convert]) of each key."""
     return [
         ("num.standby.replicas", int, 0, "How many warm copies of each task's persistent "
          "stores are kept on other executors by tailing its changelogs (Kafka Streams' "
@@ -95,4 +101,48 @@ def standby_config() -> list[tuple[str, type, Any, str, Any]]:
          "(Kafka Streams' probing rebalance). micro_batch mode places its tasks anew before "
          "every batch, so a task moves back at the first batch after its copy caught up.",
          _at_least(60_000)),
+        ("rack.aware.assignment.tags", (list, tuple, str), (), "Client tag keys (a list, "
+         "or comma-separated) over which standby copies are spread, best effort: each copy "
+         "on an executor whose values of these tags differ from the active's and the other "
+         "copies' (Kafka Streams' client-tag-aware standby assignment). An executor's value "
+         "of tag 'zone' is its environment variable KSPARK_CLIENT_TAG_ZONE, else "
+         "client.tag.zone. At most 5 keys of at most 20 characters.", _tag_keys_problem,
+         False, _tag_keys),
     ]
+
+
+def _tag_keys(v: Any) -> tuple[str, ...]:
+    """``rack.aware.assignment.tags`` as a tuple of keys.
+
+    >>> _tag_keys("zone, rack"), _tag_keys(["zone"])
+    (('zone', 'rack'), ('zone',))
+    """
+    items = v.split(",") if isinstance(v, str) else v
+    return tuple(str(k).strip() for k in items if str(k).strip())
+
+
+def _tag_keys_problem(v: Any) -> str | None:
+    keys = _tag_keys(v)
+    if len(keys) > _MAX_TAGS:
+        return f"at most {_MAX_TAGS} tag keys"
+    long = [k for k in keys if len(k) > _MAX_KEY]
+    return f"tag keys are at most {_MAX_KEY} characters: {long}" if long else None
+
+
+def client_tag_problem(values: Mapping[str, Any]) -> str | None:
+    """What is wrong with the ``client.tag.*`` keys of ``values`` (None: nothing), as Kafka
+    Streams checks them.
+
+    >>> client_tag_problem({"client.tag.zone": "eu-1a"}) is None
+    True
+    >>> client_tag_problem({"client.tag.zone": "x" * 31})[:46]
+    "invalid value for config key 'client.tag.zone'"
+    """
+    tags = {k: v for k, v in values.items() if k.startswith("client.tag.")}
+    for name, value in tags.items():
+        if not 0 < len(name) - len("client.tag.") <= _MAX_KEY:
+            return f"invalid config key {name!r}: a client tag key has 1 to {_MAX_KEY} characters"
+        if not isinstance(value, str) or not 0 < len(value) <= _MAX_VALUE:
+            return (f"invalid value for config key {name!r}: a client tag value is a string "
+                    f"of 1 to {_MAX_VALUE} characters, got {value!r}")
+    return None

@@ -4,17 +4,17 @@ Keys follow Kafka Streams' names. Spark settings ride alongside under ``spark.*`
 client settings common to every client (``security.protocol``, ``sasl.*``, ``ssl.*``,
 ``socket.*``, ``client.dns.lookup``, ``client.id`` as a prefix) sit at top level, and
 ``consumer.*``, ``producer.*``, ``admin.*`` and ``restore.consumer.*`` override them per kind
-of client (see kspark._kafka.settings); keys kspark's guarantees rely on are refused. A value
-``${env:NAME}`` is read from an environment variable and ``${file:PATH}`` (or
-``${file:PATH:KEY}``, a key of a properties file) from a file, so secrets need not be written
-in the config. An unknown key or a bad value is rejected when the config is built; a Kafka
-Streams key kspark does not take (or a client key it does not honour) is refused saying what
-to use instead, and Java's deprecated names are read as today's (kspark._config_java).
+of client (see kspark._kafka.settings); ``client.tag.*`` are client tags (``racks.py``); keys
+kspark's guarantees rely on are refused. A value ``${env:NAME}`` is read from an environment
+variable and ``${file:PATH}`` (or ``${file:PATH:KEY}``, a key of a properties file) from a
+file, so secrets need not be written in the config. An unknown key or a bad value is
+rejected when the config is built; a Kafka Streams key kspark does not take (or a client key
+it does not honour) is refused saying what to use instead, and Java's deprecated names are
+read as today's (kspark._config_java).
 
-Every key declares the execution modes it applies to (``ConfigKey.modes``): a key given for
-the other mode's use alone (``num.stream.threads`` with ``micro_batch``, say) is refused
-when the config is built, never silently ignored. What code needs of a default it reads from
-here (:func:`declared_default`, :func:`checkpoint_location`, :func:`commit_interval_ms`).
+Every key declares the execution modes it applies to (``ConfigKey.modes``): a key for the
+other mode alone (``num.stream.threads`` with ``micro_batch``) is refused, never ignored.
+Defaults code needs: :func:`declared_default`, :func:`checkpoint_location` and others.
 
 Example:
     >>> from kspark import StreamsConfig
@@ -43,7 +43,7 @@ from kspark._engine.handler_config import handler_config
 from kspark._engine.offset_reset import reset_policy_problem
 from kspark.errors import ConfigError
 from kspark.serde._registry_keys import registry_config
-from kspark._config_ops import operations_config, standby_config
+from kspark._config_ops import client_tag_problem, operations_config, standby_config
 
 __all__ = ["StreamsConfig", "ConfigKey", "CONFIG_KEYS", "MICRO_BATCH", "REAL_TIME", "MODES", "BOTH",
            "declared_default", "checkpoint_location", "commit_interval_ms", "parse_properties"]
@@ -57,7 +57,7 @@ REAL_TIME = "real_time"
 MODES = (MICRO_BATCH, REAL_TIME)
 BOTH = MODES
 PASS_THROUGH_PREFIXES = ("spark.", "consumer.", "producer.", "admin.", "restore.consumer.",
-                         "topic.")
+                         "topic.", "client.tag.")
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,6 @@ def _user() -> str:
     """The current user's name (for the per-user default state.dir)."""
     try:
         import pwd
-
         return pwd.getpwuid(os.getuid()).pw_name
     except (ImportError, KeyError):
         return str(os.getuid()) if hasattr(os, "getuid") else "user"
@@ -320,8 +319,9 @@ class StreamsConfig(Mapping[str, Any]):
                 values[key.name] = key.default
         check_owned(values)
         _check_modes(props, values[MODE])
-        if task_idle_problem(values["max.task.idle.ms"], values[MODE]):
-            raise ConfigError(task_idle_problem(values["max.task.idle.ms"], values[MODE]))
+        problem = task_idle_problem(values["max.task.idle.ms"], values[MODE])
+        if problem or client_tag_problem(values):
+            raise ConfigError(problem or client_tag_problem(values))
         self._values = values
         self._given = frozenset(props)
 

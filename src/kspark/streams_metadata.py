@@ -43,9 +43,10 @@ class HostInfo:
 @dataclass(frozen=True)
 class KeyQueryMetadata:
     """Where a key of a store lives: the partition the default partitioner gives its
-    serialized form, and the endpoint of the task holding that partition (kspark keeps no
-    standby tasks: ``standby_hosts`` is empty). ``active_host`` is None while no worker has
-    announced the task (the application is starting or the task is moving)."""
+    serialized form, the endpoint of the task holding that partition, and those of the
+    workers keeping a standby copy of it (``num.standby.replicas``; they answer stale reads).
+    ``active_host`` is None while no worker has announced the task (the application is
+    starting or the task is moving)."""
 
     active_host: HostInfo | None
     standby_hosts: set[HostInfo] = field(default_factory=set)
@@ -55,7 +56,9 @@ class KeyQueryMetadata:
 @dataclass(frozen=True)
 class StreamsMetadata:
     """One endpoint: the stores it answers for, and their partitions as
-    (changelog topic or store name, partition) pairs, in ``topic_partitions``."""
+    (changelog topic or store name, partition) pairs, in ``topic_partitions``; the same of
+    the standby copies it keeps, in ``standby_state_store_names`` and
+    ``standby_topic_partitions``."""
 
     host_info: HostInfo
     state_store_names: frozenset[str]

@@ -117,6 +117,7 @@ def main(argv: list[str]) -> int:
                     "committed, then closes")
     ap.add_argument("--standbys", type=int, default=0,
                     help="num.standby.replicas")
+    ap.add_argument("--rack-tags", default=None, help="rack.aware.assignment.tags")
     ap.add_argument("--task-timeout-ms", type=int, default=None,
                     help="task.timeout.ms: how long a broker outage is ridden through")
     ap.add_argument("--fail-after-commit", default=None,
@@ -155,6 +156,8 @@ def main(argv: list[str]) -> int:
         # lost tasks went
         logging.getLogger("kspark").addHandler(logging.StreamHandler(sys.stdout))
         logging.getLogger("kspark").setLevel(logging.INFO)
+    if a.rack_tags:
+        cfg["rack.aware.assignment.tags"] = a.rack_tags
     if a.checkpoint and a.mode == "micro_batch":
         cfg["checkpoint.location"] = a.checkpoint
     if a.delta and a.mode == "real_time":  # a batch run: the Delta sink drains before its end

@@ -1,12 +1,16 @@
 """A streaming count on Spark local-cluster (two executors, a disk each), queried by its
 own driver while it runs; used by test_interactive_queries.py.
 
-``python -m tests.integration.iq_cluster_app BOOTSTRAP SRC APP_ID STATE_DIR MODE OUT_DIR``
+``python -m tests.integration.iq_cluster_app BOOTSTRAP SRC APP_ID STATE_DIR MODE OUT_DIR
+[STANDBYS]``
 
 Every round (about 5 a second) it reads every key of ``KEYS`` through ``KafkaStreams.store``
 and through a stale-enabled store, and appends one JSON line to ``OUT_DIR/rounds.jsonl``:
 ``{"values": {key: count or null}, "errors": {key: "ErrorClass"}, "stale": {...},
-"stale_errors": {...}}``. Stops when ``OUT_DIR/stop`` exists.
+"stale_errors": {...}}``. Stops when ``OUT_DIR/stop`` exists. With ``STANDBYS``
+(``num.standby.replicas``) each round also has, per key, ``"meta"``: its partition, active
+endpoint and standby endpoints (``query_metadata_for_key``), and ``"v2"``: an IQv2 key query
+of that partition (not ``require_active``: a standby may answer), its value and position.
 """
 
 from __future__ import annotations
@@ -39,7 +43,24 @@ def _read(store, errors: dict) -> dict:
     return values
 
 
-def main(bootstrap: str, src: str, app_id: str, state_dir: str, mode: str, out: str) -> int:
+def _standby_view(streams) -> tuple[dict, dict]:
+    """Per key: (partition, active endpoint, standby endpoints); the IQv2 answer."""
+    from kspark.query import KeyQuery, StateQueryRequest
+
+    meta, v2 = {}, {}
+    for k in KEYS:
+        m = streams.query_metadata_for_key("counts", k, S)
+        meta[k] = [m.partition, str(m.active_host) if m.active_host else None,
+                   sorted(str(h) for h in m.standby_hosts)]
+        r = streams.query(StateQueryRequest.in_store("counts").with_query(KeyQuery.with_key(k))
+                          .with_partitions({m.partition})).get_only_partition_result()
+        v2[k] = {"value": r.get_result(), "position": r.get_position().to_map()} \
+            if r.is_success() else {"failure": r.get_failure_message()}
+    return meta, v2
+
+
+def main(bootstrap: str, src: str, app_id: str, state_dir: str, mode: str, out: str,
+         standbys: str = "0") -> int:
     spark = spark_session({"spark.master": "local-cluster[2,1,1024]", "spark.ui.enabled": "false",
                            "spark.task.maxFailures": "8"})
     streams = KafkaStreams(topology(src), {
@@ -47,7 +68,15 @@ def main(bootstrap: str, src: str, app_id: str, state_dir: str, mode: str, out: 
         "autostop.at": "none", "execution.mode": mode, "commit.interval.ms": 200,
         "processing.guarantee": "exactly_once_v2", "statestore.cache.max.bytes": 0,
         "query.timeout.ms": 2000} | ({"num.stream.threads": 2} if mode == "real_time" else
-                                     {"placement.replacement.wait.ms": 2000}), spark=spark)
+                                     {"placement.replacement.wait.ms": 2000})
+        | ({"num.standby.replicas": int(standbys), "query.timeout.ms": 500}
+           if int(standbys) else {}), spark=spark)
+    if int(standbys):  # where tasks and copies move, for the test to read
+        import logging
+
+        handler = logging.FileHandler(os.path.join(out, "app.log"))
+        logging.getLogger("kspark").addHandler(handler)
+        logging.getLogger("kspark").setLevel(logging.INFO)
     streams.start()
     kv = QueryableStoreTypes.key_value_store()
     params = StoreQueryParameters.from_name_and_type("counts", kv)
@@ -58,6 +87,8 @@ def main(bootstrap: str, src: str, app_id: str, state_dir: str, mode: str, out: 
             stale_errors: dict = {}
             row = {"values": _read(fresh, errors), "errors": errors,
                    "stale": _read(stale, stale_errors), "stale_errors": stale_errors}
+            if int(standbys):
+                row["meta"], row["v2"] = _standby_view(streams)
             f.write(json.dumps(row) + "\n")
             f.flush()
             time.sleep(0.2)
@@ -67,4 +98,4 @@ def main(bootstrap: str, src: str, app_id: str, state_dir: str, mode: str, out: 
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:7]))
+    sys.exit(main(*sys.argv[1:8]))

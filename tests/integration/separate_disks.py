@@ -27,3 +27,26 @@ def separate_disks_env(root: Path) -> dict[str, str]:
 def executor_state_dirs(root: Path) -> list[Path]:
     """The state directories the executors made (``<work>/<app>/<executor>/kspark-state``)."""
     return sorted((root / "spark-home" / "work").glob(f"*/*/{STATE_DIR}"))
+
+
+_SITECUSTOMIZE = '''"""Executors in two zones (a kspark test harness): a local-cluster
+executor (working directory <work>/app-*/<executor id>) takes client tag zone b if its id
+is 2 (mod 3), else a."""
+import os
+import pathlib
+
+_here = pathlib.Path.cwd()
+if _here.name.isdigit() and _here.parent.name.startswith("app-"):
+    os.environ.setdefault("KSPARK_CLIENT_TAG_ZONE", "b" if int(_here.name) % 3 == 2 else "a")
+'''
+
+
+def zoned_env(root: Path, env: dict[str, str]) -> dict[str, str]:
+    """``env`` whose local-cluster executors (each in a working directory of its own, see
+    :func:`separate_disks_env`) are in two zones, as executors on machines of two racks:
+    their Python workers read ``KSPARK_CLIENT_TAG_ZONE`` (b for executor 2, else a), set by a
+    ``sitecustomize`` on the path in ``SOAK_SITE`` (the harness adds it to PYTHONPATH)."""
+    site = root / "zones"
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+    return {**env, "SOAK_SITE": str(site)}

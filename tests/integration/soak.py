@@ -170,9 +170,10 @@ def app_command(bootstrap: str, src: str, app_id: str, state_dir: str, *options:
 
 def start_app(cmd: list[str], env: dict[str, str] | None = None,
               cwd: Path | None = None) -> subprocess.Popen:
+    env = env or dict(os.environ)  # SOAK_SITE: a directory of a sitecustomize (zoned_env)
+    path = os.pathsep.join(p for p in (str(ROOT), env.get("SOAK_SITE")) if p)
     return subprocess.Popen(cmd, cwd=cwd or ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True,
-                            env={**(env or os.environ), "PYTHONPATH": str(ROOT)})
+                            stderr=subprocess.STDOUT, text=True, env={**env, "PYTHONPATH": path})
 
 
 def finish(proc: subprocess.Popen, timeout_s: float = 600) -> tuple[int, list[str]]:
@@ -543,7 +544,7 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
          max_delay_s: float = 3.0, max_offsets: int | None = None,
          slow_ms: float = 0.2, mode: str = "micro_batch",
          spark_conf: dict[str, str] | None = None, cluster=None, delta: bool = False,
-         standbys: int = 0) -> Figures:
+         standbys: int = 0, zones: bool = False) -> Figures:
     """Run the soak against the broker at ``bootstrap``; returns the figures. Each round kills
     one of ``victims`` (at random) up to ``max_delay_s`` after its first micro-batch; the app
     reads ``max_offsets`` records per micro-batch (default: an eighth of a round's);
@@ -551,7 +552,8 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
     ``cluster``: the LocalCluster at ``bootstrap``, to add a broker fault to every round
     (:func:`faulted_round`). ``delta``: the app writes its echo to a Delta table too
     (``KStream.to_spark``), checked exact as well. ``standbys``: the app's
-    ``num.standby.replicas`` (real-time mode)."""
+    ``num.standby.replicas``. ``zones``: three executors in two zones (``zoned_env``) and
+    ``rack.aware.assignment.tags=zone``."""
     from kspark._kafka.admin import Admin
 
     rng = random.Random(seed)
@@ -561,11 +563,12 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
     src, app_id = f"soak-{tag}", f"soak-app-{tag}"
     Admin(bootstrap, 20000).create_topics({src: PARTITIONS, f"{src}-echo": PARTITIONS,
                                            f"{src}-agg": PARTITIONS})
-    from tests.integration.separate_disks import STATE_DIR, separate_disks_env
+    from tests.integration.separate_disks import STATE_DIR, separate_disks_env, zoned_env
 
     # each executor keeps its state on a disk of its own (its working directory)
     root = Path(tempfile.mkdtemp(prefix="kspark-soak-", dir=work_dir))
-    env = separate_disks_env(root)
+    env = zoned_env(root, separate_disks_env(root)) if zones else separate_disks_env(root)
+    master = "local-cluster[3,1,1024]" if zones else master
     if cluster is not None:  # a crash in a client library under a fault prints its stacks
         env["PYTHONFAULTHANDLER"] = "1"
     if spark_conf:
@@ -579,6 +582,8 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
         cmd += ["--delta", str(root / "delta")]
     if standbys:
         cmd += ["--standbys", str(standbys)]
+    if zones:
+        cmd += ["--rack-tags", "zone"]
     # micro-batch standbys: the kill waits for the first round of copies (so they are used)
     ready = "standby copies kept" if standbys and mode == "micro_batch" else None
     produced, kills, faults = 0, [], []

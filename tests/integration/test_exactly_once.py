@@ -152,21 +152,54 @@ def test_executor_killed_mid_batch_on_local_cluster(mode, standbys, broker, tmp_
     executor; with a standby copy of every task (``num.standby.replicas=1``) the lost
     thread's tasks move to the other thread, which keeps their copies. Micro-batch with a
     copy (batches of 500): the kill waits for the first round of copies, and the lost
-    executor's tasks go to the executor keeping them."""
+    executor's tasks go to the executor keeping them. With a copy, three executors in two
+    zones (``rack.aware.assignment.tags=zone``): every copy is in the other zone than its
+    task's active."""
     records = 3000
     copies = mode == "micro_batch" and standbys  # more batches: the kill waits for the copies
     f = soak.soak(broker, rounds=1, records=records, guarantee="exactly_once_v2", keys=KEYS,
                   seed=20261122, work_dir=str(tmp_path), victims=("executor",), max_delay_s=0,
-                  max_offsets=500 if copies else 1500, slow_ms=1, mode=mode, standbys=standbys)
+                  max_offsets=500 if copies else 1500, slow_ms=1, mode=mode, standbys=standbys,
+                  zones=bool(standbys))
     (kill,) = f.kills
     assert kill.pids, "the app finished before its executor could be killed"
     assert kill.executors >= 2, f"expected 2 executor processes, saw {kill.executors}"
     assert kill.restarts == 0, "the run needed a restart after losing an executor"
     if copies:  # the lost executor's tasks went to the executor keeping their copies
         assert "which keeps a warm copy of its stores" in kill.output, kill.output[-4000:]
+    if standbys:
+        _assert_copies_in_other_zones(kill.output)
     assert (f.duplicates, f.lost, f.wrong, f.open_transactions, f.disordered) == (0, 0, 0, 0, 0), f
     (root,) = tmp_path.glob("kspark-soak-*")
     assert len(executor_state_dirs(root)) >= 2, "each executor kept its own state"
+
+
+def _logged(output: str, marker: str) -> list[str]:
+    """The text after ``marker`` of each line of ``output`` carrying it."""
+    return [line.split(marker, 1)[1].strip() for line in output.splitlines() if marker in line]
+
+
+def _assert_copies_in_other_zones(output: str) -> None:
+    """As logged by the driver: the executors' zones (probed on each), and where copies are
+    kept (micro-batch: per executor; real time: per stream thread, with its executor)."""
+    import ast
+
+    probed = [ast.literal_eval(t) for t in _logged(output, "executors' client tags")]
+    zone = {e: t["zone"] for tags in probed for e, t in tags.items()}  # replacements too
+    assert sorted(probed[0][e]["zone"] for e in probed[0]) == ["a", "a", "b"], probed
+    placed = []  # (executor running a task, executor keeping its copy)
+    for text in _logged(output, "executors run tasks"):
+        runs, keeps = (ast.literal_eval(x) for x in text.split(" and keep copies of "))
+        runner = {t: e for e, tasks in runs.items() for t in tasks}
+        placed += [(runner[t], e) for e, tasks in keeps.items() for t in tasks if t in runner]
+    for text in _logged(output, "standby copies by client tags: stream threads"):
+        where, rest = text.split(" run ", 1)
+        runs, keeps = (ast.literal_eval(x) for x in rest.split(" and keep copies of "))
+        where = ast.literal_eval(where)
+        runner = {t: where[i] for i, tasks in runs.items() for t in tasks}
+        placed += [(runner[t], where[i]) for i, tasks in keeps.items() for t in tasks]
+    assert placed, output[-4000:]
+    assert all(zone[a] != zone[c] for a, c in placed), (placed, zone)
 
 
 def test_two_attempts_of_one_task_the_older_is_fenced_and_never_visible(broker, admin, topic_name,

@@ -129,3 +129,65 @@ def test_queries_follow_the_tasks_across_executors_and_an_executor_kill(
     failed = [e for r in rounds for e in r["errors"].values()]
     assert all("cannot be queried now" in e for e in failed), failed[:3]
     assert len(executor_state_dirs(tmp_path)) >= 2, "each executor kept its own state"
+
+
+def _partition_zero_held_by_copy(rounds: list[dict], expected: dict) -> dict | None:
+    """The first round whose keys of partition 0 (its active's executor killed, no input
+    since) fail a fresh read yet are answered by the standby copy: stale reads and IQv2
+    with the exact count, IQv2 with the changelog position the copy holds."""
+    for r in rounds:
+        zero = [k for k, (p, _, _) in r["meta"].items() if p == 0]
+        if zero and all(k in r["errors"] and r["stale"].get(k) == expected[k]
+                        and r["v2"][k].get("value") == expected[k] for k in zero):
+            return r
+    return None
+
+
+@pytest.mark.timeout(600)
+def test_a_micro_batch_standby_copy_answers_stale_reads_with_its_position(
+        broker, admin, topic_name, tmp_path):
+    """Micro-batch mode with ``num.standby.replicas=1`` on two executors: every key's
+    metadata names the other executor's worker as its standby host; after the active
+    executor of partition 0 is SIGKILLed (and no input arrives, so no batch moves the
+    task), a fresh read of its keys fails (not available), while stale reads and IQv2
+    queries (not ``require_active``) are answered by the copy: the exact count, with the
+    changelog position the copy holds. New input then moves the task to its copy."""
+    src = topic_name("iq-standby")
+    admin.create_topics({src: 2})
+    app_id, out = f"iq-{src}", tmp_path / "out"
+    out.mkdir()
+    _produce(broker, src, 0, 600)
+    env = {**separate_disks_env(tmp_path), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.iq_cluster_app", broker, src, app_id,
+         STATE_DIR, "micro_batch", str(out), "1"], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        _wait_for(out, proc, _counts(600))
+        deadline = time.monotonic() + 120  # the first round of copies announces them
+        while not (rounds := _rounds(out)) or not all(
+                hosts and hosts != [active] for _, active, hosts in rounds[-1]["meta"].values()):
+            assert proc.poll() is None and time.monotonic() < deadline, rounds[-1:]
+            time.sleep(0.2)
+        meta = rounds[-1]["meta"]
+        active = {p: a for p, a, _ in meta.values()}
+        assert sorted(active) == [0, 1] and active[0] != active[1], meta
+        victim = _executor_serving(proc.pid, active[0])
+        seen = len(rounds)
+        os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 120
+        while (held := _partition_zero_held_by_copy(_rounds(out)[seen:], _counts(600))) is None:
+            assert proc.poll() is None and time.monotonic() < deadline, _rounds(out)[-1:]
+            time.sleep(0.2)
+        changelog = f"{app_id}-counts-changelog"
+        positions = [held["v2"][k]["position"] for k, (p, _, _) in meta.items() if p == 0]
+        assert all(pos.get(changelog, {}).get("0", 0) > 0 for pos in positions), positions
+        _produce(broker, src, 600, 120)  # the next batch moves the task to its copy
+        _wait_for(out, proc, _counts(720))
+        (out / "stop").touch()
+        assert proc.wait(120) == 0
+    finally:
+        (out / "stop").touch()
+        if proc.poll() is None:
+            proc.kill()
+    assert "which keeps a warm copy of its stores" in (out / "app.log").read_text()

@@ -67,8 +67,10 @@ class InteractiveQueries:
         answered per partition (a ``StateQueryResult``), as Java's ``KafkaStreams.query``.
         Each partition's result carries the position it reflects; a partition whose task
         cannot answer within ``query.timeout.ms`` is a ``NOT_ACTIVE`` failure saying why,
-        one behind the request's ``PositionBound`` a ``NOT_UP_TO_BOUND`` failure."""
-        return self._queries().query(request)
+        one behind the request's ``PositionBound`` a ``NOT_UP_TO_BOUND`` failure. As in Java,
+        a standby copy (or a restoring task) may answer unless the request
+        ``require_active()``: its position says how fresh the answer is."""
+        return self._queries().query(request, stale=not request.is_require_active())
 
     def query_metadata_for_key(self, store_name: str, key: Any, key_serializer: Any) -> Any:
         """Where ``key`` of ``store_name`` lives: its partition (the default partitioner over

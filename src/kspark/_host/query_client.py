@@ -180,21 +180,29 @@ class QueryClient:
         raw = serializer.serialize(info.changelog or store, key)
         partition = default_partition(raw, info.tasks)
         self.routes.refresh()
-        route = self.routes.routes.get(info.task(partition))
+        task = info.task(partition)
+        route = self.routes.routes.get(task)
         host = None if route is None else HostInfo.build_from_endpoint(route.endpoint)
-        return KeyQueryMetadata(host, set(), partition)
+        copies = {HostInfo.build_from_endpoint(e) for e, r in
+                  self.routes.standbys.get(task, {}).items() if store in r.stores}
+        return KeyQueryMetadata(host, copies, partition)
 
     def all_metadata_for_store(self, store: str) -> list[StreamsMetadata]:
         """One StreamsMetadata per endpoint holding a partition of ``store``."""
         info = self.info(store)
         self.routes.refresh()
-        by_host: dict[str, set[tuple[str, int]]] = {}
-        names: dict[str, set[str]] = {}
-        for p, route in sorted(self.routes.for_store(store).items()):
-            by_host.setdefault(route.endpoint, set()).add((info.changelog or store, p))
-            names.setdefault(route.endpoint, set()).update(route.stores)
-        return [StreamsMetadata(HostInfo.build_from_endpoint(e), frozenset(names[e]),
-                                frozenset(tps)) for e, tps in sorted(by_host.items())]
+        held: dict[str, tuple[set, set, set, set]] = {}  # endpoint -> names, tps (active, copy)
+        for p in range(info.tasks):
+            route = self.routes.routes.get(info.task(p))
+            copies = [r for r in self.routes.standbys.get(info.task(p), {}).values()
+                      if store in r.stores]
+            for r, i in ([(route, 0)] if route and store in route.stores else []) + \
+                    [(r, 2) for r in copies]:
+                entry = held.setdefault(r.endpoint, (set(), set(), set(), set()))
+                entry[i].update(r.stores)
+                entry[i + 1].add((info.changelog or store, p))
+        return [StreamsMetadata(HostInfo.build_from_endpoint(e), *map(frozenset, sets))
+                for e, sets in sorted(held.items())]
 
     def close(self) -> None:
         self.routes.close()

@@ -15,6 +15,8 @@ are pure functions here, tested by name in ``tests/unit/test_assignment.py``.
 - :func:`move_back`: a home task whose warm-up copy has caught up (within
   ``acceptable.recovery.lag``) moves back to its home thread, and the thread that ran it
   keeps a copy again: Kafka Streams' probing rebalance.
+- :func:`spread_standbys`: with ``rack.aware.assignment.tags``, once every thread's
+  executor is known, the copies go to threads on executors with other tag values.
 
 Example:
     >>> a = initial_assignment(4, 2, 1)
@@ -33,7 +35,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["Assignment", "initial_assignment", "fail_over", "move_back"]
+from kspark._plan.racks import spread_copies
+
+__all__ = ["Assignment", "initial_assignment", "fail_over", "move_back", "spread_standbys"]
 
 
 @dataclass(frozen=True)
@@ -115,3 +119,25 @@ def move_back(a: Assignment, home: Assignment, lags: Mapping[tuple[int, int], in
 def _sorted(active: list[list[int]], standby: list[list[int]]) -> Assignment:
     return Assignment(tuple(tuple(sorted(t)) for t in active),
                       tuple(tuple(sorted(t)) for t in standby))
+
+
+def spread_standbys(a: Assignment, executor_of: Mapping[int, str],
+                    tags: Mapping[str, Mapping[str, str]], copies: int) -> Assignment:
+    """``a`` with its standby copies placed by client tags (``rack.aware.assignment.tags``,
+    see ``racks.py``): each task's ``copies`` copies on threads of other executors
+    (``executor_of``: thread -> the executor it runs on), those whose executor's ``tags``
+    differ most from the active's and the other copies'; warm-ups are dropped (this is
+    done once, before any loss).
+
+    >>> a = initial_assignment(3, 3, 1)
+    >>> spread_standbys(a, {0: "e0", 1: "e1", 2: "e2"},
+    ...                 {"e0": {"zone": "a"}, "e1": {"zone": "a"}, "e2": {"zone": "b"}}, 1).standby
+    ((2,), (), (0, 1))
+    """
+    owners = {t: i for i, tasks in enumerate(a.active) for t in tasks}
+    threads = sorted(executor_of)
+    spread = spread_copies(owners, threads, copies,
+                           {i: tags.get(executor_of[i], {}) for i in threads},
+                           machine=lambda i: executor_of[i])
+    return _sorted([list(t) for t in a.active],
+                   [spread.get(i, []) for i in range(len(a.active))])

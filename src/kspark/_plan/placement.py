@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from kspark._plan.racks import spread_copies
+
 __all__ = ["place", "held_state", "choose_executor", "settled_first", "re_place_now",
            "tasks_to_rerun", "keep_copies", "fail_over_to_copies", "settle_pins"]
 
@@ -164,12 +166,15 @@ def tasks_to_rerun(ran: Sequence[str], done: Collection[str]) -> list[str]:
 
 
 def keep_copies(assigned: Mapping[str, str], executors: Collection[str], copies: int,
-                warmups: Mapping[str, str] | None = None) -> dict[str, list[str]]:
+                warmups: Mapping[str, str] | None = None,
+                tags: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, list[str]]:
     """Per live executor id, the tasks it keeps warm copies of (``num.standby.replicas``,
     micro-batch mode): each task's ``copies`` copies on the executors after its own
     (``assigned``) in id order, never on its own (fewer copies when there are fewer other
-    executors); and each warm-up copy (``warmups``: task -> the executor it is to move back
-    to, see :func:`settle_pins`).
+    executors) -- or, with client ``tags`` (executor id -> tag values, see ``racks.py``), on
+    the executors whose tags differ most (:func:`~kspark._plan.racks.spread_copies`); and
+    each warm-up copy (``warmups``: task -> the executor it is to move back to, see
+    :func:`settle_pins`).
 
     >>> keep_copies({"0_0": "0", "0_1": "1", "0_2": "2"}, ["0", "1", "2"], 1)
     {'0': ['0_2'], '1': ['0_0'], '2': ['0_1']}
@@ -177,15 +182,20 @@ def keep_copies(assigned: Mapping[str, str], executors: Collection[str], copies:
     {'0': [], '1': ['0_0', '0_1']}
     >>> keep_copies({"0_0": "0"}, ["0"], 1)
     {'0': []}
+    >>> keep_copies({"0_0": "0", "0_1": "1"}, ["0", "1", "2"], 1,
+    ...             tags={"0": {"zone": "a"}, "1": {"zone": "a"}, "2": {"zone": "b"}})
+    {'0': [], '1': [], '2': ['0_0', '0_1']}
     """
     ids = sorted(executors, key=_order)
     out: dict[str, set[str]] = {e: set() for e in ids}
-    for task, e in assigned.items():
-        if e not in out:
-            continue
-        i = ids.index(e)
-        for k in range(1, min(copies, len(ids) - 1) + 1):
-            out[ids[(i + k) % len(ids)]].add(task)
+    live = {t: e for t, e in assigned.items() if e in out}
+    if tags and any(tags.get(e) for e in ids):
+        out = {e: set(tasks) for e, tasks in spread_copies(live, ids, copies, tags).items()}
+    else:
+        for task, e in live.items():
+            i = ids.index(e)
+            for k in range(1, min(copies, len(ids) - 1) + 1):
+                out[ids[(i + k) % len(ids)]].add(task)
     for task, e in (warmups or {}).items():
         if e in out and assigned.get(task) != e:
             out[e].add(task)

@@ -272,8 +272,10 @@ class MicroBatchHost:
             return
         tasks = [t for group in self.groups for t in group]
         spark: Any = self.spark
-        self.disks, self.held = probe_state(spark, self.executors, self.app_id, self.state_dir,
-                                            tasks)
+        self.disks, self.held, environs = probe_state(spark, self.executors, self.app_id,
+                                                      self.state_dir, tasks)
+        if self.rounds is not None:  # rack.aware.assignment.tags: where copies go
+            self.rounds.tag(environs)
         log.debug("application %r: executors %s, state held %s", self.app_id, self.disks,
                   self.held)
 

@@ -38,6 +38,7 @@ from pyspark.sql import SparkSession
 from kspark._host.context import HostContext
 from kspark._plan.placement import fail_over_to_copies, keep_copies, settle_pins
 from kspark._spark.located import located
+from kspark._spark.probe import client_tags
 
 __all__ = ["StandbyRounds"]
 
@@ -64,6 +65,11 @@ class StandbyRounds:
         self.lags: dict[tuple[str, str], int] = {}
         self.updated: dict[str, int] = {}  # task id -> records its copies applied, in all
         self.rounds = 0
+        # the rack.aware.assignment.tags config, and each executor's client tags
+        self.tag_config = {k: v for k, v in config.items()
+                           if k == "rack.aware.assignment.tags" or k.startswith("client.tag.")}
+        self.tags: dict[str, dict[str, str]] = {}
+        self._kept: dict[str, list[str]] = {}  # the copies last kept (logged when changed)
         self._tag = f"kspark-standby-{uuid.uuid4().hex}"
         self._thread: threading.Thread | None = None
         self._started_at = 0.0
@@ -102,7 +108,17 @@ class StandbyRounds:
     def keep(self, assigned: Mapping[str, str], executors: Mapping[str, str]
              ) -> dict[str, list[str]]:
         """Per executor, the copies it keeps under ``assigned`` (standbys and warm-ups)."""
-        return keep_copies(assigned, executors, self.n, self.warmups)
+        keep = keep_copies(assigned, executors, self.n, self.warmups, self.tags)
+        if keep != self._kept:
+            self._kept = keep
+            runs = {e: sorted(t for t, x in assigned.items() if x == e) for e in sorted(keep)}
+            log.info("application %r: executors run tasks %s and keep copies of %s",
+                     self.app_id, runs, keep)
+        return keep
+
+    def tag(self, environs: Mapping[str, Mapping[str, str]]) -> None:
+        """Take the executors' client tags from their probed ``environs`` (``probe.py``)."""
+        self.tags = client_tags(self.app_id, self.tag_config, environs)
 
     def start(self, keep: Mapping[str, list[str]], executors: Mapping[str, str],
               disks: Mapping[str, str]) -> bool:

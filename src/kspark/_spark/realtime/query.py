@@ -78,7 +78,7 @@ def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
              plan.application_id, threads, len(specs), len(members), interval_ms,
              len(home.standby[0]) // max(1, len(home.active[0])) if home.active[0] else 0)
     assignor = Assignor(home, [s.task_id for s in specs], int(config["max.warmup.replicas"]),
-                        int(config["acceptable.recovery.lag"]))
+                        int(config["acceptable.recovery.lag"]), standbys_for(config))
     return RealTimeQuery(spark, contexts, epoch, assignor=assignor,
                          probing_s=int(config["probing.rebalance.interval.ms"]) / 1000)
 
@@ -257,7 +257,7 @@ class RealTimeQuery:
         if self.assignor is None or not any(self._template.standby) or not self.jobs.placing:
             return
         AssignmentWatch(self.assignor, self.jobs.where, self.jobs.alive, self._thread_reports,
-                        self._publish, self._done, self.probing_s).start()
+                        self._publish, self._done, self.probing_s, tags=self.jobs.tags).start()
 
     def _thread_reports(self) -> tuple[dict[tuple[int, str], int], set[str]]:
         """As the threads last reported from their running epochs: per (thread, task id)

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from kspark._plan.assignment import Assignment, fail_over, move_back
+from kspark._plan.assignment import Assignment, fail_over, move_back, spread_standbys
 
 __all__ = ["Assignor", "AssignmentWatch"]
 
@@ -36,8 +36,9 @@ class Assignor:
     """The run's current assignment, changed by losses and probing (thread-safe)."""
 
     def __init__(self, home: Assignment, task_ids: list[str], max_warmups: int,
-                 acceptable_lag: int):
+                 acceptable_lag: int, copies: int = 0):
         self.home = self.current = home
+        self.copies = copies  # num.standby.replicas
         self.task_ids, self.max_warmups, self.acceptable_lag = task_ids, max_warmups, acceptable_lag
         self.version = 0
         self.target: Assignment | None = None  # a move back, once its tasks are given up
@@ -46,6 +47,20 @@ class Assignor:
     def assignment(self) -> tuple[int, Assignment]:
         with self._lock:
             return self.version, self.current
+
+    def spread(self, executor_of: dict[int, str], tags: dict[str, dict[str, str]]) -> bool:
+        """Before any loss or move (version 0): place the copies by the executors' client
+        ``tags`` (``executor_of``: each thread's executor), as the home assignment too;
+        whether that changed anything (a new version to send)."""
+        with self._lock:
+            if self.version != 0:
+                return False
+            self.home = spread_standbys(self.home, executor_of, tags, self.copies)
+            log.info("standby copies by client tags: stream threads %s run %s and keep "
+                     "copies of %s", {i: executor_of[i] for i in sorted(executor_of)},
+                     *({i: [self.task_ids[t] for t in tasks] for i, tasks in enumerate(a)}
+                       for a in (self.home.active, self.home.standby)))
+            return self._set(self.home)
 
     def lost(self, thread: int) -> bool:
         """``thread`` was lost: its tasks go to their copies' keepers; whether that changed
@@ -106,16 +121,19 @@ class AssignmentWatch(threading.Thread):
                  alive: Callable[[], set[str]],
                  reports: Callable[[], tuple[dict[tuple[int, str], int], set[str]]],
                  publish: Callable[[], None], done: threading.Event,
-                 probing_s: float, every_s: float = 0.5):
+                 probing_s: float, every_s: float = 0.5,
+                 tags: dict[str, dict[str, str]] | None = None):
         super().__init__(name="kspark-assignment-watch", daemon=True)
         self.assignor, self.where, self.alive, self.reports = assignor, where, alive, reports
         self.publish, self.done, self.probing_s, self.every_s = publish, done, probing_s, every_s
         self.handled: dict[int, str] = {}  # thread -> the lost executor it was moved off
+        self.tags = tags  # executor -> its client tags: copies are placed by them, once
 
     def run(self) -> None:
         next_probe = time.monotonic() + self.probing_s
         while not self.done.wait(self.every_s):
             try:
+                self.spread_by_tags()
                 self.check_lost()
                 lags, running = self.reports()
                 if self.assignor.settle(running):
@@ -126,6 +144,18 @@ class AssignmentWatch(threading.Thread):
                         self.publish()
             except Exception as e:  # noqa: BLE001 - looked at again in half a second
                 log.warning("watching the stream threads failed: %s", e)
+
+    def spread_by_tags(self) -> None:
+        """With client tags: once every thread's executor is known, place the copies by
+        the tags (``Assignor.spread``)."""
+        if not self.tags:
+            return
+        executor_of = {i: self.where(i) for i in range(len(self.assignor.home.active))}
+        known = {i: e for i, e in executor_of.items() if e is not None}
+        if len(known) == len(executor_of):
+            tags, self.tags = self.tags, None
+            if self.assignor.spread(known, tags):
+                self.publish()
 
     def check_lost(self) -> None:
         """A thread whose executor is gone: hand its tasks to their copies, once."""

@@ -56,6 +56,7 @@ class ThreadJobs:
         self._held: dict[str, dict[int, int]] = {}  # executor -> {thread: state held}
         self._last: dict[int, str] = {}  # thread -> the executor it last ran on
         self._groups: dict[int, str] = {}  # thread -> its running job's group
+        self.tags: dict[str, dict[str, str]] = {}  # executor -> its client tags (racks.py)
 
     def prepare(self, threads: list[list[str]]) -> None:
         """Before the threads start: load the placement shim and, with several executors,
@@ -64,14 +65,16 @@ class ThreadJobs:
         if self.connect:
             return
         from kspark._spark.located import live_executors, load
-        from kspark._spark.probe import probe_state
+        from kspark._spark.probe import client_tags, probe_state
 
         self.placing = load(self.spark, long_wait=False)
         executors = live_executors(self.spark)  # those registered by now
         if not self.placing or len(executors) < 2:
             return
-        _, held = probe_state(self.spark, executors, self.app_id, self.state_dir,
-                              [t for tasks in threads for t in tasks])
+        _, held, environs = probe_state(self.spark, executors, self.app_id, self.state_dir,
+                                        [t for tasks in threads for t in tasks])
+        self.tags = client_tags(self.app_id, next(iter(self.contexts.values())).config,
+                                environs)
         self._held = {e: {i: sum(h.get(t, 0) for t in tasks) for i, tasks in enumerate(threads)}
                       for e, h in held.items()}
         log.info("application %r: stream threads' state on executors %s", self.app_id,
