@@ -45,7 +45,7 @@ if TYPE_CHECKING:
         Windowed,
     )
     from kspark.errors import KSparkError
-    from kspark.processor import KeyValue, Topology
+    from kspark.processor import KeyValue, Topology, TopologyDescription
     from kspark.state import Stores
     from kspark.serde import Serde, Serdes
     from kspark.metrics import Metric, MetricName, Metrics
@@ -88,6 +88,7 @@ __all__ = [
     "TimeWindowedSerde",
     "TimeWindows",
     "Topology",
+    "TopologyDescription",
     "Window",
     "Windowed",
     "spark_session",
@@ -110,6 +111,7 @@ _HOME = {
     "StreamsConfig": "kspark.config",
     "KSparkError": "kspark.errors",
     "Topology": "kspark.processor",
+    "TopologyDescription": "kspark.processor",
     "KeyValue": "kspark.processor",
     "Stores": "kspark.state",
     "Serde": "kspark.serde",

@@ -228,7 +228,7 @@ def _describe(args: argparse.Namespace) -> int:
               "--partitions, else are assumed")
         props["bootstrap.servers"] = "bootstrap.servers.unset:9092"  # asked by no one
     topology = load_topology(args.application)
-    print(describe_application(topology.describe(), topology._graph,  # noqa: SLF001
+    print(describe_application(str(topology.describe()), topology._graph,  # noqa: SLF001
                                StreamsConfig(props), {t: int(n) for t, n in partitions.items()},
                                broker), end="")
     return 0

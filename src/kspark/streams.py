@@ -136,7 +136,8 @@ class KafkaStreams(InteractiveQueries):
         from kspark._plan.describe import describe_application
 
         graph = self._topology._graph  # noqa: SLF001 - kspark's own topology graph
-        return describe_application(self._topology.describe(), graph, self.config, partitions)
+        return describe_application(str(self._topology.describe()), graph, self.config,
+                                    partitions)
 
     def await_termination(self, timeout_s: float | None = None) -> bool:
         """Wait until the query stops (``autostop.at=eol``: input consumed); True if it did.

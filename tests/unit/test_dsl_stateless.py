@@ -81,7 +81,7 @@ def test_through_and_repartition_read_back_their_topics():
     assert d.create_output_topic("out", S, I).read_key_values_to_list() == [("a", 4)]
     assert d.create_output_topic("mid", S, I).read_value() == 1
     assert d.create_output_topic("app-r-repartition", S, I).read_value() == 2
-    assert t.describe().count("Sub-topology") == 3
+    assert str(t.describe()).count("Sub-topology") == 3
 
 
 def test_print_writes_label_key_value(capsys):

@@ -140,7 +140,7 @@ def test_topology_add_global_store_needs_logging_disabled():
                            key_serde=S, value_serde=S)
     t.add_global_store(_counts_builder().with_logging_disabled(), "src", "events", "proc",
                        _Counter, key_serde=S, value_serde=S)
-    assert "Sub-topology: 0 for global store (will not generate tasks)" in t.describe()
+    assert "Sub-topology: 0 for global store (will not generate tasks)" in str(t.describe())
     with pytest.raises(TopologyError, match="must have different names"):
         Topology().add_global_store(_counts_builder().with_logging_disabled(), "x", "e", "x",
                                     _Counter)

@@ -144,7 +144,7 @@ def test_named_names_the_processor_positionally_or_by_keyword():
     s = b.stream("in", Consumed.with_(S, S).with_name("source"))
     s.filter(lambda k, v: True, Named.as_("keep-all")).map_values(
         str.upper, name="upper").to("out", Produced.as_("sink"))
-    text = b.build().describe()
+    text = str(b.build().describe())
     for name in ("source", "keep-all", "upper", "sink"):
         assert f"{name} " in text or f"{name}\n" in text or f"{name} (" in text
 
@@ -154,7 +154,7 @@ def test_grouped_names_the_repartition_topic_and_gives_its_serdes():
     (b.stream("in", Consumed.with_(S, S))
      .group_by(lambda k, v: v, Grouped.with_("by-value", S, S)).count(Named.as_("counter"))
      .to_stream().to("out", Produced.with_(S, L)))
-    text = b.build().describe()
+    text = str(b.build().describe())
     assert "by-value-repartition" in text and "counter" in text
     out = _drive(b, {"in": [("a", "x", 1), ("b", "x", 2)]}, {"out": (S, L)})
     assert out["out"] == [("x", 1), ("x", 2)]

@@ -47,7 +47,7 @@ def _stream() -> tuple[StreamsBuilder, KStream]:
 
 
 def _repartitions(b: StreamsBuilder) -> bool:
-    return "-repartition" in b.build().describe()
+    return "-repartition" in str(b.build().describe())
 
 
 @pytest.mark.parametrize("method", sorted(KEY_CHANGING))

@@ -142,8 +142,8 @@ def test_plan_and_describe_import_no_pyspark():
 
 def test_describe_prints_the_topology_then_the_spark_plan_and_its_assumptions():
     t = _word_count()
-    text = describe_application(t.describe(), t._graph, _config(), {"words": 4}, broker=False)
-    assert text.startswith(t.describe())
+    text = describe_application(str(t.describe()), t._graph, _config(), {"words": 4}, broker=False)
+    assert text.startswith(str(t.describe()))
     assert "   Stage 1 (4 Spark tasks): exchange of 4 partitions" in text
     assert "repartition topic, not created in Kafka; 4 partitions" in text
     assert "-changelog: changelog of store KSTREAM-AGGREGATE-0000000005-STATE-STORE" in text
@@ -153,7 +153,7 @@ def test_describe_prints_the_topology_then_the_spark_plan_and_its_assumptions():
 
 def test_describe_says_what_it_assumed():
     t = _enrich()
-    text = describe_application(t.describe(), t._graph, _config(), {"clicks": 2}, broker=False)
+    text = describe_application(str(t.describe()), t._graph, _config(), {"clicks": 2}, broker=False)
     assumed = "assumed: the broker was not asked; give the topic's partition count"
     assert f"   users: 1 ({assumed})" in text
 

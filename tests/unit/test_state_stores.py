@@ -106,7 +106,7 @@ def _counting(kind, caching=False):
 @pytest.mark.parametrize("kind", KINDS, ids=["in-memory", "rocksdb"])
 def test_processor_with_store_and_punctuation_scanning_it(kind):
     topology = _counting(kind)
-    assert "(stores: [counts])" in topology.describe()
+    assert "(stores: [counts])" in str(topology.describe())
     with TopologyTestDriver(topology, {"application.id": "app"}) as d:
         i = d.create_input_topic("in", S, S)
         for k, ts in [("a", 0), ("b", 10), ("a", 20), ("a", 150)]:

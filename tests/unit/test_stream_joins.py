@@ -24,7 +24,7 @@ def _join(kind, events, windows=WITHIN_10):
     joined = getattr(left, kind)(right, lambda a, c: f"{a}+{c}", windows)
     joined.to("out", value_serde=S)
     topology = b.build()
-    assert topology.describe().count("Sub-topology") == 1
+    assert str(topology.describe()).count("Sub-topology") == 1
     with TopologyTestDriver(topology) as d:
         topics = {"l": d.create_input_topic("l", S, S), "r": d.create_input_topic("r", S, S)}
         for side, k, v, ts in events:

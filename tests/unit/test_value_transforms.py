@@ -91,7 +91,7 @@ def test_process_values_changes_values_and_needs_no_repartition():
     b = StreamsBuilder()
     b.stream("s", key_serde=S, value_serde=L).process_values(Tenfold).group_by_key().count(
     ).to_stream().to("o", key_serde=S, value_serde=L)
-    assert "repartition" not in b.build().describe()
+    assert "repartition" not in str(b.build().describe())
     with TopologyTestDriver(b.build()) as d:
         d.create_input_topic("s", S, L).pipe_input("a", 3, 5)
         assert _out(d, "o") == [("a", 1, 6)]

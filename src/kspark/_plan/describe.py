@@ -13,7 +13,7 @@ Example:
     >>> b.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to("out")
     >>> t = b.build()
     >>> c = StreamsConfig({"application.id": "app", "bootstrap.servers": "kafka:9092"})
-    >>> print(describe_application(t.describe(), t._graph, c, {"in": 2}, broker=False))
+    >>> print(describe_application(str(t.describe()), t._graph, c, {"in": 2}, broker=False))
     ... # doctest: +ELLIPSIS
     Topologies:
     ...
@@ -93,10 +93,11 @@ def _broker_counts(config: Any) -> tuple[dict[str, int], str]:
 
 
 def describe_plan(topology_text: str, query: QueryPlan, notes: Sequence[str] = ()) -> str:
-    """``topology_text`` (``Topology.describe()``), then ``query``'s stages, exchanges,
-    tasks, stores and internal topics; ``notes``: lines under "Partition counts:"."""
-    lines = [topology_text.rstrip("\n"),
-             "Spark plan (one streaming query; every micro-batch runs each stage once):"]
+    """``topology_text`` (``str(Topology.describe())``, Java's text as it is), then
+    ``query``'s stages, exchanges, tasks, stores and internal topics; ``notes``: lines under
+    "Partition counts:"."""
+    text = topology_text if topology_text.endswith("\n") else topology_text + "\n"
+    lines = [text + "Spark plan (one streaming query; every micro-batch runs each stage once):"]
     for stage in query.stages:
         lines += _stage_lines(query, stage)
     terminal = ", ".join(str(s.index) for s in query.stages if s.terminal)

@@ -13,8 +13,10 @@ from kspark._engine.api import Processor, ProcessorContext, Record, RecordMetada
 from kspark._engine.async_.processor import AsyncProcessor
 from kspark._engine.async_.runtime import RetryPolicy
 from kspark._engine.punctuation import Cancellable, PunctuationType
+from kspark.processor.description import TopologyDescription
 from kspark.processor.key_value import KeyValue
 from kspark.processor.topology import Topology
 
 __all__ = ["AsyncProcessor", "Cancellable", "KeyValue", "Processor", "ProcessorContext",
-           "PunctuationType", "Record", "RecordMetadata", "RetryPolicy", "Topology"]
+           "PunctuationType", "Record", "RecordMetadata", "RetryPolicy", "Topology",
+           "TopologyDescription"]

@@ -7,6 +7,8 @@ from typing import Any
 
 from kspark._engine.state.build import store_kind
 from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
+from kspark._graph.node_groups import AddedOrder
+from kspark.processor.description import TopologyDescription, describe
 
 __all__ = ["Topology"]
 
@@ -19,7 +21,7 @@ class Topology:
         >>> t = Topology()
         >>> t = t.add_source("src", "in", key_serde=Serdes.String(), value_serde=Serdes.String())
         >>> t = t.add_sink("out", "out-topic", "src")
-        >>> print(t.describe())
+        >>> print(t.describe(), end="")
         Topologies:
            Sub-topology: 0
             Source: src (topics: [in])
@@ -31,6 +33,7 @@ class Topology:
 
     def __init__(self, graph: TopologyGraph | None = None):
         self._graph = graph if graph is not None else TopologyGraph()
+        self._added = AddedOrder()  # what describe() shows of the order things were added
 
     def add_source(self, name: str, *topics: str, key_serde: Any = None, value_serde: Any = None,
                    timestamp_extractor: Callable | None = None,
@@ -68,57 +71,27 @@ class Topology:
             store_builder, SourceSpec(source_name, (topic,), key_serde, value_serde,
                                       timestamp_extractor, offset_reset),
             ProcessorSpec(processor_name, state_update_supplier, (source_name,)))
+        self._added.global_after[store_builder.name] = len(self._graph.nodes)
         return self
 
     def add_state_store(self, builder: Any, *processor_names: str) -> "Topology":
         """Add a state store, optionally connected to processors already in the topology."""
         store_kind(builder)  # a builder that names its store kind, or a clear error
         self._graph.add_store(builder, tuple(processor_names))
+        self._added.connected(tuple(processor_names), (builder.name,))
         return self
 
     def connect_processor_and_state_stores(self, processor_name: str,
                                            *store_names: str) -> Topology:
         """Give a processor access to stores added before."""
         self._graph.connect((processor_name,), tuple(store_names))
+        self._added.connected((processor_name,), tuple(store_names))
         return self
 
-    def describe(self) -> str:
-        """Sub-topologies, sources, processors and sinks, as Kafka Streams prints them."""
-        lines = ["Topologies:"]
-        groups = self._sub_topologies()
-        for i, group in enumerate(groups):
-            lines.append(f"   Sub-topology: {i}")
-            for spec in group:
-                lines.extend(self._describe_node(spec))
-        for i, (store, g) in enumerate(self._graph.global_stores.items(), len(groups)):
-            lines.append(f"   Sub-topology: {i} for global store (will not generate tasks)")
-            lines += [f"    Source: {g.source.name} (topics: [{g.source.topics[0]}])",
-                      f"      --> {g.processor.name}",
-                      f"    Processor: {g.processor.name} (stores: [{store}])",
-                      f"      <-- {g.source.name}"]
-        return "\n".join(lines) + "\n"
-
-    def _describe_node(self, spec: Any) -> list[str]:
-        if isinstance(spec, SourceSpec):
-            head = f"    Source: {spec.name} (topics: [{', '.join(spec.topics)}])"
-        elif isinstance(spec, SinkSpec):
-            topic = spec.topic if isinstance(spec.topic, str) else "<topic extractor>"
-            head = f"    Sink: {spec.name} (topic: {topic})"
-        else:
-            stores = ", ".join(self._graph.stores_of(spec.name))
-            head = f"    Processor: {spec.name} (stores: [{stores}])"
-        out = [head]
-        children = [c.name for c in self._graph.children(spec.name)]
-        if children:
-            out.append(f"      --> {', '.join(children)}")
-        if spec.parents:
-            out.append(f"      <-- {', '.join(spec.parents)}")
-        return out
-
-    def _sub_topologies(self) -> list[list[Any]]:
-        from kspark._graph.subtopology import sub_topologies
-
-        return [[self._graph.nodes[n] for n in st.nodes] for st in sub_topologies(self._graph)]
+    def describe(self) -> TopologyDescription:
+        """The sub-topologies, global stores and nodes, as Java's ``Topology.describe()``;
+        ``str()`` of it is Kafka Streams' text for the same topology."""
+        return describe(self._graph, self._added)
 
     def __repr__(self) -> str:
-        return self.describe()
+        return str(self.describe())
