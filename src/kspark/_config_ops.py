@@ -5,8 +5,10 @@ endpoint (``docs/operations.md``), and the interactive-query endpoints of the wo
 Example:
     >>> [k[0] for k in operations_config()][:3]
     ['metrics.recording.level', 'metrics.http.port', 'metrics.http.host']
-    >>> [k[0] for k in operations_config()][3:]
+    >>> [k[0] for k in operations_config()][3:6]
     ['query.endpoint.enabled', 'query.endpoint.host', 'query.timeout.ms']
+    >>> [k[0] for k in operations_config()][6:]
+    ['ensure.explicit.internal.resource.naming']
 
 and those of standby replicas and warm-up (KIP-441: Kafka Streams' names, defaults and
 meanings; both modes):
@@ -70,6 +72,11 @@ def operations_config() -> list[tuple[str, type, Any, str, Any]]:
         ("query.timeout.ms", int, 10000, "kspark: how long an interactive query waits for a "
          "partition's task to become queryable (restoring, moving, a worker starting) "
          "before it fails with StateStoreNotAvailableError.", _positive),
+        ("ensure.explicit.internal.resource.naming", bool, False, "Refuse a topology whose "
+         "changelog topics, stores or repartition topics have generated names (KIP-1111, as "
+         "Kafka Streams 4.1): their names then change with the topology, and so does where "
+         "its state is. The error lists them; name them with Materialized.as_, Grouped.as_, "
+         "Repartitioned.as_, Joined.as_, StreamJoined.as_ or Suppressed.with_name.", None),
     ]
 
 

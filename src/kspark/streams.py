@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kspark._engine.metrics.names import Metrics
+from kspark._graph.naming import check_explicit_naming
 from kspark._host.interactive import InteractiveQueries
 from kspark._host.lifecycle import Lifecycle, State, StreamThreadExceptionResponse
 from kspark._host.runner import Runner
@@ -45,6 +46,7 @@ class KafkaStreams(InteractiveQueries):
                  spark: Any = None):
         self.config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
         self._topology = topology
+        check_explicit_naming(topology._graph, self.config)  # noqa: SLF001 - kspark's own
         self._spark = spark
         self._app: Runner | None = None  # the one protocol of every execution mode
         self._life = Lifecycle()

@@ -43,7 +43,8 @@ public class Reference {
         java.nio.file.Path dir = null;
         try {
             dir = java.nio.file.Files.createTempDirectory("kspark-ref-");
-            StreamsBuilder b = new StreamsBuilder();
+            StreamsBuilder b = lines.contains("explicit")  // KIP-1111 reads the builder's config
+                ? new StreamsBuilder(new TopologyConfig(new StreamsConfig(explicitProps()))) : new StreamsBuilder();
             Map<String, Object> vars = new HashMap<>();
             Properties p = new Properties();
             p.put(StreamsConfig.APPLICATION_ID_CONFIG, "ref");
@@ -54,7 +55,7 @@ public class Reference {
             List<String[]> inputs = new ArrayList<>();
             List<String> outs = new ArrayList<>();
             List<String[]> stores = new ArrayList<>();
-            boolean dropped = false, metrics = false, storeMetrics = false;
+            boolean dropped = false, metrics = false, storeMetrics = false, describe = false;
             for (String line : lines) {
                 String[] t = line.split(" ");
                 switch (t[0]) {
@@ -68,12 +69,18 @@ public class Reference {
                             ? LogAndContinueProcessingExceptionHandler.class : LogAndFailProcessingExceptionHandler.class);
                         break;
                     case "dropped": dropped = true; break;
+                    case "describe": describe = true; break;
+                    case "optimize": p.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE); break;
+                    case "explicit": p.put("ensure.explicit.internal.resource.naming", "true"); break;
                     case "metrics": metrics = true; p.put(StreamsConfig.METRICS_RECORDING_LEVEL_CONFIG, t[1]);
                         storeMetrics = t.length > 2 && t[2].equals("stores"); break;
                     default: break;
                 }
             }
-            try (TopologyTestDriver d = new TopologyTestDriver(b.build(), p)) {
+            Topology topology = b.build(p);
+            if (describe)  // Java's text, line by line (trailing blanks kept, trailing newlines not)
+                for (String l : topology.describe().toString().split("\n")) sb.append("describe ").append(l).append('\n');
+            try (TopologyTestDriver d = new TopologyTestDriver(topology, p)) {
                 Map<String, TestInputTopic<String, Long>> topics = new HashMap<>();
                 for (String[] t : inputs) {
                     topics.computeIfAbsent(t[1], n -> d.createInputTopic(n, S.serializer(), L.serializer()))
@@ -98,6 +105,14 @@ public class Reference {
             } catch (IOException ignored) { }
         }
         return sb.toString();
+    }
+
+    static Properties explicitProps() {
+        Properties p = new Properties();
+        p.put(StreamsConfig.APPLICATION_ID_CONFIG, "ref");
+        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "dummy:1234");
+        p.put("ensure.explicit.internal.resource.naming", "true");
+        return p;
     }
 
     static void dump(TopologyTestDriver d, String name, String kind, StringBuilder sb) {

@@ -1,6 +1,9 @@
 """Run N generated scenarios on kspark and on Java Kafka Streams; report disagreements.
 
-    python -m tests.conformance --count 3000 [--seed 0] [--show 5]
+    python -m tests.conformance --count 3000 [--seed 0] [--show 5] [--describe] [--optimize]
+
+``--describe`` compares each topology's description (Java's text) too; ``--optimize`` runs
+every scenario with topology.optimization=all.
 """
 
 from __future__ import annotations
@@ -18,9 +21,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--show", type=int, default=3)
+    ap.add_argument("--describe", action="store_true")
+    ap.add_argument("--optimize", action="store_true")
     a = ap.parse_args(argv)
     t0 = time.monotonic()
-    scs = [scenario(a.seed + i) for i in range(a.count)]
+    extra = ["describe"] * a.describe + ["optimize"] * a.optimize
+    scs = [extra + scenario(a.seed + i) for i in range(a.count)]
     bad = []
     for i in range(0, len(scs), 500):
         bad += compare(scs[i:i + 500])

@@ -11,6 +11,10 @@ Streams. Keys are strings, values longs; ``~`` stands for null.
     handler continue|fail              processing.exception.handler (KIP-1033): Java's
                                        LogAndContinue/LogAndFailProcessingExceptionHandler
     dropped                            answer the tasks' dropped-records-total too
+    describe                           answer the topology's description first, one
+                                       ``describe <line>`` per line of Java's text
+    optimize                           topology.optimization=all
+    explicit                           ensure.explicit.internal.resource.naming=true
     metrics INFO|DEBUG|TRACE [stores]  metrics.recording.level; answer the names, groups and
                                        tag keys of the task, node and topic metrics too (with
                                        ``stores``: the state-store and record-cache metrics too;
@@ -196,6 +200,7 @@ class Built:
     dropped: bool = False  # a ``dropped`` line: answer the dropped-records count too
     metrics: bool = False  # a ``metrics LEVEL`` line: answer the metrics' names too
     store_metrics: bool = False  # ``metrics LEVEL stores``: the stores' and caches' too
+    describe: bool = False  # a ``describe`` line: answer the description first
 
 
 def build(lines: list[str], builder: StreamsBuilder | None = None, prefix: str = "") -> Built:
@@ -221,6 +226,12 @@ def build(lines: list[str], builder: StreamsBuilder | None = None, prefix: str =
             built.config["processing.exception.handler"] = JAVA_HANDLERS[t[1]]
         elif t[0] == "dropped":
             built.dropped = True
+        elif t[0] == "describe":
+            built.describe = True
+        elif t[0] == "optimize":
+            built.config["topology.optimization"] = "all"
+        elif t[0] == "explicit":
+            built.config["ensure.explicit.internal.resource.naming"] = True
         elif t[0] == "metrics":
             built.metrics = True
             built.store_metrics = t[2:] == ["stores"]
@@ -268,12 +279,22 @@ def normal_metrics(answer: list[str]) -> list[str]:
     return out
 
 
+def described(topology: Any) -> list[str]:
+    """The lines of ``str(topology.describe())``, as Java's ``split("\\n")`` gives them (no
+    trailing empty ones)."""
+    lines = str(topology.describe()).split("\n")
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
 def run(lines: list[str]) -> list[str]:
     """Build and drive the scenario on kspark's TopologyTestDriver; the answer's lines."""
     try:
         built = build(lines)
-        answer = []
-        with TopologyTestDriver(built.builder.build(), built.config) as d:
+        topology = built.builder.build()
+        answer = [f"describe {line}" for line in described(topology)] if built.describe else []
+        with TopologyTestDriver(topology, built.config) as d:
             topics = {}
             for t in built.inputs:
                 if t[1] not in topics:

@@ -130,8 +130,10 @@ def _repartition(b, i, o):
 
 
 def _through(b, i, o):
+    """Kafka Streams 4's replacement of through(): to(topic), then stream(topic)."""
     (b.stream(i[0], key_serde=S, value_serde=I).map(lambda k, v: (k.upper(), v + 1))
-      .through(o[0], key_serde=S, value_serde=I)
+      .to(o[0], key_serde=S, value_serde=I))
+    (b.stream(o[0], key_serde=S, value_serde=I)
       .map_values(lambda v: f"after-{v}").to(o[1], key_serde=S, value_serde=S))
 
 

@@ -178,13 +178,15 @@ def test_an_aggregate_carries_the_newest_timestamp_it_has_seen():
 
 
 def test_a_repartition_drops_null_keys_before_the_topic():
-    """Issue 10, rule 23: every repartition filters null keys (KStreamImpl's
-    -repartition-filter), so a later step never sees them."""
+    """Issue 10, rule 23: every repartition filters null keys (KStreamImpl's filter before
+    the repartition sink, named as Java names it), so a later step never sees them."""
     b = StreamsBuilder()
     (b.stream("in", key_serde=S, value_serde=S).select_key(lambda k, v: v or None)
       .repartition(key_serde=S, value_serde=S).to("out"))
     topology = b.build()
-    assert "-repartition-filter" in str(topology.describe())
+    text = str(topology.describe())
+    assert "Processor: KSTREAM-FILTER-0000000004 (stores: [])\n      --> KSTREAM-SINK-0000000003" \
+        in text and "(topic: KSTREAM-REPARTITION-0000000002-repartition)" in text
     with TopologyTestDriver(topology, NO_CACHE) as d:
         i = d.create_input_topic("in", S, S)
         for v in ("x", "", "y"):

@@ -68,13 +68,11 @@ def test_merge_keeps_arrival_order():
     assert out["out"] == [("a", 1), ("b", 200), ("c", 3)]
 
 
-def test_through_and_repartition_read_back_their_topics():
-    def build(s):
-        s.through("mid").map_values(lambda v: v + 1).repartition(name="r", value_serde=I) \
-         .map_values(lambda v: v * 2).to("out", value_serde=I)
-
+def test_to_then_stream_and_repartition_read_back_their_topics():
     b = StreamsBuilder()
-    build(b.stream("in", key_serde=S, value_serde=I))
+    b.stream("in", key_serde=S, value_serde=I).to("mid")
+    (b.stream("mid", key_serde=S, value_serde=I).map_values(lambda v: v + 1)
+     .repartition(name="r", value_serde=I).map_values(lambda v: v * 2).to("out", value_serde=I))
     t = b.build()
     d = TopologyTestDriver(t, {"application.id": "app"})
     d.create_input_topic("in", S, I).pipe_input("a", 1)

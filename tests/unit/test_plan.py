@@ -64,7 +64,7 @@ def test_one_stage_topology_reads_kafka_without_exchange():
 def test_two_stage_topology_shuffles_the_repartition_topic():
     p = plan(_word_count()._graph, {"words": 4, "counts": 4}, _config())
     first, second = p.stages
-    rep = "app-KSTREAM-AGGREGATE-0000000002-repartition"
+    rep = "app-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition"
     assert (first.exchange, first.terminal, second.terminal) == (None, False, True)
     assert second.exchange.size == 4 and second.exchange.upstream == (0,)
     assert second.exchange.topics == (rep,)
@@ -87,7 +87,7 @@ def test_join_of_a_repartitioned_stream_with_a_table_shares_the_tables_stage():
     (join,) = second.members
     assert (join.sub_topology, join.tasks, join.source.topics) == (0, 3, ("users",))
     assert second.exchange.size == 3 and second.exchange.upstream == (0,)
-    rep = "app-KSTREAM-REPARTITION-0000000004-repartition"
+    rep = "app-KSTREAM-KEY-SELECT-0000000004-repartition"
     assert p.routes == {rep: (3, 0)} and p.fed_partitions == {rep: 3}  # like the table
     assert (p.first_marker, p.tasks) == ({0: 0, 1: 3}, 5)
 
@@ -146,7 +146,7 @@ def test_describe_prints_the_topology_then_the_spark_plan_and_its_assumptions():
     assert text.startswith(str(t.describe()))
     assert "   Stage 1 (4 Spark tasks): exchange of 4 partitions" in text
     assert "repartition topic, not created in Kafka; 4 partitions" in text
-    assert "-changelog: changelog of store KSTREAM-AGGREGATE-0000000005-STATE-STORE" in text
+    assert "-changelog: changelog of store KSTREAM-AGGREGATE-STATE-STORE-0000000003" in text
     assert "   app-kspark-progress: the tasks' progress markers, 8 partitions" in text
     assert "   words: 4 (given)" in text
 

@@ -14,20 +14,21 @@ from kspark.processor import Processor
 S = Serdes.String()
 
 # StreamTask.progress() of _topology() after six records, as the code before the
-# KeepsProgress interface wrote it (the same shape goes into Kafka markers)
+# KeepsProgress interface wrote it (the same shape goes into Kafka markers; node and store
+# names as Kafka Streams generates them, since issue 54)
 SAVED = {
     "partition_time": [["in", 0, 12], ["other", 0, 13]],
     "processors": {
-        "KSTREAM-AGGREGATE-0000000001": {"last_emit": -1, "observed": 12},
-        "KSTREAM-AGGREGATE-0000000002": {"last_emit": -1, "observed": 12},
         "KSTREAM-AGGREGATE-0000000003": {"last_emit": -1, "observed": 12},
-        "KSTREAM-JOINOTHER-0000000006": {"min_time": 4611686018427387904, "observed": 13},
-        "KSTREAM-JOINTHIS-0000000005": {"min_time": 4611686018427387904, "observed": 12}},
+        "KSTREAM-AGGREGATE-0000000006": {"last_emit": -1, "observed": 12},
+        "KSTREAM-AGGREGATE-0000000008": {"last_emit": -1, "observed": 12},
+        "KSTREAM-JOINOTHER-0000000013": {"min_time": 4611686018427387904, "observed": 13},
+        "KSTREAM-JOINTHIS-0000000012": {"min_time": 4611686018427387904, "observed": 12}},
     "punctuations": {},
-    "stores": {"KSTREAM-AGGREGATE-0000000001-STATE-STORE": 10,
-               "KSTREAM-AGGREGATE-0000000002-STATE-STORE": 12,
-               "KSTREAM-AGGREGATE-0000000003-STATE-STORE": 6,
-               "KSTREAM-JOINOTHER-0000000006-STORE": 13, "KSTREAM-JOINTHIS-0000000005-STORE": 12},
+    "stores": {"KSTREAM-AGGREGATE-STATE-STORE-0000000002": 10,
+               "KSTREAM-AGGREGATE-STATE-STORE-0000000005": 12,
+               "KSTREAM-AGGREGATE-STATE-STORE-0000000007": 6,
+               "KSTREAM-JOINOTHER-0000000013-store": 13, "KSTREAM-JOINTHIS-0000000012-store": 12},
     "stream_time": 13}
 
 

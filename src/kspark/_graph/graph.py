@@ -94,6 +94,9 @@ class TopologyGraph:
     spark_sinks: dict[str, Any] = field(default_factory=dict)
     # The user's call that added each node or store: "group_by() at app.py:12", for errors.
     origins: dict[str, str] = field(default_factory=dict)
+    # Internal names the DSL generated rather than the user gave, in the order made:
+    # (kind, name, logged); kind "store" or "repartition" (KIP-1111, ``naming.py``)
+    generated: list[tuple[str, str, bool]] = field(default_factory=list)
 
     def origin(self, name: str) -> str:
         """The user's call that added node or store ``name`` ("" if unknown)."""

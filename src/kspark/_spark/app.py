@@ -171,7 +171,7 @@ class SparkApplication:
         Streams configures it (see ``changelog_config``; an existing topic is left as is)."""
         from kspark._engine.state.build import changelog_config, changelog_topic
 
-
+        self._check_not_renamed(counts)
         for name, n in store_tasks.items():
             builder = self.graph.stores[name][0]
             if not builder.logging_enabled:
@@ -185,6 +185,25 @@ class SparkApplication:
     def create_sink_topics(self, admin: Admin, counts: dict[str, int], plan: Any) -> None:
         """The Spark sinks' topics (``spark_sinks.py``)."""
         self._sinks.create_topics(self, admin, counts, plan)
+
+    def _check_not_renamed(self, counts: dict[str, int]) -> None:
+        """Refuse to start on changelogs named by kspark's earlier (pre-Java) naming: their
+        stores have other names now, so they would start empty over committed offsets."""
+        from kspark._engine.state.build import changelog_topic
+        from kspark._graph.naming import legacy_changelogs
+
+        app = self.config["application.id"]
+        used = {changelog_topic(app, name) for name in self.graph.stores}
+        old = [t for t in legacy_changelogs(app, set(counts)) if t not in used]
+        if old:
+            raise TopologyError(
+                f"application {app!r} has changelog topics named as kspark named generated "
+                f"stores before it took Kafka Streams' names: {', '.join(old)}. Its stores "
+                "have Java's names now, so they would start empty while the input offsets "
+                "stay committed. Either reset the application (kspark reset) to reprocess its "
+                "input, or keep the old state by naming each store as it was named "
+                "(Materialized.as_(\"<old name>\"), the topic's name between the "
+                "application id and -changelog); docs/from-java.md, \"Names\"")
 
     def _check_no_local_state_of(self, topic: str) -> None:
         """A missing changelog while local state has a checkpoint of it: refuse (creating

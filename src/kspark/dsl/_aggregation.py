@@ -14,7 +14,7 @@ Example:
     ...                    "KSTREAM-AGGREGATE", lambda: 0, lambda k, v, n: n + 1, None,
     ...                    Serdes.Long())
     >>> sorted(g.stores)
-    ['KSTREAM-AGGREGATE-0000000000-STATE-STORE']
+    ['KSTREAM-AGGREGATE-STATE-STORE-0000000000']
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from kspark._engine.aggregates.stream import StreamAggregateProcessor
 from kspark._engine.operators import PassThroughProcessor
 from kspark._graph.graph import ProcessorSpec
-from kspark.dsl._upstream import Upstream, copartition
+from kspark._graph.naming import burn, processor_name, store_name, suffixed_name
+from kspark.dsl._upstream import Upstream, copartition, repartitioned
 from kspark.dsl.materialized import Materialized
 from kspark.errors import TopologyError
 
@@ -41,7 +42,10 @@ Part = tuple[Upstream, Aggregator]  # one of a cogroup's other grouped streams
 
 
 class GivenName(str):
-    """A processor name the user gave (``Named``), used as is where a prefix is expected."""
+    """A processor name the user gave (``Named``), used as is where a prefix is expected;
+    ``prefix`` is the one its generated name would have had (Java burns its index)."""
+
+    prefix: str
 
 
 def name_or(prefix: str, named: Any) -> str:
@@ -49,15 +53,24 @@ def name_or(prefix: str, named: Any) -> str:
     from kspark.dsl._forms import named_of
 
     given = named_of(named)
-    return GivenName(given) if given else prefix
+    if not given:
+        return prefix
+    out = GivenName(given)
+    out.prefix = prefix
+    return out
 
 
 def add_aggregation(up: Upstream, prefix: str, materialized: Materialized | None,
                     value_serde: Any, make_processor: Callable[..., Any],
                     make_builder: Callable[[Materialized, str, Any, Any], Any],
                     table_key_serde: Callable[[Any], Any] = lambda ks: ks,
-                    grace_ms: int | None = None, more: tuple[Part, ...] = ()) -> KTable:
+                    grace_ms: int | None = None, more: tuple[Part, ...] = (),
+                    burn_store: bool = False) -> KTable:
     """Add an aggregation node and its store after ``up``; returns the resulting KTable.
+
+    Names as Java's: ``burn_store`` (``count()``) first burns a store name when none is
+    given; then the store's name, the node's, and (a changed key) the repartition's, named
+    for the grouping or the store (:func:`~kspark.dsl._upstream.repartitioned`).
 
     A cogroup passes its other streams as ``more``: each stream gets its own aggregating
     node, all writing the one store, and their results meet in a merge node (as Java's
@@ -67,31 +80,56 @@ def add_aggregation(up: Upstream, prefix: str, materialized: Materialized | None
     g = up.graph
     m = materialized or Materialized()
     given = prefix if isinstance(prefix, GivenName) else None
-    if given and more:  # Java's names of a named cogroup's nodes
-        name = f"{given}-cogroup-agg-0"
-    else:
-        name = given or g.next_name(prefix)
-    store = m.store_name or f"{name}-STATE-STORE"
+    gen = given.prefix if given else prefix
+    if burn_store and m.store_name is None:
+        burn(g)
+    store = m.store_name or store_name(g, gen, m.logging)
+    if more:
+        return _cogroup(up, gen, given, store, m, value_serde, make_processor, make_builder,
+                        table_key_serde, grace_ms, more)
+    name = processor_name(g, gen, given)
+    up = repartitioned(up, store)
     key_serde = m.key_serde if m.key_serde is not None else up.key_serde
     value_serde = m.value_serde if m.value_serde is not None else value_serde
     builder = make_builder(m, store, key_serde, value_serde)  # may refuse: before any node
     g.add(ProcessorSpec(name, make_processor(store), (up.node,)))
-    nodes = [name]
-    for i, (other, aggregator) in enumerate(more, 1):
-        nodes.append(f"{given}-cogroup-agg-{i}" if given else g.next_name(prefix))
-        g.add(ProcessorSpec(nodes[-1], make_processor(store, aggregator), (other.node,)))
+    g.add_store(builder, (name,))
+    return KTable(g, name, None if key_serde is None else table_key_serde(key_serde),
+                  value_serde, store, window_grace=grace_ms)
+
+
+def _cogroup(first: Upstream, gen: str, given: str | None, store: str, m: Materialized,
+             value_serde: Any, make_processor: Callable[..., Any],
+             make_builder: Callable[[Materialized, str, Any, Any], Any],
+             table_key_serde: Callable[[Any], Any], grace_ms: int | None,
+             more: tuple[Part, ...]) -> KTable:
+    """A cogroup's nodes, named as Java's ``CogroupedStreamAggregateBuilder``: each grouped
+    stream repartitioned if its key changed, then one aggregating node per stream
+    (``<name>-cogroup-agg-<i>``), all writing ``store``, and their merge."""
+    from kspark.dsl.ktable import KTable
+
+    g = first.graph
+    parts = [repartitioned(up, store) for up in (first, *(o for o, _ in more))]
+    key_serde = m.key_serde if m.key_serde is not None else first.key_serde
+    value_serde = m.value_serde if m.value_serde is not None else value_serde
+    builder = make_builder(m, store, key_serde, value_serde)  # may refuse: before any node
+    nodes = []
+    for i, (up, aggregator) in enumerate(zip(parts, (None, *(a for _, a in more)),
+                                             strict=True)):
+        nodes.append(suffixed_name(g, given, f"-cogroup-agg-{i}", gen))
+        g.add(ProcessorSpec(nodes[-1], make_processor(store, *(
+            (aggregator,) if aggregator else ())), (up.node,)))
     g.add_store(builder, tuple(nodes))
-    if more:
-        name = f"{given}-cogroup-merge" if given else g.next_name("COGROUPKSTREAM-MERGE")
-        g.add(ProcessorSpec(name, PassThroughProcessor, tuple(nodes)))
-        copartition(g, up.node, *(other.node for other, _ in more))
+    name = suffixed_name(g, given, "-cogroup-merge", "COGROUPKSTREAM-MERGE")
+    g.add(ProcessorSpec(name, PassThroughProcessor, tuple(nodes)))
+    copartition(g, *(up.node for up in parts))
     return KTable(g, name, None if key_serde is None else table_key_serde(key_serde),
                   value_serde, store, window_grace=grace_ms)
 
 
 def aggregate(up: Upstream, prefix: str, initializer: Callable[[], Any] | None,
               aggregator: Aggregator, materialized: Materialized | None, value_serde: Any,
-              more: tuple[Part, ...] = ()) -> KTable:
+              more: tuple[Part, ...] = (), count: bool = False) -> KTable:
     """A key-value aggregation of ``up`` (and of a cogroup's ``more``). The result table
     sends old values only once an operator downstream asks (Kafka Streams'
     enableSendingOldValues); until then a cache flush does not read them."""
@@ -102,7 +140,7 @@ def aggregate(up: Upstream, prefix: str, initializer: Callable[[], Any] | None,
         up, prefix, materialized, value_serde,
         lambda store, agg=aggregator: functools.partial(StreamAggregateProcessor, store,
                                                         initializer, agg, old),
-        lambda m, store, ks, vs: m.builder(store, ks, vs), more=more)
+        lambda m, store, ks, vs: m.builder(store, ks, vs), more=more, burn_store=count)
     table._old = old  # noqa: SLF001 - the table's switch is its processors'
     return table
 
@@ -110,8 +148,9 @@ def aggregate(up: Upstream, prefix: str, initializer: Callable[[], Any] | None,
 def windowed_aggregate(up: Upstream, windows: Any, final: bool, prefix: str,
                        initializer: Callable[[], Any] | None, aggregator: Aggregator,
                        materialized: Materialized | None, value_serde: Any,
-                       more: tuple[Part, ...] = ()) -> KTable:
-    """An aggregation in time or sliding windows; ``final``: emit on window close."""
+                       more: tuple[Part, ...] = (), count: bool = False) -> KTable:
+    """An aggregation in time or sliding windows; ``final``: emit on window close;
+    ``count``: a ``count()``, whose store name Java burns first (not for sliding windows)."""
     from kspark._engine.aggregates.windows import TimeWindowedSerde
     from kspark.state.stores import WindowBytesStoreSupplier, WindowStoreBuilder
 
@@ -124,7 +163,7 @@ def windowed_aggregate(up: Upstream, windows: Any, final: bool, prefix: str,
             store, m.persistent, _retention(m, retention, minimum),
             size, time_first=final and m.persistent),
             uncached=final and not cache_final),
-        lambda ks: TimeWindowedSerde(ks, size), windows.grace_ms, more)
+        lambda ks: TimeWindowedSerde(ks, size), windows.grace_ms, more, burn_store=count)
 
 
 def _window_layout(windows: Any) -> tuple[Any, int, int, str, bool]:
@@ -148,7 +187,7 @@ def _window_layout(windows: Any) -> tuple[Any, int, int, str, bool]:
 def session_aggregate(up: Upstream, windows: Any, final: bool, prefix: str,
                       initializer: Callable[[], Any] | None, aggregator: Aggregator,
                       merger: Aggregator, materialized: Materialized | None, value_serde: Any,
-                      more: tuple[Part, ...] = ()) -> KTable:
+                      more: tuple[Part, ...] = (), count: bool = False) -> KTable:
     """An aggregation in session windows; ``merger(key, agg1, agg2)`` joins two sessions."""
     from kspark._engine.aggregates.windowed import SessionAggregateProcessor
     from kspark._engine.aggregates.windows import SessionWindowedSerde
@@ -163,7 +202,8 @@ def session_aggregate(up: Upstream, windows: Any, final: bool, prefix: str,
             store, m.persistent, _retention(m, w.gap_ms + w.grace_ms,
                                             "its inactivity gap plus grace")),
             uncached=final),  # as Java's SessionStoreMaterializer for final results
-        SessionWindowedSerde, w.gap_ms + w.grace_ms, more)  # suppress: gap + grace, as Java
+        SessionWindowedSerde, w.gap_ms + w.grace_ms, more,  # suppress: gap + grace, as Java
+        burn_store=count)
 
 
 def _retention(m: Materialized, minimum: int, what: str) -> int:

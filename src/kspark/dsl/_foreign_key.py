@@ -18,8 +18,8 @@ Example:
     >>> text = str(b.build().describe())
     >>> for topic in sorted(set(re.findall(r"KTABLE-FK-JOIN-[A-Z-]+[0-9]+-topic", text))):
     ...     print(topic)
-    KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000004-topic
-    KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000010-topic
+    KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic
+    KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000012-topic
 """
 
 from __future__ import annotations

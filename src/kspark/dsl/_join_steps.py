@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kspark._engine.joins import stream_table as ops_joins
+from kspark._graph.naming import processor_name
 from kspark.dsl import _forms as f
 from kspark.dsl._overloads import bind
 from kspark.dsl._upstream import Upstream, copartition, relax_null_keys
@@ -30,6 +31,7 @@ class JoinSteps:
     _value_serde: Any
     _repartition_required: bool
     _repartitioned: Callable[..., Any]
+    _through_repartition: Callable[..., Any]
     _then: Callable[..., Any]
 
     def join(self, *args: Any, **kwargs: Any) -> "KStream":
@@ -53,8 +55,13 @@ class JoinSteps:
         a = bind(f"KStream.{call}", f.stream_join_forms(call, True, False), args, kwargs)
         other = a["other"]
         if a["form"] == 0:
+            joined = a["joined"]
+            if a["name"]:
+                from kspark.dsl.joined import StreamJoined
+
+                joined = (joined or StreamJoined()).with_name(a["name"])
             return self._stream_join(other, a["joiner"], a["windows"],
-                                     "left" if left else "inner", a["joined"])
+                                     "left" if left else "inner", joined)
         if a["form"] == 1:
             return self._table_join(other, a["joiner"], a["joined"], left, a["name"])
         return self._global_join(other, a["key_selector"], a["joiner"], left,
@@ -71,15 +78,18 @@ class JoinSteps:
         vs = None if joined is None else joined.value_serde
         grace = None if joined is None else joined.grace_ms
         check_table_join(self._graph, getter, node, versioned, grace)
-        stream: KStream = (self._repartitioned(ks, vs, None, None)
-                           if self._repartition_required else self)
+        name = name or (None if joined is None else joined.name)
+        stream: KStream = (self._through_repartition(  # named for the join, or this node
+            name or self._node, ks if ks is not None else self._key_serde,
+            vs if vs is not None else self._value_serde) if self._repartition_required else self)
         if left:
             relax_null_keys(self._graph, stream._node)
-        name = name or self._graph.next_name("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN")
+        prefix = "KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN"
+        name = processor_name(self._graph, prefix, name)
         buffer = None if grace is None else f"{name}-Buffer"
-        out = stream._then("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", functools.partial(
+        out = stream._then(prefix, functools.partial(
             ops_joins.StreamTableJoinProcessor, getter, joiner, left, grace, buffer), name,
-            stream._key_serde, None, keep_serdes=False, stores=tuple(getter.stores))
+            stream._key_serde, None, keep_serdes=False, stores=tuple(getter.stores), burn=False)
         if buffer is not None:
             add_grace_buffer(self._graph, buffer, name, ks or stream._key_serde,
                              vs if vs is not None else stream._value_serde)
@@ -90,7 +100,7 @@ class JoinSteps:
                      name: str | None) -> "KStream":
         if left:
             relax_null_keys(self._graph, self._node)
-        name = name or self._graph.next_name("KSTREAM-LEFTJOIN")  # Java's name for both kinds
+        # Java's name for both kinds
         return self._then("KSTREAM-LEFTJOIN", functools.partial(
             ops_joins.GlobalTableJoinProcessor, table.store_name, key_selector, joiner, left),
             name, self._key_serde, None, keep_serdes=False)
@@ -117,10 +127,14 @@ class JoinSteps:
         this_vs = sj.value_serde if sj.value_serde is not None else self._value_serde
         that_vs = (sj.other_value_serde if sj.other_value_serde is not None
                    else other._value_serde)
-        left: KStream = (self._repartitioned(ks, this_vs, None, None)
-                         if self._repartition_required else self)
-        right: KStream = (other._repartitioned(ks, that_vs, None, None)
-                          if other._repartition_required else other)
+        left: KStream = (self._through_repartition(  # Java's names: see StreamJoined.with_name
+            f"{sj.name}-left" if sj.name else self._node,
+            ks if ks is not None else self._key_serde, this_vs)
+            if self._repartition_required else self)
+        right: KStream = (other._through_repartition(
+            f"{sj.name}-right" if sj.name else other._node,
+            ks if ks is not None else other._key_serde, that_vs)
+            if other._repartition_required else other)
         merge = stream_stream_join(
             Upstream(self._graph, left._node, ks if ks is not None else left._key_serde, this_vs),
             Upstream(self._graph, right._node, ks if ks is not None else right._key_serde,

@@ -16,12 +16,16 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from kspark._graph.graph import SinkSpec, SourceSpec, TopologyGraph
+from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
+from kspark._graph.naming import RepartitionNames, repartition_names
 
-__all__ = ["Upstream", "source_topics", "copartition", "relax_null_keys"]
+__all__ = ["Upstream", "source_topics", "copartition", "relax_null_keys", "add_repartition",
+           "repartitioned"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,7 +39,50 @@ class Upstream:
     node: str
     key_serde: Any
     value_serde: Any
+    # a grouped stream whose key changed: its aggregations repartition first, each through a
+    # topic named for its store, or for ``grouped_name`` (``Grouped.as_``: one topic, shared)
+    repartition: bool = False
+    grouped_name: str | None = None
+    shared: dict[str, Upstream] = field(default_factory=dict, compare=False)
+    origin: str = ""  # the user's grouping call: its repartition's nodes are named for it
 
+
+def repartitioned(up: Upstream, prefix: str) -> Upstream:
+    """``up`` itself, or (``up.repartition``) ``up`` through a repartition topic named for
+    ``up.grouped_name`` or else ``prefix`` (an aggregation's store name), as Java's
+    ``GroupedStreamAggregateBuilder``: the names are taken in any case, the nodes of a
+    named grouping are added once."""
+    if not up.repartition:
+        return up
+    names = repartition_names(up.graph, up.grouped_name or prefix)
+    if up.grouped_name and up.grouped_name in up.shared:
+        return up.shared[up.grouped_name]
+    for node in (names.filter, names.sink, names.source) if up.origin else ():
+        up.graph.origins[node] = up.origin
+    source = add_repartition(up.graph, up.node, names, up.key_serde, up.value_serde)
+    out = Upstream(up.graph, source, up.key_serde, up.value_serde)
+    if up.grouped_name:
+        up.shared[up.grouped_name] = out
+    return out
+
+
+def add_repartition(g: TopologyGraph, node: str, names: RepartitionNames, key_serde: Any,
+                    value_serde: Any, partitioner: Callable[..., int | None] | None = None,
+                    partitions: int | None = None) -> str:
+    """Add a repartition after ``node`` (its null-key filter, the sink writing the topic,
+    the source reading it, named ``names``); the source's name. The filter drops null keys
+    unless a left or outer join downstream turns its switch on (:func:`relax_null_keys`)."""
+    from kspark._engine import operators as ops
+    from kspark._engine.tables.processors import Switch
+
+    keep = g.null_key_filters[names.filter] = Switch()
+    g.add(ProcessorSpec(names.filter, functools.partial(ops.NullKeyFilter, keep), (node,)))
+    g.add(SinkSpec(names.sink, names.topic, (names.filter,), key_serde, value_serde,
+                   partitioner, internal=True))
+    if partitions is not None:
+        g.partition_counts[names.topic] = partitions
+    g.add(SourceSpec(names.source, (names.topic,), key_serde, value_serde, internal=True))
+    return names.source
 
 def source_topics(graph: TopologyGraph, node: str, internal: bool = False) -> set[str]:
     """The user source topics ``node``'s records come from (for co-partitioning), or with

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kspark._engine.state.build import store_kind
 from kspark._graph.graph import SourceSpec, TopologyGraph
+from kspark._graph.naming import processor_name, store_name, suffixed_name
 from kspark.dsl import _forms
 from kspark.dsl._overloads import bind
 from kspark.dsl.kstream import KStream
@@ -53,7 +54,7 @@ class StreamsBuilder:
         topics = a["topics"]
         topics = (topics,) if isinstance(topics, str) else tuple(topics)
         c = _consumed(a)
-        name = c.processor_name or self._graph.next_name("KSTREAM-SOURCE")
+        name = processor_name(self._graph, "KSTREAM-SOURCE", c.processor_name)
         self._graph.add(SourceSpec(name, topics, c.key_serde, c.value_serde,
                                    c.timestamp_extractor, c.offset_reset))
         return KStream(self._graph, name, c.key_serde, c.value_serde)
@@ -69,22 +70,20 @@ class StreamsBuilder:
         from kspark.dsl.materialized import Materialized
 
         a = bind("StreamsBuilder.table", _forms.TABLE, args, kwargs)
-        topic, c = a["topic"], _consumed(a)
+        topic, c, g = a["topic"], _consumed(a), self._graph
         key_serde, value_serde = c.key_serde, c.value_serde
-        src = c.processor_name or self._graph.next_name("KSTREAM-SOURCE")
-        self._graph.add(SourceSpec(src, (topic,), key_serde, value_serde, c.timestamp_extractor,
-                                   c.offset_reset))
-        name = self._graph.next_name("KTABLE-SOURCE")
         m = a["materialized"] or Materialized()
-        store = m.store_name or f"{topic}-STATE-STORE-{name[-10:]}"
+        store = m.store_name or store_name(g, topic, m.logging)  # Java's order: store, source
+        src = suffixed_name(g, c.processor_name, "-source", "KSTREAM-SOURCE")
+        name = processor_name(g, "KTABLE-SOURCE", c.processor_name)
+        g.add(SourceSpec(src, (topic,), key_serde, value_serde, c.timestamp_extractor,
+                         c.offset_reset))
         ks = m.key_serde if m.key_serde is not None else key_serde
         vs = m.value_serde if m.value_serde is not None else value_serde
         source = Switch()
-        self._graph.add(ProcessorSpec(name, functools.partial(TableSourceProcessor, store, source),
-                                      (src,)))
-        self._graph.add_store(m.builder(store, ks, vs), (name,))
-        return KTable(self._graph, name, ks, vs, store, queryable=m.store_name is not None,
-                      source=source)
+        g.add(ProcessorSpec(name, functools.partial(TableSourceProcessor, store, source), (src,)))
+        return KTable(g, name, ks, vs, store, queryable=m.store_name is not None, source=source,
+                      pending=m.builder(store, ks, vs))
 
     def global_table(self, *args: Any, **kwargs: Any) -> GlobalKTable:
         """A GlobalKTable of every partition of ``topic``: every task reads its store in full:
@@ -115,10 +114,10 @@ class StreamsBuilder:
         if m.history_retention_ms is not None:
             raise TopologyError(f"global table of topic {topic!r}: GlobalTables cannot be "
                                 f"versioned")
-        store = m.store_name or f"{topic}-STATE-STORE-{self._graph.next_name('')[1:]}"
-        src = SourceSpec(c.processor_name or self._graph.next_name("KSTREAM-SOURCE"), (topic,),
-                         key_serde, value_serde, timestamp_extractor, offset_reset)
-        name = self._graph.next_name("KTABLE-SOURCE")
+        store = m.store_name or store_name(self._graph, topic, logged=False)
+        src = SourceSpec(suffixed_name(self._graph, c.processor_name, "-source", "KSTREAM-SOURCE"),
+                         (topic,), key_serde, value_serde, timestamp_extractor, offset_reset)
+        name = processor_name(self._graph, "KTABLE-SOURCE", c.processor_name)
         ks = m.key_serde if m.key_serde is not None else key_serde
         vs = m.value_serde if m.value_serde is not None else value_serde
         builder = m.with_logging_disabled().builder(store, ks, vs)

@@ -73,7 +73,7 @@ class KGroupedStream:
         a = bind("KGroupedStream.count", _forms.COUNT, args, kwargs)
         return _aggregation.aggregate(self._upstream, name_or("KSTREAM-AGGREGATE", a["named"]),
                                       lambda: 0, lambda k, v, agg: agg + 1, a["materialized"],
-                                      Serdes.Long())
+                                      Serdes.Long(), count=True)
 
     def reduce(self, *args: Any, **kwargs: Any) -> KTable:
         """Combine each key's values with ``reducer(aggregate, value)``:
@@ -115,11 +115,15 @@ class TimeWindowedKStream:
         self._final = strategy.final
         return self
 
+    # Java's count() burns a store name first, except in sliding windows
+    _count_burns = True
+
     def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None,
                    aggregator: Callable[[Any, Any, Any], Any], materialized: Materialized | None,
-                   value_serde: Any) -> KTable:
+                   value_serde: Any, count: bool = False) -> KTable:
         return _aggregation.windowed_aggregate(self._upstream, self._windows, self._final, prefix,
-                                               initializer, aggregator, materialized, value_serde)
+                                               initializer, aggregator, materialized, value_serde,
+                                               count=count and self._count_burns)
 
     def count(self, *args: Any, **kwargs: Any) -> KTable:
         """Records per key and window: ``count([named][, materialized])``."""
@@ -127,7 +131,8 @@ class TimeWindowedKStream:
 
         a = bind("TimeWindowedKStream.count", _forms.COUNT, args, kwargs)
         return self._aggregate(name_or("KSTREAM-AGGREGATE", a["named"]), lambda: 0,
-                               lambda k, v, agg: agg + 1, a["materialized"], Serdes.Long())
+                               lambda k, v, agg: agg + 1, a["materialized"], Serdes.Long(),
+                               count=True)
 
     def reduce(self, *args: Any, **kwargs: Any) -> KTable:
         """``reduce(reducer(aggregate, value)[, named][, materialized])`` per window."""
@@ -158,6 +163,8 @@ class SlidingWindowedKStream(TimeWindowedKStream):
         ...           .count())
     """
 
+    _count_burns = False
+
 
 class SessionWindowedKStream:
     """A grouped stream cut into sessions: aggregations give a KTable of Windowed keys."""
@@ -176,10 +183,11 @@ class SessionWindowedKStream:
     def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None,
                    aggregator: Callable[[Any, Any, Any], Any],
                    merger: Callable[[Any, Any, Any], Any],
-                   materialized: Materialized | None, value_serde: Any) -> KTable:
+                   materialized: Materialized | None, value_serde: Any,
+                   count: bool = False) -> KTable:
         return _aggregation.session_aggregate(self._upstream, self._windows, self._final, prefix,
                                               initializer, aggregator, merger, materialized,
-                                              value_serde)
+                                              value_serde, count=count)
 
     def count(self, *args: Any, **kwargs: Any) -> KTable:
         """Records per key and session: ``count([named][, materialized])``."""
@@ -188,7 +196,7 @@ class SessionWindowedKStream:
         a = bind("SessionWindowedKStream.count", _forms.COUNT, args, kwargs)
         return self._aggregate(name_or("KSTREAM-AGGREGATE", a["named"]), lambda: 0,
                                lambda k, v, agg: agg + 1, lambda k, x, y: x + y,
-                               a["materialized"], Serdes.Long())
+                               a["materialized"], Serdes.Long(), count=True)
 
     def reduce(self, *args: Any, **kwargs: Any) -> KTable:
         """``reduce(reducer(aggregate, value)[, named][, materialized])`` per session."""

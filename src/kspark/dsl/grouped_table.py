@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from kspark._engine.tables import processors as tables
 from kspark._graph.graph import ProcessorSpec
+from kspark._graph.naming import processor_name, store_name, suffixed_name
 from kspark.dsl import _forms
 from kspark.dsl._overloads import bind
 from kspark.dsl._upstream import Upstream
@@ -32,32 +33,41 @@ class KGroupedTable:
 
     def __init__(self, table: Upstream, selector: Callable, key_serde: Any, value_serde: Any,
                  name: str | None = None):
-        self._table, self._selector = table, selector  # the table regrouped, and how
+        g = table.graph
+        # the select node (Java's order: made by group_by), named "<name>" for Grouped's
+        # name, which also names the repartition topic "<name>-repartition"
+        self._select = processor_name(g, "KTABLE-SELECT", name)
+        g.add(ProcessorSpec(self._select, functools.partial(tables.TableGroupByProcessor,
+                                                            selector),
+                            (table.node,), key_changing=True))
+        self._table = table
         self._key_serde, self._value_serde = key_serde, value_serde  # of the regrouped rows
-        self._name = name  # Grouped's: the select node is "<name>-select", the topic
-        # "<name>-repartition"
+        self._name = name
 
     def _aggregate(self, initializer: Callable[[], Any], adder: Callable, subtractor: Callable,
                    materialized: Materialized | None, value_serde: Any,
-                   named: Any = None) -> KTable:
+                   named: Any = None, prefix: str = "KTABLE-AGGREGATE") -> KTable:
         from kspark._engine.tables.change import ChangeSerde
         from kspark._engine.tables.processors import TableAggregateProcessor
         from kspark._graph.graph import SinkSpec, SourceSpec
         from kspark.dsl.ktable import KTable
 
         g = self._table.graph
-        select = f"{self._name}-select" if self._name else g.next_name("KTABLE-SELECT")
-        g.add(ProcessorSpec(select, functools.partial(tables.TableGroupByProcessor, self._selector),
-                            (self._table.node,), key_changing=True))
-        name = _forms.named_of(named) or g.next_name("KTABLE-AGGREGATE")
-        topic = f"{self._name or name}-repartition"
-        g.add(SinkSpec(g.next_name("KSTREAM-SINK"), topic, (select,), self._key_serde,
-                       ChangeSerde(self._value_serde), internal=True))
-        src = g.next_name("KSTREAM-SOURCE")
-        g.add(SourceSpec(src, (topic,), self._key_serde, ChangeSerde(self._value_serde),
-                         internal=True))
         m = materialized or Materialized()
-        store = m.store_name or f"{name}-STATE-STORE"
+        # Java's names: the store's, the repartition sink's and source's, the node's
+        store = m.store_name or store_name(g, "KTABLE-AGGREGATE", m.logging)
+        given = _forms.named_of(named)
+        sink = suffixed_name(g, given, "-sink", "KSTREAM-SINK")
+        src = suffixed_name(g, given, "-source", "KSTREAM-SOURCE")
+        name = processor_name(g, prefix, given)
+        topic = f"{self._name or store}-repartition"
+        if topic not in {t for s in g.sources() for t in s.topics}:  # a named grouping: once
+            g.add(SinkSpec(sink, topic, (self._select,), self._key_serde,
+                           ChangeSerde(self._value_serde), internal=True))
+            g.add(SourceSpec(src, (topic,), self._key_serde, ChangeSerde(self._value_serde),
+                             internal=True))
+        else:
+            src = next(s.name for s in g.sources() if topic in s.topics)
         ks = m.key_serde if m.key_serde is not None else self._key_serde
         vs = m.value_serde if m.value_serde is not None else value_serde
         g.add(ProcessorSpec(name, functools.partial(
@@ -80,7 +90,7 @@ class KGroupedTable:
         adder, subtractor = a["adder"], a["subtractor"]
         return self._aggregate(lambda: None, lambda k, v, agg: v if agg is None else adder(agg, v),
                                lambda k, v, agg: subtractor(agg, v), a["materialized"],
-                               self._value_serde, a["named"])
+                               self._value_serde, a["named"], "KTABLE-REDUCE")
 
     def aggregate(self, *args: Any, **kwargs: Any) -> KTable:
         """``adder(key, value, agg)`` / ``subtractor(key, value, agg)`` from

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kspark._engine.either import either
+from kspark._engine.either import either, shortcuts
 from kspark.dsl._overloads import check_serdes
 
 __all__ = ["Joined", "StreamJoined"]
@@ -30,15 +30,28 @@ class Joined:
     value_serde: Any = None
     other_value_serde: Any = None
     grace_ms: int | None = None
+    name: str | None = None  # the join processor's (and a repartition topic's) name
 
     def __post_init__(self) -> None:
         check_serdes("Joined", key_serde=self.key_serde,
                      value_serde=self.value_serde,
                      other_value_serde=self.other_value_serde)
 
-    @staticmethod
-    def with_(key_serde: Any, value_serde: Any, other_value_serde: Any = None) -> "Joined":
-        return Joined(key_serde, value_serde, other_value_serde)
+    @either
+    def with_(self, key_serde: Any, value_serde: Any, other_value_serde: Any = None,
+              name: str | None = None) -> "Joined":
+        return replace(self, key_serde=key_serde, value_serde=value_serde,
+                       other_value_serde=other_value_serde, name=name or self.name)
+
+    @either
+    def as_(self, name: str) -> "Joined":
+        """A join named ``name``: its processor, and ``<name>-repartition`` when the stream is
+        repartitioned first (Java's ``Joined.as``)."""
+        return replace(self, name=name)
+
+    @either
+    def with_name(self, name: str) -> "Joined":
+        return replace(self, name=name)
 
     @either
     def with_grace_period(self, grace_ms: Any) -> "Joined":
@@ -87,15 +100,29 @@ class StreamJoined:
     store_name: str | None = None
     logging: bool = True
     log_config: tuple[tuple[str, str], ...] = ()
+    name: str | None = None  # the join's processors (``<name>-this-join``, ...) and topics
 
     def __post_init__(self) -> None:
         check_serdes("StreamJoined", key_serde=self.key_serde,
                      value_serde=self.value_serde,
                      other_value_serde=self.other_value_serde)
 
-    @staticmethod
-    def with_(key_serde: Any, value_serde: Any, other_value_serde: Any) -> "StreamJoined":
-        return StreamJoined(key_serde, value_serde, other_value_serde)
+    @either
+    def with_(self, key_serde: Any, value_serde: Any, other_value_serde: Any) -> "StreamJoined":
+        return replace(self, key_serde=key_serde, value_serde=value_serde,
+                       other_value_serde=other_value_serde)
+
+    @either
+    def as_(self, store_name: str) -> "StreamJoined":
+        """Stores named for ``store_name`` (Java's ``StreamJoined.as``)."""
+        return replace(self, store_name=store_name)
+
+    @either
+    def with_name(self, name: str) -> "StreamJoined":
+        """Name the join's processors ``<name>-this-join``, ``<name>-other-join``, ... and
+        the repartition topics before it ``<name>-left-repartition`` and
+        ``<name>-right-repartition`` (Java's ``StreamJoined.withName``)."""
+        return replace(self, name=name)
 
     @either
     def with_key_serde(self, serde: Any) -> "StreamJoined":
@@ -118,3 +145,8 @@ class StreamJoined:
 
     def with_logging_disabled(self) -> "StreamJoined":
         return replace(self, logging=False, log_config=())
+
+
+# Java's static shortcuts named like fields: Joined.key_serde(S), ...
+shortcuts(Joined, key_serde="with_key_serde", value_serde="with_value_serde",
+          other_value_serde="with_other_value_serde")

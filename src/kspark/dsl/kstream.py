@@ -11,13 +11,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kspark._engine import operators as ops
-from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
+from kspark._graph.graph import ProcessorSpec, SinkSpec, TopologyGraph, user_call
+from kspark._graph.naming import processor_name, repartition_names, store_name
 from kspark.dsl import _forms as f
 from kspark.dsl._async_steps import AsyncSteps
 from kspark.dsl._join_steps import JoinSteps
 from kspark.dsl._overloads import bind, describe
 from kspark.dsl._spark_sinks import SparkSinkSteps
-from kspark.dsl._upstream import Upstream
+from kspark.dsl._upstream import Upstream, add_repartition
+from kspark.errors import TopologyError
 
 if TYPE_CHECKING:
     from kspark.dsl.branched import BranchedKStream
@@ -50,11 +52,14 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
 
     def _then(self, prefix: str, supplier: Callable[[], Any], name: str | None = None,
               key_serde: Any = None, value_serde: Any = None, keep_serdes: bool = True, *,
-              key_changing: bool = False, stores: tuple[str, ...] = ()) -> KStream:
-        """Add a processor node after this stream, connected to ``stores``. ``key_changing``
-        declares that it may change keys: the node says so, and a later key-based step
-        repartitions first."""
-        name = name or self._graph.next_name(prefix)
+              key_changing: bool = False, stores: tuple[str, ...] = (),
+              burn: bool = True) -> KStream:
+        """Add a processor node after this stream, connected to ``stores``, named ``name``
+        (the user's) or ``<prefix>-<index>`` (``burn``: an index is taken either way, as
+        Java's ``orElseGenerateWithPrefix``). ``key_changing`` declares that it may change
+        keys: the node says so, and a later key-based step repartitions first."""
+        name = processor_name(self._graph, prefix, name) if burn else (
+            name or self._graph.next_name(prefix))
         spec = ProcessorSpec(name, supplier, (self._node,), key_changing)
         self._graph.add(spec)
         if stores:
@@ -142,7 +147,7 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
         """One stream with the records of both streams: ``merge(stream[, named])``."""
         if not isinstance(other, KStream):
             raise TypeError(f"KStream.merge() takes another KStream, got {describe(other)}")
-        name = f.named_of(named) or name or self._graph.next_name("KSTREAM-MERGE")
+        name = processor_name(self._graph, "KSTREAM-MERGE", f.named_of(named) or name)
         self._graph.add(ProcessorSpec(name, ops.PassThroughProcessor, (self._node, other._node)))
         return KStream(self._graph, name,
                        self._key_serde if self._key_serde == other._key_serde else None,
@@ -159,7 +164,7 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
         processor_supplier, name, store_names = _process_args(
             self._graph, "KStream.process", processor_supplier, store_names, name)
         return self._then("KSTREAM-PROCESSOR", processor_supplier, name, keep_serdes=False,
-                          stores=store_names)
+                          stores=store_names, burn=False)
 
     def process_values(self, processor_supplier: Callable[[], Any], *store_names: Any,
                        name: str | None = None) -> KStream:
@@ -185,7 +190,7 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
         node = name or self._graph.next_name("KSTREAM-PROCESSVALUES")
         return self._then("KSTREAM-PROCESSVALUES", functools.partial(
             FixedKeyProcessor, processor_supplier, node), node, self._key_serde, None,
-            keep_serdes=False, stores=store_names)
+            keep_serdes=False, stores=store_names, burn=False)
 
     def to_table(self, *args: Any, **kwargs: Any) -> KTable:
         """This stream as a table (KIP-523): each record upserts its key, a null value deletes
@@ -204,18 +209,18 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
 
         a = bind("KStream.to_table", f.TO_TABLE, args, kwargs)
         m = a["materialized"] or Materialized()
+        g = self._graph
+        node = processor_name(g, "KSTREAM-TOTABLE", f.named_of(a["named"]))
+        store = m.store_name or store_name(g, "KSTREAM-TOTABLE", m.logging)
         ks = m.key_serde if m.key_serde is not None else self._key_serde
         vs = m.value_serde if m.value_serde is not None else self._value_serde
-        stream: KStream = (self.repartition(key_serde=ks, value_serde=vs)
+        stream: KStream = (self._through_repartition(node, ks, vs)
                            if self._repartition_required else self)
-        g = self._graph
-        node = f.named_of(a["named"]) or g.next_name("KSTREAM-TOTABLE")
-        store = m.store_name or f"{node}-STATE-STORE"
         source = Switch()
         g.add(ProcessorSpec(node, functools.partial(TableSourceProcessor, store, source),
                             (stream._node,)))
-        g.add_store(m.builder(store, ks, vs), (node,))
-        return KTable(g, node, ks, vs, store, queryable=m.store_name is not None, source=source)
+        return KTable(g, node, ks, vs, store, queryable=m.store_name is not None, source=source,
+                      pending=m.builder(store, ks, vs))
 
     def print(self, *args: Any, **kwargs: Any) -> None:
         """Print each record: ``print(Printed.to_sys_out().with_label("x"))`` or
@@ -228,12 +233,12 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
         name = f.named_of(a.get("named")) or printed.processor_name
         self.foreach(printed.action(self._node), name)
 
-    def through(self, topic: str, *, key_serde: Any = None, value_serde: Any = None,
-                partitioner: Callable[..., int | None] | None = None) -> KStream:
-        """The seed's through(): write to ``topic`` and continue from what is read back from
-        it."""
-        self.to(topic, key_serde=key_serde, value_serde=value_serde, partitioner=partitioner)
-        return self._source_of(topic, key_serde, value_serde, internal=False)
+    def through(self, *args: Any, **kwargs: Any) -> KStream:
+        """Removed, as in Kafka Streams 4.0 (KIP-221): a TopologyError saying what to use."""
+        raise TopologyError(
+            f"{user_call() or 'KStream.through()'}: through() was removed in Kafka Streams 4.0 "
+            "(KIP-221): use repartition() for an internal topic the application manages, or "
+            "to(topic) and then StreamsBuilder.stream(topic) for a topic of your own")
 
     def repartition(self, *args: Any, **kwargs: Any) -> KStream:
         """Redistribute records by key through ``<application.id>-<name>-repartition``:
@@ -255,29 +260,19 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
     def _repartitioned(self, key_serde: Any, value_serde: Any, name: str | None,
                        partitioner: Callable[..., int | None] | None,
                        partitions: int | None = None) -> KStream:
-        from kspark._engine.tables.processors import Switch
-
-        base = name or self._graph.next_name("KSTREAM-REPARTITION")
-        topic = f"{base}-repartition"
+        """Through ``<name>-repartition`` (by default ``KSTREAM-REPARTITION-<index>``)."""
         ks = key_serde if key_serde is not None else self._key_serde
         vs = value_serde if value_serde is not None else self._value_serde
-        keyed = f"{topic}-filter"
-        keep = self._graph.null_key_filters[keyed] = Switch()
-        self._graph.add(ProcessorSpec(keyed, functools.partial(ops.NullKeyFilter, keep),
-                                      (self._node,)))
-        self._graph.add(SinkSpec(self._graph.next_name("KSTREAM-SINK"), topic, (keyed,),
-                                 ks, vs, partitioner, internal=True))
-        if partitions is not None:
-            self._graph.partition_counts[topic] = partitions
-        return self._source_of(topic, ks, vs, internal=True)
+        return self._through_repartition(name or self._graph.next_name("KSTREAM-REPARTITION"),
+                                         ks, vs, partitioner, partitions)
 
-    def _source_of(self, topic: str, key_serde: Any, value_serde: Any,
-                   internal: bool) -> KStream:
-        ks = key_serde if key_serde is not None else self._key_serde
-        vs = value_serde if value_serde is not None else self._value_serde
-        src = self._graph.next_name("KSTREAM-SOURCE")
-        self._graph.add(SourceSpec(src, (topic,), ks, vs, internal=internal))
-        return KStream(self._graph, src, ks, vs)
+    def _through_repartition(self, prefix: str, ks: Any, vs: Any,
+                             partitioner: Callable[..., int | None] | None = None,
+                             partitions: int | None = None) -> KStream:
+        """This stream through a repartition topic named for ``prefix`` (Java's names)."""
+        source = add_repartition(self._graph, self._node, repartition_names(self._graph, prefix),
+                                 ks, vs, partitioner, partitions)
+        return KStream(self._graph, source, ks, vs)
 
     def group_by_key(self, *args: Any, **kwargs: Any) -> KGroupedStream:
         """Group by the current key (repartitioning first if an earlier step changed it):
@@ -290,12 +285,11 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
                                             a["value_serde"]))
 
     def _grouped(self, grouped: Any, key_serde: Any, value_serde: Any) -> Upstream:
+        """The grouped records; a changed key is repartitioned by each aggregation."""
         ks = _first(key_serde, grouped.key_serde, self._key_serde)
         vs = _first(value_serde, grouped.value_serde, self._value_serde)
-        stream: KStream = (self.repartition(key_serde=ks, value_serde=vs, name=grouped.name
-                                            or self._graph.next_name("KSTREAM-AGGREGATE"))
-                           if self._repartition_required else self)
-        return Upstream(self._graph, stream._node, ks, vs)
+        return Upstream(self._graph, self._node, ks, vs, self._repartition_required,
+                        grouped.name, origin=user_call())
 
     def group_by(self, *args: Any, **kwargs: Any) -> KGroupedStream:
         """Group by ``key_selector(key, value)`` (always repartitions by the new key):
@@ -305,9 +299,9 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
         from kspark.dsl.named import Grouped
 
         a = bind("KStream.group_by", f.GROUP_BY, args, kwargs)
-        keyed: KStream = self.select_key(a["selector"])
-        return KGroupedStream(keyed._grouped(a["grouped"] or Grouped(), a["key_serde"],
-                                             a["value_serde"]))
+        grouped = a["grouped"] or Grouped()
+        keyed: KStream = self.select_key(a["selector"], grouped.name)
+        return KGroupedStream(keyed._grouped(grouped, a["key_serde"], a["value_serde"]))
 
     def peek(self, *args: Any, **kwargs: Any) -> KStream:
         """Call ``action(key, value)`` for each record and pass it on unchanged:
@@ -336,7 +330,7 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
 
         a = bind("KStream.to", f.TO, args, kwargs)
         p = a["produced"] or Produced()
-        name = a["name"] or p.processor_name or self._graph.next_name("KSTREAM-SINK")
+        name = processor_name(self._graph, "KSTREAM-SINK", a["name"] or p.processor_name)
         self._graph.add(SinkSpec(name, a["topic"], (self._node,),
                                  _first(a["key_serde"], p.key_serde, self._key_serde),
                                  _first(a["value_serde"], p.value_serde, self._value_serde),

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from kspark._engine.state.build import StoreKind, store_kind
 from kspark._engine.tables import getters
 from kspark._engine.tables import processors as tables
-from kspark._graph.graph import ProcessorSpec, TopologyGraph
+from kspark._graph.graph import ProcessorSpec, TopologyGraph, user_call
+from kspark._graph.naming import burn, processor_name, store_name, suffixed_name
 from kspark.dsl import _forms as f
 from kspark.dsl._overloads import bind, describe
 from kspark.dsl._upstream import Upstream, copartition
@@ -40,7 +41,7 @@ class KTable:
     def __init__(self, graph: TopologyGraph, node: str, key_serde: Any, value_serde: Any,
                  store_name: str | None = None, getter: Callable[[], Any] | None = None,
                  queryable: bool = True, source: tables.Switch | None = None,
-                 window_grace: int | None = None):
+                 window_grace: int | None = None, pending: Any = None):
         self._graph = graph
         self._node = node
         self._key_serde = key_serde
@@ -49,16 +50,17 @@ class KTable:
         self._window_grace = window_grace  # of a windowed aggregation's result: for suppress
         # A source table (builder.table, to_table) without a store name is used as Kafka
         # Streams does: unmaterialized (no cache, every update forwarded at once) until a join
-        # reads it or an operator needs its old values; ``source`` switches that on.
-        self._source = source
+        # reads it or an operator needs its old values; ``source`` switches that on, and its
+        # store (``pending``, its builder) joins the topology only then, as in Java.
+        self._source, self._pending = source, pending
         if source is not None and queryable:
-            source.on = True
+            self._materialize()
         # how a join reads this table's rows: its store, or through the stores it derives from
         self._getter = getter
         if getter is None and store_name is not None:
             self._getter = self._store_getter
         self._old = tables.OldValues()
-        builder = graph.stores.get(store_name, (None,))[0] if store_name else None
+        builder = pending or (graph.stores.get(store_name, (None,))[0] if store_name else None)
         self._versioned = builder is not None and store_kind(builder) is StoreKind.VERSIONED
         # Kafka Streams' enableSendingOldValues(force): a table with a store always can; an
         # unmaterialized source table only when forced; filters and mappers ask their parent
@@ -67,6 +69,9 @@ class KTable:
     def _materialize(self, force: bool = True) -> bool:
         if self._source is not None and force:
             self._source.on = True
+            if self._pending is not None:
+                self._graph.add_store(self._pending, (self._node,))
+                self._pending = None
         return self._source is None or self._source.on
 
     def _store_getter(self) -> Any:
@@ -97,11 +102,15 @@ class KTable:
                  materialized: Materialized | None, value_serde: Any, getter: Any,
                  old: tables.OldValues | None = None,
                  old_policy: Callable[[bool], bool] | None = None,
-                 name: str | None = None) -> KTable:
+                 name: str | None = None, burn_store: bool = True) -> KTable:
         """A filter or mapper of this table; with ``materialized`` it keeps its own store.
         ``old``: its processor's switch for sending old values; ``old_policy``: how it answers
-        a request to send them when it has no store (by default: as this table does)."""
-        name = name or self._graph.next_name(prefix)
+        a request to send them when it has no store (by default: as this table does). Named
+        as Java: ``materialized`` without a store name burns a store name first
+        (``burn_store``: not for ``transform_values``)."""
+        if burn_store and materialized is not None and materialized.store_name is None:
+            burn(self._graph)
+        name = processor_name(self._graph, prefix, name)
         store = None
         if materialized is not None and materialized.store_name is not None:
             store = materialized.store_name
@@ -112,7 +121,7 @@ class KTable:
             ks = materialized.key_serde if materialized.key_serde is not None else self._key_serde
             self._graph.add_store(materialized.builder(store, ks, value_serde), (name,))
         out = KTable(self._graph, name, self._key_serde, value_serde, store,
-                     None if store is not None else getter)
+                     None if store is not None else getter, window_grace=self._window_grace)
         if old is not None:
             out._old = old
         if store is None:
@@ -196,7 +205,7 @@ class KTable:
 
         out: KTable = self._derived("KTABLE-TRANSFORMVALUES", lambda store: functools.partial(
             TableTransformValuesProcessor, transformer_supplier, old, store), materialized,
-            None, getter, old_policy=enable)
+            None, getter, old_policy=enable, burn_store=False)
         if store_names:
             self._graph.connect((out._node,), tuple(store_names))
         return out
@@ -216,19 +225,18 @@ class KTable:
             self._enable_old(True)
         if kind == "outer":
             other._enable_old(True)
-        prefix = {"inner": "KTABLE-JOIN", "left": "KTABLE-LEFTJOIN",
-                  "outer": "KTABLE-OUTERJOIN"}[kind]
-        # named: Java's names, "<name>-join-this", "<name>-join-other" and "<name>"
-        this = f"{name}-join-this" if name else self._graph.next_name(prefix + "THIS")
-        that = f"{name}-join-other" if name else self._graph.next_name(prefix + "OTHER")
+        g = self._graph  # Java's names: the store's, "<name>", "<name>-join-this"/"-other"
+        store = None if materialized is None else (
+            materialized.store_name or store_name(g, "KTABLE-MERGE", materialized.logging))
+        merge = processor_name(g, "KTABLE-MERGE", name)
+        this = suffixed_name(g, name, "-join-this", "KTABLE-JOINTHIS")
+        that = suffixed_name(g, name, "-join-other", "KTABLE-JOINOTHER")
         self._graph.add(ProcessorSpec(this, functools.partial(
             TableTableJoinProcessor, other_reader, joiner, kind, True), (self._node,)))
         self._graph.add(ProcessorSpec(that, functools.partial(
             TableTableJoinProcessor, this_reader, joiner, kind, False), (other._node,)))
         self._graph.connect((this,), other_reader.stores)
         self._graph.connect((that,), this_reader.stores)
-        merge = name or self._graph.next_name("KTABLE-MERGE")
-        store = None if materialized is None else materialized.store_name
         value_serde = None if materialized is None else materialized.value_serde
         if store is None:
             self._graph.add(ProcessorSpec(merge, tables.TablePassThroughProcessor, (this, that)))
@@ -347,9 +355,16 @@ class KTable:
         if self._versioned:
             raise TopologyError(f"suppress() is only supported for non-versioned KTables; table "
                                 f"{self._node!r} reads a versioned store")
+        if suppressed.final_results and self._window_grace is None:
+            raise TopologyError(
+                f"{user_call() or 'suppress()'}: Suppressed.until_window_closes() needs a "
+                f"windowed table (the result of a windowed aggregation), but table "
+                f"{self._node!r} is not windowed: use Suppressed.until_time_limit()")
         self._enable_old(True)
-        name = f.named_of(named) or self._graph.next_name("KTABLE-SUPPRESS")
-        store = f"{name}-STATE-STORE"
+        given = f.named_of(named) or suppressed.name
+        # Java's names: a given name burns nothing; an unnamed store burns an index
+        name = given or self._graph.next_name("KTABLE-SUPPRESS")
+        store = f"{given}-store" if given else store_name(self._graph, "KTABLE-SUPPRESS")
         self._graph.add(ProcessorSpec(name, functools.partial(
             SuppressProcessor, store, suppressed, self._window_grace), (self._node,)))
         # keyed by the table's serialized keys: ties on buffer time go in key-bytes order;
@@ -375,7 +390,7 @@ class KTable:
         from kspark.dsl.kstream import KStream
 
         a = bind("KTable.to_stream", f.TABLE_TO_STREAM, args, kwargs)
-        name = f.named_of(a["named"]) or self._graph.next_name("KTABLE-TOSTREAM")
+        name = processor_name(self._graph, "KTABLE-TOSTREAM", f.named_of(a["named"]))
         self._graph.add(ProcessorSpec(name, tables.TableToStreamProcessor, (self._node,)))
         stream = KStream(self._graph, name, self._key_serde, self._value_serde)
         return stream if a["mapper"] is None else stream.select_key(a["mapper"])

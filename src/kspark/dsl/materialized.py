@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kspark._engine.either import either
 from kspark.dsl._overloads import check_serdes
 
 __all__ = ["Materialized"]
@@ -34,20 +35,22 @@ class Materialized:
     def __post_init__(self) -> None:
         check_serdes("Materialized", key_serde=self.key_serde, value_serde=self.value_serde)
 
-    @staticmethod
-    def as_(store: Any) -> "Materialized":
-        """Name the store (a name, or a store supplier from :class:`~kspark.state.Stores`)."""
+    @either
+    def as_(self, store: Any) -> "Materialized":
+        """Name the store (a name, or a store supplier from :class:`~kspark.state.Stores`).
+        Called on a configured value it keeps its settings (Java's static factory there
+        would drop them)."""
         from kspark._engine.state.build import StoreKind, supplier_kind
 
         if isinstance(store, str):
-            return Materialized(store_name=store)
+            return replace(self, store_name=store)
         versioned = supplier_kind(store) is StoreKind.VERSIONED
-        return Materialized(store_name=store.name, persistent=store.persistent,
-                            history_retention_ms=store.history_retention_ms if versioned else None)
+        return replace(self, store_name=store.name, persistent=store.persistent,
+                       history_retention_ms=store.history_retention_ms if versioned else None)
 
-    @staticmethod
-    def with_(key_serde: Any, value_serde: Any) -> "Materialized":
-        return Materialized(key_serde=key_serde, value_serde=value_serde)
+    @either
+    def with_(self, key_serde: Any, value_serde: Any) -> "Materialized":
+        return replace(self, key_serde=key_serde, value_serde=value_serde)
 
     def with_key_serde(self, serde: Any) -> "Materialized":
         return replace(self, key_serde=serde)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kspark._engine.either import either
+from kspark._engine.either import either, shortcuts
 from kspark.dsl._overloads import check_serdes
 
 __all__ = ["Named", "Grouped", "Printed", "TableJoined"]
@@ -57,12 +57,12 @@ class Grouped:
     def __post_init__(self) -> None:
         check_serdes("Grouped", key_serde=self.key_serde, value_serde=self.value_serde)
 
-    @staticmethod
-    def with_(*args: Any) -> "Grouped":
+    @either
+    def with_(self, *args: Any) -> "Grouped":
         if len(args) == 3:
-            return Grouped(_name(args[0]), args[1], args[2])
+            return replace(self, name=_name(args[0]), key_serde=args[1], value_serde=args[2])
         if len(args) == 2 and not isinstance(args[0], str):
-            return Grouped(None, args[0], args[1])
+            return replace(self, key_serde=args[0], value_serde=args[1])
         raise TypeError("Grouped.with_() takes (key_serde, value_serde) or (name, key_serde, "
                         f"value_serde), got {len(args)} argument(s)")
 
@@ -140,10 +140,10 @@ class TableJoined:
     other_partitioner: Callable[..., int | None] | None = None
     name: str | None = None
 
-    @staticmethod
-    def with_(partitioner: Callable[..., int | None] | None,
+    @either
+    def with_(self, partitioner: Callable[..., int | None] | None,
               other_partitioner: Callable[..., int | None] | None) -> "TableJoined":
-        return TableJoined(partitioner, other_partitioner)
+        return replace(self, partitioner=partitioner, other_partitioner=other_partitioner)
 
     @either
     def as_(self, name: str) -> "TableJoined":
@@ -160,3 +160,7 @@ class TableJoined:
     @either
     def with_other_partitioner(self, partitioner: Callable[..., int | None]) -> "TableJoined":
         return replace(self, other_partitioner=partitioner)
+
+
+# Java's static shortcuts named like fields: Grouped.key_serde(S), Grouped.value_serde(S)
+shortcuts(Grouped, key_serde="with_key_serde", value_serde="with_value_serde")

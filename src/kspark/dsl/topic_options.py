@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kspark._engine.either import either
+from kspark._engine.either import either, shortcuts
 from kspark.dsl._overloads import check_serdes
 
 __all__ = ["AutoOffsetReset", "Consumed", "Produced", "Repartitioned", "check_offset_reset"]
@@ -95,17 +95,20 @@ class Consumed:
     def __post_init__(self) -> None:
         check_serdes("Consumed", key_serde=self.key_serde, value_serde=self.value_serde)
 
-    @staticmethod
-    def with_(*args: Any) -> "Consumed":
+    @either
+    def with_(self, *args: Any) -> "Consumed":
         """Java's overloads: ``with_(key_serde, value_serde[, timestamp_extractor
-        [, offset_reset]])``, ``with_(timestamp_extractor)`` or ``with_(offset_reset)``."""
+        [, offset_reset]])``, ``with_(timestamp_extractor)`` or ``with_(offset_reset)`` (on
+        a configured value, over its settings)."""
         if len(args) == 1:
             if isinstance(args[0], str):
-                return Consumed(offset_reset=args[0])
+                return replace(self, offset_reset=args[0])
             if callable(args[0]) or hasattr(args[0], "extract"):
-                return Consumed(timestamp_extractor=args[0])
+                return replace(self, timestamp_extractor=args[0])
         elif 2 <= len(args) <= 4:
-            return Consumed(*args)
+            given = dict(zip(("key_serde", "value_serde", "timestamp_extractor",
+                              "offset_reset"), args, strict=False))
+            return replace(self, **given)
         raise TypeError("Consumed.with_() takes (key_serde, value_serde[, timestamp_extractor"
                         "[, offset_reset]]), (timestamp_extractor) or (offset_reset), got "
                         f"{len(args)} argument(s)")
@@ -148,14 +151,15 @@ class Produced:
     def __post_init__(self) -> None:
         check_serdes("Produced", key_serde=self.key_serde, value_serde=self.value_serde)
 
-    @staticmethod
-    def with_(key_serde: Any, value_serde: Any,
+    @either
+    def with_(self, key_serde: Any, value_serde: Any,
               partitioner: Callable[..., int | None] | None = None) -> "Produced":
-        return Produced(key_serde, value_serde, partitioner)
+        return replace(self, key_serde=key_serde, value_serde=value_serde,
+                       partitioner=partitioner if partitioner is not None else self.partitioner)
 
-    @staticmethod
-    def stream_partitioner(partitioner: Callable[..., int | None]) -> "Produced":
-        return Produced(partitioner=partitioner)
+    @either
+    def stream_partitioner(self, partitioner: Callable[..., int | None]) -> "Produced":
+        return replace(self, partitioner=partitioner)
 
     @either
     def as_(self, processor_name: str) -> "Produced":
@@ -196,9 +200,9 @@ class Repartitioned:
     def as_(self, name: str) -> "Repartitioned":
         return replace(self, name=_name(name))
 
-    @staticmethod
-    def with_(key_serde: Any, value_serde: Any) -> "Repartitioned":
-        return Repartitioned(key_serde=key_serde, value_serde=value_serde)
+    @either
+    def with_(self, key_serde: Any, value_serde: Any) -> "Repartitioned":
+        return replace(self, key_serde=key_serde, value_serde=value_serde)
 
     @either
     def with_number_of_partitions(self, n: int) -> "Repartitioned":
@@ -223,3 +227,9 @@ class Repartitioned:
     @either
     def with_stream_partitioner(self, partitioner: Callable[..., int | None]) -> "Repartitioned":
         return replace(self, partitioner=partitioner)
+
+
+# Java's static shortcuts named like fields: Produced.key_serde(S), Repartitioned.
+# number_of_partitions(4), ... (on a value, the fields)
+shortcuts(Produced, key_serde="with_key_serde", value_serde="with_value_serde")
+shortcuts(Repartitioned, number_of_partitions="with_number_of_partitions")

@@ -17,6 +17,7 @@ from kspark._engine.async_.runtime import InlineRuntime
 from kspark._engine.metrics.names import Metrics
 from kspark._engine.metrics.view import MetricsView, async_processor_metrics
 from kspark._graph.instantiate import build_global_task, build_task
+from kspark._graph.naming import check_explicit_naming
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
 from kspark.processor.topology import Topology
@@ -65,6 +66,7 @@ class TopologyTestDriver:
         self.config = StreamsConfig(props)
         # As Java's driver reads Topology's internal builder through package access
         self._graph = topology._graph  # noqa: SLF001 - the driver runs the topology's own graph
+        check_explicit_naming(self._graph, self.config)
         self._wall_clock_ms = to_timestamp(  # ms or a datetime (Java's Instant)
             initial_wall_clock_time if initial_wall_clock_time_ms is None
             else initial_wall_clock_time_ms, "initial_wall_clock_time") or 0

@@ -55,9 +55,27 @@ class JoinWindows:
         return self.before_ms + self.after_ms
 
 
+class JoinWindowProcessor(Processor):
+    """A stream-stream join side's window (Kafka Streams' KStreamJoinWindow, the
+    ``KSTREAM-WINDOWED-`` node): forward the record to the side's join, then keep it in the
+    side's window store (a record with a null key or value is kept nowhere)."""
+
+    def __init__(self, store: str):
+        self.store_name = store
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store = context.get_state_store(self.store_name)
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record)
+        if record.key is not None and record.value is not None:
+            self.store.put(record.key, record.value, record.timestamp)
+
+
 class StreamStreamJoinProcessor(Processor, KeepsProgress):
-    """One side of a stream-stream join (Kafka Streams' KStreamKStreamJoin): store this
-    record, join the other side's window.
+    """One side of a stream-stream join (Kafka Streams' KStreamKStreamJoin): join the other
+    side's window (its :class:`JoinWindowProcessor` keeps this record in this side's).
 
     ``kind``: "inner", "left" or "outer". Both sides share one stream time (the newest
     timestamp either has seen). No record is dropped for lateness: expiry comes only from
@@ -70,21 +88,23 @@ class StreamStreamJoinProcessor(Processor, KeepsProgress):
 
     # kept in the task's progress across restarts
     progress_fields = ("observed", "min_time")
+    pending: Any  # the store of records waiting for a partner (None in an inner join)
 
-    def __init__(self, this_store: str, other_store: str, pending_store: str,
+    def __init__(self, other_store: str, pending_store: str | None,
                  joiner: Callable[[Any, Any], Any], windows: JoinWindows, kind: str,
                  this_is_left: bool):
-        self.this_store, self.other_store = this_store, other_store
-        self.pending_store = pending_store
+        self.other_store, self.pending_store = other_store, pending_store
         self.joiner, self.windows, self.kind, self.left = joiner, windows, kind, this_is_left
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
-        self.this = context.get_state_store(self.this_store)
         self.other = context.get_state_store(self.other_store)
-        self.pending = context.get_state_store(self.pending_store)
         self.observed = -1
         self.min_time = _NEVER  # the oldest waiting record's timestamp, as Java tracks it
+        if self.pending_store is None:  # an inner join: nothing waits, no time is shared
+            self.pending, self._sides = None, [self]
+            return
+        self.pending = context.get_state_store(self.pending_store)
         # Java's shared time tracker: both sides hold the same pending store object
         self._sides = self.pending.__dict__.setdefault("join_sides", [])
         self._sides.append(self)
@@ -111,13 +131,13 @@ class StreamStreamJoinProcessor(Processor, KeepsProgress):
                                          f"{'key' if record.key is None else 'value'}")
             return
         stream_time = self._stream_time()
-        if ts == stream_time:
+        if ts == stream_time and self.pending is not None:
             self._emit_closed(stream_time, record)
-        self.this.put(record.key, record.value, ts)
         matched = False
         for other_ts, other_value in self.other.fetch(record.key, time_from, time_to):
             matched = True
-            self.pending.delete((other_ts, not self.left, record.key))
+            if self.pending is not None:
+                self.pending.delete((other_ts, not self.left, record.key))
             self.context.forward(Record(record.key, self._join(record.value, other_value),
                                         max(ts, other_ts), record.headers))
         if not matched and self._outer_side():

@@ -115,6 +115,12 @@ class TableSourceProcessor(TableStoreProcessor):
     As KTableSource, a tombstone for a key the table never had is still forwarded (as a
     change from None to None) unless the store caches (a cache has nothing to flush)."""
 
+    def init(self, context: ProcessorContext) -> None:
+        if self.materialized is not None and not self.materialized.on:
+            self.context = context  # unmaterialized: the topology has no store for it
+            return
+        super().init(context)
+
     def process(self, record: Record) -> None:
         if record.key is None:
             record_dropped(self.context, "a table source skips a record with a null key")

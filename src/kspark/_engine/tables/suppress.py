@@ -85,6 +85,16 @@ class Suppressed:
     final_results: bool
     time_to_wait_ms: int = 0
     buffer: BufferConfig = BufferConfig()
+    name: str | None = None  # the processor's; its buffer store is ``<name>-store``
+
+    def with_name(self, name: str) -> "Suppressed":
+        """Name the suppression: its processor ``name``, its buffer store ``<name>-store``
+        (and so its changelog), as Java's ``Suppressed.withName``.
+
+        >>> Suppressed.until_time_limit(1000).with_name("alerts-suppress").name
+        'alerts-suppress'
+        """
+        return Suppressed(self.final_results, self.time_to_wait_ms, self.buffer, name)
 
     @staticmethod
     def until_window_closes(buffer: BufferConfig | None = None) -> "Suppressed":
