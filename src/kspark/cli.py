@@ -225,8 +225,10 @@ def _describe(args: argparse.Namespace) -> int:
     broker = not args.no_broker and bool(props.get("bootstrap.servers"))
     if not props.get("bootstrap.servers"):
         print("kspark describe: no bootstrap.servers in the config: partition counts come from "
-              "--partitions, else are assumed")
+              "--partitions, else are assumed", file=sys.stderr)
         props["bootstrap.servers"] = "bootstrap.servers.unset:9092"  # asked by no one
+    if not props.get("application.id"):  # names internal topics only: shown as a placeholder
+        props["application.id"] = "application.id"
     topology = load_topology(args.application)
     print(describe_application(str(topology.describe()), topology._graph,  # noqa: SLF001
                                StreamsConfig(props), {t: int(n) for t, n in partitions.items()},

@@ -55,6 +55,7 @@ public class Reference {
             List<String[]> inputs = new ArrayList<>();
             List<String> outs = new ArrayList<>();
             List<String[]> stores = new ArrayList<>();
+            List<String> changelogs = new ArrayList<>();
             boolean dropped = false, metrics = false, storeMetrics = false, describe = false;
             for (String line : lines) {
                 String[] t = line.split(" ");
@@ -64,6 +65,7 @@ public class Reference {
                     case "to": ((KStream) vars.get(t[1])).to(t[2], Produced.with(S, L)); outs.add(t[2]); break;
                     case "input": inputs.add(t); break;
                     case "store": stores.add(t); break;
+                    case "changelog": changelogs.add(t[1]); break;
                     case "handler":
                         p.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, t[1].equals("continue")
                             ? LogAndContinueProcessingExceptionHandler.class : LogAndFailProcessingExceptionHandler.class);
@@ -92,6 +94,12 @@ public class Reference {
                           .append(show(r.value())).append(' ').append(r.timestamp()).append('\n');
                 }
                 for (String[] t : stores) dump(d, t[1], t[2], sb);
+                for (String store : changelogs) {  // the store's changelog records, as bytes
+                    for (TestRecord<byte[], byte[]> r : d.createOutputTopic("ref-" + store + "-changelog",
+                            new ByteArrayDeserializer(), new ByteArrayDeserializer()).readRecordsToList())
+                        sb.append("changelog ").append(store).append(' ').append(hex(r.key())).append(' ')
+                          .append(hex(r.value())).append(' ').append(r.timestamp()).append('\n');
+                }
                 if (dropped) sb.append("dropped ").append(dropped(d)).append('\n');
                 if (metrics) names(d, sb, storeMetrics);
             }
@@ -104,6 +112,13 @@ public class Reference {
                 files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
             } catch (IOException ignored) { }
         }
+        return sb.toString();
+    }
+
+    static String hex(byte[] b) {
+        if (b == null) return "~";
+        StringBuilder sb = new StringBuilder();
+        for (byte x : b) sb.append(String.format("%02x", x));
         return sb.toString();
     }
 

@@ -11,6 +11,8 @@ Streams. Keys are strings, values longs; ``~`` stands for null.
     handler continue|fail              processing.exception.handler (KIP-1033): Java's
                                        LogAndContinue/LogAndFailProcessingExceptionHandler
     dropped                            answer the tasks' dropped-records-total too
+    changelog <store>                  answer the store's changelog records too, as bytes:
+                                       ``changelog <store> <key hex> <value hex> <ts>``
     describe                           answer the topology's description first, one
                                        ``describe <line>`` per line of Java's text
     optimize                           topology.optimization=all
@@ -201,6 +203,7 @@ class Built:
     metrics: bool = False  # a ``metrics LEVEL`` line: answer the metrics' names too
     store_metrics: bool = False  # ``metrics LEVEL stores``: the stores' and caches' too
     describe: bool = False  # a ``describe`` line: answer the description first
+    changelogs: list[str] = field(default_factory=list)  # stores whose changelog is answered
 
 
 def build(lines: list[str], builder: StreamsBuilder | None = None, prefix: str = "") -> Built:
@@ -228,6 +231,8 @@ def build(lines: list[str], builder: StreamsBuilder | None = None, prefix: str =
             built.dropped = True
         elif t[0] == "describe":
             built.describe = True
+        elif t[0] == "changelog":
+            built.changelogs.append(prefix + t[1])
         elif t[0] == "optimize":
             built.config["topology.optimization"] = "all"
         elif t[0] == "explicit":
@@ -279,6 +284,19 @@ def normal_metrics(answer: list[str]) -> list[str]:
     return out
 
 
+def _changelog_lines(d: Any, stores: list[str]) -> list[str]:
+    """Each store's changelog records as ``Reference.java`` prints Java's."""
+    from kspark import Serdes
+
+    raw, out = Serdes.ByteArray(), []
+    for store in stores:
+        topic = d.create_output_topic(f"topology-test-driver-{store}-changelog", raw, raw)
+        for r in topic.read_records_to_list():
+            value = "~" if r.value is None else r.value.hex()
+            out.append(f"changelog {store} {r.key.hex()} {value} {r.timestamp}")
+    return out
+
+
 def described(topology: Any) -> list[str]:
     """The lines of ``str(topology.describe())``, as Java's ``split("\\n")`` gives them (no
     trailing empty ones)."""
@@ -311,6 +329,7 @@ def run(lines: list[str]) -> list[str]:
                     for kv in d.get_window_store(name).all():
                         answer.append(f"row {name} {kv.key.key}@{kv.key.window.start} "
                                       f"{_show(kv.value)}")
+            answer += _changelog_lines(d, built.changelogs)
             metrics = d.metrics()
             if built.dropped:  # the driver's one task counts them (dropped-records-total)
                 answer.append(f"dropped {metrics.total('dropped-records-total', TASK)}")

@@ -264,4 +264,23 @@ RULES: dict[str, list[str]] = {
         "op v4 aggregate v3 st0", "op v5 to_stream v4", "op v6 unwindow v5", "to v6 out",
         "input in0 b 3 38", "input in0 b 5 31", "input in0 c 0 45", "input in0 b 8 42",
         "input in0 b 3 49", "store st0 window"],
+    # issue 54: changelogs in Kafka Streams' byte layouts (a Java application's restore in
+    # kspark, and back): a timestamped value alone with its timestamp as the record's, a
+    # window key's 4-byte sequence number, a session key (key, end, start)
+    "changelog: a count's records are Java's bytes": [
+        "cache 0", "op s stream in", "op g group_by_key s", "op c count g st",
+        "op o to_stream c", "to o out", "input in a 1 1700000000000", "input in a 2 1700000000007",
+        "input in b 2 1700000000003", "changelog st"],
+    "changelog: a windowed count's keys carry Java's sequence number": [
+        "cache 0", "op s stream in", "op g group_by_key s", "op w time_windows g 10 10 5",
+        "op c count w st", "op t to_stream c", "op o unwindow t", "to o out", "input in a 1 5",
+        "input in a 2 7", "input in b 2 19", "input in a 3 2", "changelog st"],
+    "changelog: a session count merges and deletes as Java logs it": [
+        "cache 0", "op s stream in", "op g group_by_key s", "op w session_windows g 10 5",
+        "op c count w st", "op t to_stream c", "op o unwindow t", "to o out", "input in a 1 5",
+        "input in a 2 7", "input in a 3 30", "changelog st"],
+    "changelog: a materialized table source and a table aggregation": [
+        "cache 0", "op t table in ts", "op g tgroup_by t mod", "op c count g st",
+        "op o to_stream c", "to o out", "input in a 1 5", "input in b 2 6", "input in a 4 9",
+        "input in a ~ 11", "changelog ts", "changelog st"],
 }

@@ -69,3 +69,11 @@ def test_through_was_removed_as_in_kafka_streams_4_and_says_what_to_use():
     stream = StreamsBuilder().stream("s", key_serde=S, value_serde=L)
     with pytest.raises(TopologyError, match="repartition\\(\\).*to\\(topic\\)"):
         stream.through("mid")
+
+
+def test_a_windowed_keys_text_is_javas_to_string():
+    from kspark._engine.aggregates.windows import Window, Windowed
+
+    assert str(Windowed("user-1", Window(1000, 2000))) == "[user-1@1000/2000]"
+    assert str(Windowed(7, Window(0, 5))) == "[7@0/5]"
+    assert str(Window(0, 5)) == "Window{startMs=0, endMs=5}"

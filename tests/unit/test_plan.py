@@ -160,9 +160,21 @@ def test_describe_says_what_it_assumed():
 
 def test_cli_describe_prints_both_views(capsys):
     assert main(["describe", "kspark.demo.run:demo_topology", "--set", "application.id=demo",
-                 "--partitions", "demo-pageviews=3"]) == 0
+                 "--set", "execution.mode=micro_batch", "--partitions", "demo-pageviews=3"]) == 0
     out = capsys.readouterr().out
     assert "Topologies:\n   Sub-topology: 0\n" in out
     assert "   Stage 0 (3 Spark tasks): reads Kafka, no exchange" in out
     assert "   demo-pageviews: 3 (given)" in out
+
+
+def test_cli_describe_follows_the_configured_mode_and_needs_no_application_id(capsys):
+    """The default mode (real_time) is described as it runs: tasks meeting through
+    repartition topics created in Kafka; with no application.id, a placeholder names them."""
+    assert main(["describe", "tests.unit.test_plan:_word_count", "--no-broker",
+                 "--partitions", "words=2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Topologies:\n")
+    assert "Real-time plan (" in out and "Stage 0" not in out
+    assert ("   application.id-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition: "
+            "repartition topic, 2 partitions, purged after each commit") in out
     assert main(["describe", "kspark.demo.run:demo_topology", "--partitions", "x=many"]) == 2

@@ -30,6 +30,7 @@ from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode
 from kspark._engine.partition_group import PartitionGroup
 from kspark._engine.progress import KeepsProgress
 from kspark._engine.punctuation import PunctuationQueue
+from kspark._engine.state.changelog_format import FORMAT_HEADER, codec_for, save_codec
 from kspark._engine.state.build import build_store, changelog_topic, task_store_dir
 from kspark._engine.state.delayed import DelayedRecordsStore
 from kspark._engine.state.layers import RecordCache
@@ -170,16 +171,19 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         app_id = self.config["application.id"]
         topic = changelog_topic(app_id, builder.name)
 
-        stamp: list[Any] = [None, ()]  # the batch, and its header (made once per batch)
+        stamp: list[Any] = [None, (FORMAT_HEADER,)]  # the batch, its headers (once a batch)
+        codec = codec_for(builder)  # Java's layout of the store's changelog records
 
         def log(key: bytes, value: bytes | None) -> None:
             if stamp[0] != self.batch:
-                stamp[:] = [self.batch, () if self.batch is None else (
-                    (BATCH_HEADER, f"{self.batch[0]}:{self.batch[1]}".encode()),)]
-            self.collector.send(topic, key, value, max(self.current_timestamp, 0), stamp[1],
-                                self.partition)
+                stamp[:] = [self.batch, (FORMAT_HEADER,) if self.batch is None else (
+                    (BATCH_HEADER, f"{self.batch[0]}:{self.batch[1]}".encode()), FORMAT_HEADER)]
+            k, v, ts = codec.encode(key, value, max(self.current_timestamp, 0))
+            self.collector.send(topic, k, v, ts, stamp[1], self.partition)
 
         directory = task_store_dir(self.config["state.dir"], app_id, self.task_id)
+        if builder.supplier.persistent and builder.logging_enabled:
+            save_codec(directory, builder.name, codec)
         # a worker of a run that just ended (a batch run stopped, then resumed) may still
         # hold the lock for a moment: wait for it a little before failing the task
         return build_store(builder, directory, log, self._batch_buffer, self.record_cache,

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kspark._engine.documents import Invalid, check_progress
+from kspark._engine.state.changelog_format import codec_for
 from kspark._engine.state.build import bottom, changelog_topic, task_store_dir
 from kspark._engine.state.checkpoint import (
     read_checkpoint,
@@ -140,7 +141,8 @@ def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, 
         host.restored_records += restore_store(reader, task.task_id, bottom(task.stores[name]),
                                                plan, batch,
                                                restore_checker(task.stores[name], task.task_id),
-                                               uncommitted, progressed)
+                                               uncommitted, progressed,
+                                               codec_for(builders[name]))
     task.stats.gauge("=restore-remaining", 0)  # done (transaction markers are offsets too)
     return ends
 

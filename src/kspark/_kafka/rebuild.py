@@ -27,6 +27,7 @@ from kspark._engine.state.checkpoint import (
     write_progress,
 )
 from kspark._kafka.admin import Admin
+from kspark._engine.state.changelog_format import FORMAT_HEADER, load_codec
 from kspark._kafka.task_producer import TaskProducer
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark.errors import ChangelogLostError, StateStoreError
@@ -102,10 +103,17 @@ def _write(settings: ClientSettings, topic: str, store: str,
     written: dict[int, int] = {}
     for task_dir, p in tasks:
         written[p] = 0
+        codec = load_codec(task_dir, store)
+        if codec is None:
+            raise ChangelogLostError(
+                f"the local state of store {store!r} in {task_dir} predates kspark's Kafka "
+                "Streams changelog layout: it cannot be written to a changelog this version "
+                "restores; reset the application instead")
         db = _opened(store, task_dir / store)
         try:
             for key, value in db.range(None, None):
-                producer.send(topic, key, value, 0, (), p)  # timestamp 0: now
+                k, v, ts = codec.encode(key, value, 0)  # timestamp 0: now
+                producer.send(topic, k, v, ts, (FORMAT_HEADER,), p)
                 written[p] += 1
         finally:
             db.close()

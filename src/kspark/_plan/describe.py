@@ -12,7 +12,8 @@ Example:
     >>> b = StreamsBuilder()
     >>> b.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to("out")
     >>> t = b.build()
-    >>> c = StreamsConfig({"application.id": "app", "bootstrap.servers": "kafka:9092"})
+    >>> c = StreamsConfig({"application.id": "app", "bootstrap.servers": "kafka:9092",
+    ...                    "execution.mode": "micro_batch"})
     >>> print(describe_application(str(t.describe()), t._graph, c, {"in": 2}, broker=False))
     ... # doctest: +ELLIPSIS
     Topologies:
@@ -38,7 +39,8 @@ from kspark._graph.graph import TopologyGraph
 from kspark._plan.plan import Member, QueryPlan, Stage, needed_topics, plan
 from kspark.errors import KSparkError
 
-__all__ = ["describe_plan", "describe_application", "partition_counts_for"]
+__all__ = ["describe_plan", "describe_application", "describe_real_time",
+           "partition_counts_for"]
 
 _DESCRIBE_TIMEOUT_MS = 10_000  # describe asks the broker briefly: it runs nothing
 
@@ -55,7 +57,43 @@ def describe_application(topology_text: str, graph: TopologyGraph, config: Any,
     graph.check_copartitioning({t: n for t, n in counts.items() if "assumed" not in notes[t]})
     query = plan(graph, counts, config)
     lines = [f"   {t}: {counts[t]} ({notes[t]})" for t in sorted(counts)]
+    if config["execution.mode"] == "real_time":
+        return describe_real_time(topology_text, query, config, lines)
     return describe_plan(topology_text, query, lines)
+
+
+def describe_real_time(topology_text: str, query: QueryPlan, config: Any,
+                       notes: Sequence[str] = ()) -> str:
+    """``topology_text``, then real-time mode's layout: every sub-topology's tasks, run by
+    the stream threads (each a Spark job of one long-running task), meeting through
+    repartition topics created in Kafka, as Kafka Streams' do."""
+    text = topology_text if topology_text.endswith("\n") else topology_text + "\n"
+    threads = config["num.stream.threads"]
+    asked = (f"{threads} stream thread(s)" if threads else
+             "stream threads as the free Spark task slots allow (num.stream.threads unset)")
+    lines = [text + f"Real-time plan ({asked}, each a Spark job of one long-running task; "
+             "sub-topologies meet through Kafka topics):"]
+    repartitions = dict(sorted(query.fed_partitions.items()))
+    for m in sorted(query.members(), key=lambda m: m.sub_topology):
+        i = m.sub_topology
+        reads = list(m.source.topics) if m.source is not None else [
+            t for t in repartitions if query.routes.get(t, (0, -1))[1] == m.first]
+        lines += [f"    Sub-topology: {i} (tasks {i}_0 to {i}_{m.tasks - 1})",
+                  f"      Reads: [{', '.join(reads)}]"]
+        lines += [f"      Writes {t} ({n} partitions)" for t, (n, _) in m.stage_plan.fed.items()]
+        lines += [f"      Store: {st.name} (one per task; "
+                  f"{'changelog ' + st.changelog if st.changelog else 'not logged'})"
+                  for st in query.stores if st.sub_topology == i]
+    lines.append("Internal topics (created in Kafka):")
+    lines += [f"   {t}: repartition topic, {n} partitions, purged after each commit"
+              for t, n in repartitions.items()]
+    lines += [f"   {st.changelog}: changelog of store {st.name}, {st.tasks} partitions, "
+              "compacted" for st in query.stores if st.changelog]
+    if lines[-1].endswith("(created in Kafka):"):
+        lines.append("   none")
+    if notes:
+        lines += ["Partition counts:", *notes]
+    return "\n".join(lines) + "\n"
 
 
 def partition_counts_for(graph: TopologyGraph, config: Any, given: Mapping[str, int],

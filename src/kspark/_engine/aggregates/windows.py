@@ -15,18 +15,43 @@ __all__ = ["Window", "Windowed", "TimeWindows", "TimeWindowedSerde", "SessionWin
 
 @dataclass(frozen=True, order=True)
 class Window:
-    """A window ``[start, end)`` in ms (a sliding window's end is inclusive: ``[start, end]``)."""
+    """A window ``[start, end)`` in ms (a sliding window's end is inclusive: ``[start, end]``).
+    Its ``str`` is Java's ``Window.toString()``.
+
+    >>> str(Window(0, 10))
+    'Window{startMs=0, endMs=10}'
+    """
 
     start: int
     end: int
 
+    def __str__(self) -> str:
+        return f"Window{{startMs={self.start}, endMs={self.end}}}"
+
 
 @dataclass(frozen=True)
 class Windowed:
-    """A key and the window it was aggregated in."""
+    """A key and the window it was aggregated in. Its ``str`` is Java's ``Windowed.toString()``
+    (``[key@start/end]``), so output keyed by a windowed key's text is Java's.
+
+    >>> str(Windowed("a", Window(0, 10))), str(Windowed(None, Window(5, 7)))
+    ('[a@0/10]', '[null@5/7]')
+    """
 
     key: Any
     window: Window
+
+    def __str__(self) -> str:
+        return f"[{_java_text(self.key)}@{self.window.start}/{self.window.end}]"
+
+
+def _java_text(value: Any) -> str:
+    """``String.valueOf(value)`` for the values a key holds: null, true/false, numbers, text."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kspark._engine.state.changelog_format import RAW, ChangelogCodec, written_by_old_kspark
 from kspark._engine.state.layers import put_all
 from kspark._engine.task import BATCH_HEADER
 from kspark.errors import ChangelogLostError, CorruptStateError
@@ -213,14 +214,16 @@ Check = Callable[[bytes | None, bytes | None, str, int, int], None]
 def restore_store(reader: ChangelogReader, task_id: str, raw: Any, plan: StoreRestore,
                   batch: Batch | None, check: Check | None = None,
                   uncommitted: Batch | None = None,
-                  progressed: Callable[[int], None] | None = None) -> int:
+                  progressed: Callable[[int], None] | None = None,
+                  codec: ChangelogCodec = RAW) -> int:
     """Carry out ``plan`` on the byte store ``raw`` (the bottom of the store's layers): wipe
     it if planned, then copy the changelog records of ``[start, end)`` into it, skipping
     those :func:`stamped_by_this_batch_or_later` of ``batch`` or of ``uncommitted`` (the
     run of the task's last commit and its first interval not committed); ``check`` (stores
     in kspark's internal encoding) rejects a record that does not parse; ``progressed(n)``
-    is told each batch of ``n`` records read (the task's restore-remaining-records-total).
-    Returns the records read.
+    is told each batch of ``n`` records read (the task's restore-remaining-records-total);
+    ``codec``: the store's changelog layout (``changelog_format.py``; a record in kspark's
+    layout of before is a CorruptStateError). Returns the records read.
     """
     skip = [b for b in (batch, uncommitted) if b is not None]
     if plan.wipe:
@@ -241,9 +244,17 @@ def restore_store(reader: ChangelogReader, task_id: str, raw: Any, plan: StoreRe
             if any(stamped_by_this_batch_or_later(m, b, tp) for b in skip):
                 skipped += 1  # written by an earlier attempt of this batch (or a later one)
                 continue
+            if written_by_old_kspark(codec, m.value(), m.headers()):
+                raise CorruptStateError(
+                    f"task {task_id}: changelog {tp[0]} partition {tp[1]} offset {m.offset()} "
+                    f"of store {name!r} was written by an earlier kspark in its own layout "
+                    "(kspark now writes Kafka Streams' layout): reset the application "
+                    "(kspark reset) to rebuild its state from its input")
+            key, value = codec.decode(m.key(), m.value(),
+                                      m.timestamp()[1] if codec.strip_timestamp else 0)
             if check is not None:
-                check(m.key(), m.value(), tp[0], tp[1], m.offset())
-            items.append((m.key(), m.value()))
+                check(key, value, tp[0], tp[1], m.offset())
+            items.append((key, value))
         put_all(raw, items)  # RocksDB: one write batch per fetch, not one write per record
         done += len(msgs)
         if progressed is not None:
