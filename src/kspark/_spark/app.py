@@ -199,11 +199,9 @@ class SparkApplication:
             raise TopologyError(
                 f"application {app!r} has changelog topics named as kspark named generated "
                 f"stores before it took Kafka Streams' names: {', '.join(old)}. Its stores "
-                "have Java's names now, so they would start empty while the input offsets "
-                "stay committed. Either reset the application (kspark reset) to reprocess its "
-                "input, or keep the old state by naming each store as it was named "
-                "(Materialized.as_(\"<old name>\"), the topic's name between the "
-                "application id and -changelog); docs/from-java.md, \"Names\"")
+                "have Java's names now (and their changelogs Java's layout), so they would "
+                "start empty while the input offsets stay committed: reset the application "
+                "(kspark reset) to reprocess its input; docs/from-java.md, \"Names\"")
 
     def _check_no_local_state_of(self, topic: str) -> None:
         """A missing changelog while local state has a checkpoint of it: refuse (creating
