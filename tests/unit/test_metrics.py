@@ -59,13 +59,13 @@ def test_node_metrics_as_java_registers_them_per_kind_of_node():
     m = _run(_windowed_count(), "INFO")
     assert _names(m, "stream-processor-node-metrics", "KSTREAM-SOURCE-0000000000") == \
         {"process-rate", "process-total"} | E2E
-    assert _names(m, "stream-processor-node-metrics", "KTABLE-SUPPRESS-0000000004") == \
+    assert _names(m, "stream-processor-node-metrics", "KTABLE-SUPPRESS-0000000003") == \
         {"suppression-emit-rate", "suppression-emit-total"}
-    assert _names(m, "stream-processor-node-metrics", "KSTREAM-AGGREGATE-0000000003") == {
+    assert _names(m, "stream-processor-node-metrics", "KSTREAM-AGGREGATE-0000000002") == {
         "window-aggregate-final-emit-latency-avg", "window-aggregate-final-emit-latency-max",
         "window-aggregate-final-emit-rate", "window-aggregate-final-emit-total"}
-    assert _names(m, "stream-processor-node-metrics", "KSTREAM-SINK-0000000007") == E2E
-    assert _names(m, "stream-processor-node-metrics", "KTABLE-TOSTREAM-0000000006") == set()
+    assert _names(m, "stream-processor-node-metrics", "KSTREAM-SINK-0000000006") == E2E
+    assert _names(m, "stream-processor-node-metrics", "KTABLE-TOSTREAM-0000000005") == set()
 
 
 def test_a_late_record_counts_as_dropped_at_info_level():

@@ -64,7 +64,7 @@ def test_one_stage_topology_reads_kafka_without_exchange():
 def test_two_stage_topology_shuffles_the_repartition_topic():
     p = plan(_word_count()._graph, {"words": 4, "counts": 4}, _config())
     first, second = p.stages
-    rep = "app-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition"
+    rep = "app-KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition"
     assert (first.exchange, first.terminal, second.terminal) == (None, False, True)
     assert second.exchange.size == 4 and second.exchange.upstream == (0,)
     assert second.exchange.topics == (rep,)
@@ -146,7 +146,7 @@ def test_describe_prints_the_topology_then_the_spark_plan_and_its_assumptions():
     assert text.startswith(str(t.describe()))
     assert "   Stage 1 (4 Spark tasks): exchange of 4 partitions" in text
     assert "repartition topic, not created in Kafka; 4 partitions" in text
-    assert "-changelog: changelog of store KSTREAM-AGGREGATE-STATE-STORE-0000000003" in text
+    assert "-changelog: changelog of store KSTREAM-AGGREGATE-STATE-STORE-0000000002" in text
     assert "   app-kspark-progress: the tasks' progress markers, 8 partitions" in text
     assert "   words: 4 (given)" in text
 
@@ -175,6 +175,6 @@ def test_cli_describe_follows_the_configured_mode_and_needs_no_application_id(ca
     out = capsys.readouterr().out
     assert out.startswith("Topologies:\n")
     assert "Real-time plan (" in out and "Stage 0" not in out
-    assert ("   application.id-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition: "
+    assert ("   application.id-KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition: "
             "repartition topic, 2 partitions, purged after each commit") in out
     assert main(["describe", "kspark.demo.run:demo_topology", "--partitions", "x=many"]) == 2

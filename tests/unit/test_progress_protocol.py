@@ -19,16 +19,16 @@ S = Serdes.String()
 SAVED = {
     "partition_time": [["in", 0, 12], ["other", 0, 13]],
     "processors": {
-        "KSTREAM-AGGREGATE-0000000003": {"last_emit": -1, "observed": 12},
+        "KSTREAM-AGGREGATE-0000000002": {"last_emit": -1, "observed": 12},
+        "KSTREAM-AGGREGATE-0000000004": {"last_emit": -1, "observed": 12},
         "KSTREAM-AGGREGATE-0000000006": {"last_emit": -1, "observed": 12},
-        "KSTREAM-AGGREGATE-0000000008": {"last_emit": -1, "observed": 12},
-        "KSTREAM-JOINOTHER-0000000013": {"min_time": 4611686018427387904, "observed": 13},
-        "KSTREAM-JOINTHIS-0000000012": {"min_time": 4611686018427387904, "observed": 12}},
+        "KSTREAM-JOINOTHER-0000000011": {"min_time": 4611686018427387904, "observed": 13},
+        "KSTREAM-JOINTHIS-0000000010": {"min_time": 4611686018427387904, "observed": 12}},
     "punctuations": {},
-    "stores": {"KSTREAM-AGGREGATE-STATE-STORE-0000000002": 10,
-               "KSTREAM-AGGREGATE-STATE-STORE-0000000005": 12,
-               "KSTREAM-AGGREGATE-STATE-STORE-0000000007": 6,
-               "KSTREAM-JOINOTHER-0000000013-store": 13, "KSTREAM-JOINTHIS-0000000012-store": 12},
+    "stores": {"KSTREAM-AGGREGATE-STATE-STORE-0000000001": 10,
+               "KSTREAM-AGGREGATE-STATE-STORE-0000000003": 12,
+               "KSTREAM-AGGREGATE-STATE-STORE-0000000005": 6,
+               "KSTREAM-JOINOTHER-0000000011-store": 13, "KSTREAM-JOINTHIS-0000000010-store": 12},
     "stream_time": 13}
 
 

@@ -68,9 +68,9 @@ def add_aggregation(up: Upstream, prefix: str, materialized: Materialized | None
                     burn_store: bool = False) -> KTable:
     """Add an aggregation node and its store after ``up``; returns the resulting KTable.
 
-    Names as Java's: ``burn_store`` (``count()``) first burns a store name when none is
-    given; then the store's name, the node's, and (a changed key) the repartition's, named
-    for the grouping or the store (:func:`~kspark.dsl._upstream.repartitioned`).
+    Names as Java's: ``burn_store`` (``count(materialized)``) first burns a store name when
+    the Materialized names none; then the store's name, the node's, and (a changed key) the
+    repartition's, named for the grouping or the store (``_upstream.repartitioned``).
 
     A cogroup passes its other streams as ``more``: each stream gets its own aggregating
     node, all writing the one store, and their results meet in a merge node (as Java's
@@ -81,8 +81,8 @@ def add_aggregation(up: Upstream, prefix: str, materialized: Materialized | None
     m = materialized or Materialized()
     given = prefix if isinstance(prefix, GivenName) else None
     gen = given.prefix if given else prefix
-    if burn_store and m.store_name is None:
-        burn(g)
+    if burn_store and materialized is not None and m.store_name is None:
+        burn(g)  # Java's count(materialized) burns a store name; count() does not
     store = m.store_name or store_name(g, gen, m.logging)
     if more:
         return _cogroup(up, gen, given, store, m, value_serde, make_processor, make_builder,

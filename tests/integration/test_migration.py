@@ -1,0 +1,181 @@
+"""A running Java Kafka Streams 4.1 application taken over in place by its kspark port
+(issue 54): the same generated names (the port's ``describe()`` is Java's text), the same
+``application.id``, Java's changelogs restored rather than the input recomputed, and no
+internal topic Java did not create. The Java application (``java/MigrationApp.java``: an
+unnamed count, a windowed count, a key-changing count, exactly_once_v2) runs on the
+project's broker, is stopped mid-stream, and the port processes the rest."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from kspark import (Consumed, Grouped, KafkaStreams, Produced, Serdes, StreamsBuilder,
+                    TimeWindows)
+from kspark._kafka.jars import kspark_home, streams_test_libs
+from kspark._kafka.prereqs import java_binary
+
+pytestmark = pytest.mark.integration
+S, L = Serdes.String(), Serdes.Long()
+HOUR = 3_600_000
+SOURCE = Path(__file__).with_name("java") / "MigrationApp.java"
+
+
+def port(src: str, out: str):
+    """The kspark port of MigrationApp.java, written as a Java user writes it."""
+    b = StreamsBuilder()
+    s = b.stream(src, Consumed.with_(S, S))
+    s.group_by_key().count().to_stream().to(f"{out}-counts", Produced.with_(S, L))
+    (s.group_by_key().windowed_by(TimeWindows.of_size_and_grace(HOUR, HOUR)).count()
+     .to_stream(lambda w, v: f"{w.key}@{w.window.start}")
+     .to(f"{out}-windowed", Produced.with_(S, L)))
+    (s.group_by(lambda k, v: v, Grouped.with_(S, S)).count().to_stream()
+     .to(f"{out}-by-value", Produced.with_(S, L)))
+    return b.build()
+
+
+def _classpath() -> str:
+    libs = streams_test_libs(quiet=True)
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
+    classes = kspark_home() / "migration" / digest
+    if not (classes / "MigrationApp.class").exists():
+        classes.mkdir(parents=True, exist_ok=True)
+        javac = shutil.which("javac") or str(Path(java_binary()).resolve().with_name("javac"))
+        subprocess.run([javac, "-nowarn", "-d", str(classes), "-cp", f"{libs}/*", str(SOURCE)],
+                       check=True, capture_output=True, text=True, timeout=300)
+    return f"{classes}:{libs}/*"
+
+
+def _records(start: int, n: int, now: int) -> list[tuple[str, str, int]]:
+    return [(f"k{i % 5}", "xyz"[i % 3], now + i) for i in range(start, start + n)]
+
+
+def _produce(broker: str, topic: str, records: list[tuple[str, str, int]]) -> None:
+    p = Producer({"bootstrap.servers": broker, "enable.idempotence": True})
+    for k, v, ts in records:
+        p.produce(topic, key=k.encode(), value=v.encode(), timestamp=ts)
+    assert p.flush(30) == 0
+
+
+def _read(broker: str, topic: str, expected: int, timeout_s: float = 120) -> list[tuple[str, int]]:
+    """(key, count) of ``topic``'s committed records, once there are ``expected`` of them."""
+    c = Consumer({"bootstrap.servers": broker, "group.id": f"check-{time.monotonic_ns()}",
+                  "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                  "enable.auto.commit": False})
+    c.subscribe([topic])
+    out: list[tuple[str, int]] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(out) < expected and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                out.append((m.key().decode(), L.deserialize(topic, m.value())))
+    finally:
+        c.close()
+    return out
+
+
+def _per_key(records: list[tuple[str, int]]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for k, n in records:
+        out.setdefault(k, []).append(n)
+    return out
+
+
+def _internal(admin, app_id: str) -> set[str]:
+    return {t for t in admin.partition_counts() if t.startswith(f"{app_id}-")
+            and t.endswith(("-changelog", "-repartition"))}
+
+
+def _java(broker: str, app_id: str, src: str, out: str, state: Path) -> subprocess.Popen:
+    return subprocess.Popen([java_binary(), "-cp", _classpath(), "MigrationApp", broker, app_id,
+                             src, out, str(state)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _run_java(broker: str, app_id: str, src: str, out: str, state: Path, done: int) -> str:
+    """Run the Java application until ``out``-counts holds ``done`` records, then stop it
+    (it closes, committing); Java's describe() text."""
+    java = _java(broker, app_id, src, out, state)
+    try:
+        lines = []
+        for line in java.stdout:
+            lines.append(line)
+            if line.startswith("running"):
+                break
+        text = "".join(lines)
+        assert "running" in text, text[-3000:]
+        assert len(_read(broker, f"{out}-counts", done)) == done
+        java.stdin.write("stop\n")
+        java.stdin.flush()
+        assert java.wait(120) == 0, java.stdout.read()[-3000:]
+    finally:
+        if java.poll() is None:
+            java.kill()
+    return text.split("describe\n", 1)[1].split("end-describe")[0]
+
+
+def _run_port(spark, cfg: dict, src: str, out: str) -> None:
+    streams = KafkaStreams(port(src, out), cfg, spark=spark)  # a state dir of its own
+    streams.start()
+    assert streams.await_termination(240)
+    streams.close()
+
+
+def _assert_each_record_counted_once(broker: str, out: str, every: list, start: int) -> None:
+    """Every output exact, and ``out``-counts continuous per key: the second application
+    went on from the first's state (restored from its changelogs), counting each record
+    once."""
+    counts = _per_key(_read(broker, f"{out}-counts", len(every)))
+    for k in {k for k, _, _ in every}:
+        assert counts[k] == list(range(1, sum(1 for r in every if r[0] == k) + 1)), k
+    by_value = _per_key(_read(broker, f"{out}-by-value", len(every)))
+    assert {v: ns[-1] for v, ns in by_value.items()} == {
+        v: sum(1 for r in every if r[1] == v) for v in "xyz"}
+    windowed = _per_key(_read(broker, f"{out}-windowed", len(every)))
+    assert {k: ns[-1] for k, ns in windowed.items()} == {
+        f"{k}@{start}": sum(1 for r in every if r[0] == k) for k in {r[0] for r in every}}
+
+
+# both directions in both modes: one of each in make test (the suite's time budget), all
+# four with KSPARK_FULL_MATRIX=1
+CASES = [("java_to_kspark", "micro_batch"), ("kspark_to_java", "real_time"),
+         *([("java_to_kspark", "real_time"), ("kspark_to_java", "micro_batch")]
+           if os.environ.get("KSPARK_FULL_MATRIX") else [])]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("direction, mode", CASES)
+def test_an_application_is_taken_over_in_place_and_its_state_restored(
+        direction, mode, broker, admin, spark, topic_name, app_config, tmp_path):
+    """The first application processes the first records and stops; the second (the other
+    language) takes the same application.id and processes the rest."""
+    src, out = topic_name("mig-in"), topic_name("mig-out")
+    admin.create_topics({src: 2, **{f"{out}-{s}": 2 for s in ("counts", "windowed", "by-value")}})
+    cfg = app_config(execution_mode=mode, processing_guarantee="exactly_once_v2",
+                     autostop_at="eol", statestore_cache_max_bytes=0)
+    app_id, start = cfg["application.id"], int(time.time() * 1000) // HOUR * HOUR
+    first, rest = _records(0, 30, start), _records(30, 20, start)
+    _produce(broker, src, first)
+    if direction == "java_to_kspark":
+        described = _run_java(broker, app_id, src, out, tmp_path / "java", len(first))
+        assert str(port(src, out).describe()) == described, "the port has Java's names"
+        before = _internal(admin, app_id)
+        _produce(broker, src, rest)
+        _run_port(spark, cfg, src, out)
+        assert _internal(admin, app_id) == before, "the port created no internal topic"
+    else:
+        _run_port(spark, cfg, src, out)
+        before = _internal(admin, app_id)
+        _produce(broker, src, rest)
+        _run_java(broker, app_id, src, out, tmp_path / "java", len(first) + len(rest))
+        if mode == "real_time":  # micro-batch mode's repartitions are Spark exchanges
+            assert _internal(admin, app_id) == before, "Java created no internal topic"
+    _assert_each_record_counted_once(broker, out, first + rest, start)
