@@ -1,6 +1,6 @@
-"""docs/from-java.md's Python blocks are true: every one compiles, and those marked
-``<!-- runnable -->`` (on the line before the block's opening fence) run, asserting what the
-guide says kspark does."""
+"""docs/from-java.md's and docs/migrating-from-java.md's Python blocks are true: every one
+compiles, and those marked ``<!-- runnable -->`` (on the line before the block's opening
+fence) run, asserting what the guide says kspark does."""
 
 import contextlib
 import io
@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "from-java.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+GUIDE = DOCS / "from-java.md"
+MIGRATION = DOCS / "migrating-from-java.md"
 MARKER = "<!-- runnable -->"
 
 
-def python_blocks():
+def python_blocks(guide=GUIDE):
     """(line of the opening fence, code, runnable) of each ```python block of the guide."""
-    text = GUIDE.read_text(encoding="utf-8")
+    text = guide.read_text(encoding="utf-8")
     blocks = []
     for m in re.finditer(r"^```python\n(.*?)^```$", text, re.S | re.M):
         line = text.count("\n", 0, m.start()) + 1
@@ -25,6 +27,7 @@ def python_blocks():
 
 
 BLOCKS = python_blocks()
+MIGRATION_BLOCKS = python_blocks(MIGRATION)
 
 
 def test_the_guide_has_enough_runnable_blocks():
@@ -41,3 +44,12 @@ def test_each_block_compiles_and_the_runnable_ones_run(line, code, runnable):
     if runnable:
         with contextlib.redirect_stdout(io.StringIO()):
             exec(compiled, {"__name__": f"from_java_line{line}"})
+
+
+@pytest.mark.parametrize("line, code, runnable", MIGRATION_BLOCKS,
+                         ids=[f"line{b[0]}" for b in MIGRATION_BLOCKS])
+def test_each_migration_guide_block_compiles_and_the_runnable_ones_run(line, code, runnable):
+    assert MIGRATION_BLOCKS and all(r for _, _, r in MIGRATION_BLOCKS)
+    compiled = compile(code, f"{MIGRATION}:{line}", "exec")
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compiled, {"__name__": f"migration_line{line}"})
