@@ -30,6 +30,7 @@ from kspark._spark.located import located
 __all__ = ["probe_state", "client_tags"]
 
 log = logging.getLogger("kspark")
+_ATTEMPTS = 3  # probes of one executor set, while two executors answer from one disk
 
 
 def probe_state(spark: SparkSession, executors: Mapping[str, str], app_id: str,
@@ -53,14 +54,19 @@ def probe_state(spark: SparkSession, executors: Mapping[str, str], app_id: str,
                       "held": json.dumps(held_state(state_dir, app_id, tasks)),
                       "tags": json.dumps(tags)}])
 
-    df = located(spark, spark.range(0, len(ids), 1, len(ids)), [[executors[e]] for e in ids])
-    disks: dict[str, str] = dict.fromkeys(ids, "")
-    held: dict[str, dict[str, int]] = {}
-    tags: dict[str, dict[str, str]] = {}
-    for r in df.mapInArrow(probe, "i long, disk string, held string, tags string").collect():
-        disks[ids[r.i]] = r.disk
-        held[ids[r.i]] = json.loads(r.held)
-        tags[ids[r.i]] = json.loads(r.tags)
+    for _attempt in range(_ATTEMPTS):
+        df = located(spark, spark.range(0, len(ids), 1, len(ids)), [[executors[e]] for e in ids])
+        disks: dict[str, str] = dict.fromkeys(ids, "")
+        held: dict[str, dict[str, int]] = {}
+        tags: dict[str, dict[str, str]] = {}
+        for r in df.mapInArrow(probe, "i long, disk string, held string, tags string").collect():
+            disks[ids[r.i]] = r.disk
+            held[ids[r.i]] = json.loads(r.held)
+            tags[ids[r.i]] = json.loads(r.tags)
+        if len(set(disks.values())) == len(ids):
+            break  # each executor answered for itself
+        # two answers from one disk: a partition ran elsewhere than placed (an executor
+        # busy or just lost), or executors share a disk; ask again to tell
     return disks, held, tags
 
 
