@@ -22,18 +22,16 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import random
-import shutil
 import string
 import subprocess
 from pathlib import Path
 
 from kspark import Serdes, Topology
-from kspark._kafka.jars import kspark_home, streams_test_libs
 from kspark._kafka.prereqs import java_binary
 from kspark.processor import Processor
 from kspark.state import Stores
+from tests.conformance.reference import compiled
 
 __all__ = ["build", "describe_java", "random_topology", "Extractor"]
 
@@ -85,17 +83,7 @@ def build(lines: list[str]) -> Topology:
 
 
 def _classpath() -> str:
-    libs = streams_test_libs(quiet=True)
-    digest = hashlib.sha256(_SOURCE.read_bytes()).hexdigest()[:12]
-    classes = kspark_home() / "conformance" / f"describe-{digest}"
-    if not (classes / "DescribeReference.class").exists():
-        classes.mkdir(parents=True, exist_ok=True)
-        javac = shutil.which("javac") or str(Path(java_binary()).resolve().with_name("javac"))
-        proc = subprocess.run([javac, "-nowarn", "-d", str(classes), "-cp", f"{libs}/*",
-                               str(_SOURCE)], capture_output=True, text=True, timeout=300)
-        if proc.returncode != 0:
-            raise RuntimeError(f"javac failed on {_SOURCE.name}:\n{proc.stderr}")
-    return f"{classes}:{libs}/*"
+    return compiled(_SOURCE)
 
 
 def describe_java(topologies: list[list[str]]) -> list[str]:

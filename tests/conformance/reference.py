@@ -12,23 +12,29 @@ from pathlib import Path
 from kspark._kafka.jars import kspark_home, streams_test_libs
 from kspark._kafka.prereqs import java_binary
 
-__all__ = ["run_java"]
+__all__ = ["run_java", "compiled"]
 
 _SOURCE = Path(__file__).with_name("Reference.java")
 
 
-def _classpath() -> str:
+def compiled(source: Path) -> str:
+    """The classpath to run ``source`` (a Java file whose class is named as the file) with
+    Kafka Streams 4.1.1's jars: compiled once per content into kspark's cache."""
     libs = streams_test_libs(quiet=True)
-    digest = hashlib.sha256(_SOURCE.read_bytes()).hexdigest()[:12]
-    classes = kspark_home() / "conformance" / digest
-    if not (classes / "Reference.class").exists():
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+    classes = kspark_home() / "conformance" / f"{source.stem}-{digest}"
+    if not (classes / f"{source.stem}.class").exists():
         classes.mkdir(parents=True, exist_ok=True)
         javac = shutil.which("javac") or str(Path(java_binary()).resolve().with_name("javac"))
         proc = subprocess.run([javac, "-nowarn", "-d", str(classes), "-cp", f"{libs}/*",
-                               str(_SOURCE)], capture_output=True, text=True, timeout=300)
+                               str(source)], capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
-            raise RuntimeError(f"javac failed on {_SOURCE.name}:\n{proc.stderr}")
+            raise RuntimeError(f"javac failed on {source.name}:\n{proc.stderr}")
     return f"{classes}:{libs}/*"
+
+
+def _classpath() -> str:
+    return compiled(_SOURCE)
 
 
 def run_java(scenarios: list[list[str]]) -> list[list[str]]:

@@ -57,6 +57,15 @@ def _wait_for(out, proc, expected, timeout_s=300):
         time.sleep(0.2)
 
 
+def _start_app(tmp_path, broker, src, app_id, mode, out, *more):
+    """iq_cluster_app on local-cluster, each executor with a disk of its own."""
+    env = {**separate_disks_env(tmp_path), "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.iq_cluster_app", broker, src, app_id,
+         STATE_DIR, mode, str(out), *more], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, env=env)
+
+
 def _listener(port):
     """The pid of the process listening on TCP ``port`` (read from /proc)."""
     inodes = set()
@@ -97,11 +106,7 @@ def test_queries_follow_the_tasks_across_executors_and_an_executor_kill(
     app_id, out = f"iq-{src}", tmp_path / "out"
     out.mkdir()
     _produce(broker, src, 0, 600)
-    env = {**separate_disks_env(tmp_path), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.iq_cluster_app", broker, src, app_id,
-         STATE_DIR, mode, str(out)], cwd=tmp_path, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, env=env)
+    proc = _start_app(tmp_path, broker, src, app_id, mode, out)
     try:
         first = _wait_for(out, proc, _counts(600))  # every key, from both executors
         with RouteTable(broker, app_id) as routes:
@@ -159,11 +164,7 @@ def test_a_micro_batch_standby_copy_answers_stale_reads_with_its_position(
     app_id, out = f"iq-{src}", tmp_path / "out"
     out.mkdir()
     _produce(broker, src, 0, 600)
-    env = {**separate_disks_env(tmp_path), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.iq_cluster_app", broker, src, app_id,
-         STATE_DIR, "micro_batch", str(out), "1"], cwd=tmp_path, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, env=env)
+    proc = _start_app(tmp_path, broker, src, app_id, "micro_batch", out, "1")
     try:
         _wait_for(out, proc, _counts(600))
         deadline = time.monotonic() + 120  # the first round of copies announces them

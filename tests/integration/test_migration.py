@@ -7,8 +7,6 @@ project's broker, is stopped mid-stream, and the port processes the rest."""
 
 from __future__ import annotations
 
-import hashlib
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -18,8 +16,8 @@ from confluent_kafka import Consumer, Producer
 
 from kspark import (Consumed, Grouped, KafkaStreams, Produced, Serdes, StreamsBuilder,
                     TimeWindows)
-from kspark._kafka.jars import kspark_home, streams_test_libs
 from kspark._kafka.prereqs import java_binary
+from tests.conformance.reference import compiled
 
 pytestmark = pytest.mark.integration
 S, L = Serdes.String(), Serdes.Long()
@@ -41,15 +39,7 @@ def port(src: str, out: str):
 
 
 def _classpath() -> str:
-    libs = streams_test_libs(quiet=True)
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
-    classes = kspark_home() / "migration" / digest
-    if not (classes / "MigrationApp.class").exists():
-        classes.mkdir(parents=True, exist_ok=True)
-        javac = shutil.which("javac") or str(Path(java_binary()).resolve().with_name("javac"))
-        subprocess.run([javac, "-nowarn", "-d", str(classes), "-cp", f"{libs}/*", str(SOURCE)],
-                       check=True, capture_output=True, text=True, timeout=300)
-    return f"{classes}:{libs}/*"
+    return compiled(SOURCE)
 
 
 def _records(start: int, n: int, now: int) -> list[tuple[str, str, int]]:
