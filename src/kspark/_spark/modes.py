@@ -26,7 +26,7 @@ from kspark._spark.restarting import RestartingQuery
 from kspark._plan.plan import kafka_sources, local_checkpoint, plan
 from kspark._spark.session import ensure_registered
 from kspark.config import commit_interval_ms
-from kspark.errors import KSparkError
+from kspark.errors import KSparkError, TopologyError
 
 __all__ = ["ModeDriver", "MicroBatchDriver", "RealTimeDriver", "DRIVERS", "IDLE"]
 
@@ -121,6 +121,7 @@ class MicroBatchDriver:
         ensure_registered(spark)
         built = build(spark, plan(app.graph, counts, c, start, stop), app.graph, c)
         timings.step("planning (with the data source's load())")
+        _check_repartitions_drained(admin, c, built.plan, counts)
         app.create_changelogs(admin, counts, built.store_tasks)
         self._logged = _logged(app, built.store_tasks)
         app.create_sink_topics(admin, counts, built.plan)
@@ -341,3 +342,32 @@ def _discard_micro_batch_checkpoint(app_id: str, location: str) -> None:
 
 
 DRIVERS: dict[str, type] = {"micro_batch": MicroBatchDriver, "real_time": RealTimeDriver}
+
+
+def _check_repartitions_drained(admin: Admin, config: Any, query: Any,
+                                counts: dict[str, int]) -> None:
+    """Micro-batch mode carries repartitioned records in Spark exchanges and never reads the
+    application's repartition topics in Kafka: refuse to start over one that holds records
+    the group has not consumed (a Java application or a real-time run stopped before it
+    processed them: they would be lost), naming it and what to do."""
+    from kspark._kafka.clients import committed_offsets
+
+    internal = sorted({t for m in query.members() for t, (_, to_kafka) in m.stage_plan.fed.items()
+                       if not to_kafka and t in counts})
+    tps = [(t, p) for t in internal for p in range(counts[t])]
+    if not tps:
+        return
+    ends, starts = admin.end_offsets(tps), admin.end_offsets(tps, earliest=True)
+    if all(ends[tp] <= starts[tp] for tp in tps):
+        return
+    done = committed_offsets(admin.settings, config["application.id"], tps)
+    left = {tp: ends[tp] - max(done.get(tp, starts[tp]), starts[tp]) for tp in tps}
+    left = {tp: n for tp, n in left.items() if n > 0}
+    if left:
+        (topic, partition), n = next(iter(sorted(left.items())))
+        raise TopologyError(
+            f"repartition topic {topic!r} partition {partition} holds {n} record(s) the "
+            f"application {config['application.id']!r} has not processed ({len(left)} "
+            "partition(s) in all): micro_batch mode carries repartitioned records in Spark "
+            "exchanges and would never read them. Let the application that wrote them (Java, "
+            "or kspark's real_time mode) process them first, or run in real_time mode")
