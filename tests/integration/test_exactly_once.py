@@ -19,7 +19,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from kspark import KafkaStreams, Serdes
 from kspark._kafka.broker import LocalBroker, free_port
-from kspark._kafka.transactions import decode_marker, progress_topic
+from kspark._graph.resources import progress_topic
+from kspark._kafka.transactions import decode_marker
 from tests.integration.separate_disks import executor_state_dirs
 from kspark.errors import TaskFencedError, TransactionsUnavailableError
 from tests.integration import eos_app, soak

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from kspark import KafkaStreams, Serdes
-from kspark._kafka.stopoffsets import StopOffsets, metadata_topic
+from kspark._graph.resources import metadata_topic
+from kspark._kafka.stopoffsets import StopOffsets
 from tests.integration import eos_app, soak
 
 pytestmark = pytest.mark.integration

@@ -51,7 +51,7 @@ def _one_task_context(admin, graph, cfg, src, dst):
     """The HostContext of a one-partition topology's one task, with its progress topic and
     changelogs created: for tests that run the real-time driver's tasks in this process,
     without Spark."""
-    from kspark._kafka.transactions import progress_topic
+    from kspark._graph.resources import progress_topic
     from kspark._plan.plan import plan
     from kspark._spark.realtime.checks import real_time_members
     from kspark._host.context import HostContext

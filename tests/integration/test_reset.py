@@ -8,7 +8,8 @@ import json
 import pytest
 
 from kspark import KafkaStreams
-from kspark._kafka.stopoffsets import StopOffsets, metadata_topic
+from kspark._graph.resources import metadata_topic
+from kspark._kafka.stopoffsets import StopOffsets
 from kspark.cli import main
 from tests.integration import eos_app, soak
 

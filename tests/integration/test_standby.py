@@ -21,7 +21,7 @@ def _one_count_task(admin, topic_name, app_config, name):
     commit and key), with its topics and the run's control topic (where an opened task
     announces its query route): its HostContext, the broker's output topic and a maker of
     input records."""
-    from kspark._kafka.stream_thread_clients import control_topic
+    from kspark._graph.resources import control_topic
     from kspark.config import StreamsConfig
 
     src, dst = topic_name(f"{name}-in"), topic_name(f"{name}-out")

@@ -147,7 +147,9 @@ def test_describe_prints_the_topology_then_the_spark_plan_and_its_assumptions():
     assert "   Stage 1 (4 Spark tasks): exchange of 4 partitions" in text
     assert "repartition topic, not created in Kafka; 4 partitions" in text
     assert "-changelog: changelog of store KSTREAM-AGGREGATE-STATE-STORE-0000000002" in text
-    assert "   app-kspark-progress: the tasks' progress markers, 8 partitions" in text
+    assert "   app-kspark-progress: the tasks' progress markers (one partition per task), " \
+        "8 partitions" in text
+    assert "   app-kspark-control: stop signals, task reports, query routes, 1 partition" in text
     assert "   words: 4 (given)" in text
 
 

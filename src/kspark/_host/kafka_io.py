@@ -12,7 +12,8 @@ from kspark._host.port import Output
 from kspark._host.restore import (checkpoint_task, invalidate_checkpoint,
                                   logged_partitions, restore_task)
 from kspark._kafka.clients import commit_offsets, task_producer
-from kspark._kafka.transactions import (Marker, TaskTransactions, encode_marker, progress_topic,
+from kspark._graph.resources import progress_topic
+from kspark._kafka.transactions import (Marker, TaskTransactions, encode_marker,
                                         read_marker, task_transactions)
 from kspark._worker import registry
 

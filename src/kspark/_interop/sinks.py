@@ -23,11 +23,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kspark._graph.resources import SPARK_SINK_SUFFIX
 from kspark.errors import TopologyError
 
 __all__ = ["SparkSinkSpec", "TOPIC_SUFFIX", "FILE_FORMATS"]
 
-TOPIC_SUFFIX = "-spark-sink"
+TOPIC_SUFFIX = SPARK_SINK_SUFFIX
 # Spark's file sinks: exactly once through Spark's file-sink log (``_spark_metadata``)
 FILE_FORMATS = ("parquet", "json", "csv", "orc", "text", "avro")
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")

@@ -18,6 +18,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer
 
+from kspark._graph.resources import check_group
 from kspark._kafka import QuietLogger
 from kspark._kafka.settings import as_settings
 
@@ -33,9 +34,9 @@ def check_client_configs(config: Mapping[str, Any]) -> None:
 
     settings = as_settings(config)
     for kind, make, owned in (("producer", Producer, {}),
-                              ("consumer", Consumer, {"group.id": f"{settings.app_id}-check"}),
+                              ("consumer", Consumer, {"group.id": check_group(settings.app_id)}),
                               ("restore.consumer", Consumer,
-                               {"group.id": f"{settings.app_id}-check"}),
+                               {"group.id": check_group(settings.app_id)}),
                               ("admin", AdminClient, {})):
         conf = settings.conf(kind, "config-check", owned)
         try:

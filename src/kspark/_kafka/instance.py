@@ -17,18 +17,15 @@ import uuid
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
+from kspark._graph.resources import instance_group
 from kspark._kafka.factory import new_admin, new_consumer
 from kspark._kafka.security_errors import authorization_for, check_client
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark.errors import InstanceAlreadyRunningError, KSparkError
 
-__all__ = ["InstanceGuard", "instance_group"]
+__all__ = ["InstanceGuard"]
 
 SESSION_TIMEOUT_MS = 6000  # the broker's group.min.session.timeout.ms by default
-
-
-def instance_group(app_id: str) -> str:
-    return f"{app_id}-kspark-instance"
 
 
 class InstanceGuard:

@@ -30,7 +30,7 @@ from typing import Any
 
 from kspark._kafka.factory import new_consumer, new_producer
 from kspark._kafka.settings import ClientSettings, as_settings
-from kspark._kafka.stream_thread_clients import control_topic
+from kspark._graph.resources import control_topic, routes_group
 
 __all__ = ["Route", "RouteAnnouncer", "RouteTable", "ROUTE_KEY", "route_of"]
 
@@ -139,7 +139,7 @@ class RouteTable:
         self.standbys: dict[str, dict[str, Route]] = {}
         self._tp = TopicPartition(control_topic(app_id), 0, 0)
         self._consumer = new_consumer(as_settings(where).conf("consumer", "routes", {
-            "group.id": f"{app_id}-routes", "enable.auto.commit": False,
+            "group.id": routes_group(app_id), "enable.auto.commit": False,
             "fetch.wait.max.ms": 10}), "control topic")
         self._consumer.assign([self._tp])
         self._lock = threading.Lock()

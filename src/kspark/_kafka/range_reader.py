@@ -16,6 +16,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from kspark._graph.resources import reader_group
 from kspark._kafka.factory import new_consumer
 from kspark._kafka.retry import Stall, transient
 from kspark._kafka.security_errors import authorization_for, check_client
@@ -62,7 +63,7 @@ def _reader_conf(settings: ClientSettings, kind: str,
                          dict(extra or {}), {"fetch.max.bytes": 52428800,
                                              "auto.offset.reset": "earliest",
                                              "fetch.wait.max.ms": 10})
-    conf.update({"group.id": f"{settings.app_id}-kspark-reader",
+    conf.update({"group.id": reader_group(settings.app_id),
                  "enable.auto.commit": False, "enable.auto.offset.store": False,
                  "isolation.level": "read_committed", "enable.partition.eof": True})
     return conf
@@ -170,7 +171,7 @@ def _consume_some(consumer: Consumer, topic: str, partition: int, position: int,
                 continue
             denied = authorization_for(settings, err.code(), err.str(),
                                        {"TOPIC": (topic, "READ", False),
-                                        "GROUP": (f"{settings.app_id}-kspark-reader",
+                                        "GROUP": (reader_group(settings.app_id),
                                                   "DESCRIBE", False)})
             if denied is not None:
                 raise denied

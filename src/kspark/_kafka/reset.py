@@ -40,25 +40,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-from kspark._interop.sinks import TOPIC_SUFFIX
 from kspark._kafka.admin import Admin
-from kspark._kafka.instance import InstanceGuard, instance_group
-from kspark._kafka.stopoffsets import StopOffsets, metadata_topic
-from kspark._kafka.stream_thread_clients import control_topic
-from kspark._kafka.transactions import progress_topic
+from kspark._graph.resources import instance_group, is_internal, metadata_topic
+from kspark._kafka.instance import InstanceGuard
+from kspark._kafka.stopoffsets import StopOffsets
 from kspark.errors import InstanceAlreadyRunningError, KSparkError
 
 __all__ = ["ResetPlan", "plan_reset", "run_reset", "is_internal"]
 
 TP = tuple[str, int]
-_SUFFIXES = ("-changelog", "-repartition", "-topic", TOPIC_SUFFIX)
-
-
-def is_internal(app_id: str, topic: str) -> bool:
-    """Whether ``topic`` is one of the application's internal topics."""
-    ours = (progress_topic(app_id), instance_group(app_id), metadata_topic(app_id),
-            control_topic(app_id))
-    return topic in ours or (topic.startswith(f"{app_id}-") and topic.endswith(_SUFFIXES))
 
 
 @dataclass

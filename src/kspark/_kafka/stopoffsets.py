@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+from kspark._graph.resources import metadata_topic
 from kspark._kafka.factory import new_producer
 from kspark._kafka.security_errors import authorization_for, check_client
 from kspark._kafka.settings import ClientSettings, as_settings
@@ -41,15 +42,10 @@ from kspark._kafka.clients import read_range
 from kspark.config import declared_default
 from kspark.errors import CorruptStateError, KSparkError
 
-__all__ = ["StopOffsets", "RunState", "metadata_topic", "format_offsets", "COMPLETED", "FINISHED"]
+__all__ = ["StopOffsets", "RunState", "format_offsets", "COMPLETED", "FINISHED"]
 
 TP = tuple[str, int]
 COMPLETED, FINISHED = b"0", b"1"
-
-
-def metadata_topic(app_id: str) -> str:
-    """The application's metadata topic (one partition, compacted)."""
-    return f"{app_id}-kspark-metadata"
 
 
 @dataclass

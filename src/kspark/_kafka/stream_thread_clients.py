@@ -22,6 +22,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
+from kspark._graph.resources import control_group, control_topic
 from kspark._kafka.factory import new_consumer, new_producer
 from kspark._kafka.retry import Stall, not_yet_visible, transient
 from kspark._kafka.settings import ClientSettings, as_settings
@@ -29,17 +30,8 @@ from kspark.errors import StreamsError
 
 log = logging.getLogger("kspark")
 
-__all__ = ["control_topic", "thread_consumer", "StopWatch", "send_stop", "control_end",
+__all__ = ["thread_consumer", "StopWatch", "send_stop", "control_end",
            "MetricsSender", "MetricsReader", "send_assignment"]
-
-
-def control_topic(app_id: str) -> str:
-    """The application's control topic (one partition).
-
-    >>> control_topic("orders")
-    'orders-kspark-control'
-    """
-    return f"{app_id}-kspark-control"
 
 
 # The control topic is idle most of the time: a fetch parked on the broker returns as soon as
@@ -67,7 +59,7 @@ def control_end(where: ClientSettings | str, app_id: str) -> int:
     from confluent_kafka import TopicPartition
 
     settings = as_settings(where)
-    c = new_consumer(settings.conf("consumer", "control", {"group.id": f"{app_id}-control",
+    c = new_consumer(settings.conf("consumer", "control", {"group.id": control_group(app_id),
                                                            "enable.auto.commit": False}),
                      "control topic")
     stall: Stall | None = None
@@ -124,7 +116,7 @@ class StopWatch:
         self.runs = {r.encode() for r in runs if r}
         self._assignment: tuple[int, list, list] | None = None
         self._consumer = new_consumer(settings.conf("consumer", "control", {
-            "group.id": f"{app_id}-control", "enable.auto.commit": False,
+            "group.id": control_group(app_id), "enable.auto.commit": False,
             "fetch.wait.max.ms": CONTROL_FETCH_WAIT_MS}), "control topic")
         self._consumer.assign([TopicPartition(control_topic(app_id), 0, begin)])
         self._stopped = False
@@ -191,7 +183,7 @@ class MetricsReader:
 
         settings = as_settings(where)
         self._consumer = new_consumer(settings.conf("consumer", "control", {
-            "group.id": f"{app_id}-control", "enable.auto.commit": False,
+            "group.id": control_group(app_id), "enable.auto.commit": False,
             "fetch.wait.max.ms": CONTROL_FETCH_WAIT_MS}), "control topic")
         self._consumer.assign([TopicPartition(control_topic(app_id), 0, begin)])
 

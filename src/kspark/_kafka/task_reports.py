@@ -27,7 +27,7 @@ from typing import Any
 
 from kspark._kafka.factory import new_consumer, new_producer
 from kspark._kafka.settings import ClientSettings, as_settings
-from kspark._kafka.stream_thread_clients import control_topic
+from kspark._graph.resources import control_group, control_topic
 
 __all__ = ["TaskReportSender", "TaskReportReader", "REPORT_KEY"]
 
@@ -75,7 +75,7 @@ class TaskReportReader:
         self._tp = TopicPartition(control_topic(app_id), 0, begin)
         self._next = begin
         self._consumer = new_consumer(settings.conf("consumer", "reports", {
-            "group.id": f"{app_id}-control", "enable.auto.commit": False}), "control topic")
+            "group.id": control_group(app_id), "enable.auto.commit": False}), "control topic")
         self._consumer.assign([self._tp])
         self._lock = threading.Lock()
 

@@ -44,7 +44,7 @@ from kspark.errors import (
     TransientKafkaError,
 )
 
-__all__ = ["Marker", "TaskTransactions", "task_transactions", "progress_topic", "read_marker",
+__all__ = ["Marker", "TaskTransactions", "task_transactions", "read_marker",
            "encode_marker", "decode_marker"]
 
 log = logging.getLogger("kspark")
@@ -58,11 +58,6 @@ _GRACE_S = 5.0  # beyond a call's own timeout, before it counts as hung
 
 def _requires_abort(err: KafkaError) -> bool:
     return bool(err.txn_requires_abort())
-
-
-def progress_topic(app_id: str) -> str:
-    """The topic whose partitions (one per task) carry the tasks' markers (no records)."""
-    return f"{app_id}-kspark-progress"
 
 
 @dataclass(frozen=True)

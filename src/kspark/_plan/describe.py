@@ -24,7 +24,10 @@ Example:
           Kafka source: [in]
        Query output: stage 0 (a noop sink: the tasks write to Kafka themselves)
     Internal topics:
-       app-kspark-progress: the tasks' progress markers, 2 partitions (one per task)
+       app-kspark-progress: the tasks' progress markers (one partition per task), 2 partitions
+       app-kspark-control: stop signals, task reports, query routes, 1 partition
+       app-kspark-instance: marks the one running instance, 1 partition
+       app-kspark-metadata: batch runs' stop offsets (autostop.at=eol), compacted, 1 partition
     Partition counts:
        in: 2 (given)
     <BLANKLINE>
@@ -36,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kspark._graph.graph import TopologyGraph
+from kspark._graph.resources import kspark_topics
 from kspark._plan.plan import Member, QueryPlan, Stage, needed_topics, plan
 from kspark.errors import KSparkError
 
@@ -89,8 +93,7 @@ def describe_real_time(topology_text: str, query: QueryPlan, config: Any,
               for t, n in repartitions.items()]
     lines += [f"   {st.changelog}: changelog of store {st.name}, {st.tasks} partitions, "
               "compacted" for st in query.stores if st.changelog]
-    if lines[-1].endswith("(created in Kafka):"):
-        lines.append("   none")
+    lines += _kspark_topics(query)
     if notes:
         lines += ["Partition counts:", *notes]
     return "\n".join(lines) + "\n"
@@ -201,7 +204,6 @@ def _member_lines(query: QueryPlan, stage: Stage, m: Member) -> list[str]:
 
 
 def _internal_topics(query: QueryPlan) -> list[str]:
-    from kspark._kafka.transactions import progress_topic
 
     to_kafka = {t: k for m in query.members() for t, (_, k) in m.stage_plan.fed.items()}
     out = []
@@ -214,6 +216,10 @@ def _internal_topics(query: QueryPlan) -> list[str]:
         if s.changelog:
             out.append(f"   {s.changelog}: changelog of store {s.name}, {s.tasks} partitions, "
                        "compacted")
-    out.append(f"   {progress_topic(query.application_id)}: the tasks' progress markers, "
-               f"{query.tasks} partitions (one per task)")
-    return out
+    return out + _kspark_topics(query)
+
+
+def _kspark_topics(query: QueryPlan) -> list[str]:
+    """kspark's own topics (``_graph/resources.py``), one line each."""
+    return [f"   {k.name}: {k.purpose}, {k.partitions} partition{'s' * (k.partitions != 1)}"
+            for k in kspark_topics(query.application_id, query.tasks)]

@@ -22,7 +22,8 @@ from kspark._spark.modes import DRIVERS, IDLE, ModeDriver
 from kspark._spark.batch_run import BatchRun
 from kspark._spark.spark_sinks import SparkSinks
 from kspark._spark.realtime.query import RealTimeRunError
-from kspark._kafka.instance import InstanceGuard, instance_group
+from kspark._graph.resources import instance_group, kspark_topics
+from kspark._kafka.instance import InstanceGuard
 from kspark.config import (EXACTLY_ONCE_V2, StreamsConfig, checkpoint_location)
 from kspark.errors import ChangelogLostError, MissingSourceTopicError, StreamsError, TopologyError
 
@@ -107,7 +108,7 @@ class SparkApplication:
             admin.check_transactions()
         timings.step("topic checks")
         lock = instance_group(c["application.id"])
-        self.create_topic(admin, counts, lock, 1, "instance locks")
+        self.create_kspark_topics(admin, counts, 1, "guard")
         timings.step("instance lock topic")
         self._guard = InstanceGuard(settings, c["application.id"], lock,
                                     c["request.timeout.ms"] / 1000)
@@ -181,6 +182,16 @@ class SparkApplication:
                 self._check_no_local_state_of(topic)
             config = changelog_config(builder, self.config.topic_overrides())
             self.create_topic(admin, counts, topic, n, f"store {name!r}'s tasks", config)
+
+    def create_kspark_topics(self, admin: Admin, counts: dict[str, int], tasks: int,
+                             when: str = "start") -> None:
+        """kspark's own topics made at ``when`` (``_graph/resources.py``): at ``start`` the
+        progress topic (one partition per task) and the control topic, at ``guard`` the
+        instance topic."""
+        for t in kspark_topics(self.config["application.id"], tasks):
+            if t.created == when:
+                self.create_topic(admin, counts, t.name, t.partitions or tasks, t.purpose,
+                                  dict(t.config) or None)
 
     def create_sink_topics(self, admin: Admin, counts: dict[str, int], plan: Any) -> None:
         """The Spark sinks' topics (``spark_sinks.py``)."""

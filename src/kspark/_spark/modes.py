@@ -19,7 +19,6 @@ from kspark._engine.metrics.view import MetricsView
 from kspark._host.metrics import ReportedTotals, TaskMetrics, application_metrics, thread_id
 from kspark._host.progress import progress_of
 from kspark._kafka.admin import Admin
-from kspark._kafka.transactions import progress_topic
 from kspark._spark.batch_run import BatchRun
 from kspark._spark.checkpoint import SparkCheckpoint
 from kspark._spark.restarting import RestartingQuery
@@ -104,7 +103,7 @@ class MicroBatchDriver:
         self._logged: dict[str, int] = {}  # logged store -> its changelog's partitions
 
     def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
-        from kspark._kafka.stream_thread_clients import control_end, control_topic
+        from kspark._kafka.stream_thread_clients import control_end
         from kspark._kafka.task_reports import TaskReportReader
         from kspark._spark.micro_batch import MicroBatchHost
         from kspark._spark.planner import build
@@ -127,9 +126,7 @@ class MicroBatchDriver:
         app.create_sink_topics(admin, counts, built.plan)
         # every task's progress marker (both guarantees): offset metadata of this topic
         app_id = c["application.id"]
-        app.create_topic(admin, counts, progress_topic(app_id), built.tasks,
-                         "the application's tasks")
-        app.create_topic(admin, counts, control_topic(app_id), 1, "the control topic")
+        app.create_kspark_topics(admin, counts, built.tasks)
         self.totals = ReportedTotals(TaskReportReader(
             admin.settings, app_id, control_end(admin.settings, app_id)))
         timings.step("changelog, progress and control topics")
@@ -225,7 +222,6 @@ class RealTimeDriver:
         self._logged: dict[str, int] = {}  # logged store -> its changelog's partitions
 
     def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
-        from kspark._kafka.stream_thread_clients import control_topic
         from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG, repartition_topics
         from kspark._spark.realtime.query import real_time_query
 
@@ -240,9 +236,7 @@ class RealTimeDriver:
         for topic, n in repartition_topics(query_plan, app.graph).items():
             app.create_topic(admin, counts, topic, n, "its readers' tasks",
                              {**REPARTITION_TOPIC_CONFIG, **c.topic_overrides()})
-        app.create_topic(admin, counts, progress_topic(app_id), query_plan.tasks,
-                         "the application's tasks")
-        app.create_topic(admin, counts, control_topic(app_id), 1, "the control topic")
+        app.create_kspark_topics(admin, counts, query_plan.tasks)
         self.query = real_time_query(spark, app.graph, c, query_plan, commit_interval_ms(c),
                                      app.stop_offsets, _real_time_starts(admin, app, counts)
                                      ).start()

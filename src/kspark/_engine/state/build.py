@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kspark._graph.resources import changelog_topic
 from kspark._engine.state.bytes_stores import InMemoryBytesStore, RocksDBBytesStore
 from kspark._engine.state.kv import StoreBase
 from kspark._engine.state.layers import CachingLayer, ChangeLoggingLayer, RecordCache, WriteBuffer
@@ -67,11 +68,6 @@ def store_kind(builder: Any) -> StoreKind:
         raise TopologyError(f"store builder {builder!r} (a {type(builder).__name__}) declares "
                             f"no store kind: make store builders with kspark.state.Stores")
     return kind
-
-
-def changelog_topic(application_id: str, store: str) -> str:
-    """``<application.id>-<store>-changelog``, as Kafka Streams names it."""
-    return f"{application_id}-{store}-changelog"
 
 
 # Kafka Streams' internal topic defaults: the record's own timestamp is kept (a restore
