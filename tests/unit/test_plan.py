@@ -104,9 +104,9 @@ def _global_and_two_kafka_sources():
 def test_the_first_kafka_source_pins_the_global_topics():
     p = plan(_global_and_two_kafka_sources()._graph,
              {"orders": 2, "payments": 2, "out": 2}, _config())
-    sources = p.sources()
-    assert p.pins_globals == 0 and set(sources) == {0, 1}
-    assert sources[0].global_topics == ("countries",) and sources[1].global_topics == ()
+    sources = p.sources()  # sub-topologies 1 and 2: the global store is node group 0
+    assert p.pins_globals == 1 and set(sources) == {1, 2}
+    assert sources[1].global_topics == ("countries",) and sources[2].global_topics == ()
     assert list(p.global_stores.values()) == ["countries"]
 
 
@@ -180,3 +180,14 @@ def test_cli_describe_follows_the_configured_mode_and_needs_no_application_id(ca
     assert ("   application.id-KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition: "
             "repartition topic, 2 partitions, purged after each commit") in out
     assert main(["describe", "kspark.demo.run:demo_topology", "--partitions", "x=many"]) == 2
+
+
+def test_task_ids_number_sub_topologies_as_java_global_stores_counted():
+    """Java numbers sub-topologies and global stores together in the order added, and its
+    task ids (so the task-id of metrics and the task directories) use those numbers."""
+    t = _global_and_two_kafka_sources()
+    p = plan(t._graph, {"orders": 2, "payments": 2, "out": 2}, _config())
+    described = [line.split()[1] for line in str(t.describe()).splitlines()
+                 if line.strip().startswith("Sub-topology:") and "global" not in line]
+    assert described == ["1", "2"]
+    assert sorted(m.sub_topology for m in p.members()) == [1, 2]

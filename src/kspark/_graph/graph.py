@@ -88,6 +88,9 @@ class TopologyGraph:
     null_key_filters: dict[str, Any] = field(default_factory=dict)
     # Global stores by store name (their nodes are not in ``nodes``: no task runs them).
     global_stores: dict[str, GlobalStoreSpec] = field(default_factory=dict)
+    # For a global store the Processor API added: how many nodes were added before it (Java
+    # numbers sub-topologies and global stores together, in the order added: node_groups.py)
+    global_after: dict[str, int] = field(default_factory=dict)
     # Repartition topics with a number of partitions of their own (Repartitioned).
     partition_counts: dict[str, int] = field(default_factory=dict)
     # Spark sinks by sink node name (``KStream.to_spark``/``foreach_batch``: SparkSinkSpec)

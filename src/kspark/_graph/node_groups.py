@@ -11,12 +11,11 @@ number of paths leading out of them (most first), then by name; the ``-->``/``<-
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 
 from kspark._graph.graph import GlobalStoreSpec, TopologyGraph
 from kspark._graph.java_sets import TreeSet, added_capacity, hash_order, java_compare
-from kspark._graph.subtopology import sub_topologies
+from kspark._graph.subtopology import group_ids, sub_topologies
 
 __all__ = ["AddedOrder", "NodeGroup", "LinkedNode", "node_groups", "linked_nodes"]
 
@@ -24,10 +23,9 @@ __all__ = ["AddedOrder", "NodeGroup", "LinkedNode", "node_groups", "linked_nodes
 @dataclass
 class AddedOrder:
     """What a graph does not keep of the order a topology was built in, and Java's
-    description shows: ``global_after``, for each global store, how many nodes were added
-    before it; ``stores_of``, each processor's stores in the order they were connected."""
+    description shows: ``stores_of``, each processor's stores in the order they were
+    connected."""
 
-    global_after: dict[str, int] = field(default_factory=dict)
     stores_of: dict[str, list[str]] = field(default_factory=dict)
 
     def connected(self, processors: tuple[str, ...], stores: tuple[str, ...]) -> None:
@@ -67,11 +65,9 @@ class LinkedNode:
     successors: tuple[str, ...]
 
 
-def node_groups(graph: TopologyGraph, added: AddedOrder | None = None) -> list[NodeGroup]:
-    """Sub-topologies and global stores, numbered as Kafka Streams numbers them.
-
-    A global store missing in ``added.global_after`` (one the DSL added) is placed by the
-    index in its generated name (``KTABLE-SOURCE-0000000003``), see :func:`_by_index`.
+def node_groups(graph: TopologyGraph) -> list[NodeGroup]:
+    """Sub-topologies and global stores, numbered as Kafka Streams numbers them
+    (``subtopology.group_ids``).
 
     Example:
         >>> from kspark import Topology
@@ -79,39 +75,12 @@ def node_groups(graph: TopologyGraph, added: AddedOrder | None = None) -> list[N
         >>> [(g.id, g.nodes) for g in node_groups(t._graph)]
         [(0, ('a', 'o'))]
     """
+    subs = sub_topologies(graph)
     order = {name: i for i, name in enumerate(graph.nodes)}
-    events: list[tuple[int, int, NodeGroup]] = [
-        (order[st.nodes[0]], 1, NodeGroup(0, st.nodes)) for st in sub_topologies(graph)]
-    floor = 0  # global stores were added in their order
-    for store, g in graph.global_stores.items():
-        position = (added or AddedOrder()).global_after.get(store)
-        if position is None:
-            position = _by_index(list(graph.nodes), _index(g.processor.name))
-        floor = max(floor, position)
-        events.append((floor, 0, NodeGroup(0, global_store=g)))
-    events.sort(key=lambda e: e[:2])  # stable: global stores at one position stay in order
-    return [NodeGroup(i, g.nodes, g.global_store) for i, (_, _, g) in enumerate(events)]
-
-
-_INDEX = re.compile(r"(?<![0-9])[0-9]{10}(?![0-9])")
-
-
-def _index(name: str) -> int | None:
-    m = _INDEX.search(name)
-    return int(m.group()) if m else None
-
-
-def _by_index(names: list[str], index: int | None) -> int:
-    """How many of ``names`` (in the order added) come before the name generated with
-    ``index``: up to the last one generated with a smaller index (all, with no index)."""
-    if index is None:
-        return len(names)
-    position = 0
-    for i, name in enumerate(names):
-        other = _index(name)
-        if other is not None and other < index:
-            position = i + 1
-    return position
+    _, stores = group_ids(graph, [order[st.nodes[0]] for st in subs])
+    groups = [NodeGroup(st.id, st.nodes) for st in subs]
+    groups += [NodeGroup(i, global_store=graph.global_stores[name]) for name, i in stores.items()]
+    return sorted(groups, key=lambda g: g.id)
 
 
 class _Node:

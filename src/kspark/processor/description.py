@@ -212,7 +212,7 @@ def describe(graph: TopologyGraph, added: AddedOrder | None = None) -> TopologyD
     makes it (``added``: the order of what the graph does not order)."""
     added = added or AddedOrder()
     subtopologies, global_stores = [], []
-    for group in node_groups(graph, added):
+    for group in node_groups(graph):
         g = group.global_store
         if g is None:
             subtopologies.append(_subtopology(graph, added, group.id, group.nodes))

@@ -71,7 +71,7 @@ class Topology:
             store_builder, SourceSpec(source_name, (topic,), key_serde, value_serde,
                                       timestamp_extractor, offset_reset),
             ProcessorSpec(processor_name, state_update_supplier, (source_name,)))
-        self._added.global_after[store_builder.name] = len(self._graph.nodes)
+        self._graph.global_after[store_builder.name] = len(self._graph.nodes)
         return self
 
     def add_state_store(self, builder: Any, *processor_names: str) -> "Topology":
