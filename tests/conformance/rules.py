@@ -283,4 +283,26 @@ RULES: dict[str, list[str]] = {
         "cache 0", "op t table in ts", "op g tgroup_by t mod", "op c count g st",
         "op o to_stream c", "to o out", "input in a 1 5", "input in b 2 6", "input in a 4 9",
         "input in a ~ 11", "changelog ts", "changelog st"],
+    # a versioned store logs each put as Java does: key -> the value alone, at its
+    # valid-from time, also a put too old to be kept and a tombstone
+    "changelog: a versioned table logs each version": [
+        "op t vtable in 10", "op o to_stream t", "to o out", "input in a 1 5",
+        "input in a 2 30", "input in a 3 10", "input in a ~ 30", "input in b 2 6",
+        "input in a 4 25", "input in b ~ 40", "changelog v-in"],
+    # a stream-stream join's window stores number every put as Java's changelog does (a
+    # null value and an expired record are logged too); the outer join's shared store
+    # deletes only what waits and holds Java's LeftOrRightValue list
+    "changelog: an inner join's stores keep duplicates with Java's sequence numbers": [
+        "op l stream in0", "op r stream in1", "op j join l r 5 10", "to j out",
+        "input in0 a 1 5", "input in0 a ~ 5", "input in0 a 2 5", "input in1 a 3 5",
+        "input in1 a 4 5", "input in0 b 4 100", "input in0 a 7 5", "input in0 a 8 6",
+        "changelog KSTREAM-JOINTHIS-0000000004-store",
+        "changelog KSTREAM-JOINOTHER-0000000005-store"],
+    "changelog: an outer join's shared store in Java's layout": [
+        "cache 0", "op l stream in0", "op r stream in1", "op j outer_join l r 5 2", "to j out",
+        "input in0 a 1 5", "input in0 a 2 5", "input in1 a 2 6", "input in1 a 3 6",
+        "input in0 a 4 7", "input in1 b 5 7", "input in0 b ~ 8", "input in0 c 6 30",
+        "input in1 c 7 30", "changelog KSTREAM-OUTERTHIS-0000000004-store",
+        "changelog KSTREAM-OUTEROTHER-0000000005-store",
+        "changelog KSTREAM-OUTERSHARED-0000000004-store"],
 }

@@ -70,3 +70,68 @@ def test_the_codec_noted_beside_a_store_is_what_a_rebuild_reads(tmp_path):
     codec = ChangelogCodec(True, True, bytes(4))
     save_codec(tmp_path, "w", codec)
     assert load_codec(tmp_path, "w") == codec and load_codec(tmp_path, "x") is None
+
+
+def _versioned(history_ms=100):
+    return Stores.versioned_key_value_store_builder(
+        Stores.persistent_versioned_key_value_store("v", history_ms), S, L)
+
+
+def test_a_versioned_store_logs_each_version_at_its_valid_from(tmp_path):
+    from kspark._engine.state.build import build_store
+
+    logged = []
+    store = build_store(_versioned(), tmp_path, lambda k, v, ts=None: logged.append((k, v, ts)))
+    try:
+        store.put("a", 1, 10)
+        store.put("a", 2, 500)
+        store.put("a", 3, 20)  # too old to keep: Java logs it all the same
+        store.delete("a", 600)
+    finally:
+        store.close()
+    one, two, three = (L.serialize("t", n) for n in (1, 2, 3))
+    assert logged == [(b"a", one, 10), (b"a", two, 500), (b"a", three, 20), (b"a", None, 600)]
+
+
+def test_a_java_written_versioned_changelog_restores_as_its_puts():
+    from tests.unit.test_recovery import MemoryChangelogs
+
+    from kspark._engine.state.bytes_stores import InMemoryBytesStore
+    from kspark._engine.state.recovery import StoreRestore, restore_store
+
+    logs = MemoryChangelogs()
+    for key, value in ((b"a", 1), (b"a", 2), (b"b", 3), (b"a", None)):
+        logs.append("c", 0, key, None if value is None else L.serialize("t", value))
+    raw = InMemoryBytesStore("v")  # record timestamps: their offsets (0, 1, 2, 3)
+    assert restore_store(logs, "0_0", raw, StoreRestore("v", "c", 0, 0, 4, False), None,
+                         codec=codec_for(_versioned())) == 4
+    store = _versioned().with_logging_disabled().typed_store(raw)
+    assert store.get("a") is None and store.get("a", 1).value == 2
+    assert store.get("b").value == 3 and store.get("a", 0).value == 1
+
+
+def test_a_versioned_store_is_rebuilt_as_one_record_per_version(tmp_path):
+    codec = codec_for(_versioned(77))
+    save_codec(tmp_path, "v", codec)
+    assert load_codec(tmp_path, "v") == codec and codec.versioned_history_ms == 77
+    history = (bytes(7) + b"\x05" + b"\x01" + (1).to_bytes(4, "big") + b"x"
+               + bytes(7) + b"\x09" + b"\x00" + bytes(4))
+    assert codec.records(b"k", history) == [(b"k", b"x", 5), (b"k", None, 9)]
+
+
+def test_an_outer_joins_shared_store_holds_javas_left_or_right_lists():
+    from kspark._engine.joins.stream_stream import PendingValuesSerde
+
+    serde = PendingValuesSerde(L, S)
+    java = bytes.fromhex("01000000020000000901000000000000000100000009010000000000000002")
+    assert PendingValuesSerde(L, L).deserialize("t", java) == [(True, 1), (True, 2)]
+    assert serde.deserialize("t", serde.serialize("t", [(False, "r"), (True, 7)])) == [
+        (False, "r"), (True, 7)]
+    b = StreamsBuilder()
+    left, right = (b.stream(t, key_serde=S, value_serde=L) for t in ("l", "r"))
+    from kspark import JoinWindows
+
+    left.outer_join(right, lambda x, y: x, JoinWindows.of_time_difference_and_grace(5, 0))
+    shared = [bld for name, (bld, _) in b.build()._graph.stores.items() if "SHARED" in name]
+    assert codec_for(shared[0]).refuse_old
+    assert written_by_old_kspark(codec_for(shared[0]), b"\x00", [("kspark.batch", b"q:1")])

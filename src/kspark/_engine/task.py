@@ -174,11 +174,12 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         stamp: list[Any] = [None, (FORMAT_HEADER,)]  # the batch, its headers (once a batch)
         codec = codec_for(builder)  # Java's layout of the store's changelog records
 
-        def log(key: bytes, value: bytes | None) -> None:
+        def log(key: bytes, value: bytes | None, at: int | None = None) -> None:
             if stamp[0] != self.batch:
                 stamp[:] = [self.batch, (FORMAT_HEADER,) if self.batch is None else (
                     (BATCH_HEADER, f"{self.batch[0]}:{self.batch[1]}".encode()), FORMAT_HEADER)]
-            k, v, ts = codec.encode(key, value, max(self.current_timestamp, 0))
+            now = max(self.current_timestamp, 0) if at is None else at
+            k, v, ts = codec.encode(key, value, now)
             self.collector.send(topic, k, v, ts, stamp[1], self.partition)
 
         directory = task_store_dir(self.config["state.dir"], app_id, self.task_id)

@@ -112,9 +112,9 @@ def _write(settings: ClientSettings, topic: str, store: str,
         db = _opened(store, task_dir / store)
         try:
             for key, value in db.range(None, None):
-                k, v, ts = codec.encode(key, value, 0)  # timestamp 0: now
-                producer.send(topic, k, v, ts, (FORMAT_HEADER,), p)
-                written[p] += 1
+                for k, v, ts in codec.records(key, value):  # timestamp 0: now
+                    producer.send(topic, k, v, ts, (FORMAT_HEADER,), p)
+                    written[p] += 1
         finally:
             db.close()
         log.info("changelog %s partition %d: wrote %d records from %s", topic, p,

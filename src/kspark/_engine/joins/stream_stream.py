@@ -11,6 +11,7 @@ from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.context import record_dropped
 from kspark._engine.durations import to_ms
 from kspark._engine.progress import KeepsProgress
+from kspark.errors import CorruptStateError
 
 __all__ = ["JoinWindows", "StreamStreamJoinProcessor"]
 
@@ -58,7 +59,8 @@ class JoinWindows:
 class JoinWindowProcessor(Processor):
     """A stream-stream join side's window (Kafka Streams' KStreamJoinWindow, the
     ``KSTREAM-WINDOWED-`` node): forward the record to the side's join, then keep it in the
-    side's window store (a record with a null key or value is kept nowhere)."""
+    side's window store (a record with a null key is kept nowhere; one with a null value
+    only takes a sequence number and is logged, as Java logs it)."""
 
     def __init__(self, store: str):
         self.store_name = store
@@ -69,7 +71,7 @@ class JoinWindowProcessor(Processor):
 
     def process(self, record: Record) -> None:
         self.context.forward(record)
-        if record.key is not None and record.value is not None:
+        if record.key is not None:
             self.store.put(record.key, record.value, record.timestamp)
 
 
@@ -136,8 +138,10 @@ class StreamStreamJoinProcessor(Processor, KeepsProgress):
         matched = False
         for other_ts, other_value in self.other.fetch(record.key, time_from, time_to):
             matched = True
-            if self.pending is not None:
-                self.pending.delete((other_ts, not self.left, record.key))
+            if self.pending is not None:  # as Java's putIfAbsent(key, null): a delete
+                theirs = (other_ts, not self.left, record.key)  # only of what waits
+                if self.pending.get(theirs) is not None:
+                    self.pending.delete(theirs)
             self.context.forward(Record(record.key, self._join(record.value, other_value),
                                         max(ts, other_ts), record.headers))
         if not matched and self._outer_side():
@@ -215,9 +219,18 @@ class PendingKeySerde:
 
 
 class PendingValuesSerde:
-    """The waiting records of one (timestamp, side, key): a list of (is_left, value), each
-    value in its side's serde (as Java's LeftOrRightValue list): a side byte, a 4-byte
-    length, the value's bytes."""
+    """The waiting records of one (timestamp, side, key): a list of (is_left, value), in
+    Java's layout (``ListSerde`` of ``LeftOrRightValue``): a byte 1 (variable-size
+    entries), a 4-byte count, then per record a 4-byte length and its bytes: a side byte
+    (1: left) and the value in its side's serde.
+
+    >>> from kspark import Serdes
+    >>> s = PendingValuesSerde(Serdes.Long(), Serdes.String())
+    >>> s.serialize("t", [(True, 1), (False, "x")]).hex()
+    '010000000200000009010000000000000001000000020078'
+    >>> s.deserialize("t", s.serialize("t", [(True, 1), (False, "x")]))
+    [(True, 1), (False, 'x')]
+    """
 
     def __init__(self, left: Any, right: Any):
         self.left, self.right = left, right  # None: the default value serde
@@ -228,19 +241,24 @@ class PendingValuesSerde:
     def serialize(self, topic: str, data: list | None) -> bytes | None:
         if data is None:
             return None
-        out = bytearray()
+        out = bytearray(b"\x01" + len(data).to_bytes(4, "big"))
         for is_left, value in data:
             raw = (self.left if is_left else self.right).serialize(topic, value)
-            out += (b"\x01" if is_left else b"\x00") + len(raw).to_bytes(4, "big") + raw
+            out += (len(raw) + 1).to_bytes(4, "big") + (b"\x01" if is_left else b"\x00") + raw
         return bytes(out)
 
     def deserialize(self, topic: str, data: bytes | None) -> list | None:
         if data is None:
             return None
-        out, i = [], 0
-        while i < len(data):
-            is_left, n = data[i] == 1, int.from_bytes(data[i + 1:i + 5], "big")
-            raw = data[i + 5:i + 5 + n]
+        if data[:1] != b"\x01":
+            raise CorruptStateError(
+                f"store {topic!r} (a stream-stream join's waiting records) holds a value "
+                f"not in Kafka Streams' layout (first byte {data[:1].hex() or 'none'}, not "
+                "01): written by an earlier kspark; reset the application")
+        out, i = [], 5
+        for _ in range(int.from_bytes(data[1:5], "big")):
+            n = int.from_bytes(data[i:i + 4], "big", signed=True)
+            is_left, raw = data[i + 4] == 1, data[i + 5:i + 4 + n]
             out.append((is_left, (self.left if is_left else self.right).deserialize(topic, raw)))
-            i += 5 + n
+            i += 4 + n
         return out

@@ -113,10 +113,11 @@ def changelog_config(builder: Any, topic_overrides: Mapping[str, Any] | None = N
 
 
 def build_store(builder: Any, directory: Path | None = None,
-                log: Callable[[bytes, bytes | None], None] | None = None,
+                log: Callable[..., None] | None = None,
                 batch_buffer: bool = False, cache: RecordCache | None = None,
                 lock_wait_s: float = 0.0) -> Any:
-    """The store ``builder`` describes; ``log`` receives changes when logging is enabled.
+    """The store ``builder`` describes; ``log(key, value[, timestamp])`` receives changes
+    when logging is enabled (a versioned store gives each version's timestamp).
     ``lock_wait_s``: how long a persistent store waits for a lock held elsewhere.
 
     ``batch_buffer`` holds every write until the batch commits (a write buffer under the
@@ -130,14 +131,17 @@ def build_store(builder: Any, directory: Path | None = None,
         inner: Any = RocksDBBytesStore(supplier.name, Path(where) / supplier.name, lock_wait_s)
     else:
         inner = InMemoryBytesStore(supplier.name)
-    if builder.logging_enabled and log is not None:
-        inner = ChangeLoggingLayer(inner, log)
+    logged = builder.logging_enabled and log is not None
+    if log is not None and logged and kind is not StoreKind.VERSIONED:  # a versioned
+        inner = ChangeLoggingLayer(inner, log)  # store logs each version itself
     if batch_buffer:
         inner = WriteBuffer(inner)
     if builder.caching_enabled:
         inner = CachingLayer(inner, cache=cache, fill_on_read=kind is StoreKind.KEY_VALUE)
     store = builder.typed_store(inner)
     store.caching_enabled = bool(builder.caching_enabled)
+    if logged and kind is StoreKind.VERSIONED:
+        store.changelog = log  # log(key, value, valid_from), as Java's versioned changelog
     return store
 
 

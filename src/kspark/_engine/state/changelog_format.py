@@ -48,6 +48,25 @@ class ChangelogCodec:
     strip_timestamp: bool = False
     timestamp_from_value: bool = False
     key_suffix: bytes = b""
+    # a versioned store's: each record one version (restored by replaying puts), with the
+    # store's history retention
+    versioned_history_ms: int | None = None
+    # kspark's layout of the store's records changed (a record of before is refused)
+    refuse_old: bool = False
+
+    def records(self, key: bytes, value: bytes | None) -> list[tuple[bytes, bytes | None, int]]:
+        """The changelog records that restore one local entry (``kspark changelog
+        rebuild``): one, timestamped 0 (now) unless the entry holds its own, or each
+        version of a versioned store's history.
+
+        >>> ChangelogCodec(True, True).records(b"k", bytes(7) + b"\x05v")
+        [(b'k', b'v', 5)]
+        """
+        if self.versioned_history_ms is not None:
+            from kspark._engine.state.versioned import history_records
+
+            return history_records(key, value)
+        return [self.encode(key, value, 0)]
 
     def encode(self, key: bytes, value: bytes | None, now: int) -> tuple[bytes, bytes | None, int]:
         """A store entry (``value`` None: deleted) as (key, value, timestamp) of its
@@ -83,14 +102,22 @@ def codec_for(builder: Any) -> ChangelogCodec:
     >>> from kspark.state import Stores
     >>> S = Serdes.String()
     >>> codec_for(Stores.key_value_store_builder(Stores.in_memory_key_value_store("s"), S, S))
-    ChangelogCodec(strip_timestamp=False, timestamp_from_value=False, key_suffix=b'')
+    ... # doctest: +ELLIPSIS
+    ChangelogCodec(strip_timestamp=False, timestamp_from_value=False, key_suffix=b'', ...)
     """
     from kspark._engine.state.build import StoreKind, store_kind
     from kspark._engine.state.timestamped import ValueAndTimestampSerde
 
+    from kspark._engine.joins.stream_stream import PendingValuesSerde
+
+    kind = store_kind(builder)
+    if kind is StoreKind.VERSIONED:
+        return ChangelogCodec(versioned_history_ms=builder.supplier.history_retention_ms,
+                              refuse_old=True)
+    if isinstance(getattr(builder, "value_serde", None), PendingValuesSerde):
+        return ChangelogCodec(refuse_old=True)  # an outer join's shared store: Java's lists
     if not isinstance(getattr(builder, "value_serde", None), ValueAndTimestampSerde):
         return RAW
-    kind = store_kind(builder)
     if kind is StoreKind.KEY_VALUE:
         return ChangelogCodec(strip_timestamp=True, timestamp_from_value=True)
     if kind is StoreKind.WINDOW:
@@ -116,7 +143,7 @@ def written_by_old_kspark(codec: ChangelogCodec, value: bytes | None, headers: A
     >>> written_by_old_kspark(c, b"v", None)
     False
     """
-    if not codec.strip_timestamp or value is None:
+    if not (codec.strip_timestamp or codec.refuse_old) or value is None:
         return False
     names = {h[0] for h in headers or ()}
     return "kspark.batch" in names and FORMAT_HEADER[0] not in names
@@ -134,7 +161,9 @@ def save_codec(task_dir: Path, store: str, codec: ChangelogCodec) -> None:
         task_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"strip_timestamp": codec.strip_timestamp,
                                     "timestamp_from_value": codec.timestamp_from_value,
-                                    "key_suffix": codec.key_suffix.hex()}))
+                                    "key_suffix": codec.key_suffix.hex(),
+                                    "versioned_history_ms": codec.versioned_history_ms,
+                                    "refuse_old": codec.refuse_old}))
 
 
 def load_codec(task_dir: Path, store: str) -> ChangelogCodec | None:
@@ -151,5 +180,8 @@ def load_codec(task_dir: Path, store: str) -> ChangelogCodec | None:
     if not path.exists():
         return None
     doc = json.loads(path.read_text())
+    history = doc.get("versioned_history_ms")
     return ChangelogCodec(bool(doc["strip_timestamp"]), bool(doc["timestamp_from_value"]),
-                          bytes.fromhex(str(doc["key_suffix"])))
+                          bytes.fromhex(str(doc["key_suffix"])),
+                          None if history is None else int(history),
+                          bool(doc.get("refuse_old", False)))

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kspark._engine.state.changelog_format import RAW, ChangelogCodec, written_by_old_kspark
+from kspark._engine.state.versioned import restore_versions
 from kspark._engine.state.layers import put_all
 from kspark._engine.task import BATCH_HEADER
 from kspark.errors import ChangelogLostError, CorruptStateError
@@ -250,12 +251,15 @@ def restore_store(reader: ChangelogReader, task_id: str, raw: Any, plan: StoreRe
                     f"of store {name!r} was written by an earlier kspark in its own layout "
                     "(kspark now writes Kafka Streams' layout): reset the application "
                     "(kspark reset) to rebuild its state from its input")
-            key, value = codec.decode(m.key(), m.value(),
-                                      m.timestamp()[1] if codec.strip_timestamp else 0)
+            ts = m.timestamp()[1]
+            key, value = codec.decode(m.key(), m.value(), ts if codec.strip_timestamp else 0)
             if check is not None:
                 check(key, value, tp[0], tp[1], m.offset())
-            items.append((key, value))
-        put_all(raw, items)  # RocksDB: one write batch per fetch, not one write per record
+            items.append((key, value, ts))
+        if codec.versioned_history_ms is not None:  # each record a version: replayed as puts
+            restore_versions(raw, name, codec.versioned_history_ms, items)
+        else:  # RocksDB: one write batch per fetch, not one write per record
+            put_all(raw, [(k, v) for k, v, _ in items])
         done += len(msgs)
         if progressed is not None:
             progressed(len(msgs))

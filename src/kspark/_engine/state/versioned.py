@@ -1,9 +1,11 @@
 """Versioned key-value stores (KIP-889): every key keeps its values over time, so a reader can
 ask for the value a key had at a given timestamp, within the store's history retention.
 
-Each key's history is one entry of the byte store (so logging, restoration and the
-changelog need nothing new): per version, its 8-byte ``valid_from`` timestamp, a tombstone
-flag, a 4-byte length and the value's bytes, oldest first.
+Each key's history is one entry of the byte store: per version, its 8-byte ``valid_from``
+timestamp, a tombstone flag, a 4-byte length and the value's bytes, oldest first. The
+changelog is Java's (ChangeLoggingVersionedKeyValueBytesStore): each put or delete is one
+record, key -> the value's bytes (None for a delete), the record's timestamp its
+``valid_from``; a restore replays them as puts (:func:`restore_versions`).
 
 Example:
     >>> from kspark import Serdes
@@ -22,12 +24,13 @@ Example:
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from kspark._engine.state.kv import StoreBase
 
 __all__ = ["VersionedRecord", "VersionedKeyValueStore", "PUT_RETURN_CODE_NOT_PUT",
-           "PUT_RETURN_CODE_VALID_TO_UNDEFINED"]
+           "PUT_RETURN_CODE_VALID_TO_UNDEFINED", "restore_versions", "history_records"]
 
 PUT_RETURN_CODE_NOT_PUT = -(1 << 63)  # older than the history retention: not stored
 PUT_RETURN_CODE_VALID_TO_UNDEFINED = -1  # the put is the key's latest version
@@ -80,6 +83,9 @@ class VersionedKeyValueStore(StoreBase):
         self.is_open = True
         self.caching_enabled = False  # versioned stores do not cache, as in Kafka Streams
         self._observed: int | None = None  # found from the stored histories when first needed
+        # the changelog: log(key bytes, value bytes or None, valid_from), one record per put
+        # or delete, as Java logs them (build_store sets it when logging is enabled)
+        self.changelog: Callable[[bytes, bytes | None, int], None] | None = None
 
     def _k(self, key: Any) -> bytes:
         if key is None:
@@ -136,13 +142,20 @@ class VersionedKeyValueStore(StoreBase):
     def put(self, key: Any, value: Any, timestamp: int) -> int:
         """Add a version (a None value is a tombstone); returns when it stops being valid
         (PUT_RETURN_CODE_VALID_TO_UNDEFINED: it is the latest) or PUT_RETURN_CODE_NOT_PUT."""
+        k = self._k(key)
+        raw = None if value is None else self.value_serde.serialize(self._name, value)
+        if self.changelog is not None:  # as Java: logged also when too old to be stored
+            self.changelog(k, raw, timestamp)
+        return self.put_bytes(k, raw, timestamp)
+
+    def put_bytes(self, k: bytes, raw: bytes | None, timestamp: int) -> int:
+        """:meth:`put` of a serialized key and value (None: a tombstone), not logged: what
+        a restore replays."""
         observed = self.observed_stream_time()
         if timestamp < observed - self.history_retention_ms:
             return PUT_RETURN_CODE_NOT_PUT
         self._observed = max(observed, timestamp)
-        k = self._k(key)
         history = _decode(self.inner.get(k))
-        raw = None if value is None else self.value_serde.serialize(self._name, value)
         if raw is None and history and history[-1][0] == timestamp and history[-1][1] is not None:
             # As RocksDBVersionedStore (maybePutToLatestValueStore): a tombstone as old as the
             # latest value deletes it and keeps no tombstone; the version before (if a value)
@@ -167,6 +180,8 @@ class VersionedKeyValueStore(StoreBase):
         """A tombstone at ``timestamp``; returns the version that was valid then (None, and
         nothing stored, when ``timestamp`` is older than the history retention)."""
         if timestamp < self.observed_stream_time() - self.history_retention_ms:
+            if self.changelog is not None:  # Java logs the delete all the same
+                self.changelog(self._k(key), None, timestamp)
             return None
         before = self.get(key, timestamp)
         self.put(key, None, timestamp)
@@ -197,3 +212,25 @@ class VersionedKeyValueStore(StoreBase):
             if rec is not None:
                 out.append((self.decode_key(k), rec))
         return out
+
+
+def restore_versions(raw: Any, name: str, history_retention_ms: int,
+                     records: Iterable[tuple[bytes, bytes | None, int]]) -> None:
+    """Replay changelog records ``(key, value or None, timestamp)`` of a versioned store as
+    puts into its byte store ``raw``, as Java's RocksDBVersionedStore restores them.
+
+    >>> from kspark._engine.state.bytes_stores import InMemoryBytesStore
+    >>> raw = InMemoryBytesStore("v")
+    >>> restore_versions(raw, "v", 100, [(b"a", b"1", 10), (b"a", b"2", 20), (b"a", None, 30)])
+    >>> history_records(b"a", raw.get(b"a"))
+    [(b'a', b'1', 10), (b'a', b'2', 20), (b'a', None, 30)]
+    """
+    store = VersionedKeyValueStore(name, raw, None, None, history_retention_ms)
+    for k, v, ts in records:
+        store.put_bytes(k, v, ts)
+
+
+def history_records(key: bytes, value: bytes | None) -> list[tuple[bytes, bytes | None, int]]:
+    """The changelog records ``(key, value or None, valid_from)`` that restore one stored
+    history (``kspark changelog rebuild``), oldest first."""
+    return [(key, raw, ts) for ts, raw in _decode(value)]

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kspark._engine.state.kv import KeyValue, KeyValueIterator, StoreBase, tagged_range
-from kspark._engine.state.layers import CachingLayer
+from kspark._engine.state.layers import CachingLayer, ChangeLoggingLayer, layer_stack
 from kspark._engine.aggregates.windows import Window, Windowed
 
 __all__ = ["WindowStore"]
@@ -87,15 +87,29 @@ class WindowStore(StoreBase):
         """Store ``value`` for ``key`` in the window starting at ``window_start`` (None deletes)."""
         if not self.caching_enabled:  # with a cache: when written down (_written_down)
             self.observed = max(self.observed, window_start)
+        if self.retain_duplicates:
+            self._put_duplicate(key, value, window_start)
+            return
         if self._expired(window_start) and not self.caching_enabled:
             return  # a caching store takes it (Java's cache checks nothing): a commit forwards it
         kb = self.key_serde.serialize(self._name, key) + _ts(window_start)
-        if self.retain_duplicates:
-            if value is None:
-                return  # with duplicates, None never deletes (as in Kafka Streams)
-            self._seq = (self._seq + 1) & 0x7FFFFFFF
-            kb += self._seq.to_bytes(4, "big")
         self.inner.put(kb, self.value_serde.serialize(self._name, value))
+
+    def _put_duplicate(self, key: Any, value: Any, window_start: int) -> None:
+        """A put into a store keeping duplicates (a stream-stream join's window), numbered
+        as Java's ChangeLoggingWindowBytesStore numbers its changelog records: every put
+        takes the next sequence number; a None (which deletes nothing) and an expired
+        window are logged only, as Java logs them (a None as a tombstone), not stored."""
+        self._seq = (self._seq + 1) & 0x7FFFFFFF
+        kb = (self.key_serde.serialize(self._name, key) + _ts(window_start)
+              + self._seq.to_bytes(4, "big"))
+        raw = None if value is None else self.value_serde.serialize(self._name, value)
+        if raw is not None and not self._expired(window_start):
+            self.inner.put(kb, raw)
+            return
+        for layer in layer_stack(self.inner):
+            if isinstance(layer, ChangeLoggingLayer):
+                layer.log(kb, raw)
 
     def _scan(self, key_bytes: bytes | None, t_from: int, t_to: int,
               reverse: bool) -> Iterator[tuple[bytes, int, bytes]]:
