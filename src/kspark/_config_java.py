@@ -49,8 +49,6 @@ JAVA_KEYS: dict[str, str] = {
     "application.server": "not taken: each Spark worker holding tasks serves interactive "
     "queries on a port of its own and announces it (docs/interactive-queries.md); set "
     "query.endpoint.host for the address they bind to",
-    "topology.optimization": "not supported: kspark runs the topology as written (a source "
-    "KTable keeps a changelog of its own rather than reusing its topic); remove it",
     "default.dsl.store": "choose per store: Materialized.as_(...).in_memory() or a Stores "
     "supplier; DSL stores are persistent (RocksDB) by default",
     "dsl.store.suppliers.class": "choose per store: Materialized.as_(...).in_memory() or a "

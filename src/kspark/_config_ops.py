@@ -8,7 +8,7 @@ Example:
     >>> [k[0] for k in operations_config()][3:6]
     ['query.endpoint.enabled', 'query.endpoint.host', 'query.timeout.ms']
     >>> [k[0] for k in operations_config()][6:]
-    ['ensure.explicit.internal.resource.naming']
+    ['ensure.explicit.internal.resource.naming', 'topology.optimization']
 
 and those of standby replicas and warm-up (KIP-441: Kafka Streams' names, defaults and
 meanings; both modes):
@@ -34,6 +34,12 @@ _MAX_TAGS, _MAX_KEY, _MAX_VALUE = 5, 20, 30
 
 def _level(v: Any) -> str | None:
     return None if str(v).upper() in ("INFO", "DEBUG", "TRACE") else "must be INFO, DEBUG or TRACE"
+
+
+def _optimization(v: Any) -> str | None:
+    from kspark._graph.optimize import optimization_problem
+
+    return optimization_problem(v)
 
 
 def _port(v: Any) -> str | None:
@@ -77,6 +83,12 @@ def operations_config() -> list[tuple[str, type, Any, str, Any]]:
          "Kafka Streams 4.1): their names then change with the topology, and so does where "
          "its state is. The error lists them; name them with Materialized.as_, Grouped.as_, "
          "Repartitioned.as_, Joined.as_, StreamJoined.as_ or Suppressed.with_name.", None),
+        ("topology.optimization", str, "none", "Kafka Streams' graph rewrites, applied by "
+         "StreamsBuilder.build(props) (as Java's build(props)): 'all', 'none', or a comma "
+         "list of reuse.ktable.source.topics (a source KTable's topic is its store's "
+         "changelog), merge.repartition.topics (the repartitions after one key change "
+         "become one) and single.store.self.join (refused: kspark keeps both stores).",
+         _optimization),
     ]
 
 

@@ -310,7 +310,7 @@ def run(lines: list[str]) -> list[str]:
     """Build and drive the scenario on kspark's TopologyTestDriver; the answer's lines."""
     try:
         built = build(lines)
-        topology = built.builder.build()
+        topology = built.builder.build(built.config)
         answer = [f"describe {line}" for line in described(topology)] if built.describe else []
         with TopologyTestDriver(topology, built.config) as d:
             topics = {}

@@ -100,6 +100,18 @@ class TopologyGraph:
     # Internal names the DSL generated rather than the user gave, in the order made:
     # (kind, name, logged); kind "store" or "repartition" (KIP-1111, ``naming.py``)
     generated: list[tuple[str, str, bool]] = field(default_factory=list)
+    # What topology.optimization reads (``optimize.py``), as Java's graph nodes mark it:
+    # nodes that change keys and/or values ("key", "value", "key+value"), KStream.merge
+    # nodes, repartitions by source node ((names, optimizable)), source KTables' stores by
+    # their topic, stream-stream joins of a stream with itself; and what it did: stores
+    # whose changelog is their source topic, and whether it ran.
+    changing: dict[str, str] = field(default_factory=dict)
+    merge_nodes: list[str] = field(default_factory=list)
+    repartitions: dict[str, tuple[Any, bool]] = field(default_factory=dict)
+    table_sources: dict[str, str] = field(default_factory=dict)
+    self_joins: list[str] = field(default_factory=list)
+    source_changelogs: dict[str, str] = field(default_factory=dict)
+    optimized: bool = False
 
     def origin(self, name: str) -> str:
         """The user's call that added node or store ``name`` ("" if unknown)."""

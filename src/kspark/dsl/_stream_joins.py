@@ -100,6 +100,8 @@ def stream_stream_join(left: Upstream, right: Upstream, joiner: Callable[[Any, A
     ``KStreamImplJoin``: each side's ``KSTREAM-WINDOWED-`` node keeps its records in its
     window store and passes them to its join node, which reads the other side's store."""
     g, name = left.graph, joined.name
+    if left.node == right.node:  # a self-join: single.store.self.join would rewrite it
+        g.self_joins.append(left.node)
     if kind != "inner":
         relax_null_keys(g, left.node)
         relax_null_keys(g, right.node)

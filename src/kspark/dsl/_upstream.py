@@ -68,10 +68,11 @@ def repartitioned(up: Upstream, prefix: str) -> Upstream:
 
 def add_repartition(g: TopologyGraph, node: str, names: RepartitionNames, key_serde: Any,
                     value_serde: Any, partitioner: Callable[..., int | None] | None = None,
-                    partitions: int | None = None) -> str:
+                    partitions: int | None = None, optimizable: bool = True) -> str:
     """Add a repartition after ``node`` (its null-key filter, the sink writing the topic,
     the source reading it, named ``names``); the source's name. The filter drops null keys
-    unless a left or outer join downstream turns its switch on (:func:`relax_null_keys`)."""
+    unless a left or outer join downstream turns its switch on (:func:`relax_null_keys`).
+    ``optimizable``: merge.repartition.topics may merge it (not ``KStream.repartition``'s)."""
     from kspark._engine import operators as ops
     from kspark._engine.tables.processors import Switch
 
@@ -82,6 +83,7 @@ def add_repartition(g: TopologyGraph, node: str, names: RepartitionNames, key_se
     if partitions is not None:
         g.partition_counts[names.topic] = partitions
     g.add(SourceSpec(names.source, (names.topic,), key_serde, value_serde, internal=True))
+    g.repartitions[names.source] = (names, optimizable)
     return names.source
 
 def source_topics(graph: TopologyGraph, node: str, internal: bool = False) -> set[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kspark._engine.state.build import store_kind
@@ -82,6 +82,7 @@ class StreamsBuilder:
         vs = m.value_serde if m.value_serde is not None else value_serde
         source = Switch()
         g.add(ProcessorSpec(name, functools.partial(TableSourceProcessor, store, source), (src,)))
+        g.table_sources[store] = topic  # reuse.ktable.source.topics: its changelog, maybe
         return KTable(g, name, ks, vs, store, queryable=m.store_name is not None, source=source,
                       pending=m.builder(store, ks, vs))
 
@@ -149,8 +150,22 @@ class StreamsBuilder:
         self._graph.add_store(builder)
         return self
 
-    def build(self) -> Topology:
-        """The topology built so far."""
+    def build(self, props: Mapping[str, Any] | None = None) -> Topology:
+        """The topology built so far; with ``props`` (Java's ``build(props)``), rewritten as
+        their ``topology.optimization`` says ("all", "none", or some of
+        "reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join").
+
+        Example:
+            >>> from kspark import Materialized, StreamsBuilder, Serdes
+            >>> b = StreamsBuilder()
+            >>> _ = b.table("prices", Materialized.as_("prices-store"),
+            ...             key_serde=Serdes.String(), value_serde=Serdes.Long())
+            >>> t = b.build({"topology.optimization": "all"})  # no prices-store-changelog
+        """
+        from kspark._graph.optimize import optimize
+
+        if props is not None and props.get("topology.optimization") is not None:
+            optimize(self._graph, str(props["topology.optimization"]))
         return Topology(self._graph)
 
 

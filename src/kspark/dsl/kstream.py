@@ -53,7 +53,7 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
     def _then(self, prefix: str, supplier: Callable[[], Any], name: str | None = None,
               key_serde: Any = None, value_serde: Any = None, keep_serdes: bool = True, *,
               key_changing: bool = False, stores: tuple[str, ...] = (),
-              burn: bool = True) -> KStream:
+              burn: bool = True, changing: str = "") -> KStream:
         """Add a processor node after this stream, connected to ``stores``, named ``name``
         (the user's) or ``<prefix>-<index>`` (``burn``: an index is taken either way, as
         Java's ``orElseGenerateWithPrefix``). ``key_changing`` declares that it may change
@@ -62,6 +62,8 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
             name or self._graph.next_name(prefix))
         spec = ProcessorSpec(name, supplier, (self._node,), key_changing)
         self._graph.add(spec)
+        if key_changing or changing:  # what topology.optimization reads (Java's flags)
+            self._graph.changing[name] = changing or "key"
         if stores:
             self._graph.connect((name,), stores)
         if keep_serdes:
@@ -91,7 +93,7 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
         sup = functools.partial(ops.MapValuesProcessor, a["mapper"],
                                 f.with_key(a["mapper"], a["with_key"]))
         return self._then("KSTREAM-MAPVALUES", sup, f.named_of(a["named"]), self._key_serde,
-                          None, keep_serdes=False)
+                          None, keep_serdes=False, changing="value")
 
     def map(self, *args: Any, **kwargs: Any) -> KStream:
         """Replace each record's key and value by ``mapper(key, value)``, a ``KeyValue`` or a
@@ -115,7 +117,7 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
         sup = functools.partial(ops.FlatMapProcessor, a["mapper"], True,
                                 f.with_key(a["mapper"], a["with_key"]))
         return self._then("KSTREAM-FLATMAPVALUES", sup, f.named_of(a["named"]),
-                          self._key_serde, None, keep_serdes=False)
+                          self._key_serde, None, keep_serdes=False, changing="value")
 
     def select_key(self, *args: Any, **kwargs: Any) -> KStream:
         """Set each record's key to ``mapper(key, value)`` (a later key-based step
@@ -149,9 +151,11 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
             raise TypeError(f"KStream.merge() takes another KStream, got {describe(other)}")
         name = processor_name(self._graph, "KSTREAM-MERGE", f.named_of(named) or name)
         self._graph.add(ProcessorSpec(name, ops.PassThroughProcessor, (self._node, other._node)))
+        self._graph.merge_nodes.append(name)
         return KStream(self._graph, name,
                        self._key_serde if self._key_serde == other._key_serde else None,
-                       self._value_serde if self._value_serde == other._value_serde else None)
+                       self._value_serde if self._value_serde == other._value_serde else None,
+                       self._repartition_required or other._repartition_required)
 
     def process(self, processor_supplier: Callable[[], Any], *store_names: Any,
                 name: str | None = None) -> KStream:
@@ -264,14 +268,15 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
         ks = key_serde if key_serde is not None else self._key_serde
         vs = value_serde if value_serde is not None else self._value_serde
         return self._through_repartition(name or self._graph.next_name("KSTREAM-REPARTITION"),
-                                         ks, vs, partitioner, partitions)
+                                         ks, vs, partitioner, partitions, optimizable=False)
 
     def _through_repartition(self, prefix: str, ks: Any, vs: Any,
                              partitioner: Callable[..., int | None] | None = None,
-                             partitions: int | None = None) -> KStream:
+                             partitions: int | None = None, *,
+                             optimizable: bool = True) -> KStream:
         """This stream through a repartition topic named for ``prefix`` (Java's names)."""
         source = add_repartition(self._graph, self._node, repartition_names(self._graph, prefix),
-                                 ks, vs, partitioner, partitions)
+                                 ks, vs, partitioner, partitions, optimizable)
         return KStream(self._graph, source, ks, vs)
 
     def group_by_key(self, *args: Any, **kwargs: Any) -> KGroupedStream:
