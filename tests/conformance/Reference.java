@@ -318,6 +318,10 @@ public class Reference {
             case "fk_join": case "fk_left_join": {
                 KTable o = (KTable) v.get(t[4]);
                 java.util.function.Function ex = w -> kfn(t[5], null, w);
+                if (t.length > 6) {
+                    TableJoined tj = TableJoined.as(t[6]);
+                    return t[2].equals("fk_join") ? ((KTable) x).join(o, ex, joiner(), tj) : ((KTable) x).leftJoin(o, ex, joiner(), tj);
+                }
                 return t[2].equals("fk_join") ? ((KTable) x).join(o, ex, joiner()) : ((KTable) x).leftJoin(o, ex, joiner());
             }
             case "tgroup_by": return ((KTable) x).groupBy((k, w) -> KeyValue.pair(kfn(t[4], k, w), w), Grouped.with(S, L));

@@ -7,18 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from tests.conformance.lang import normal_metrics, run
 from tests.conformance.reference import run_java
 
-__all__ = ["compare", "normal", "described"]
-
-# not yet Java's: a foreign-key join's nodes, stores and topics (docs/from-java.md)
-_NAMES_DIFFER = (" fk_join ", " fk_left_join ")
-
-
-def described(scenario: list[str], answer: list[str]) -> list[str]:
-    """``answer`` with its ``describe`` lines, but for a scenario whose names are not yet
-    Java's (a foreign-key join): without them."""
-    if any(kind in f"{line} " for line in scenario for kind in _NAMES_DIFFER):
-        return [x for x in answer if not x.startswith("describe ")]
-    return answer
+__all__ = ["compare", "normal"]
 
 
 def normal(answer: list[str]) -> list[str]:
@@ -37,4 +26,4 @@ def compare(scenarios: list[list[str]]) -> list[tuple[list[str], list[str], list
         ours = [run(sc) for sc in scenarios]
         answers = java.result()
     return [(sc, expected, got) for sc, expected, got in zip(scenarios, answers, ours, strict=True)
-            if normal(described(sc, got)) != normal(described(sc, expected))]
+            if normal(got) != normal(expected)]

@@ -13,30 +13,13 @@ Example:
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 __all__ = ["scenario", "KNOWN_DIVERGENCES"]
 
 # Combinations on which kspark still differs from Java, left out of generated scenarios
 # until fixed (docs/conformance.md lists them): name -> test on the scenario's op lines.
-KNOWN_DIVERGENCES = {
-    # not a bug: a foreign-key join re-reads its left row through a stateful transformer
-    # without a store (the scenario's transformer numbers its calls), and Java drops the
-    # response when the row read again differs from the one subscribed (kspark checks a
-    # version number instead); docs/conformance.md, "Differences"
-    "a stateful transform_values left of a foreign-key join":
-        lambda ops, cache: "transform_values" in ops and ops.index("transform_values") < ops.rfind(
-            "fk_"),
-    # open: a left table that changes one key twice before the first change's response is
-    # back subscribes twice; Java drops the first response, as the left row it re-reads is no
-    # longer the one subscribed, where kspark's response stage, which cannot read the left
-    # table on Spark, joins both (seeds 12045, 12936); docs/conformance.md
-    "a foreign-key join of a table that one record can change twice":
-        lambda ops, cache: "fk_" in ops and any(
-            op in ops[:ops.rfind("fk_")] for op in _MULTI_UPDATE),
-}
-# steps after which one record can change a key several times: one-to-many, joins that
-# match several records, re-grouping (subtract, then add), several windows per record
-_MULTI_UPDATE = ("flat_map_values", "join", "tgroup_by", "_windows", "cogroup")
+KNOWN_DIVERGENCES: dict[str, Callable[[str, int], bool]] = {}
 
 KEYS = ["a", "b", "c"]
 

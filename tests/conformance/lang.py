@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kspark import (Joined, JoinWindows, Materialized, Serdes, SessionWindows, SlidingWindows,
-                    StreamsBuilder, Suppressed, BufferConfig, TimeWindows)
+                    StreamsBuilder, Suppressed, BufferConfig, TableJoined, TimeWindows)
 from kspark.dsl import KTable
 from kspark.errors import KSparkError
 from kspark.testing import TopologyTestDriver
@@ -154,7 +154,8 @@ def _op(b: StreamsBuilder, v: dict[str, Any], t: list[str], p: str = "") -> Any:
         return getattr(x, kind[1:])(v[t[4]], _joiner, **extra)
     if kind in ("fk_join", "fk_left_join"):
         method = x.join if kind == "fk_join" else x.left_join
-        return method(v[t[4]], lambda w: _key_of(t[5], None, w), _joiner)
+        named = {"table_joined": TableJoined.as_(p + t[6])} if len(t) > 6 else {}
+        return method(v[t[4]], lambda w: _key_of(t[5], None, w), _joiner, **named)
     if kind == "tgroup_by":
         return x.group_by(lambda k, w: (_key_of(t[4], k, w), w), key_serde=S, value_serde=L)
     if kind == "to_stream":

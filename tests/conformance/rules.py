@@ -23,6 +23,10 @@ def _count(windows: str = "", cache: int = 0, tail: tuple[str, ...] = ()) -> lis
 _TABLE_JOIN = ["cache 0", "op l table in0 -", "op r table in1 -"]
 _LATE = [("a", 1), ("b", 3), ("a", 12), ("b", 11), ("a", 25), ("b", 2), ("a", 40), ("b", 60)]
 _STREAM_JOIN = ["cache 0", "op l stream in0", "op r stream in1"]
+# left rows that move to another foreign key and go; right rows that change and go
+_FK_INPUTS = ["input in0 x 2 1", "input in1 c 7 5", "input in0 y 5 2", "input in0 x 3 6",
+              "input in1 a 1 2", "input in1 a 4 9", "input in0 y 6 11", "input in1 c ~ 12",
+              "input in0 x ~ 10", "input in0 y ~ 13"]
 
 
 def _rekeyed(i: str, src: str, flat: bool = False) -> list[str]:
@@ -135,6 +139,22 @@ RULES: dict[str, list[str]] = {
         "op o to_stream j", "to o out",
         "input in0 x 2 1", "input in1 c 7 5", "input in0 x 3 6", "input in1 a 1 2",
         "input in1 a 4 9", "input in0 x ~ 10"],
+    "foreign-key left join, its subscription store's changelog": [
+        "cache 0", "changelog KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000010",
+        "op l table in0 -", "op r table in1 -", "op j fk_left_join l r mod",
+        "op o to_stream j", "to o out", *_FK_INPUTS],
+    "foreign-key join named by TableJoined, its subscription store's changelog": [
+        "cache 0", "changelog orders-subscription-store", "op l table in0 -",
+        "op r table in1 -", "op j fk_join l r mod orders", "op o to_stream j", "to o out",
+        *_FK_INPUTS],
+    "foreign-key left join named by TableJoined, cached": [
+        "cache 1048576", "op l table in0 -", "op r table in1 -",
+        "op j fk_left_join l r mod orders", "op o to_stream j", "to o out", *_FK_INPUTS],
+    "foreign-key left join after a stream-stream join": [
+        "cache 0", "op l stream in0", "op r stream in1", "op j join l r 5 0", "op t to_table j",
+        "op u table in2 -", "op f fk_left_join t u mod", "op o to_stream f", "to o out",
+        "input in2 a 7 0", "input in2 b 8 0", "input in2 c 9 0", "input in0 a 1 1",
+        "input in0 a 2 2", "input in1 a 3 3"],
     "16 17 18 outer join": [*_STREAM_JOIN, "op j outer_join l r 5 0", "to j out",
                             "input in0 a 1 10", "input in1 b 2 3", "input in0 b 3 30",
                             "input in1 a 4 12", "input in0 c 5 40", "input in1 a 6 1"],

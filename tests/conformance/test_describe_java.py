@@ -48,6 +48,20 @@ DSL = {
                             "op c count g st", "op o to_stream c", "to o out"],
     "stream-table join": ["op s stream in0", "op t table in1 st", "op j left_join s t",
                           "to j out"],
+    # foreign-key joins: Java's nodes, stores, topics and sub-topologies (each side reads
+    # what the other writes), generated or named by TableJoined
+    "foreign-key join": ["op l table in0 -", "op r table in1 -", "op j fk_join l r mod",
+                         "op o to_stream j", "to o out"],
+    "foreign-key left join named": ["op l table in0 -", "op r table in1 -",
+                                    "op j fk_left_join l r mod orders", "op o to_stream j",
+                                    "to o out"],
+    "foreign-key join of a mapped table, its result joined": [
+        "op l table in0 -", "op m tmap_values l inc", "op r table in1 st",
+        "op j fk_join m r mod", "op k tjoin j r", "op o to_stream k", "to o out"],
+    "two foreign-key joins against one table": [
+        "op l table in0 -", "op r table in1 -", "op j fk_join l r mod a",
+        "op k fk_left_join l r mod", "op o to_stream j", "to o out", "op p to_stream k",
+        "to p out2"],
 }
 
 

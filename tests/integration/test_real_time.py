@@ -363,6 +363,55 @@ def test_sub_topologies_meet_through_purged_repartition_topics(
     assert len(out) == 90  # cache off, exactly-once: one update per record, none twice
 
 
+def _last_values(broker, topic, expected, timeout_s=120):
+    """Each key's last value in ``topic``, read again until it is ``expected`` (or time is up)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        last = {m.key().decode(): None if m.value() is None else m.value().decode()
+                for m in consume_all(broker, topic, 1, timeout_s=30)}
+        if last == expected or time.monotonic() > deadline:
+            return last
+        time.sleep(1)
+
+
+def test_foreign_key_joins_meet_through_javas_subscription_topics(
+        broker, spark, admin, topic_name, app_config):
+    """A foreign-key join and left join of tables that are not co-partitioned: Java's two
+    sub-topologies, each reading what the other writes through
+    ``...-SUBSCRIPTION-REGISTRATION-<n>-topic`` and ``...-SUBSCRIPTION-RESPONSE-<n>-topic``
+    (created with the other table's and this table's partition counts); each key's last
+    result is the join of the final tables."""
+    a, c = topic_name("rt-fk-a"), topic_name("rt-fk-c")
+    outs = {v: topic_name(f"rt-fk-{v}") for v in ("join", "left")}
+    admin.create_topics({a: 2, c: 3, **{o: 2 for o in outs.values()}})
+    left = [(f"u{i % 9}", f"a{i}", 1000 + 2 * i) for i in range(60)]
+    right = [(f"u{i % 7}", f"c{i}", 1001 + 2 * i) for i in range(60)]
+    _produce(broker, c, right)
+    _produce(broker, a, left)
+    fk = lambda v: f"u{int(v[1:]) % 7}"  # noqa: E731  ("a12" names row u5 of the other table)
+    b = StreamsBuilder()
+    ta, tc = b.table(a, key_serde=S, value_serde=S), b.table(c, key_serde=S, value_serde=S)
+    ta.join(tc, fk, lambda x, y: f"{x}+{y}").to_stream().to(outs["join"], value_serde=S)
+    ta.left_join(tc, fk, lambda x, y: f"{x}+{y}").to_stream().to(outs["left"], value_serde=S)
+    cfg = _real_time(app_config, commit_interval_ms=100, statestore_cache_max_bytes=0)
+    app_id = cfg["application.id"]
+    final_a = {k: v for k, v, _ in left}
+    final_c = {k: v for k, v, _ in right}
+    expected = {k: f"{v}+{final_c[fk(v)]}" for k, v in final_a.items()}  # every key matches
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    streams.start()
+    try:
+        got = {v: _last_values(broker, o, expected) for v, o in outs.items()}
+        counts = admin.partition_counts()
+    finally:
+        streams.close()
+    assert got == {"join": expected, "left": expected}
+    topics = {t: n for t, n in counts.items() if t.startswith(f"{app_id}-KTABLE-FK-JOIN-")}
+    assert sorted(topics.values()) == [2, 2, 3, 3], topics  # response like a, registration like c
+
+
 def test_global_stores_are_bootstrapped_then_updated_continuously(
         broker, spark, admin, topic_name, app_config):
     """A stream joined with a global table: the global store is read to the topic's end

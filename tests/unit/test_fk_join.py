@@ -135,3 +135,71 @@ def test_an_inner_join_row_moved_to_an_unmatched_key_or_deleted_emits_a_tombston
     assert d.create_output_topic("out", S, S).read_key_values_to_list() == [
         ("o1", None), ("o3", None)]
     d.close()
+
+
+def test_java_murmur3_hash128_of_a_left_value():
+    """The hash a subscription carries: Kafka Streams' Murmur3.hash128 (values from 4.1.1)."""
+    from kspark._engine.joins.fk_wire import hash128
+
+    assert hash128(b"") == (-7122613646888064702, -8341524471658347240)
+    assert hash128(b"a") == (3702349557448790408, -1601067453332442517)
+    assert hash128(b"hello world, 16+") == (-4607779577452387890, -3360591325997447238)
+    assert hash128(b"0123456789abcdef0123456789abcdefXYZ") == (
+        5479101264588210872, -7966314883000346699)
+
+
+def test_the_wire_formats_read_back_as_written():
+    from kspark._engine.joins import fk_wire as w
+
+    for s in (w.Subscription((1, -2), w.DELETE_KEY_AND_PROPAGATE, b"key", 3),
+              w.Subscription(None, w.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, b"", 0),
+              w.Subscription((5, 6), w.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, b"k", None, 0)):
+        assert w.decode_subscription(w.encode_subscription(s)) == s
+    # no hash: the version byte's top bit; no value: nothing after the hash
+    assert w.encode_response(w.Response(None, None)) == b"\x80"
+    assert w.decode_response(w.encode_response(w.Response((7, 8), b"v"))) == w.Response(
+        (7, 8), b"v")
+
+
+def test_table_joined_names_the_nodes_stores_and_topics():
+    from kspark import TableJoined
+
+    b = StreamsBuilder()
+    orders = b.table("orders", key_serde=S, value_serde=S)
+    products = b.table("products", key_serde=S, value_serde=S)
+    orders.left_join(products, _fk, lambda o, p: o, TableJoined.as_("enrich"))
+    text = str(b.build().describe())
+    for name in ("enrich-subscription-registration-topic", "enrich-subscription-response-topic",
+                 "enrich-subscription-store", "enrich-subscription-receive",
+                 "enrich-subscription-join-foreign", "enrich-foreign-join-subscription",
+                 "enrich-subscription-response-resolver", "enrich-result"):
+        assert name in text, name
+    assert "KTABLE-FK-JOIN" not in text
+
+
+def test_table_joined_partitioners_are_refused():
+    from kspark import TableJoined
+
+    b = StreamsBuilder()
+    orders = b.table("orders", key_serde=S, value_serde=S)
+    products = b.table("products", key_serde=S, value_serde=S)
+    with pytest.raises(TopologyError, match="partitioners"):
+        orders.join(products, _fk, lambda o, p: o, TableJoined.with_(lambda *a: 0, None))
+
+
+def test_the_two_sides_feed_each_other_so_only_real_time_mode_runs_them():
+    """Java's layout: the subscription topic goes to the other table's sub-topology and the
+    response topic comes back to this table's (whose rows the resolver reads)."""
+    from kspark._plan.plan import plan
+    from kspark.config import StreamsConfig
+
+    b = StreamsBuilder()
+    orders = b.table("orders", key_serde=S, value_serde=S)
+    orders.join(b.table("products", key_serde=S, value_serde=S), _fk, lambda o, p: o)
+    g, counts = b.build()._graph, {"orders": 3, "products": 2}
+    base = {"application.id": "a", "bootstrap.servers": "kafka:9092"}
+    p = plan(g, counts, StreamsConfig(base))
+    assert {m.sub_topology: m.tasks for m in p.members()} == {0: 3, 1: 2}
+    assert sorted(p.fed_partitions.values()) == [2, 3]  # like products, like orders
+    with pytest.raises(TopologyError, match="execution.mode=real_time"):
+        plan(g, counts, StreamsConfig({**base, "execution.mode": "micro_batch"}))

@@ -150,7 +150,7 @@ def test_a_crafted_pickle_never_runs_in_any_decode_path(serde, crafted):
 
 # -- the three stores through the TopologyTestDriver ---------------------------------------
 
-FK_RESULT = r"RESPONSE-\d+-STATE-STORE$"
+FK_RESULT = r"FK-JOIN-OUTPUT-STATE-STORE-\d+$"
 
 
 def _store(d, part):
@@ -190,8 +190,10 @@ def _fk_driver(joiner):
     b = StreamsBuilder()
     orders = b.table("orders", key_serde=S, value_serde=S)
     products = b.table("products", key_serde=S, value_serde=S)
-    orders.join(products, lambda v: v.split("|")[0], joiner).to_stream().map_values(repr).to(
-        "out", value_serde=S)
+    joined = orders.join(products, lambda v: v.split("|")[0], joiner)
+    joined.to_stream().map_values(repr).to("out", value_serde=S)
+    # a join reading the result materializes its store (unnamed: kspark's plain encoding)
+    joined.join(b.table("extra", key_serde=S, value_serde=S), lambda r, e: r)
     return TopologyTestDriver(b.build(), NO_CACHE)
 
 
@@ -210,8 +212,8 @@ def test_unnamed_fk_join_results_round_trip_as_plain_data():
 def test_an_fk_joiner_result_the_encoding_cannot_hold_asks_for_a_value_serde():
     with _fk_driver(lambda o, p: Custom(1)) as d:
         d.create_input_topic("products", S, S).pipe_input("p1", "apple", 1)
-        with pytest.raises(SerializationError, match=r"store 'KTABLE-FK-JOIN-SUBSCRIPTION-"
-                           r"RESPONSE-\d+-STATE-STORE' .*Custom.*with_value_serde"):
+        with pytest.raises(SerializationError, match=r"store 'KTABLE-FK-JOIN-OUTPUT-"
+                           r"STATE-STORE-\d+' .*Custom.*with_value_serde"):
             d.create_input_topic("orders", S, S).pipe_input("o1", "p1|3", 2)
 
 
@@ -333,8 +335,10 @@ def _suppress_app(b):
 
 def _fk_app(b):
     orders = b.table("orders", key_serde=S, value_serde=S)
-    orders.join(b.table("products", key_serde=S, value_serde=S), lambda v: v,
-                lambda o, p: (o, p)).to_stream().to("out", value_serde=J)
+    joined = orders.join(b.table("products", key_serde=S, value_serde=S), lambda v: v,
+                         lambda o, p: (o, p))
+    joined.to_stream().to("out", value_serde=J)
+    joined.join(b.table("extra", key_serde=S, value_serde=S), lambda r, e: r)  # materialized
 
 
 def _grace_app(b):

@@ -62,7 +62,10 @@ def task_counts(graph: TopologyGraph, subs: list[SubTopology], partition_counts:
     sub-topology's ids do not follow the data (a table's source may come before the stream
     whose repartition it joins)."""
     tasks: dict[int, int] = {}
-    fed_count: dict[str, int] = {}
+    # a topic partitioned like a user topic is known at once: so a foreign-key join's two
+    # topics, where each side reads what the other writes (a cycle, as in Kafka Streams)
+    fed_count = {t: partition_counts[like] for t, like in graph.partitions_like.items()
+                 if like in partition_counts and t not in graph.partition_counts}
     pending = list(subs)
     while pending:
         ready = [st for st in pending if all(t in fed_count for t in st.fed_topics)

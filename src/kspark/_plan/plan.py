@@ -217,6 +217,7 @@ def plan(graph: TopologyGraph, partition_counts: dict[str, int], config: Any,
         return Member(st.id, first, tasks[st.id], stage_plan, sources.of(st))
 
     stages = tuple(_stage(i, fused, layouts[i], keys, name, member) for i in range(len(fused)))
+    _check_cycles(stages, c)
     stores = tuple(
         StorePlan(store, st.id, tasks[st.id],
                   changelog_topic(app_id, store) if builder.logging_enabled else None)
@@ -263,6 +264,21 @@ class _SourceMaker:
             stop=None if self.stop is None else {t: self.stop[t] for t in topics},
             global_topics=tuple(self.graph.global_topics()) if st.id == self.pins else (),
             clock_ms=self.clock_ms, emit="ranges")  # the stage reads the records (wire.py)
+
+
+def _check_cycles(stages: tuple[Stage, ...], c: Any) -> None:
+    """Sub-topologies that feed each other (a foreign-key join's, as in Kafka Streams) meet
+    through Kafka in real-time mode; a micro-batch runs each stage once, upstream first, so
+    it cannot run them."""
+    looped = [s for s in stages if s.exchange and any(u >= s.index for u in s.exchange.upstream)]
+    if looped and c.get("execution.mode") == "micro_batch":
+        topics = sorted({t for s in looped for t in s.exchange.topics})  # type: ignore[union-attr]
+        raise TopologyError(
+            f"the sub-topologies of this topology feed each other in a cycle through "
+            f"{', '.join(topics)} (a foreign-key join: its subscriptions go to the other "
+            "table's sub-topology and the responses come back to this table's, as in Kafka "
+            "Streams); execution.mode=micro_batch runs each sub-topology once per micro-batch, "
+            "upstream first, so it cannot run them: use execution.mode=real_time (the default)")
 
 
 def _check_global_pins(graph: TopologyGraph, c: Any, fused: list[list[SubTopology]]) -> None:

@@ -291,33 +291,31 @@ class KTable:
             return self._join(other, a["joiner"], kind, a["materialized"],
                               f.named_of(a["named"]))
         tj = a["table_joined"]
-        if tj is not None and (tj.partitioner or tj.other_partitioner or tj.name):
+        if tj is not None and (tj.partitioner or tj.other_partitioner):
             raise TopologyError(
-                f"KTable.{call}(): TableJoined's partitioners and name are not supported yet "
-                "(kspark partitions a foreign-key join's subscription topics by key with "
-                "Kafka's default partitioner and names them itself); leave TableJoined out")
+                f"KTable.{call}(): TableJoined's partitioners are not supported yet (kspark "
+                "partitions a foreign-key join's subscription topics by key with Kafka's "
+                "default partitioner); leave them out (TableJoined.as_(name) names the join)")
         return self._fk_join(other, a["extractor"], a["joiner"], kind == "left",
-                             a["materialized"])
+                             a["materialized"], tj.name if tj is not None else None)
 
     def _fk_join(self, other: KTable, extractor: Callable[[Any], Any],
                  joiner: Callable[[Any, Any], Any], left: bool,
-                 materialized: Materialized | None) -> KTable:
-        from kspark.dsl._foreign_key import foreign_key_join
+                 materialized: Materialized | None, name: str | None) -> KTable:
+        from kspark.dsl._foreign_key import FkSide, foreign_key_join
 
         if other._store_name is None:
             raise TopologyError("the other table of a foreign-key join must be materialized "
                                 "(from StreamsBuilder.table() or an aggregation)")
+        other._enable_old(True)  # Java's order: the other table's old values first
         self._enable_old(True)  # a changed foreign key unsubscribes the old one
-        other._enable_old(True)
-        other._reader()
         m = materialized or Materialized()
         output = tables.Switch()
-        node, result = foreign_key_join(
-            Upstream(self._graph, self._node, self._key_serde, self._value_serde),
-            Upstream(self._graph, other._node, other._key_serde, other._value_serde),
-            other._store_name, extractor, joiner, left, m, output)
-        return KTable(self._graph, node, self._key_serde, m.value_serde, result,
-                      queryable=m.store_name is not None, source=output)
+        def side(t: KTable) -> FkSide:  # the resolver reads this table, the joiner the other
+            return FkSide(Upstream(t._graph, t._node, t._key_serde, t._value_serde), t._reader())
+        r = foreign_key_join(side(self), side(other), extractor, joiner, left, m, name, output)
+        return KTable(self._graph, r.node, self._key_serde, m.value_serde, r.store,
+                      queryable=r.queryable, source=output, pending=r.builder)
 
     def outer_join(self, *args: Any, **kwargs: Any) -> KTable:
         """Rows present in either table (the missing side is None):

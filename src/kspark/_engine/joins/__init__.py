@@ -1,3 +1,4 @@
 """Joins: a stream against a KTable or GlobalKTable (``stream_table``), two KTables
 (``table_table``), two streams within a join window (``stream_stream``), and foreign-key
-table joins in three sub-topologies (``foreign_key``)."""
+table joins as Kafka Streams runs them, through two internal topics (``foreign_key``,
+``fk_wire``)."""

@@ -1,103 +1,37 @@
 """Foreign-key KTable joins: each left row joins the right row whose key its value names.
 
-Three steps, as in Kafka Streams, each a processor in its own sub-topology:
+Kafka Streams 4.1's processors (``kstream/internals/foreignkeyjoin``), one class each:
 
-1. :class:`SubscribeProcessor` (where the left table lives) turns each left change into
-   subscription messages keyed by the foreign key: subscribe to the new foreign key,
-   unsubscribe from the old one. Every change gets a new version number per left key.
-2. :class:`SubscriptionProcessor` and :class:`RightChangeProcessor` (co-partitioned with
-   the right table) keep the subscriptions in a store keyed ``(foreign key, left key)`` and
-   answer with responses keyed by the left key: at once for a subscription, and to every
-   subscriber when the right row changes.
-3. :class:`ResolveProcessor` (partitioned like the left table) drops responses older than
-   the newest version it has seen for the key, joins, and keeps the result table.
+1. :class:`SubscriptionSendProcessor` (the left table's side) turns each left change into
+   subscriptions keyed by foreign key, each carrying the hash of the left row's value.
+2. :class:`SubscriptionReceiveProcessor` (co-partitioned with the right table) keeps them
+   in the subscription store under ``(foreign key, left key)``;
+   :class:`SubscriptionJoinProcessor` answers each with the right row;
+   :class:`ForeignTableJoinProcessor` answers every subscriber again when the right row
+   changes. Responses are keyed by the left key and go to the left record's partition.
+3. :class:`ResponseJoinProcessor` (back with the left table) drops a response whose hash is
+   not the hash of the left row as it is now (a later change superseded it) and joins.
 
-Messages on the two internal topics are kspark's own byte layout; left keys and values
-travel in them serialized with the left table's serdes.
+Messages and store entries are Java's bytes (see :mod:`kspark._engine.joins.fk_wire`).
 """
 
 from __future__ import annotations
 
 import inspect
-import struct
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark._engine.context import record_dropped
+from kspark._engine.joins import fk_wire as w
+from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.tables.change import Change, out_of_order
-from kspark._engine.tables.processors import TableStoreProcessor
 from kspark.serde import Serdes
 
 _BYTES = Serdes.ByteArray()
 
-__all__ = ["SUBSCRIBE", "UNSUBSCRIBE", "UNSUBSCRIBE_AND_PROPAGATE", "RESUBSCRIBE",
-           "Subscription", "Response",
-           "encode_subscription", "decode_subscription", "encode_response", "decode_response",
-           "SubscribeProcessor", "SubscriptionProcessor", "RightChangeProcessor",
-           "ResolveProcessor"]
-
-# RESUBSCRIBE: a changed left row subscribes; its answer is passed on even if it makes no
-# result (an inner join's tombstone), as Kafka Streams' PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE.
-SUBSCRIBE, UNSUBSCRIBE, UNSUBSCRIBE_AND_PROPAGATE, RESUBSCRIBE = 0, 1, 2, 3
-
-
-class Subscription(NamedTuple):
-    instruction: int
-    version: int
-    left_key: bytes
-    left_value: bytes | None
-
-
-class Response(NamedTuple):
-    version: int
-    left_value: bytes | None
-    right_value: bytes | None
-    propagate: bool = False  # forward even a result that is no row (a tombstone)
-
-
-def _blob(b: bytes | None) -> bytes:
-    return struct.pack(">i", -1) if b is None else struct.pack(">i", len(b)) + b
-
-
-def _blobs(data: bytes, at: int, n: int) -> list[bytes | None]:
-    out = []
-    for _ in range(n):
-        (size,) = struct.unpack_from(">i", data, at)
-        at += 4
-        out.append(None if size < 0 else bytes(data[at:at + size]))
-        at += max(size, 0)
-    return out
-
-
-def encode_subscription(s: Subscription) -> bytes:
-    """Instruction byte, 8-byte version, then the left key and value as length-prefixed bytes.
-
-    >>> decode_subscription(encode_subscription(Subscription(SUBSCRIBE, 7, b"k", None)))
-    Subscription(instruction=0, version=7, left_key=b'k', left_value=None)
-    """
-    return struct.pack(">bq", s.instruction, s.version) + _blob(s.left_key) + _blob(s.left_value)
-
-
-def decode_subscription(data: bytes) -> Subscription:
-    instruction, version = struct.unpack_from(">bq", data)
-    key, value = _blobs(data, 9, 2)
-    return Subscription(instruction, version, key or b"", value)
-
-
-def encode_response(r: Response) -> bytes:
-    """8-byte version, a propagate byte, then the left and right values as length-prefixed bytes.
-
-    >>> decode_response(encode_response(Response(3, b"l", None)))
-    Response(version=3, left_value=b'l', right_value=None, propagate=False)
-    """
-    return (struct.pack(">q?", r.version, r.propagate) + _blob(r.left_value)
-            + _blob(r.right_value))
-
-
-def decode_response(data: bytes) -> Response:
-    version, propagate = struct.unpack_from(">q?", data)
-    left, right = _blobs(data, 9, 2)
-    return Response(version, left, right, propagate)
+__all__ = ["SubscriptionSendProcessor", "SubscriptionReceiveProcessor",
+           "SubscriptionJoinProcessor", "ForeignTableJoinProcessor", "ResponseJoinProcessor"]
 
 
 def _serde(serde: Any, config: Mapping[str, Any], kind: str) -> Any:
@@ -121,176 +55,213 @@ def _takes_key(fn: Callable[..., Any]) -> bool:
     return len(positional) == 2
 
 
-class SubscribeProcessor(Processor):
-    """Left side: a Change(new, old) of a left row becomes subscription messages.
+def _app_topic(context: ProcessorContext, topic: str) -> str:
+    """A pseudo topic named as Java decorates it (``<application.id>-<topic>``)."""
+    return f"{context.application_id()}-{topic}"
 
-    The extractor is ``fn(value)`` or ``fn(key, value)``, as Kafka Streams accepts both.
-    """
 
-    def __init__(self, extractor: Callable[..., Any], version_store: str, key_serde: Any,
-                 value_serde: Any):
-        self.extractor = extractor
-        self.keyed = _takes_key(extractor)  # fn(key, value) rather than fn(value)
-        self.version_store = version_store
-        self.key_serde, self.value_serde = key_serde, value_serde
+class SubscriptionSendProcessor(Processor):
+    """Left side (Java's ``SubscriptionSendProcessorSupplier``): a Change(new, old) of a
+    left row becomes subscriptions. The extractor is ``fn(value)`` or ``fn(key, value)``."""
+
+    def __init__(self, extractor: Callable[..., Any], left_join: bool, hash_topic: str,
+                 fk_serde: Any, value_serde: Any, key_serde: Any):
+        self.extractor, self.left_join, self.hash_topic = extractor, left_join, hash_topic
+        self.keyed = _takes_key(extractor)
+        self.fk_serde, self.value_serde, self.key_serde = fk_serde, value_serde, key_serde
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
-        self.versions = context.get_state_store(self.version_store)
         config = context.app_config()
+        self.fk_serde = _serde(self.fk_serde, config, "key")
         self.key_serde = _serde(self.key_serde, config, "key")
         self.value_serde = _serde(self.value_serde, config, "value")
+        self.hash_topic = _app_topic(context, self.hash_topic)
 
     def process(self, record: Record) -> None:
-        if record.key is None or out_of_order(self.context, record, "a foreign-key join"):
+        if out_of_order(self.context, record, "a foreign-key join"):
             return
+        self._hash: tuple[int, int] | None = None
+        self._hashed = False
         change: Change = record.value
-        if change.new is None and change.old is None:
-            return  # a delete of a row this table never had: nothing to join or retract
-        version = (self.versions.get(record.key) or 0) + 1
-        self.versions.put(record.key, version)
-        key = self.key_serde.serialize("", record.key)
-        new_fk = None if change.new is None else self._fk(record.key, change.new)
         old_fk = None if change.old is None else self._fk(record.key, change.old)
-        if change.new is None:
-            self._send(old_fk, UNSUBSCRIBE_AND_PROPAGATE, version, key, None, record)
+        new_fk = None if change.new is None else self._fk(record.key, change.new)
+        if self.left_join:
+            if change.old is not None:
+                if old_fk is not None and self._ser(new_fk) != self._ser(old_fk):
+                    self._send(record, old_fk, w.DELETE_KEY_NO_PROPAGATE)
+                self._send(record, new_fk, w.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+            elif change.new is not None:
+                self._send(record, new_fk, w.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
             return
-        if change.old is not None and old_fk != new_fk and old_fk is not None:
-            self._send(old_fk, UNSUBSCRIBE, version, key, None, record)
-        value = self.value_serde.serialize("", change.new)
-        # a moved row must unset its old result when the new key has no match (RESUBSCRIBE);
-        # a row that keeps its foreign key answers only with a match, as Java's
-        # PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
-        moved = change.old is not None and old_fk != new_fk
-        self._send(new_fk, RESUBSCRIBE if moved else SUBSCRIBE, version, key, value, record)
+        if change.old is None and change.new is None:
+            return
+        if change.old is None or old_fk is None:
+            if new_fk is None:
+                self._skip()
+            else:
+                self._send(record, new_fk, w.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+        elif new_fk is None:
+            self._send(record, old_fk, w.DELETE_KEY_AND_PROPAGATE)
+        elif self._ser(new_fk) != self._ser(old_fk):
+            self._send(record, old_fk, w.DELETE_KEY_NO_PROPAGATE)
+            self._send(record, new_fk, w.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+        else:
+            self._send(record, new_fk, w.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
 
     def _fk(self, key: Any, value: Any) -> Any:
         return self.extractor(key, value) if self.keyed else self.extractor(value)
 
-    def _send(self, fk: Any, instruction: int, version: int, key: bytes, value: bytes | None,
-              record: Record) -> None:
-        message = encode_subscription(Subscription(instruction, version, key, value))
-        self.context.forward(Record(fk, message, record.timestamp, record.headers))
+    def _ser(self, fk: Any) -> bytes | None:
+        return self.fk_serde.serialize("", fk)
+
+    def _skip(self) -> None:
+        record_dropped(self.context, "a foreign-key join skips a row whose foreign key is null")
+
+    def _send(self, record: Record, fk: Any, instruction: int) -> None:
+        if not self._hashed:  # the new value's hash, once per record
+            new = record.value.new
+            self._hash = (None if new is None
+                          else w.hash128(self.value_serde.serialize(self.hash_topic, new)))
+            self._hashed = True
+        meta = self.context.record_metadata()
+        wrapper = w.Subscription(self._hash, instruction,
+                                 self.key_serde.serialize("", record.key),
+                                 meta.partition if meta is not None else 0)
+        self.context.forward(Record(fk, w.Framed(w.encode_subscription(wrapper)),
+                                    record.timestamp, record.headers))
 
 
-def _store_key(fk_bytes: bytes, left_key: bytes) -> bytes:
-    return struct.pack(">i", len(fk_bytes)) + fk_bytes + left_key
+class SubscriptionReceiveProcessor(Processor):
+    """Right side: keeps each subscription in the subscription store (key: CombinedKey,
+    value: the timestamped SubscriptionWrapper) and passes it on as a Change."""
 
-
-class SubscriptionProcessor(Processor):
-    """Right side: records a subscription and answers it with the right row's current value.
-
-    The subscription store maps ``(foreign key, left key)`` to the version, left value and
-    timestamp of the latest subscription.
-    """
-
-    def __init__(self, subscriptions: str, right_store: str, fk_serde: Any, right_value_serde: Any,
-                 left: bool = False):
-        self.subscriptions_name, self.right_store = subscriptions, right_store
-        self.fk_serde, self.right_value_serde = fk_serde, right_value_serde
-        self.left = left
+    def __init__(self, store: str, fk_serde: Any):
+        self.store_name, self.fk_serde = store, fk_serde
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
-        self.subscriptions = context.get_state_store(self.subscriptions_name)
-        self.right = context.get_state_store(self.right_store)
-        config = context.app_config()
-        self.fk_serde = _serde(self.fk_serde, config, "key")
-        self.right_value_serde = _serde(self.right_value_serde, config, "value")
+        self.store = context.get_state_store(self.store_name)
+        self.fk_serde = _serde(self.fk_serde, context.app_config(), "key")
 
     def process(self, record: Record) -> None:
-        s = decode_subscription(record.value)
-        fk = record.key
-        store_key = None if fk is None else _store_key(self.fk_serde.serialize("", fk), s.left_key)
-        if s.instruction in (SUBSCRIBE, RESUBSCRIBE):
-            if store_key is not None:
-                self.subscriptions.put(store_key, struct.pack(">qq", s.version, record.timestamp)
-                                       + _blob(s.left_value))
-            vt = None if fk is None else self.right.get(fk)
-            right = None if vt is None else self.right_value_serde.serialize("", vt.value)
-            ts = record.timestamp if vt is None else max(record.timestamp, vt.timestamp)
-            self._respond(s.left_key, Response(s.version, s.left_value, right,
-                                               s.instruction == RESUBSCRIBE), ts, record)
+        s = w.decode_subscription(record.value)
+        if record.key is None and s.instruction != w.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
+            record_dropped(self.context, "a foreign-key join skips a subscription with a "
+                                         "null foreign key")
             return
-        if store_key is not None:
-            self.subscriptions.delete(store_key)
-        if s.instruction == UNSUBSCRIBE_AND_PROPAGATE:
-            # an inner join's delete is stamped max(delete, right row), as Java's
-            # SubscriptionJoinProcessor; a left join answers first through the null foreign
-            # key, at the delete's own time
-            vt = None if fk is None or self.left else self.right.get(fk)
-            ts = record.timestamp if vt is None else max(record.timestamp, vt.timestamp)
-            self._respond(s.left_key, Response(s.version, None, None, True), ts, record)
+        if s.version > w.SUBSCRIPTION_VERSION:
+            raise ValueError("SubscriptionWrapper is of an incompatible version.")
+        new = ValueAndTimestamp(s, record.timestamp)
+        old = None
+        if record.key is not None:
+            key = w.combined_key(self.fk_serde.serialize("", record.key), s.primary_key)
+            stored = self.store.get(key)
+            old = None if stored is None else ValueAndTimestamp(
+                w.decode_subscription(stored.value), stored.timestamp)
+            if s.instruction in (w.DELETE_KEY_AND_PROPAGATE, w.DELETE_KEY_NO_PROPAGATE):
+                self.store.delete(key)
+            else:
+                self.store.put(key, ValueAndTimestamp(bytes(record.value), record.timestamp))
+        self.context.forward(Record((record.key, s.primary_key), Change(new, old),
+                                    record.timestamp, record.headers))
 
-    def _respond(self, left_key: bytes, response: Response, ts: int, record: Record) -> None:
-        self.context.forward(Record(left_key, encode_response(response), ts, record.headers))
+
+class SubscriptionJoinProcessor(Processor):
+    """Right side: answers a subscription with the right row its foreign key names."""
+
+    def __init__(self, getter: Any, value_serde: Any):
+        self.getter, self.value_serde = getter, value_serde
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.get = self.getter.bind(context)
+        self.value_serde = _serde(self.value_serde, context.app_config(), "value")
+
+    def process(self, record: Record) -> None:
+        fk, pk = record.key
+        vt: ValueAndTimestamp = record.value.new
+        s: w.Subscription = vt.value
+        foreign, foreign_ts = (None, -1) if fk is None else self.get(fk)
+        ts = vt.timestamp if foreign is None else max(vt.timestamp, foreign_ts)
+        if s.instruction == w.DELETE_KEY_NO_PROPAGATE:
+            return
+        if s.instruction == w.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE and foreign is None:
+            return
+        send = None if s.instruction == w.DELETE_KEY_AND_PROPAGATE else foreign
+        data = None if send is None else self.value_serde.serialize("", send)
+        response = w.Response(s.hash, data, s.primary_partition)
+        self.context.forward(Record(pk, w.Framed(w.encode_response(response),
+                                                 s.primary_partition), ts, record.headers))
 
 
-class RightChangeProcessor(Processor):
+class ForeignTableJoinProcessor(Processor):
     """Right side: a change of a right row answers every subscriber of its key again."""
 
-    def __init__(self, subscriptions: str, fk_serde: Any, right_value_serde: Any):
-        self.subscriptions_name = subscriptions
-        self.fk_serde, self.right_value_serde = fk_serde, right_value_serde
+    def __init__(self, store: str, fk_serde: Any, value_serde: Any):
+        self.store_name, self.fk_serde, self.value_serde = store, fk_serde, value_serde
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
-        self.subscriptions = context.get_state_store(self.subscriptions_name)
+        self.store = context.get_state_store(self.store_name)
         config = context.app_config()
         self.fk_serde = _serde(self.fk_serde, config, "key")
-        self.right_value_serde = _serde(self.right_value_serde, config, "value")
+        self.value_serde = _serde(self.value_serde, config, "value")
 
     def process(self, record: Record) -> None:
-        if record.key is None or out_of_order(self.context, record, "a foreign-key join"):
+        if record.key is None:
+            record_dropped(self.context, "a foreign-key join skips a right row with a null key")
             return
-        fk_bytes = self.fk_serde.serialize("", record.key)
-        prefix = struct.pack(">i", len(fk_bytes)) + fk_bytes
+        if out_of_order(self.context, record, "a foreign-key join"):
+            return
+        prefix = w.fk_prefix(self.fk_serde.serialize("", record.key))
         new = record.value.new
-        right = None if new is None else self.right_value_serde.serialize("", new)
-        with self.subscriptions.prefix_scan(prefix, _BYTES) as entries:
+        data = None if new is None else self.value_serde.serialize("", new)
+        with self.store.prefix_scan(prefix, _BYTES) as entries:
             subscribers = list(entries)
         for entry in subscribers:
-            version, _ = struct.unpack_from(">qq", entry.value)  # (version, left timestamp)
-            (left_value,) = _blobs(entry.value, 16, 1)
-            response = Response(version, left_value, right, True)
-            # an update from the right side carries the right record's timestamp
-            self.context.forward(Record(entry.key[len(prefix):], encode_response(response),
-                                        record.timestamp, record.headers))
+            s = w.decode_subscription(entry.value.value)
+            response = w.Response(s.hash, data, s.primary_partition)
+            self.context.forward(Record(entry.key[len(prefix):], w.Framed(
+                w.encode_response(response), s.primary_partition), record.timestamp,
+                record.headers))
 
 
-class ResolveProcessor(TableStoreProcessor):
-    """Left partitioning again: the newest response per left key becomes the join result."""
+class ResponseJoinProcessor(Processor):
+    """Left side again: joins a response whose hash is that of the left row as it is now
+    (else a later change superseded it: dropped), for the result table."""
 
-    def __init__(self, result_store: str, version_store: str, joiner: Callable[[Any, Any], Any],
-                 left: bool, key_serde: Any, value_serde: Any, right_value_serde: Any,
-                 materialized: Any = None):
-        super().__init__(result_store, materialized)
-        self.version_store, self.joiner, self.left = version_store, joiner, left
+    def __init__(self, getter: Any, joiner: Callable[[Any, Any], Any], left_join: bool,
+                 hash_topic: str, key_serde: Any, value_serde: Any, foreign_serde: Any):
+        self.getter, self.joiner, self.left_join = getter, joiner, left_join
+        self.hash_topic = hash_topic
         self.key_serde, self.value_serde = key_serde, value_serde
-        self.right_value_serde = right_value_serde
+        self.foreign_serde = foreign_serde
 
     def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.versions = context.get_state_store(self.version_store)
+        self.context = context
+        self.get = self.getter.bind(context)
         config = context.app_config()
         self.key_serde = _serde(self.key_serde, config, "key")
         self.value_serde = _serde(self.value_serde, config, "value")
-        self.right_value_serde = _serde(self.right_value_serde, config, "value")
+        self.foreign_serde = _serde(self.foreign_serde, config, "value")
+        self.hash_topic = _app_topic(context, self.hash_topic)
 
     def process(self, record: Record) -> None:
-        r = decode_response(record.value)
-        seen = self.versions.get(record.key)
-        if seen is not None and r.version < seen:
-            return  # answers an older subscription of this key: superseded
-        self.versions.put(record.key, r.version)
+        r = w.decode_response(record.value)
+        if r.version != w.RESPONSE_VERSION:
+            raise ValueError("SubscriptionResponseWrapper is of an incompatible version.")
         key = self.key_serde.deserialize("", record.key)
-        left = None if r.left_value is None else self.value_serde.deserialize("", r.left_value)
-        right = (None if r.right_value is None
-                 else self.right_value_serde.deserialize("", r.right_value))
-        new = None
-        if left is not None and (right is not None or self.left):
-            new = self.joiner(left, right)
-        old = self._get(key)
-        if new is None and old is None and not r.propagate:
-            return  # a new left row without a match: Kafka Streams sends no answer
-        self._write(Record(key, None, record.timestamp, record.headers), new, old)
+        current, _ = self.get(key)
+        current_hash = (None if current is None
+                        else w.hash128(self.value_serde.serialize(self.hash_topic, current)))
+        if current_hash != r.hash:
+            record_dropped(self.context, "a foreign-key join drops a response to a left row "
+                                         "that has changed since")
+            return
+        foreign = (None if r.foreign_value is None
+                   else self.foreign_serde.deserialize("", r.foreign_value))
+        result = None
+        if foreign is not None or (self.left_join and current is not None):
+            result = self.joiner(current, foreign)
+        self.context.forward(Record(key, result, record.timestamp, record.headers))
