@@ -91,7 +91,8 @@ def reuse_source_topics(graph: TopologyGraph) -> None:
     for store, topic in graph.table_sources.items():
         if store in graph.stores:
             builder, users = graph.stores[store]
-            graph.stores[store] = (builder.with_logging_disabled(), users)
+            graph.stores[store] = (replace(builder.with_logging_disabled(),
+                                           source_changelog=topic), users)
             graph.source_changelogs[store] = topic
 
 

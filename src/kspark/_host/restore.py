@@ -28,6 +28,7 @@ from kspark._engine.state.checkpoint import (
     write_progress,
 )
 from kspark._engine.state.recovery import (
+    StoreRestore,
     check_changelog_ids,
     local_resume_point,
     plan_store_restore,
@@ -38,6 +39,7 @@ from kspark._engine.task import StreamTask
 from kspark._kafka.admin import Admin
 from kspark._kafka.changelog_reader import KafkaChangelogReader
 from kspark._kafka.clients import read_range
+from kspark._kafka.group_offsets import committed_offsets
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._host.state import TaskHostState
 from kspark._worker import registry
@@ -45,7 +47,7 @@ from kspark.config import EXACTLY_ONCE_V2, declared_default
 from kspark.errors import CorruptStateError
 
 __all__ = ["LOCAL_PROGRESS", "restore_task", "checkpoint_task", "invalidate_checkpoint",
-           "logged_partitions", "admin_for"]
+           "logged_partitions", "source_partitions", "admin_for"]
 
 
 def admin_for(where: ClientSettings | Mapping[str, Any], timeout_ms: int | None = None) -> Admin:
@@ -121,6 +123,7 @@ def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, 
     if progress is not None:
         task.resume(progress, source)
     host.resumed_progress = progress
+    _restore_from_sources(task, builders, host, settings)
     parts = logged_partitions(task, builders)
     if not parts:
         return {}
@@ -145,6 +148,35 @@ def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, 
                                                codec_for(builders[name]))
     task.stats.gauge("=restore-remaining", 0)  # done (transaction markers are offsets too)
     return ends
+
+
+def source_partitions(task: StreamTask, builders: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    """store name -> (input topic, partition) for the task's stores whose changelog is their
+    source topic (a source KTable under ``reuse.ktable.source.topics``)."""
+    return {name: (builders[name].source_changelog, task.partition) for name in task.stores
+            if getattr(builders[name], "source_changelog", None)}
+
+
+def _restore_from_sources(task: StreamTask, builders: dict[str, Any], host: TaskHostState,
+                          settings: ClientSettings | None) -> None:
+    """Rebuild each store whose changelog is its source topic, as Kafka Streams restores
+    one: wiped, then the topic's records up to the offset the application's group committed
+    (the task processes the rest itself; nothing committed: nothing to restore). Such a
+    store keeps no checkpoint of its own, so a new task always reads its topic again."""
+    parts = source_partitions(task, builders)
+    if not parts:
+        return
+    config = task.config
+    settings = settings or as_settings(config)
+    committed = committed_offsets(settings, config["application.id"], list(parts.values()),
+                                  config["request.timeout.ms"] / 1000)
+    reader = _reader(config, settings)
+    starts = reader.earliest_offsets(parts.values())
+    for name, tp in parts.items():
+        plan = StoreRestore(name, tp[0], tp[1], starts.get(tp, 0), committed.get(tp, 0), True)
+        host.restored_records += restore_store(
+            reader, task.task_id, bottom(task.stores[name]), plan, None,
+            restore_checker(task.stores[name], task.task_id), codec=codec_for(builders[name]))
 
 
 def _remaining(task: StreamTask, total: int) -> Any:

@@ -46,6 +46,9 @@ class KeyValueStoreBuilder:
     logging_enabled: bool = True
     log_config: tuple[tuple[str, str], ...] = ()
     caching_enabled: bool | None = False  # None: as statestore.cache.max.bytes says (DSL stores)
+    # kspark-internal: the input topic that is the store's changelog (a source KTable under
+    # topology.optimization's reuse.ktable.source.topics; logging is then disabled)
+    source_changelog: str | None = None
 
     @property
     def name(self) -> str:

@@ -1,0 +1,46 @@
+"""``topology.optimization=all`` on Spark, in both execution modes: a source KTable's store
+gets no changelog topic (its input topic is its changelog, as Kafka Streams'
+``reuse.ktable.source.topics``), and a run after a restart restores the store from that
+topic, up to the offsets the application committed."""
+
+from __future__ import annotations
+
+import pytest
+
+from kspark import KafkaStreams, Materialized, StreamsBuilder
+from tests.conftest import consume_all
+from tests.integration.test_real_time import S, _produce
+
+pytestmark = pytest.mark.integration
+
+
+def _topology(prices: str, orders: str, out: str):
+    b = StreamsBuilder()
+    table = b.table(prices, Materialized.as_("prices-store").in_memory(), key_serde=S,
+                    value_serde=S)
+    (b.stream(orders, key_serde=S, value_serde=S)
+     .join(table, lambda order, price: f"{order}@{price}").to(out, key_serde=S, value_serde=S))
+    return b.build({"topology.optimization": "all"})
+
+
+@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
+def test_a_source_table_restores_from_its_topic_and_has_no_changelog(
+        broker, spark, admin, topic_name, app_config, mode):
+    prices, orders, out = topic_name("prices"), topic_name("orders"), topic_name("priced")
+    admin.create_topics({prices: 2, orders: 2, out: 2})
+    cfg = app_config(execution_mode=mode, statestore_cache_max_bytes=0)
+    _produce(broker, prices, [(f"p{i}", f"{i}0", 1000 + i) for i in range(4)])
+    restored = []
+    for run in range(2):  # the second run is a new application instance: a restore
+        _produce(broker, orders, [(f"p{i}", f"o{run}{i}", 2000 + 10 * run + i)
+                                  for i in range(4)])
+        streams = KafkaStreams(_topology(prices, orders, out), cfg, spark=spark)
+        streams.start()  # a batch run (autostop.at=eol): what is there now, then stop
+        assert streams.await_termination(120) and streams.batch_finished(), (mode, run)
+        restored.append(streams.progress()["restored_records"])
+        streams.close()
+    counts = admin.partition_counts()
+    assert f"{cfg['application.id']}-prices-store-changelog" not in counts, sorted(counts)
+    got = sorted(m.value().decode() for m in consume_all(broker, out, 8, timeout_s=60))
+    assert got == sorted(f"o{run}{i}@{i}0" for run in range(2) for i in range(4)), got
+    assert restored[1] == 4, restored  # the prices, read again from their topic
