@@ -148,6 +148,19 @@ def test_java_murmur3_hash128_of_a_left_value():
         5479101264588210872, -7966314883000346699)
 
 
+def test_the_wire_formats_are_javas_bytes():
+    """As Kafka Streams 4.1.1's SubscriptionWrapperSerde and SubscriptionResponseWrapperSerde
+    write them (hash {1, -2}, key/value "k"/"v" as strings, partition 5)."""
+    from kspark._engine.joins import fk_wire as w
+
+    assert w.encode_subscription(w.Subscription((1, -2), 3, b"k", 5)).hex() == (
+        "01030000000000000001fffffffffffffffe6b00000005")
+    assert w.encode_subscription(w.Subscription(None, 1, b"k", 0)).hex() == "81016b00000000"
+    assert w.encode_response(w.Response((1, -2), b"v")).hex() == (
+        "000000000000000001fffffffffffffffe76")
+    assert w.encode_response(w.Response(None, None)).hex() == "80"
+
+
 def test_the_wire_formats_read_back_as_written():
     from kspark._engine.joins import fk_wire as w
 
