@@ -216,3 +216,19 @@ def test_the_two_sides_feed_each_other_so_only_real_time_mode_runs_them():
     assert sorted(p.fed_partitions.values()) == [2, 3]  # like products, like orders
     with pytest.raises(TopologyError, match="execution.mode=real_time"):
         plan(g, counts, StreamsConfig({**base, "execution.mode": "micro_batch"}))
+
+
+def test_kspark_describe_shows_each_side_reading_the_others_topic():
+    from kspark._plan.describe import describe_application
+    from kspark.config import StreamsConfig
+
+    b = StreamsBuilder()
+    orders = b.table("orders", key_serde=S, value_serde=S)
+    orders.join(b.table("products", key_serde=S, value_serde=S), _fk, lambda o, p: o)
+    t = b.build()
+    text = describe_application(str(t.describe()), t._graph, StreamsConfig(
+        {"application.id": "app", "bootstrap.servers": "kafka:9092"}),
+        {"orders": 2, "products": 3}, broker=False)
+    assert "Reads: [orders, app-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic]" in text
+    assert "Reads: [products, app-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic]" \
+        in text

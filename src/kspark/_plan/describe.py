@@ -78,10 +78,12 @@ def describe_real_time(topology_text: str, query: QueryPlan, config: Any,
     lines = [text + f"Real-time plan ({asked}, each a Spark job of one long-running task; "
              "sub-topologies meet through Kafka topics):"]
     repartitions = dict(sorted(query.fed_partitions.items()))
+    fed = {m.sub_topology: [t for t in (s.exchange.topics if s.exchange else ())
+                            if query.routes.get(t, (0, -1))[1] == m.first]
+           for s in query.stages for m in s.members}
     for m in sorted(query.members(), key=lambda m: m.sub_topology):
         i = m.sub_topology
-        reads = list(m.source.topics) if m.source is not None else [
-            t for t in repartitions if query.routes.get(t, (0, -1))[1] == m.first]
+        reads = [*(m.source.topics if m.source is not None else ()), *fed[i]]
         lines += [f"    Sub-topology: {i} (tasks {i}_0 to {i}_{m.tasks - 1})",
                   f"      Reads: [{', '.join(reads)}]"]
         lines += [f"      Writes {t} ({n} partitions)" for t, (n, _) in m.stage_plan.fed.items()]
