@@ -232,3 +232,18 @@ def test_kspark_describe_shows_each_side_reading_the_others_topic():
     assert "Reads: [orders, app-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic]" in text
     assert "Reads: [products, app-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic]" \
         in text
+
+
+def test_a_subscription_of_a_newer_version_is_refused_naming_it():
+    from kspark.errors import SerializationError
+
+    b = StreamsBuilder()
+    orders = b.table("orders", key_serde=S, value_serde=S)
+    orders.join(b.table("products", key_serde=S, value_serde=S), _fk, lambda o, p: o)
+    raw = Serdes.ByteArray()
+    with TopologyTestDriver(b.build(), NO_CACHE) as d:
+        topic = d.create_input_topic(
+            "topology-test-driver-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic", S,
+            raw)
+        with pytest.raises(SerializationError, match="version 2 .*reads version 1"):
+            topic.pipe_input("p1", b"\x02\x03" + bytes(16) + b"o1" + bytes(4), 1)

@@ -26,6 +26,7 @@ from kspark._engine.context import record_dropped
 from kspark._engine.joins import fk_wire as w
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.tables.change import Change, out_of_order
+from kspark.errors import SerializationError
 from kspark.serde import Serdes
 
 _BYTES = Serdes.ByteArray()
@@ -53,6 +54,18 @@ def _takes_key(fn: Callable[..., Any]) -> bool:
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
                   and p.default is p.empty]
     return len(positional) == 2
+
+
+def _newer(what: str, version: int, known: int, context: ProcessorContext) -> SerializationError:
+    """A foreign-key join message of a version this kspark does not read (Java's
+    UnsupportedVersionException)."""
+    meta = context.record_metadata()
+    where = "" if meta is None else f" (topic {meta.topic!r}, partition {meta.partition}, " \
+        f"offset {meta.offset})"
+    return SerializationError(
+        f"task {context.task_id()}: a foreign-key join {what} of version {version}{where}; "
+        f"this kspark reads version {known} (Kafka Streams 4.1's): a newer Kafka Streams or "
+        "kspark wrote it, so run that version, or reset the application")
 
 
 def _app_topic(context: ProcessorContext, topic: str) -> str:
@@ -151,7 +164,7 @@ class SubscriptionReceiveProcessor(Processor):
                                          "null foreign key")
             return
         if s.version > w.SUBSCRIPTION_VERSION:
-            raise ValueError("SubscriptionWrapper is of an incompatible version.")
+            raise _newer("subscription", s.version, w.SUBSCRIPTION_VERSION, self.context)
         new = ValueAndTimestamp(s, record.timestamp)
         old = None
         if record.key is not None:
@@ -250,7 +263,7 @@ class ResponseJoinProcessor(Processor):
     def process(self, record: Record) -> None:
         r = w.decode_response(record.value)
         if r.version != w.RESPONSE_VERSION:
-            raise ValueError("SubscriptionResponseWrapper is of an incompatible version.")
+            raise _newer("response", r.version, w.RESPONSE_VERSION, self.context)
         key = self.key_serde.deserialize("", record.key)
         current, _ = self.get(key)
         current_hash = (None if current is None
