@@ -87,7 +87,8 @@ def operations_config() -> list[tuple[str, type, Any, str, Any]]:
          "StreamsBuilder.build(props) (as Java's build(props)): 'all', 'none', or a comma "
          "list of reuse.ktable.source.topics (a source KTable's topic is its store's "
          "changelog), merge.repartition.topics (the repartitions after one key change "
-         "become one) and single.store.self.join (refused: kspark keeps both stores).",
+         "become one) and single.store.self.join (a stream joined with itself keeps one "
+         "store).",
          _optimization),
     ]
 

@@ -5,7 +5,8 @@ topology), the output records, store rows and changelog records.
 
 - reuse.ktable.source.topics: a source table's store writes no changelog of its own;
 - merge.repartition.topics: the repartitions after one key change are one, named after the
-  first one's topic, with what lay between the key change and them moved below it.
+  first one's topic, with what lay between the key change and them moved below it;
+- single.store.self.join: a stream joined with itself keeps one store and one join node.
 
 Every rule scenario of ``rules.py`` and generated scenarios agree with ``optimize`` too.
 """
@@ -23,6 +24,10 @@ from tests.conformance.rules import RULES
 _TABLE_INPUTS = ["input in a 1 1", "input in b 2 2", "input in a 3 3", "input in b ~ 4"]
 _INPUTS = ["input in a 1 1", "input in b 2 2", "input in c 3 3", "input in a 4 4",
            "input in ~ 5 5", "input in b 6 6"]
+
+_SELF_INPUTS = ["input in a 1 1", "input in a 2 3", "input in b 3 4", "input in a 4 20",
+                "input in b 5 6", "input in a 6 2", "input in ~ 7 3", "input in a ~ 4",
+                "input in a 8 40", "input in a 9 12"]
 
 OPTIMIZED: dict[str, list[str]] = {
     "a source table's store has no changelog (its topic is)": [
@@ -62,6 +67,21 @@ OPTIMIZED: dict[str, list[str]] = {
         "optimize", "cache 0", "op s stream in", "op k select_key s flip",
         "op t to_table k st", "op o to_stream t", "to o out", "op r stream in1",
         "op j join k r 5 0", "to j out2", "input in1 a 9 2", *_INPUTS],
+    # single.store.self.join: one store, one join node; Java joins with inner semantics
+    # whatever the kind of join
+    "a stream joined with itself": [
+        "optimize", "cache 0", "dropped", "op l stream in", "op j join l l 5 0", "to j out",
+        *_SELF_INPUTS],
+    "a stream left-joined with itself, with grace": [
+        "optimize", "cache 0", "dropped", "op l stream in", "op j left_join l l 10 3",
+        "to j out", *_SELF_INPUTS],
+    "a stream outer-joined with itself": [
+        "optimize", "cache 0", "dropped", "op l stream in", "op j outer_join l l 5 -1",
+        "to j out", *_SELF_INPUTS],
+    "a re-keyed stream joined with itself: one repartition for both sides": [
+        "optimize", "cache 0", "op l stream in", "op k select_key l flip",
+        "op j join k k 5 0", "op g group_by_key j", "op c count g st", "op o to_stream c",
+        "to o out", *_SELF_INPUTS],
 }
 
 

@@ -55,11 +55,13 @@ def test_repartitions_after_one_key_change_merge_into_the_first_ones_topic():
     assert graph.nodes["c1-repartition-filter"].parents == ("KSTREAM-KEY-SELECT-0000000001",)
 
 
-def test_a_self_join_is_refused_under_single_store_self_join():
+def test_a_self_join_keeps_one_store_and_one_join_node():
     from kspark import JoinWindows
 
     b = StreamsBuilder()
     s = b.stream("in", key_serde=S, value_serde=L)
     s.join(s, lambda a, c: a + c, JoinWindows.of_time_difference_without_grace(10)).to("out")
-    with pytest.raises(TopologyError, match="single.store.self.join"):
-        b.build({"topology.optimization": "all"})
+    graph = b.build({"topology.optimization": "single.store.self.join"})._graph
+    assert list(graph.stores) == ["KSTREAM-JOINTHIS-0000000003-store"]
+    assert list(graph.nodes) == ["KSTREAM-SOURCE-0000000000", "KSTREAM-WINDOWED-0000000001",
+                                 "KSTREAM-MERGE-0000000005", "KSTREAM-SINK-0000000006"]

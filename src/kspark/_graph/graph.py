@@ -109,7 +109,7 @@ class TopologyGraph:
     merge_nodes: list[str] = field(default_factory=list)
     repartitions: dict[str, tuple[Any, bool]] = field(default_factory=dict)
     table_sources: dict[str, str] = field(default_factory=dict)
-    self_joins: list[str] = field(default_factory=list)
+    self_joins: list[tuple] = field(default_factory=list)
     source_changelogs: dict[str, str] = field(default_factory=dict)
     optimized: bool = False
 

@@ -9,9 +9,8 @@ built, when ``StreamsBuilder.build(props)`` is given the key:
 - ``merge.repartition.topics`` (:func:`merge_repartitions`): the repartitions that follow
   one key-changing operation become one, through the first one's topic, its nodes named
   after that topic and added right after the key-changing node;
-- ``single.store.self.join``: Java rewrites a stream-stream join of a stream with itself to
-  use one store; kspark keeps both stores (see docs/config.md), so such a topology is
-  refused rather than run or described otherwise than Java.
+- ``single.store.self.join`` (:func:`single_store_self_join`): a stream-stream join of a
+  stream with itself keeps one window store and joins in one processor.
 
 ``all`` is the three, ``none`` (the default) none of them; a comma list names some.
 
@@ -35,7 +34,7 @@ from kspark.errors import TopologyError
 
 __all__ = ["REUSE_KTABLE_SOURCE_TOPICS", "MERGE_REPARTITION_TOPICS", "SINGLE_STORE_SELF_JOIN",
            "optimizations", "optimization_problem", "optimize", "reuse_source_topics",
-           "merge_repartitions"]
+           "merge_repartitions", "single_store_self_join"]
 
 REUSE_KTABLE_SOURCE_TOPICS = "reuse.ktable.source.topics"
 MERGE_REPARTITION_TOPICS = "merge.repartition.topics"
@@ -77,12 +76,9 @@ def optimize(graph: TopologyGraph, value: str | None) -> None:
         reuse_source_topics(graph)
     if MERGE_REPARTITION_TOPICS in chosen:
         merge_repartitions(graph)
-    if SINGLE_STORE_SELF_JOIN in chosen and graph.self_joins:
-        raise TopologyError(
-            f"the stream-stream join {graph.self_joins[0]!r} joins a stream with itself, "
-            "which single.store.self.join (part of topology.optimization=all) rewrites to "
-            "use one store; kspark does not: set topology.optimization to "
-            f"\"{REUSE_KTABLE_SOURCE_TOPICS},{MERGE_REPARTITION_TOPICS}\" instead")
+    if SINGLE_STORE_SELF_JOIN in chosen:
+        for join in graph.self_joins:
+            single_store_self_join(graph, *join)
 
 
 def reuse_source_topics(graph: TopologyGraph) -> None:
@@ -94,6 +90,27 @@ def reuse_source_topics(graph: TopologyGraph) -> None:
             graph.stores[store] = (replace(builder.with_logging_disabled(),
                                            source_changelog=topic), users)
             graph.source_changelogs[store] = topic
+
+
+def single_store_self_join(g: TopologyGraph, windowed: str, other_windowed: str, this: str,
+                           that: str, merge: str, store: str, other_store: str,
+                           pending: str | None, joiner: Any, windows: Any) -> None:
+    """Java's ``rewriteSingleStoreSelfJoin``: a join of a stream with itself keeps this
+    side's windowed node and store; the other side's, both join nodes and the other stores
+    go, and the ``-merge`` node joins (``SelfJoinProcessor``, inner semantics for any kind
+    of join, as Java's)."""
+    import functools
+
+    from kspark._engine.joins.self_join import SelfJoinProcessor
+
+    for node in (other_windowed, this, that):
+        del g.nodes[node]
+    for gone in (other_store, pending):
+        if gone is not None:
+            del g.stores[gone]
+    g.stores[store] = (g.stores[store][0], {windowed, merge})
+    g.nodes[merge] = ProcessorSpec(merge, functools.partial(
+        SelfJoinProcessor, store, joiner, windows), (windowed,))
 
 
 def _parents(g: TopologyGraph, name: str) -> tuple[str, ...]:

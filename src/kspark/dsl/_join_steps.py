@@ -81,7 +81,8 @@ class JoinSteps:
         name = name or (None if joined is None else joined.name)
         stream: KStream = (self._through_repartition(  # named for the join, or this node
             name or self._node, ks if ks is not None else self._key_serde,
-            vs if vs is not None else self._value_serde) if self._repartition_required else self)
+            vs if vs is not None else self._value_serde, for_join=True)
+            if self._repartition_required else self)
         if left:
             relax_null_keys(self._graph, stream._node)
         prefix = "KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN"
@@ -129,11 +130,11 @@ class JoinSteps:
                    else other._value_serde)
         left: KStream = (self._through_repartition(  # Java's names: see StreamJoined.with_name
             f"{sj.name}-left" if sj.name else self._node,
-            ks if ks is not None else self._key_serde, this_vs)
+            ks if ks is not None else self._key_serde, this_vs, for_join=True)
             if self._repartition_required else self)
         right: KStream = (other._through_repartition(
             f"{sj.name}-right" if sj.name else other._node,
-            ks if ks is not None else other._key_serde, that_vs)
+            ks if ks is not None else other._key_serde, that_vs, for_join=True)
             if other._repartition_required else other)
         merge = stream_stream_join(
             Upstream(self._graph, left._node, ks if ks is not None else left._key_serde, this_vs),

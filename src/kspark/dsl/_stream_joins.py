@@ -100,8 +100,6 @@ def stream_stream_join(left: Upstream, right: Upstream, joiner: Callable[[Any, A
     ``KStreamImplJoin``: each side's ``KSTREAM-WINDOWED-`` node keeps its records in its
     window store and passes them to its join node, which reads the other side's store."""
     g, name = left.graph, joined.name
-    if left.node == right.node:  # a self-join: single.store.self.join would rewrite it
-        g.self_joins.append(left.node)
     if kind != "inner":
         relax_null_keys(g, left.node)
         relax_null_keys(g, right.node)
@@ -116,6 +114,9 @@ def stream_stream_join(left: Upstream, right: Upstream, joiner: Callable[[Any, A
     mine, theirs = stores[gen_this], stores[gen_that]
     if joined.store_name is None:  # generated names (KIP-1111's check lists them)
         g.generated += [("store", s, joined.logging) for s in (mine, theirs, pending) if s]
+    if left.node == right.node:  # a self-join: single.store.self.join rewrites it
+        g.self_joins.append((windowed[0], windowed[1], this, that, merge, mine, theirs,
+                             pending, joiner, windows))
     retention = windows.size_ms() + windows.grace_ms
     for node, parent, store in ((windowed[0], left.node, mine), (windowed[1], right.node, theirs)):
         g.add(ProcessorSpec(node, functools.partial(JoinWindowProcessor, store), (parent,)))

@@ -49,6 +49,9 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
         # The key may have changed since the last source/repartition: a key-based operation
         # must repartition first, as Kafka Streams does.
         self._repartition_required = repartition_required
+        # the repartition this stream's joins read through (Java's KStreamImpl.repartitionNode:
+        # a later join not named otherwise reads the same one, a self-join one for both sides)
+        self._join_repartition: str | None = None
 
     def _then(self, prefix: str, supplier: Callable[[], Any], name: str | None = None,
               key_serde: Any = None, value_serde: Any = None, keep_serdes: bool = True, *,
@@ -273,10 +276,17 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
     def _through_repartition(self, prefix: str, ks: Any, vs: Any,
                              partitioner: Callable[..., int | None] | None = None,
                              partitions: int | None = None, *,
-                             optimizable: bool = True) -> KStream:
-        """This stream through a repartition topic named for ``prefix`` (Java's names)."""
-        source = add_repartition(self._graph, self._node, repartition_names(self._graph, prefix),
-                                 ks, vs, partitioner, partitions, optimizable)
+                             optimizable: bool = True, for_join: bool = False) -> KStream:
+        """This stream through a repartition topic named for ``prefix`` (Java's names);
+        ``for_join`` (Java's ``repartitionForJoin``): the one made for an earlier join of this
+        stream is read again when ``prefix`` is this node (its names are taken anyway)."""
+        names = repartition_names(self._graph, prefix)
+        if for_join and self._join_repartition is not None and prefix == self._node:
+            return KStream(self._graph, self._join_repartition, ks, vs)
+        source = add_repartition(self._graph, self._node, names, ks, vs, partitioner,
+                                 partitions, optimizable)
+        if for_join:
+            self._join_repartition = source
         return KStream(self._graph, source, ks, vs)
 
     def group_by_key(self, *args: Any, **kwargs: Any) -> KGroupedStream:
