@@ -294,7 +294,8 @@ def _changelog_lines(d: Any, stores: list[str]) -> list[str]:
         topic = d.create_output_topic(f"topology-test-driver-{store}-changelog", raw, raw)
         for r in topic.read_records_to_list():
             value = "~" if r.value is None else r.value.hex()
-            out.append(f"changelog {store} {r.key.hex()} {value} {r.timestamp}")
+            ts = "null" if r.timestamp is None else r.timestamp  # as Java prints it
+            out.append(f"changelog {store} {r.key.hex()} {value} {ts}")
     return out
 
 

@@ -309,6 +309,23 @@ RULES: dict[str, list[str]] = {
         "op t vtable in 10", "op o to_stream t", "to o out", "input in a 1 5",
         "input in a 2 30", "input in a 3 10", "input in a ~ 30", "input in b 2 6",
         "input in a 4 25", "input in b ~ 40", "changelog v-in"],
+    # a suppress buffer logs at each commit, in Java's layout (record context, prior, old
+    # and new values, buffer time; header v=3, no timestamp), its dirty keys in the order
+    # of Java's HashSet (four keys evicted by one record here)
+    "changelog: a suppress buffer logs Java's buffered records": [
+        "cache 0", "op s stream in", "op g group_by_key s", "op w time_windows g 10 10 5",
+        "op c count w st", "op u suppress c", "op t to_stream u", "op o unwindow t",
+        "to o out", "input in a 1 5", "input in a 2 7", "input in b 2 19", "input in a 3 2",
+        "input in c 3 12", "input in d 3 13", "input in b 4 14", "input in e 3 40",
+        "changelog KTABLE-SUPPRESS-STATE-STORE-0000000003"],
+    # suppress emits the new value with the old value of the last buffered change (Java's
+    # BufferValue.oldValue, not the first one's): a filter passing only that old value
+    # forwards a delete
+    "suppress emits the last buffered change's old value": [
+        "cache 10000", "op s stream in", "op g group_by_key s", "op w time_windows g 10 10 0",
+        "op c count w", "op u suppress c", "op f tfilter u even", "op t to_stream f",
+        "op o unwindow t", "to o out", "input in a 1 1", "input in a 2 2", "input in a 3 3",
+        "input in b 1 4", "input in b 1 5", "input in c 1 30"],
     # a stream-stream join's window stores number every put as Java's changelog does (a
     # null value and an expired record are logged too); the outer join's shared store
     # deletes only what waits and holds Java's LeftOrRightValue list

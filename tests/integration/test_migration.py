@@ -2,8 +2,10 @@
 (issue 54): the same generated names (the port's ``describe()`` is Java's text), the same
 ``application.id``, Java's changelogs restored rather than the input recomputed, and no
 internal topic Java did not create. The Java application (``java/MigrationApp.java``: an
-unnamed count, a windowed count, a key-changing count, exactly_once_v2) runs on the
-project's broker, is stopped mid-stream, and the port processes the rest."""
+unnamed count, a windowed count, a key-changing count, a suppressed windowed count's final
+results, exactly_once_v2) runs on the project's broker, is stopped mid-stream, and the port
+processes the rest: each window still open then is in the suppress buffer's changelog,
+which the other side restores (Java's layout) and emits once it closes."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from kspark import (Consumed, Grouped, KafkaStreams, Produced, Serdes, StreamsBuilder,
-                    TimeWindows)
+                    Suppressed, TimeWindows)
 from kspark._kafka.prereqs import java_binary
 from tests.conformance.reference import compiled
 
@@ -35,6 +37,9 @@ def port(src: str, out: str):
      .to(f"{out}-windowed", Produced.with_(S, L)))
     (s.group_by(lambda k, v: v, Grouped.with_(S, S)).count().to_stream()
      .to(f"{out}-by-value", Produced.with_(S, L)))
+    (s.group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 5)).count()
+     .suppress(Suppressed.until_window_closes()).to_stream(lambda w, v: f"{w.key}@{w.window.start}")
+     .to(f"{out}-final", Produced.with_(S, L)))
     return b.build()
 
 
@@ -53,8 +58,10 @@ def _produce(broker: str, topic: str, records: list[tuple[str, str, int]]) -> No
     assert p.flush(30) == 0
 
 
-def _read(broker: str, topic: str, expected: int, timeout_s: float = 120) -> list[tuple[str, int]]:
-    """(key, count) of ``topic``'s committed records, once there are ``expected`` of them."""
+def _read(broker: str, topic: str, expected: int, timeout_s: float = 120,
+          more_s: float = 0.0) -> list[tuple[str, int]]:
+    """(key, count) of ``topic``'s committed records, once there are ``expected`` of them
+    (and any that come within ``more_s`` seconds after)."""
     c = Consumer({"bootstrap.servers": broker, "group.id": f"check-{time.monotonic_ns()}",
                   "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                   "enable.auto.commit": False})
@@ -62,7 +69,12 @@ def _read(broker: str, topic: str, expected: int, timeout_s: float = 120) -> lis
     out: list[tuple[str, int]] = []
     deadline = time.monotonic() + timeout_s
     try:
-        while len(out) < expected and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            if len(out) >= expected:
+                deadline = min(deadline, time.monotonic() + more_s)  # then a little more
+                if more_s <= 0:
+                    break
+                more_s = 0.0
             m = c.poll(0.5)
             if m is not None and not m.error():
                 out.append((m.key().decode(), L.deserialize(topic, m.value())))
@@ -131,6 +143,13 @@ def _assert_each_record_counted_once(broker: str, out: str, every: list, start: 
     windowed = _per_key(_read(broker, f"{out}-windowed", len(every)))
     assert {k: ns[-1] for k, ns in windowed.items()} == {
         f"{k}@{start}": sum(1 for r in every if r[0] == k) for k in {r[0] for r in every}}
+    # final results, each once, as one Java run emits them: the 10 ms windows that stream
+    # time closed (each key's last record is 45..49 ms in, so [0, 40) closed); [20, 30) was
+    # open when the first application stopped and has no later record: only its restored
+    # buffer entry can emit it
+    final = _read(broker, f"{out}-final", 20, more_s=1.0)
+    assert sorted(final) == sorted((f"k{i}@{start + w}", 2) for i in range(5)
+                                   for w in (0, 10, 20, 30))
 
 
 # both directions in both modes (about 15 s each)
@@ -145,7 +164,8 @@ def test_an_application_is_taken_over_in_place_and_its_state_restored(
     """The first application processes the first records and stops; the second (the other
     language) takes the same application.id and processes the rest."""
     src, out = topic_name("mig-in"), topic_name("mig-out")
-    admin.create_topics({src: 2, **{f"{out}-{s}": 2 for s in ("counts", "windowed", "by-value")}})
+    admin.create_topics({src: 2, **{f"{out}-{s}": 2 for s in ("counts", "windowed", "by-value",
+                                                            "final")}})
     cfg = app_config(execution_mode=mode, processing_guarantee="exactly_once_v2",
                      autostop_at="eol", statestore_cache_max_bytes=0)
     app_id, start = cfg["application.id"], int(time.time() * 1000) // HOUR * HOUR

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kspark import Materialized, Serdes, SessionWindows, StreamsBuilder, TimeWindows
+from kspark import Materialized, Serdes, SessionWindows, StreamsBuilder, Suppressed, TimeWindows
 from kspark._engine.state.changelog_format import (FORMAT_HEADER, RAW, ChangelogCodec,
                                                    codec_for, load_codec, save_codec,
                                                    written_by_old_kspark)
@@ -135,3 +135,73 @@ def test_an_outer_joins_shared_store_holds_javas_left_or_right_lists():
     shared = [bld for name, (bld, _) in b.build()._graph.stores.items() if "SHARED" in name]
     assert codec_for(shared[0]).refuse_old
     assert written_by_old_kspark(codec_for(shared[0]), b"\x00", [("kspark.batch", b"q:1")])
+
+
+JAVA_BUFFERED = bytes.fromhex(  # Java 4.1.1's buffered a@[0, 10): prior 0, old 1, new 2
+    "0000000000000007000000000000000100000002696e000000000000000000000008000000000000000000"
+    "0000080000000000000001000000080000000000000002000000000000000a")
+
+
+def _suppress_builder():
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=L).group_by_key()
+     .windowed_by(TimeWindows.of_size_and_grace(10, 5)).count()
+     .suppress(Suppressed.until_window_closes()))
+    (builder,) = [bld for name, (bld, _) in b.build()._graph.stores.items() if "SUPPRESS" in name]
+    return builder
+
+
+def test_a_java_written_suppress_buffer_restores_in_kspark():
+    from tests.unit.test_recovery import MemoryChangelogs
+
+    from kspark._engine.state.buffer_value import Buffered
+    from kspark._engine.state.bytes_stores import InMemoryBytesStore
+    from kspark._engine.state.recovery import StoreRestore, restore_store
+
+    builder, key = _suppress_builder(), bytes.fromhex("610000000000000000")
+    codec = codec_for(builder)
+    assert codec.encode(key, JAVA_BUFFERED, 99) == (key, JAVA_BUFFERED, None)  # no timestamp
+    logs = MemoryChangelogs()
+    logs.append("c", 0, key, JAVA_BUFFERED, [("v", b"\x03")])
+    logs.append("c", 0, b"b" + bytes(8), JAVA_BUFFERED, [("v", b"\x03")])
+    logs.append("c", 0, b"b" + bytes(8), None)  # evicted: Java's tombstone has no header
+    raw = InMemoryBytesStore("s")
+    assert restore_store(logs, "0_0", raw, StoreRestore("s", "c", 0, 0, 3, False), None,
+                         codec=codec) == 3
+    store = builder.with_logging_disabled().typed_store(raw)
+    ((k, entry),) = [(kv.key, kv.value) for kv in store.all()]
+    assert (k.key, k.window.start) == ("a", 0)
+    assert entry == Buffered(10, 2, 1, 0, 7, (), "in", 0, 1)
+    assert store.value_serde.serialize("s", entry) == JAVA_BUFFERED  # and back, byte for byte
+
+
+def test_a_buffered_record_without_javas_version_header_is_refused():
+    from tests.unit.test_recovery import MemoryChangelogs
+
+    from kspark._engine.state.bytes_stores import InMemoryBytesStore
+    from kspark._engine.state.recovery import StoreRestore, restore_store
+    from kspark.errors import CorruptStateError
+
+    logs = MemoryChangelogs()
+    logs.append("c", 0, b"a" + bytes(8), JAVA_BUFFERED)  # an earlier kspark's, say
+    with pytest.raises(CorruptStateError, match=r"lacks the header .*reset the application"):
+        restore_store(logs, "0_0", InMemoryBytesStore("s"),
+                      StoreRestore("s", "c", 0, 0, 1, False), None,
+                      codec=codec_for(_suppress_builder()))
+
+
+def test_a_suppress_buffer_logs_its_dirty_keys_at_commit_in_javas_hash_set_order():
+    from kspark._engine.state.bytes_stores import InMemoryBytesStore
+    from kspark._engine.state.dirty_log import CommitLoggingLayer, java_hash_set_order
+
+    # Java's order of these four keys (conformance rule "a suppress buffer logs ...")
+    keys = [bytes.fromhex(h) for h in ("650000000000000028", "62000000000000000a",
+                                       "63000000000000000a", "64000000000000000a")]
+    assert java_hash_set_order(keys, 16) == [keys[1], keys[0], keys[3], keys[2]]
+    logged = []
+    layer = CommitLoggingLayer(InMemoryBytesStore("s"), lambda k, v: logged.append(k))
+    many = [b"%d" % i for i in range(13)]  # a 13th key grows Java's table to 32 buckets
+    for k in many:
+        layer.put(k, b"v")
+    layer.flush()
+    assert logged == java_hash_set_order(many, 32) and layer._capacity == 32

@@ -24,11 +24,8 @@ from kspark import (
 from kspark._engine.aggregates.windows import Window, Windowed
 from kspark._engine.state.build import bottom
 from kspark._engine.state.encoding import Reader, decode_plain, encode_plain
-from kspark._engine.state.internal_serdes import (
-    GraceBufferSerde,
-    PlainValueSerde,
-    SuppressBufferSerde,
-)
+from kspark._engine.state.buffer_value import Buffered, SuppressBufferSerde
+from kspark._engine.state.internal_serdes import GraceBufferSerde, PlainValueSerde
 from kspark._engine.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde
 from kspark._engine.tables.change import Change
 from kspark.errors import CorruptStateError, SerializationError
@@ -92,19 +89,20 @@ def test_plain_values_round_trip(value):
        st.lists(st.tuples(st.text(max_size=4), st.none() | st.binary(max_size=4)), max_size=3))
 def test_each_kind_of_entry_round_trips(new, old, ts, headers):
     headers = tuple(headers)
-    entry = (ts, ts, Change(new, old), headers)
+    entry = Buffered(ts, new, old, old, ts, headers, "in", 0, ts)  # Java's layout, plain values
     for serde, value in ((SuppressBufferSerde(), entry), (GraceBufferSerde(), (new, headers)),
                          (PlainValueSerde(), new)):
         assert serde.deserialize("s", serde.serialize("s", value)) == value
 
 
 def test_a_known_value_serde_is_used_and_tagged():
-    serde = SuppressBufferSerde(L)
-    data = serde.serialize("s", (15, 3, Change(2, None), ()))
-    assert data == (b"K\x01S" + (15).to_bytes(8, "big") + (3).to_bytes(8, "big")
-                    + b"\x01" + (8).to_bytes(4, "big") + L.serialize("s", 2) + b"\x00"
-                    + (0).to_bytes(4, "big"))
-    assert serde.deserialize("s", data) == (15, 3, Change(2, None), ())
+    serde = SuppressBufferSerde(L)  # Java's ProcessorRecordContext + BufferValue + time
+    entry = Buffered(15, 2, None, None, 3, (), "t", 0, 9)
+    data = serde.serialize("s", entry)
+    assert data == ((3).to_bytes(8, "big") + (9).to_bytes(8, "big") + b"\x00\x00\x00\x01t"
+                    + bytes(8) + b"\xff" * 8 + (8).to_bytes(4, "big") + L.serialize("s", 2)
+                    + (15).to_bytes(8, "big"))
+    assert serde.deserialize("s", data) == entry
     grace = GraceBufferSerde("String").with_defaults(Serdes.by_name)
     value = ("v", (("h", None),))
     assert grace.deserialize("g", grace.serialize("g", value)) == value
@@ -176,11 +174,10 @@ def test_suppress_buffer_round_trip_through_the_driver(known):
         i.pipe_input("a", "y", 10)
         store = _store(d, "SUPPRESS")
         (raw,) = [v for _, v in bottom(store).range(None, None)]
-        assert raw[:3] == b"K\x01S" and raw[19:20] == (b"\x01" if known else b"\x02")
+        assert raw[:8] == (10).to_bytes(8, "big") and raw[-8:] == bytes(8)  # Java's layout
         (kv,) = list(store.all())
-        due, ts, change, _ = kv.value
         expected = "y" if known else {"v": "y", "seen": [1, (2, None)]}
-        assert (due, ts, change.new) == (100, 10, expected)
+        assert (kv.value.time, kv.value.timestamp, kv.value.new) == (0, 10, expected)
         i.pipe_input("b", "z", 100)
         out = d.create_output_topic("out", S, J).read_key_values_to_list()
         assert out == [("a", expected if known else {"v": "y", "seen": [1, [2, None]]})]
@@ -350,7 +347,7 @@ def _grace_app(b):
 
 @pytest.mark.parametrize("app,part,good", [
     (_suppress_app, "SUPPRESS",
-     SuppressBufferSerde(L).serialize("s", (15, 3, Change(2, None), ()))),
+     SuppressBufferSerde(L).serialize("s", Buffered(10, 2, None, None, 3, (), "in", 0, 0))),
     # a timestamped store's changelog holds the value alone (Kafka Streams' layout); the
     # record's timestamp (0 here) goes back in front of it in the store
     (_fk_app, FK_RESULT, PlainValueSerde().serialize("r", ("o", "p"))),
@@ -367,15 +364,16 @@ def test_a_crafted_changelog_record_fails_the_restore_naming_it(app, part, good,
                 return []
             return [(key, good), (key, None), (key, good), (key, data)]
 
-        with pytest.raises(CorruptStateError) as e:
-            _restore_with(monkeypatch, tmp_path, app, values)
+        with pytest.raises(CorruptStateError) as e:  # with Java's header of a buffered record
+            _restore_with(monkeypatch, tmp_path, app, values, headers=[("v", b"\x03")])
         message = str(e.value)
         assert message.startswith("task 0_0: cannot restore store ")
         assert re.search(part.rstrip("$"), message) and "-changelog' partition 0" in message
         assert "the record at offset 3 of changelog topic 'evil-" in message
     assert not marker.exists()
     task = _restore_with(monkeypatch, tmp_path, app,  # a well-formed changelog restores
-                         lambda store: [(key, good)] if re.search(part, store) else [])
+                         lambda store: [(key, good)] if re.search(part, store) else [],
+                         headers=[("v", b"\x03")])
     (store,) = [s for n, s in task.stores.items() if re.search(part, n)]
     kept = bytes(8) + good if part == FK_RESULT else good
     assert [v for _, v in bottom(store).range(None, None)] == [kept]

@@ -8,11 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kspark import Serdes, StreamsBuilder
-from kspark._engine.state.internal_serdes import (
-    GraceBufferSerde,
-    PlainValueSerde,
-    SuppressBufferSerde,
-)
+from kspark._engine.state.buffer_value import SuppressBufferSerde
+from kspark._engine.state.internal_serdes import GraceBufferSerde, PlainValueSerde
 from kspark._engine.aggregates.windows import SessionWindowedSerde, TimeWindowedSerde
 from kspark.errors import CorruptStateError, SerializationError
 from kspark.testing import TopologyTestDriver

@@ -180,7 +180,8 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
                     (BATCH_HEADER, f"{self.batch[0]}:{self.batch[1]}".encode()), FORMAT_HEADER)]
             now = max(self.current_timestamp, 0) if at is None else at
             k, v, ts = codec.encode(key, value, now)
-            self.collector.send(topic, k, v, ts, stamp[1], self.partition)
+            heads = stamp[1] + codec.value_headers if v is not None else stamp[1]
+            self.collector.send(topic, k, v, ts, heads, self.partition)  # type: ignore[arg-type]
 
         directory = task_store_dir(self.config["state.dir"], app_id, self.task_id)
         if builder.supplier.persistent and builder.logging_enabled:

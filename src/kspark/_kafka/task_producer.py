@@ -73,6 +73,7 @@ class TaskProducer(RecordCollector):
 
     def send(self, topic, key, value, timestamp, headers, partition) -> None:
         produce = self._producer.produce
+        timestamp = timestamp or 0  # None (a suppress buffer's, as Java's null): now
         while True:
             try:
                 if partition is None and not headers:

@@ -340,7 +340,7 @@ class KTable:
     def suppress(self, suppressed: Any, named: Any = None) -> KTable:
         """Hold updates back: final window results (``Suppressed.until_window_closes``) or at
         most one per key per time limit (``Suppressed.until_time_limit``)."""
-        from kspark._engine.state.internal_serdes import SuppressBufferSerde
+        from kspark._engine.state.buffer_value import SuppressBufferSerde
         from kspark._engine.tables.suppress import SuppressProcessor
         from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 

@@ -1,5 +1,6 @@
 // A Java Kafka Streams 4.1 application, run by tests/integration/test_migration.py: an
-// unnamed count, a windowed count and a key-changing aggregation, under exactly_once_v2.
+// unnamed count, a windowed count, a key-changing aggregation and a windowed count's final
+// results (suppress), under exactly_once_v2.
 //
 //   java -cp <classes>:<libs>/* MigrationApp BOOTSTRAP APP_ID SOURCE OUT_PREFIX STATE_DIR
 //
@@ -20,6 +21,7 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 
 public class MigrationApp {
@@ -34,6 +36,10 @@ public class MigrationApp {
           .count().toStream((w, v) -> w.key() + "@" + w.window().start())
           .to(out + "-windowed", Produced.with(s, l));
         in.groupBy((k, v) -> v, Grouped.with(s, s)).count().toStream().to(out + "-by-value", Produced.with(s, l));
+        in.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(5)))
+          .count().suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+          .toStream((w, v) -> w.key() + "@" + w.window().start())
+          .to(out + "-final", Produced.with(s, l));
         Topology topology = b.build();
         System.out.println("describe");
         System.out.print(topology.describe());

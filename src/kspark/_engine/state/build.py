@@ -17,6 +17,7 @@ from typing import Any
 
 from kspark._graph.resources import changelog_topic
 from kspark._engine.state.bytes_stores import InMemoryBytesStore, RocksDBBytesStore
+from kspark._engine.state.dirty_log import CommitLoggingLayer
 from kspark._engine.state.kv import StoreBase
 from kspark._engine.state.layers import CachingLayer, ChangeLoggingLayer, RecordCache, WriteBuffer
 from kspark.errors import StateStoreError, TopologyError
@@ -132,7 +133,10 @@ def build_store(builder: Any, directory: Path | None = None,
     else:
         inner = InMemoryBytesStore(supplier.name)
     logged = builder.logging_enabled and log is not None
-    if log is not None and logged and kind is not StoreKind.VERSIONED:  # a versioned
+    if log is not None and logged and getattr(getattr(builder, "value_serde", None),
+                                              "log_on_flush", False):
+        inner = CommitLoggingLayer(inner, log)  # a suppress buffer: at commits, as Java's
+    elif log is not None and logged and kind is not StoreKind.VERSIONED:  # a versioned
         inner = ChangeLoggingLayer(inner, log)  # store logs each version itself
     if batch_buffer:
         inner = WriteBuffer(inner)

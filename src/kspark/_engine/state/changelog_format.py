@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["ChangelogCodec", "RAW", "codec_for", "FORMAT_HEADER", "written_by_old_kspark",
@@ -53,13 +54,19 @@ class ChangelogCodec:
     versioned_history_ms: int | None = None
     # kspark's layout of the store's records changed (a record of before is refused)
     refuse_old: bool = False
+    # headers every record with a value carries (a suppress buffer's: Java's version),
+    # which a restore requires; and whether records have no timestamp of their own (None:
+    # the producer's time, as Java sends a suppress buffer's)
+    value_headers: tuple[tuple[str, bytes], ...] = ()
+    no_timestamp: bool = False
 
-    def records(self, key: bytes, value: bytes | None) -> list[tuple[bytes, bytes | None, int]]:
+    def records(self, key: bytes, value: bytes | None
+                ) -> Sequence[tuple[bytes, bytes | None, int | None]]:
         """The changelog records that restore one local entry (``kspark changelog
         rebuild``): one, timestamped 0 (now) unless the entry holds its own, or each
         version of a versioned store's history.
 
-        >>> ChangelogCodec(True, True).records(b"k", bytes(7) + b"\x05v")
+        >>> ChangelogCodec(True, True).records(b"k", bytes(7) + b"\\x05v")
         [(b'k', b'v', 5)]
         """
         if self.versioned_history_ms is not None:
@@ -68,10 +75,11 @@ class ChangelogCodec:
             return history_records(key, value)
         return [self.encode(key, value, 0)]
 
-    def encode(self, key: bytes, value: bytes | None, now: int) -> tuple[bytes, bytes | None, int]:
+    def encode(self, key: bytes, value: bytes | None, now: int
+               ) -> tuple[bytes, bytes | None, int | None]:
         """A store entry (``value`` None: deleted) as (key, value, timestamp) of its
         changelog record; ``now``: the time of the record being processed."""
-        ts = now
+        ts: Any = None if self.no_timestamp else now
         if self.strip_timestamp and value is not None:
             if self.timestamp_from_value:
                 ts = int.from_bytes(value[:_TS], "big", signed=True)
@@ -109,11 +117,15 @@ def codec_for(builder: Any) -> ChangelogCodec:
     from kspark._engine.state.timestamped import ValueAndTimestampSerde
 
     from kspark._engine.joins.stream_stream import PendingValuesSerde
+    from kspark._engine.state.buffer_value import CHANGELOG_VERSION_HEADER
 
     kind = store_kind(builder)
     if kind is StoreKind.VERSIONED:
         return ChangelogCodec(versioned_history_ms=builder.supplier.history_retention_ms,
                               refuse_old=True)
+    if getattr(getattr(builder, "value_serde", None), "log_on_flush", False):  # suppress
+        return ChangelogCodec(refuse_old=True, value_headers=(CHANGELOG_VERSION_HEADER,),
+                              no_timestamp=True)
     if isinstance(getattr(builder, "value_serde", None), PendingValuesSerde):
         return ChangelogCodec(refuse_old=True)  # an outer join's shared store: Java's lists
     if not isinstance(getattr(builder, "value_serde", None), ValueAndTimestampSerde):

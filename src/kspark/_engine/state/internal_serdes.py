@@ -1,11 +1,9 @@
-"""Serdes of the values kspark keeps for itself: suppress buffers, an unnamed foreign-key
-join result store and stream-table join grace buffers.
+"""Serdes of the values kspark keeps for itself: an unnamed foreign-key join result store
+and stream-table join grace buffers (a suppress buffer's entries are Java's:
+``buffer_value``).
 
 Each entry is a header (see ``encoding``: magic ``K``, version 1, kind) and its fields:
 
-- kind ``S``, a suppress buffer entry ``(due, timestamp, Change(new, old), headers)``:
-  due and timestamp (8 bytes each, signed big-endian), the new and the old value (slots),
-  the headers;
 - kind ``G``, a grace buffer entry ``(value, headers)``: the value (a slot), the headers;
 - kind ``V``, a value of its own (an unnamed foreign-key join's result): one plain item.
 
@@ -20,11 +18,10 @@ a ``CorruptStateError`` naming the store (and, during a restore, the changelog r
 see ``restore_check``).
 
 Example:
-    >>> from kspark._engine.tables.change import Change
-    >>> serde = SuppressBufferSerde(None)
-    >>> data = serde.serialize("buffer", (15, 3, Change(2, None), (("h", b"1"),)))
+    >>> serde = GraceBufferSerde(None)
+    >>> data = serde.serialize("buffer", (2, (("h", b"1"),)))
     >>> data[:3], serde.deserialize("buffer", data)
-    (b'K\\x01S', (15, 3, Change(new=2, old=None, is_latest=True), (('h', b'1'),)))
+    (b'K\\x01G', (2, (('h', b'1'),)))
 """
 
 from __future__ import annotations
@@ -42,11 +39,9 @@ from kspark._engine.state.encoding import (
     read_header,
     write_plain,
 )
-from kspark._engine.tables.change import Change
 from kspark.errors import CorruptStateError, KSparkError, SerializationError
 
-__all__ = ["InternalSerde", "SuppressBufferSerde", "GraceBufferSerde", "PlainValueSerde",
-           "RESET_ADVICE"]
+__all__ = ["InternalSerde", "GraceBufferSerde", "PlainValueSerde", "RESET_ADVICE"]
 
 RESET_ADVICE = ("reset the application (kspark reset --application-id ... --bootstrap-servers "
           "...) so that it rebuilds its state from its input")
@@ -174,30 +169,6 @@ class _WithValueSerde(InternalSerde):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.value_serde!r})"
-
-
-class SuppressBufferSerde(_WithValueSerde):
-    """A suppress buffer's entries: ``(due, timestamp, Change(new, old), headers)``."""
-
-    kind, what = b"S", "a suppress buffer"
-    advice = ("Give the table that suppress() reads a value serde, on the step that makes its "
-              "values (for example Materialized.as_(name).with_value_serde(serde))")
-
-    def _write(self, out: bytearray, topic: str, data: Any) -> None:
-        due, ts, change, headers = data
-        for n in (due, ts):
-            if type(n) is not int or not -(1 << 63) <= n < (1 << 63):
-                raise UnrepresentableError(f"a time {n!r} that is not a 64-bit integer")
-            out += n.to_bytes(8, "big", signed=True)
-        _put_slot(out, self.value_serde, topic, change.new)
-        _put_slot(out, self.value_serde, topic, change.old)
-        _put_headers(out, headers)
-
-    def _read(self, r: Reader, topic: str) -> Any:
-        due, ts = r.i64(), r.i64()
-        new = _take_slot(r, self.value_serde, topic)
-        old = _take_slot(r, self.value_serde, topic)
-        return due, ts, Change(new, old), _take_headers(r)
 
 
 class GraceBufferSerde(_WithValueSerde):

@@ -212,6 +212,28 @@ def stamped_by_this_batch_or_later(record: ChangelogRecord, batch: Batch,
 Check = Callable[[bytes | None, bytes | None, str, int, int], None]
 
 
+def _entry(m: Any, codec: ChangelogCodec, check: Check | None, tp: tuple[str, int],
+           where: str) -> tuple[Any, bytes | None, int]:
+    """The store entry (key, value, timestamp) of changelog record ``m`` (``where``: the
+    record, for errors), refusing one of kspark's earlier layouts or one that does not parse."""
+    if written_by_old_kspark(codec, m.value(), m.headers()):
+        raise CorruptStateError(
+            f"{where} was written by an earlier kspark in its own layout (kspark now writes "
+            "Kafka Streams' layout): reset the application (kspark reset) to rebuild its "
+            "state from its input")
+    ts = m.timestamp()[1]
+    key, value = codec.decode(m.key(), m.value(), ts if codec.strip_timestamp else 0)
+    if check is not None:
+        check(key, value, tp[0], tp[1], m.offset())
+    if codec.value_headers and value is not None and not set(
+            codec.value_headers) <= set(m.headers() or ()):
+        raise CorruptStateError(
+            f"{where} lacks the header {codec.value_headers} of Kafka Streams 4's layout "
+            "(written by an earlier kspark, or a Kafka Streams before 2.4): reset the "
+            "application (kspark reset) to rebuild its state")
+    return key, value, ts
+
+
 def restore_store(reader: ChangelogReader, task_id: str, raw: Any, plan: StoreRestore,
                   batch: Batch | None, check: Check | None = None,
                   uncommitted: Batch | None = None,
@@ -245,17 +267,8 @@ def restore_store(reader: ChangelogReader, task_id: str, raw: Any, plan: StoreRe
             if any(stamped_by_this_batch_or_later(m, b, tp) for b in skip):
                 skipped += 1  # written by an earlier attempt of this batch (or a later one)
                 continue
-            if written_by_old_kspark(codec, m.value(), m.headers()):
-                raise CorruptStateError(
-                    f"task {task_id}: changelog {tp[0]} partition {tp[1]} offset {m.offset()} "
-                    f"of store {name!r} was written by an earlier kspark in its own layout "
-                    "(kspark now writes Kafka Streams' layout): reset the application "
-                    "(kspark reset) to rebuild its state from its input")
-            ts = m.timestamp()[1]
-            key, value = codec.decode(m.key(), m.value(), ts if codec.strip_timestamp else 0)
-            if check is not None:
-                check(key, value, tp[0], tp[1], m.offset())
-            items.append((key, value, ts))
+            items.append(_entry(m, codec, check, tp, f"task {task_id}: changelog {tp[0]} "
+                                f"partition {tp[1]} offset {m.offset()} of store {name!r}"))
         if codec.versioned_history_ms is not None:  # each record a version: replayed as puts
             restore_versions(raw, name, codec.versioned_history_ms, items)
         else:  # RocksDB: one write batch per fetch, not one write per record

@@ -1,6 +1,6 @@
 """suppress(): hold a table's changes per key and emit them later (final window results,
 or rate limiting), with a buffer kept in a logged store so it survives restarts (its
-entries in kspark's own encoding: ``state.internal_serdes.SuppressBufferSerde``)."""
+entries and changelog in Kafka Streams' layout: ``state.buffer_value``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.context import count_metric
 from kspark._engine.durations import to_ms
 from kspark._engine.either import either
+from kspark._engine.state.buffer_value import Buffered
+from kspark._engine.tables.change import Change
 from kspark.errors import StreamsError
 
 __all__ = ["BufferConfig", "Suppressed", "SuppressProcessor"]
@@ -111,60 +113,66 @@ class Suppressed:
 class SuppressProcessor(Processor):
     """Buffers the latest change per key; emits when its time comes, in order of (buffer
     time, serialized key), as Kafka Streams' in-memory time-ordered buffer. A key buffered
-    again keeps its place. Final results never emit a delete (Java drops tombstones there)."""
+    again keeps its place. Final results never emit a delete (Java drops tombstones there).
+
+    Entries are Java's (``state.buffer_value.Buffered``: its buffer time is the window's
+    end, or the record's time; due ``delay`` later), so the buffer's changelog is Java's."""
 
     def __init__(self, store_name: str, suppressed: Suppressed, grace_ms: int | None):
         self.store_name, self.suppressed, self.grace_ms = store_name, suppressed, grace_ms
+        self.delay = (grace_ms or 0) if suppressed.final_results else suppressed.time_to_wait_ms
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
         self.store = context.get_state_store(self.store_name)
         self.observed = -1
         self.heap: list[tuple[int, bytes, Any]] = []
-        # max_bytes: each entry's size, as the buffer's store holds it (key and value bytes)
+        # max_bytes: each entry's size, as Java estimates it (BufferValue's and the key's)
         self.sizes: dict[bytes, int] | None = (
             {} if self.suppressed.buffer.byte_limit is not None else None)
         self.bytes = 0
         for kv in self.store.all():  # rebuild the index (the store may have been restored)
-            self._index(kv.value[0], kv.key)
+            self._index(kv.value.time, kv.key)
             self._sized(kv.key, kv.value)
-            self.observed = max(self.observed, kv.value[1])
+            self.observed = max(self.observed, kv.value.timestamp)
 
-    def _due_time(self, record: Record) -> int:
+    def _buffer_time(self, record: Record) -> int:
         if self.suppressed.final_results:
             window = getattr(record.key, "window", None)
             if window is None:
                 raise StreamsError("suppress(until_window_closes) needs a windowed table")
-            return window.end + (self.grace_ms or 0)
-        return record.timestamp + self.suppressed.time_to_wait_ms
+            return window.end
+        return record.timestamp
 
     def process(self, record: Record) -> None:
         self.observed = max(self.observed, record.timestamp)
         held = self.store.get(record.key)
-        due = held[0] if held is not None else self._due_time(record)
-        old = held[2].old if held is not None else record.value.old
-        from kspark._engine.tables.change import Change
-
-        entry = (due, record.timestamp, Change(record.value.new, old), record.headers)
+        meta = self.context.record_metadata()  # None in a commit's cache flush or a punctuation
+        where = ("", -1, -1) if meta is None else (meta.topic, meta.partition, meta.offset)
+        # as Java's BufferValue: the prior value is the old value of the first buffered change
+        entry = Buffered(held.time if held is not None else self._buffer_time(record),
+                         record.value.new, record.value.old,
+                         held.prior if held is not None else record.value.old,
+                         record.timestamp, tuple(record.headers or ()), *where)
         self.store.put(record.key, entry)
         self._sized(record.key, entry)
         if held is None:
-            self._index(due, record.key)
+            self._index(entry.time, record.key)
         self._emit_due()
         self._enforce_bound()
 
-    def _sized(self, key: Any, entry: Any) -> None:
+    def _sized(self, key: Any, entry: Buffered | None) -> None:
         """Note ``key``'s entry size (None: removed), when the buffer is bounded in bytes."""
         if self.sizes is None:
             return
         raw = self.store.encode_key(key)
         self.bytes -= self.sizes.pop(raw, 0)
         if entry is not None:
-            self.sizes[raw] = size = len(raw) + len(self.store.encode_value(entry))
+            self.sizes[raw] = size = self.store.value_serde.size(self.store_name, raw, entry)
             self.bytes += size
 
-    def _index(self, due: int, key: Any) -> None:
-        heapq.heappush(self.heap, (due, self.store.encode_key(key), key))
+    def _index(self, time: int, key: Any) -> None:
+        heapq.heappush(self.heap, (time + self.delay, self.store.encode_key(key), key))
 
     def _emit(self, key: Any) -> None:
         held = self.store.get(key)
@@ -172,11 +180,12 @@ class SuppressProcessor(Processor):
             return
         self.store.delete(key)
         self._sized(key, None)
-        _, ts, change, headers = held
-        if change.new is None and self.suppressed.final_results:
+        if held.new is None and self.suppressed.final_results:
             return
         count_metric(self.context, "suppression-emit")
-        self.context.forward(Record(key, change, ts, headers))
+        # as Java's eviction: the new value with the old value of the last buffered change
+        self.context.forward(Record(key, Change(held.new, held.old), held.timestamp,
+                                    held.headers))
 
     def _emit_due(self) -> None:
         while self.heap and self.heap[0][0] <= self.observed:
