@@ -155,6 +155,13 @@ RULES: dict[str, list[str]] = {
         "op u table in2 -", "op f fk_left_join t u mod", "op o to_stream f", "to o out",
         "input in2 a 7 0", "input in2 b 8 0", "input in2 c 9 0", "input in0 a 1 1",
         "input in0 a 2 2", "input in1 a 3 3"],
+    "foreign-key join of a mapped table": [
+        "cache 0", "op l table in0 -", "op r table in1 -", "op m tmap_values r inc",
+        "op j fk_join l m mod", "op o to_stream j", "to o out", *_FK_INPUTS],
+    "foreign-key left join of a filtered mapped table, named, cached": [
+        "cache 1048576", "op l table in0 -", "op r table in1 -", "op m tmap_values r inc",
+        "op n tfilter m big", "op j fk_left_join l n mod x", "op o to_stream j", "to o out",
+        *_FK_INPUTS],
     "16 17 18 outer join": [*_STREAM_JOIN, "op j outer_join l r 5 0", "to j out",
                             "input in0 a 1 10", "input in1 b 2 3", "input in0 b 3 30",
                             "input in1 a 4 12", "input in0 c 5 40", "input in1 a 6 1"],

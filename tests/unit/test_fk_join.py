@@ -60,12 +60,21 @@ def test_the_result_timestamp_is_the_later_of_both_rows():
     d.close()
 
 
-def test_the_other_table_must_be_materialized():
+def test_the_other_table_may_be_read_through_its_parents_store():
+    """As in Java (its value getter): a mapped table without a store of its own."""
     b = StreamsBuilder()
     orders = b.table("orders", key_serde=S, value_serde=S)
     products = b.table("products", key_serde=S, value_serde=S).map_values(str.upper)
-    with pytest.raises(TopologyError, match="materialized"):
-        orders.join(products, _fk, lambda o, p: o)
+    orders.join(products, _fk, lambda o, p: f"{o}+{p}").to_stream().to(
+        "out", key_serde=S, value_serde=S)
+    with pytest.raises(TopologyError, match="default.value.serde"):  # the mapped values'
+        TopologyTestDriver(b.build(), NO_CACHE).create_input_topic(  # serde is not known
+            "products", S, S).pipe_input("p1", "kiwi", 1)
+    with TopologyTestDriver(b.build(), {**NO_CACHE, "default.value.serde": "String"}) as d:
+        d.create_input_topic("products", S, S).pipe_input("p1", "kiwi", 1)
+        d.create_input_topic("orders", S, S).pipe_input("o1", "p1|2", 2)
+        assert d.create_output_topic("out", S, S).read_key_values_to_list() == [
+            ("o1", "p1|2+KIWI")]
 
 
 _updates = st.lists(st.tuples(st.sampled_from("op"), st.sampled_from(["a", "b", "c", "d"]),

@@ -73,9 +73,10 @@ def foreign_key_join(this: FkSide, other: FkSide, extractor: Callable[..., Any],
     """Add the join of ``this`` with ``other`` on ``extractor``'s foreign key, named after
     ``name`` (a TableJoined's) or generated; ``output``: the result's materialization."""
     g = this.up.graph
-    if this.reader is None:
-        raise TopologyError(f"table {this.up.node!r} cannot be read by key, so it cannot be "
-                            "the left side of a foreign-key join: materialize it first")
+    for side in (this, other):
+        if side.reader is None:
+            raise TopologyError(f"table {side.up.node!r} cannot be read by key, so it cannot "
+                                "be joined on a foreign key: materialize it first")
     registration = suffixed_name(g, name, "-subscription-registration",
                                  "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION") + _TOPIC
     source = _subscribe(this, other, registration, extractor, left, name)

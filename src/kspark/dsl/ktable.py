@@ -304,9 +304,6 @@ class KTable:
                  materialized: Materialized | None, name: str | None) -> KTable:
         from kspark.dsl._foreign_key import FkSide, foreign_key_join
 
-        if other._store_name is None:
-            raise TopologyError("the other table of a foreign-key join must be materialized "
-                                "(from StreamsBuilder.table() or an aggregation)")
         other._enable_old(True)  # Java's order: the other table's old values first
         self._enable_old(True)  # a changed foreign key unsubscribes the old one
         m = materialized or Materialized()

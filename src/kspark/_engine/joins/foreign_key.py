@@ -26,7 +26,7 @@ from kspark._engine.context import record_dropped
 from kspark._engine.joins import fk_wire as w
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.tables.change import Change, out_of_order
-from kspark.errors import SerializationError
+from kspark.errors import SerializationError, TopologyError
 from kspark.serde import Serdes
 
 _BYTES = Serdes.ByteArray()
@@ -38,6 +38,12 @@ __all__ = ["SubscriptionSendProcessor", "SubscriptionReceiveProcessor",
 def _serde(serde: Any, config: Mapping[str, Any], kind: str) -> Any:
     """The given serde, else the config's default (a Serde or a Serdes name)."""
     serde = serde if serde is not None else config.get(f"default.{kind}.serde")
+    if serde is None:
+        raise TopologyError(
+            f"a foreign-key join writes its tables' {kind}s to its internal topics and needs "
+            f"their {kind} serdes: give each table one (Materialized.with_{kind}_serde, or "
+            f"the serdes of StreamsBuilder.table), or set the config key "
+            f"'default.{kind}.serde'")
     return Serdes.by_name(serde) if isinstance(serde, str) else serde
 
 
