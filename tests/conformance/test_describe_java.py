@@ -62,6 +62,18 @@ DSL = {
         "op l table in0 -", "op r table in1 -", "op j fk_join l r mod a",
         "op k fk_left_join l r mod", "op o to_stream j", "to o out", "op p to_stream k",
         "to p out2"],
+    # topology.optimization=all (built with it on both sides): merged repartitions, moved
+    # nodes, one store for a self-join
+    "optimized: two counts after a key change, one filtered": [
+        "optimize", "op s stream in0", "op k select_key s flip", "op f filter k even",
+        "op g group_by_key f", "op c count g -", "op h group_by_key k", "op d count h st",
+        "op o to_stream c", "to o out"],
+    "optimized: a join and a count after one group_by key": [
+        "optimize", "op s stream in0", "op t table in1 st", "op k map_values s inc",
+        "op m select_key k mod", "op j join m t", "to j out", "op g group_by_key m",
+        "op c aggregate g st2", "op o to_stream c", "to o out2"],
+    "optimized: a self-join": ["optimize", "op s stream in0", "op j outer_join s s 10 5",
+                               "to j out"],
 }
 
 

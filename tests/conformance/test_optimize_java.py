@@ -123,3 +123,35 @@ def test_generated_scenarios_agree_with_java_when_optimized():
     scenarios = [["describe", "optimize", *scenario(i)] for i in range(300)]
     bad = compare(scenarios)
     assert not bad, f"{len(bad)} of 300 disagree when optimized; the first: {bad[0][0]}"
+
+
+EXPLICIT = {  # ensure.explicit.internal.resource.naming (KIP-1111) with optimize
+    "unnamed source table": ["op t table in", "op o to_stream t", "to o out"],
+    "two unnamed aggregations, merged": [
+        "op s stream in", "op g group_by s mod", "op c count g", "op r reduce g",
+        "op o to_stream c", "to o out"],
+    "named aggregations, merged": [
+        "op s stream in", "op g group_by s mod", "op c count g st", "op r reduce g st2",
+        "op o to_stream c", "to o out"],
+}
+
+
+def test_explicit_naming_lists_what_java_lists_when_optimized():
+    """Java lists the repartition topics the DSL named, merged away or not."""
+    scenarios = [["explicit", "optimize", *lines, "input in a 1 5"]
+                 for lines in EXPLICIT.values()]
+    for rule, java, lines in zip(EXPLICIT, run_java(scenarios), scenarios, strict=True):
+        ours = [a.replace("\n", " ").replace("TopologyError", "TopologyException").rstrip()
+                for a in run(lines)]
+        assert ours == [a.rstrip() for a in java], rule
+
+
+def test_repartitions_sharing_a_step_after_the_key_change_are_refused_as_java_refuses():
+    """Java's mergeRepartitionTopics fails when two repartitions share a node below the key
+    change (the first merge moves it under the new repartition); so does kspark."""
+    lines = ["optimize", "op s stream in", "op k select_key s flip", "op f filter k even",
+             "op g group_by_key f", "op c count g -", "op d count g st", "op o to_stream c",
+             "to o out", "input in a 1 5"]
+    (java,) = run_java([lines])
+    assert java[0].startswith("error StreamsException: Found a null keyChangingChild node")
+    assert run(lines)[0].startswith("error TopologyError: Found a null keyChangingChild node")
