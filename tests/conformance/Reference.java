@@ -305,6 +305,13 @@ public class Reference {
                 return ((SessionWindowedKStream) x).aggregate(i, a, (k, a1, a2) -> plus(a1, a2), mat(t, 4));
             }
             case "suppress": return ((KTable) x).suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()));
+            case "suppress_limit": {  // ms, then max records and max bytes ("-": no bound), emitting early
+                Suppressed.BufferConfig<?> c = t[5].equals("-") && t[6].equals("-") ? Suppressed.BufferConfig.unbounded()
+                    : t[5].equals("-") ? Suppressed.BufferConfig.maxBytes(Long.parseLong(t[6]))
+                    : t[6].equals("-") ? Suppressed.BufferConfig.maxRecords(Long.parseLong(t[5]))
+                    : Suppressed.BufferConfig.maxRecords(Long.parseLong(t[5])).withMaxBytes(Long.parseLong(t[6]));
+                return ((KTable) x).suppress(Suppressed.untilTimeLimit(Duration.ofMillis(Long.parseLong(t[4])), c));
+            }
             case "tfilter": return t.length > 5 ? ((KTable) x).filter(pred(t[4]), mat(t, 5)) : ((KTable) x).filter(pred(t[4]));
             case "tfilter_not": return t.length > 5 ? ((KTable) x).filterNot(pred(t[4]), mat(t, 5)) : ((KTable) x).filterNot(pred(t[4]));
             case "tmap_values": return t.length > 5 ? ((KTable) x).mapValues(fn(t[4]), mat(t, 5)) : ((KTable) x).mapValues(fn(t[4]));

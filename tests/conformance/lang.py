@@ -149,6 +149,11 @@ def _op(b: StreamsBuilder, v: dict[str, Any], t: list[str], p: str = "") -> Any:
         return x.aggregate(lambda: 0, add, _mat(t, 4, p))
     if kind == "suppress":
         return x.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+    if kind == "suppress_limit":  # ms, then max records and max bytes ("-": no bound)
+        c = BufferConfig.unbounded()
+        c = c if t[5] == "-" else c.with_max_records(int(t[5]))
+        c = c if t[6] == "-" else c.with_max_bytes(int(t[6]))
+        return x.suppress(Suppressed.until_time_limit(int(t[4]), c))
     if kind in ("tjoin", "tleft_join", "touter_join"):
         extra = {"materialized": _mat(t, 5, p)} if len(t) > 5 else {}
         return getattr(x, kind[1:])(v[t[4]], _joiner, **extra)

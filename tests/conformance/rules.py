@@ -325,6 +325,15 @@ RULES: dict[str, list[str]] = {
         "to o out", "input in a 1 5", "input in a 2 7", "input in b 2 19", "input in a 3 2",
         "input in c 3 12", "input in d 3 13", "input in b 4 14", "input in e 3 40",
         "changelog KTABLE-SUPPRESS-STATE-STORE-0000000003"],
+    # until_time_limit buffers at the record's time; a full buffer emits its oldest early,
+    # bounded in records or in Java's estimate of a buffered record's bytes
+    **{f"changelog: a time-limited suppress bounded by {bound}": [
+        "cache 0", "op s stream in", "op g group_by_key s", "op c count g",
+        f"op u suppress_limit c 10 {bound}", "op o to_stream u", "to o out",
+        "input in a 1 1", "input in b 1 2", "input in a 1 3", "input in c 1 4",
+        "input in d 1 5", "input in b 1 6", "input in e 1 7", "input in a 1 20",
+        "input in f 1 21", "input in g 1 40", "changelog KTABLE-SUPPRESS-STATE-STORE-0000000005"]
+       for bound in ("2 -", "- 150", "3 200")},
     # suppress emits the new value with the old value of the last buffered change (Java's
     # BufferValue.oldValue, not the first one's): a filter passing only that old value
     # forwards a delete
