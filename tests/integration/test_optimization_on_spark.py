@@ -14,33 +14,41 @@ from tests.integration.test_real_time import S, _produce
 pytestmark = pytest.mark.integration
 
 
-def _topology(prices: str, orders: str, out: str):
+def _topology(prices: str, rates: str, orders: str, out: str):
+    """Orders joined with prices (an in-memory store: restored in full) and rates (a
+    persistent one: its checkpoint here covers what was committed)."""
     b = StreamsBuilder()
-    table = b.table(prices, Materialized.as_("prices-store").in_memory(), key_serde=S,
+    price = b.table(prices, Materialized.as_("prices-store").in_memory(), key_serde=S,
                     value_serde=S)
+    rate = b.table(rates, Materialized.as_("rates-store"), key_serde=S, value_serde=S)
     (b.stream(orders, key_serde=S, value_serde=S)
-     .join(table, lambda order, price: f"{order}@{price}").to(out, key_serde=S, value_serde=S))
+     .join(price, lambda order, p: f"{order}@{p}")
+     .join(rate, lambda priced, r: f"{priced}x{r}").to(out, key_serde=S, value_serde=S))
     return b.build({"topology.optimization": "all"})
 
 
 @pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
 def test_a_source_table_restores_from_its_topic_and_has_no_changelog(
         broker, spark, admin, topic_name, app_config, mode):
-    prices, orders, out = topic_name("prices"), topic_name("orders"), topic_name("priced")
-    admin.create_topics({prices: 2, orders: 2, out: 2})
+    prices, rates = topic_name("prices"), topic_name("rates")
+    orders, out = topic_name("orders"), topic_name("priced")
+    admin.create_topics({prices: 2, rates: 2, orders: 2, out: 2})
     cfg = app_config(execution_mode=mode, statestore_cache_max_bytes=0)
     _produce(broker, prices, [(f"p{i}", f"{i}0", 1000 + i) for i in range(4)])
+    _produce(broker, rates, [(f"p{i}", f"r{i}", 1000 + i) for i in range(4)])
     restored = []
     for run in range(2):  # the second run is a new application instance: a restore
         _produce(broker, orders, [(f"p{i}", f"o{run}{i}", 2000 + 10 * run + i)
                                   for i in range(4)])
-        streams = KafkaStreams(_topology(prices, orders, out), cfg, spark=spark)
+        streams = KafkaStreams(_topology(prices, rates, orders, out), cfg, spark=spark)
         streams.start()  # a batch run (autostop.at=eol): what is there now, then stop
         assert streams.await_termination(120) and streams.batch_finished(), (mode, run)
         restored.append(streams.progress()["restored_records"])
         streams.close()
     counts = admin.partition_counts()
-    assert f"{cfg['application.id']}-prices-store-changelog" not in counts, sorted(counts)
+    assert not [t for t in counts if t.startswith(cfg["application.id"]) and
+                t.endswith("-changelog")], sorted(counts)
     got = sorted(m.value().decode() for m in consume_all(broker, out, 8, timeout_s=60))
-    assert got == sorted(f"o{run}{i}@{i}0" for run in range(2) for i in range(4)), got
-    assert restored[1] == 4, restored  # the prices, read again from their topic
+    assert got == sorted(f"o{run}{i}@{i}0xr{i}" for run in range(2) for i in range(4)), got
+    # the prices read again from their topic; the rates' local state was checkpointed
+    assert restored == [0, 4], restored

@@ -28,7 +28,6 @@ from kspark._engine.state.checkpoint import (
     write_progress,
 )
 from kspark._engine.state.recovery import (
-    StoreRestore,
     check_changelog_ids,
     local_resume_point,
     plan_store_restore,
@@ -72,6 +71,8 @@ def _checkpoint_path(task: StreamTask, name: str = ".checkpoint"):
     return task_store_dir(task.config["state.dir"], task.config["application.id"],
                           task.task_id) / name
 
+
+_SOURCES = ".source-checkpoint"  # the checkpoint of stores whose changelog is their topic
 
 # restore_task: resume the progress saved in the task directory. A string, not object():
 # stage functions reach workers pickled by value, and an object() would lose its identity.
@@ -123,7 +124,7 @@ def _restore_task(task: StreamTask, builders: dict[str, Any], batch: tuple[str, 
     if progress is not None:
         task.resume(progress, source)
     host.resumed_progress = progress
-    _restore_from_sources(task, builders, host, settings)
+    _restore_from_sources(task, builders, host, settings, ahead)
     parts = logged_partitions(task, builders)
     if not parts:
         return {}
@@ -158,11 +159,12 @@ def source_partitions(task: StreamTask, builders: dict[str, Any]) -> dict[str, t
 
 
 def _restore_from_sources(task: StreamTask, builders: dict[str, Any], host: TaskHostState,
-                          settings: ClientSettings | None) -> None:
-    """Rebuild each store whose changelog is its source topic, as Kafka Streams restores
-    one: wiped, then the topic's records up to the offset the application's group committed
-    (the task processes the rest itself; nothing committed: nothing to restore). Such a
-    store keeps no checkpoint of its own, so a new task always reads its topic again."""
+                          settings: ClientSettings | None, ahead: bool) -> None:
+    """Bring each store whose changelog is its source topic up to the offset the
+    application's group committed, as Kafka Streams restores one: from its checkpoint
+    (``.source-checkpoint``: the input offsets of the task's last commit here) if it is
+    persistent and has one no further than that offset, else wiped and from the topic's
+    first offset (nothing committed: nothing to restore; the task processes the rest)."""
     parts = source_partitions(task, builders)
     if not parts:
         return
@@ -172,8 +174,13 @@ def _restore_from_sources(task: StreamTask, builders: dict[str, Any], host: Task
                                   config["request.timeout.ms"] / 1000)
     reader = _reader(config, settings)
     starts = reader.earliest_offsets(parts.values())
+    saved = {} if ahead else (read_checkpoint(_checkpoint_path(task, _SOURCES)) or {})
+    app_dir = f"{config['state.dir']}/{config['application.id']}"
     for name, tp in parts.items():
-        plan = StoreRestore(name, tp[0], tp[1], starts.get(tp, 0), committed.get(tp, 0), True)
+        end, mark = committed.get(tp, 0), saved.get(tp)
+        plan = plan_store_restore(task.task_id, name, tp, end,
+                                  mark if mark is not None and mark <= end else None,
+                                  bottom(task.stores[name]).persistent, app_dir, starts.get(tp))
         host.restored_records += restore_store(
             reader, task.task_id, bottom(task.stores[name]), plan, None,
             restore_checker(task.stores[name], task.task_id), codec=codec_for(builders[name]))
@@ -229,6 +236,7 @@ def invalidate_checkpoint(task: StreamTask) -> None:
     """Before a batch writes its stores down: until the new checkpoint is written, the
     local state is of no known batch (a task started meanwhile wipes and restores it)."""
     _checkpoint_path(task).unlink(missing_ok=True)
+    _checkpoint_path(task, _SOURCES).unlink(missing_ok=True)
 
 
 def checkpoint_task(task: StreamTask, builders: dict[str, Any], *, host: TaskHostState,
@@ -245,6 +253,10 @@ def checkpoint_task(task: StreamTask, builders: dict[str, Any], *, host: TaskHos
             k: v for k, v in previous.items() if k != "previous"}
         write_progress(_checkpoint_path(task, ".progress"), progress)
         host.resumed_progress = {k: v for k, v in progress.items() if k != "previous"}
+    sources = {tp: host.committed_inputs[tp] for tp in source_partitions(task, builders).values()
+               if tp in host.committed_inputs}
+    if sources:  # the stores whose changelog is their source topic: what the commit covered
+        write_checkpoint(_checkpoint_path(task, _SOURCES), sources)
     parts = logged_partitions(task, builders)
     if not parts:
         return {}

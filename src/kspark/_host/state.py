@@ -49,6 +49,9 @@ class TaskHostState:
     lock: Any = field(default_factory=threading.RLock, repr=False, compare=False)
     # what the last commit covered: changelog ends and the last input offsets
     position: dict[tuple[str, int], int] = field(default_factory=dict)
+    # the input offsets the last commit committed (the checkpoint of stores whose changelog
+    # is their source topic)
+    committed_inputs: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def take_restored(self) -> int:
         """The records restored since the last call (counted once in the query's metrics).

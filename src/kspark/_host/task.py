@@ -200,6 +200,7 @@ class HostedTask:
             else:
                 self.io.commit_offsets(self.inputs, marker)
             host.marker = marker  # what Kafka holds now
+            host.committed_inputs = dict(self.inputs)
         host.changelog_offsets = self.io.checkpoint(task, host)
         with host.lock:  # until here a query reports the position before (it is behind)
             host.position = {**host.changelog_offsets,
