@@ -351,6 +351,12 @@ RULES: dict[str, list[str]] = {
         "input in1 a 4 5", "input in0 b 4 100", "input in0 a 7 5", "input in0 a 8 6",
         "changelog KSTREAM-JOINTHIS-0000000004-store",
         "changelog KSTREAM-JOINOTHER-0000000005-store"],
+    # a null value is logged with a sequence number but not stored, nor does it move the
+    # window store's stream time: b@4 is still there for b@14 after a null at 31
+    "changelog: a null value in a join window moves no stream time": [
+        "op l stream in0", "op r stream in1", "op j join l r 10 -1", "to j out",
+        "input in0 b 7 4", "input in0 a ~ 31", "input in1 b 1 14",
+        "changelog KSTREAM-JOINTHIS-0000000004-store"],
     "changelog: an outer join's shared store in Java's layout": [
         "cache 0", "op l stream in0", "op r stream in1", "op j outer_join l r 5 2", "to j out",
         "input in0 a 1 5", "input in0 a 2 5", "input in1 a 2 6", "input in1 a 3 6",

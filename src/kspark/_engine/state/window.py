@@ -85,11 +85,11 @@ class WindowStore(StoreBase):
 
     def put(self, key: Any, value: Any, window_start: int) -> None:
         """Store ``value`` for ``key`` in the window starting at ``window_start`` (None deletes)."""
-        if not self.caching_enabled:  # with a cache: when written down (_written_down)
-            self.observed = max(self.observed, window_start)
         if self.retain_duplicates:
             self._put_duplicate(key, value, window_start)
             return
+        if not self.caching_enabled:  # with a cache: when written down (_written_down)
+            self.observed = max(self.observed, window_start)
         if self._expired(window_start) and not self.caching_enabled:
             return  # a caching store takes it (Java's cache checks nothing): a commit forwards it
         kb = self.key_serde.serialize(self._name, key) + _ts(window_start)
@@ -104,6 +104,8 @@ class WindowStore(StoreBase):
         kb = (self.key_serde.serialize(self._name, key) + _ts(window_start)
               + self._seq.to_bytes(4, "big"))
         raw = None if value is None else self.value_serde.serialize(self._name, value)
+        if raw is not None:  # Java's store below its changelog skips a None: no stream time
+            self.observed = max(self.observed, window_start)
         if raw is not None and not self._expired(window_start):
             self.inner.put(kb, raw)
             return
