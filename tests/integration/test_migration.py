@@ -147,7 +147,7 @@ def _assert_each_record_counted_once(broker: str, out: str, every: list, start: 
     # time closed (each key's last record is 45..49 ms in, so [0, 40) closed); [20, 30) was
     # open when the first application stopped and has no later record: only its restored
     # buffer entry can emit it
-    final = _read(broker, f"{out}-final", 20, more_s=1.0)
+    final = _read(broker, f"{out}-final", 20, more_s=0.5)
     assert sorted(final) == sorted((f"k{i}@{start + w}", 2) for i in range(5)
                                    for w in (0, 10, 20, 30))
 
