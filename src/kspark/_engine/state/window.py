@@ -49,7 +49,7 @@ class WindowStore(StoreBase):
         # with duplicates kept (stream-stream joins), each put gets a 4-byte sequence suffix
         self.retain_duplicates = retain_duplicates
         self._suffix = _TS + 4 if retain_duplicates else _TS
-        self._seq = 0
+        self.sequence = 0  # the last put's (Java's counter; a join keeps it in its progress)
         # Kafka Streams' time-ordered store of final-result aggregations keeps a window one
         # millisecond longer: while start >= stream time - retention
         self._keep_edge = 1 if time_first else 0
@@ -100,9 +100,9 @@ class WindowStore(StoreBase):
         as Java's ChangeLoggingWindowBytesStore numbers its changelog records: every put
         takes the next sequence number; a None (which deletes nothing) and an expired
         window are logged only, as Java logs them (a None as a tombstone), not stored."""
-        self._seq = (self._seq + 1) & 0x7FFFFFFF
+        self.sequence = (self.sequence + 1) & 0x7FFFFFFF
         kb = (self.key_serde.serialize(self._name, key) + _ts(window_start)
-              + self._seq.to_bytes(4, "big"))
+              + self.sequence.to_bytes(4, "big"))
         raw = None if value is None else self.value_serde.serialize(self._name, value)
         if raw is not None:  # Java's store below its changelog skips a None: no stream time
             self.observed = max(self.observed, window_start)
