@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from kspark import KafkaStreams, Materialized, StreamsBuilder
+from kspark import (KafkaStreams, Materialized, QueryableStoreTypes, StoreQueryParameters,
+                    StreamsBuilder)
 from tests.conftest import consume_all
 from tests.integration.test_real_time import S, _produce
 
@@ -44,6 +45,10 @@ def test_a_source_table_restores_from_its_topic_and_has_no_changelog(
         streams.start()  # a batch run (autostop.at=eol): what is there now, then stop
         assert streams.await_termination(120) and streams.batch_finished(), (mode, run)
         restored.append(streams.progress()["restored_records"])
+        rates_rows = {kv.key: kv.value for kv in streams.store(  # queried after the run
+            StoreQueryParameters.from_name_and_type(
+                "rates-store", QueryableStoreTypes.key_value_store())).all()}
+        assert rates_rows == {f"p{i}": f"r{i}" for i in range(4)}, (mode, run, rates_rows)
         streams.close()
     counts = admin.partition_counts()
     assert not [t for t in counts if t.startswith(cfg["application.id"]) and

@@ -259,6 +259,8 @@ def checkpoint_task(task: StreamTask, builders: dict[str, Any], *, host: TaskHos
         write_checkpoint(_checkpoint_path(task, _SOURCES), sources)
     parts = logged_partitions(task, builders)
     if not parts:
+        if source_partitions(task, builders):  # the mark a query of the stores on disk
+            write_checkpoint(_checkpoint_path(task), {})  # reads (query_host._from_disk)
         return {}
     admin = admin_for(settings or task.config, task.config["request.timeout.ms"])
     if task.config.get("processing.guarantee") == EXACTLY_ONCE_V2:  # its commit markers
