@@ -101,7 +101,7 @@ class TopologyGraph:
     # (kind, name, logged); kind "store" or "repartition" (KIP-1111, ``naming.py``)
     generated: list[tuple[str, str, bool]] = field(default_factory=list)
     # What topology.optimization reads (``optimize.py``), as Java's graph nodes mark it:
-    # nodes that change keys and/or values ("key", "value", "key+value"), KStream.merge
+    # nodes that change keys or values ("key", "value"), KStream.merge
     # nodes, repartitions by source node ((names, optimizable)), source KTables' stores by
     # their topic, stream-stream joins of a stream with itself; and what it did: stores
     # whose changelog is their source topic, and whether it ran.
