@@ -354,8 +354,8 @@ JOIN_SCENARIOS = {  # name -> (build, variants, partitions of the second input)
     "stream-table-joins": (_stream_table_joins, ("join", "left"), 2),
     "table-table-joins": (_table_table_joins, ("join", "left", "outer"), 2),
     "stream-stream-joins": (_stream_stream_joins, ("join", "left", "outer"), 2),
-    # foreign-key joins run in real-time mode only (their two sub-topologies feed each other,
-    # as in Kafka Streams): test_real_time.py
+    # foreign-key joins: their two sub-topologies feed each other (as in Kafka Streams), so
+    # one of their topics is read back from Kafka: test_foreign_key_joins_* below
 }
 JOIN_A = [(f"u{i % 9}", None if i % 11 == 10 else f"a{i}", 1000 + 2 * i) for i in range(60)]
 JOIN_C = [(f"u{i % 7}", f"c{i}", 1001 + 2 * i) for i in range(60)]
@@ -571,3 +571,111 @@ def test_records_late_after_a_repartition_are_dropped_alike(broker, spark, admin
     task, expected, got = _driver_and_spark(build, src, recs, {"out": out}, 150, broker, spark,
                                             app_config)
     assert got["out"] == expected["out"]
+
+
+# Foreign-key joins in micro-batch mode: the two tables' sub-topologies feed each other, as in
+# Kafka Streams; the topic closing the cycle is written to Kafka and read back in the next
+# micro-batch (QueryPlan.looped), the other goes through a Spark exchange.
+FK_STEPS = [  # (table, [(key, value or None)]); left values "a<i>:<foreign key>"
+    ("right", [(f"u{i}", f"c{i}") for i in range(7)]),
+    ("left", [(f"k{i}", f"a{i}:u{i % 7}") for i in range(9)]),
+    ("left", [("k2", "a2':u5"), ("k4", None), ("k5", "a5':u5"), ("k9", "a9:u8")]),
+    ("right", [("u1", "c1'"), ("u3", "c3'"), ("u0", None), ("u8", "c8")]),
+]
+
+
+def _fk_joins(b, left, right, outs):
+    fk = lambda v: v.split(":")[1]  # noqa: E731
+    ta, tc = b.table(left, key_serde=S, value_serde=S), b.table(right, key_serde=S, value_serde=S)
+    ta.join(tc, fk, lambda x, y: f"{x}+{y}").to_stream().to(outs["join"], value_serde=S)
+    ta.left_join(tc, fk, lambda x, y: f"{x}+{y}").to_stream().to(outs["left"], value_serde=S)
+
+
+def _fk_topics(admin, topic_name, tag):
+    t = {"left": topic_name(f"fk-a-{tag}"), "right": topic_name(f"fk-c-{tag}")}
+    outs = {v: topic_name(f"fk-{v}-{tag}") for v in ("join", "left")}
+    admin.create_topics({t["left"]: 2, t["right"]: 1, **{o: 2 for o in outs.values()}})
+    return t, outs
+
+
+def _fk_driver(t, outs, steps):
+    """The TopologyTestDriver's output of each step of ``steps``, per variant."""
+    b = StreamsBuilder()
+    _fk_joins(b, t["left"], t["right"], outs)
+    out = []
+    with TopologyTestDriver(b.build(), {"statestore.cache.max.bytes": 0}) as d:
+        inputs = {n: d.create_input_topic(topic, S, S) for n, topic in t.items()}
+        outputs = {v: d.create_output_topic(o, S, S) for v, o in outs.items()}
+        for n, (table, recs) in enumerate(steps):
+            for k, v in recs:
+                inputs[table].pipe_input(k, v, 1000 + 10 * n)
+            out.append({v: o.read_key_values_to_list() for v, o in outputs.items()})
+    return out
+
+
+def _fk_produce(broker, topic, recs, ts):
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random"})
+    for k, v in recs:
+        p.produce(topic, key=k.encode(), value=None if v is None else v.encode(), timestamp=ts)
+    p.flush(10)
+
+
+def _fk_read(broker, outs, expected):
+    return {v: [(m.key().decode(), None if m.value() is None else m.value().decode())
+                for m in consume_all(broker, o, expected[v], timeout_s=60)]
+            for v, o in outs.items()}
+
+
+def _per_key(rows):
+    return {k: [v for kk, v in rows if kk == k] for k, _ in rows}
+
+
+def test_foreign_key_joins_agree_with_the_driver_step_by_step(broker, spark, admin, topic_name,
+                                                              app_config):
+    """Streaming, exactly-once: updates to both tables, each step in its own micro-batches
+    (the next one is produced once the step's output arrived); every step's output, key by
+    key, is the driver's, and the topic closing the cycle exists in Kafka."""
+    t, outs = _fk_topics(admin, topic_name, "mb")
+    expected = _fk_driver(t, outs, FK_STEPS)
+    b = StreamsBuilder()
+    _fk_joins(b, t["left"], t["right"], outs)
+    cfg = app_config(autostop_at="none", commit_interval_ms=100,
+                     processing_guarantee="exactly_once_v2", statestore_cache_max_bytes=0)
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    streams.start()
+    try:
+        for n, (table, recs) in enumerate(FK_STEPS):
+            _fk_produce(broker, t[table], recs, 1000 + 10 * n)
+            want = {v: [r for e in expected[:n + 1] for r in e[v]] for v in outs}
+            got = _fk_read(broker, outs, {v: len(rows) for v, rows in want.items()})
+            for v in outs:  # each key's outputs so far (a key's records keep their order)
+                assert _per_key(got[v]) == _per_key(want[v]), (n, v)
+        counts = admin.partition_counts()
+    finally:
+        streams.close()
+    looped = [x for x in counts if x.startswith(cfg["application.id"]) and x.endswith("-topic")]
+    assert len(looped) == 2  # the registration topic of each join (the responses: exchanges)
+
+
+def test_a_batch_run_ends_with_the_complete_foreign_key_join(broker, spark, admin, topic_name,
+                                                             app_config):
+    """autostop.at=eol, at-least-once, several micro-batches: the run does not end while
+    the topic closing the cycle holds records it wrote and has not read, so its output ends
+    with each key's join of the final tables, as the driver's."""
+    t, outs = _fk_topics(admin, topic_name, "eol")
+    for n, (table, recs) in enumerate(FK_STEPS):
+        _fk_produce(broker, t[table], recs, 1000 + 10 * n)
+    last = {v: dict(r for e in _fk_driver(t, outs, FK_STEPS) for r in e[v]) for v in outs}
+    b = StreamsBuilder()
+    _fk_joins(b, t["left"], t["right"], outs)
+    cfg = app_config(max_offsets_per_trigger=10, statestore_cache_max_bytes=0)
+    streams = KafkaStreams(b.build(), cfg, spark=spark)
+    streams.start()
+    assert streams.await_termination(120)
+    streams.close()
+    got = {v: dict((m.key().decode(), None if m.value() is None else m.value().decode())
+                   for m in consume_all(broker, o, 1)) for v, o in outs.items()}
+    # the tables: a key deleted in the driver may never have been joined in a batch
+    table = lambda rows: {k: v for k, v in rows.items() if v is not None}  # noqa: E731
+    assert {v: table(got[v]) for v in outs} == {v: table(last[v]) for v in outs}
+    assert last["join"]["k5"] == "a5':u5+c5" and last["left"]["k9"] == "a9:u8+c8"

@@ -209,9 +209,11 @@ def test_table_joined_partitioners_are_refused():
         orders.join(products, _fk, lambda o, p: o, TableJoined.with_(lambda *a: 0, None))
 
 
-def test_the_two_sides_feed_each_other_so_only_real_time_mode_runs_them():
+def test_the_two_sides_feed_each_other_and_micro_batch_mode_reads_one_topic_back_from_kafka():
     """Java's layout: the subscription topic goes to the other table's sub-topology and the
-    response topic comes back to this table's (whose rows the resolver reads)."""
+    response topic comes back to this table's (whose rows the resolver reads). Real-time
+    mode meets through both topics; micro-batch mode carries the topic closing the cycle
+    through Kafka (``QueryPlan.looped``), the other through an exchange."""
     from kspark._plan.plan import plan
     from kspark.config import StreamsConfig
 
@@ -223,8 +225,11 @@ def test_the_two_sides_feed_each_other_so_only_real_time_mode_runs_them():
     p = plan(g, counts, StreamsConfig(base))
     assert {m.sub_topology: m.tasks for m in p.members()} == {0: 3, 1: 2}
     assert sorted(p.fed_partitions.values()) == [2, 3]  # like products, like orders
-    with pytest.raises(TopologyError, match="execution.mode=real_time"):
-        plan(g, counts, StreamsConfig({**base, "execution.mode": "micro_batch"}))
+    assert p.looped == {}
+    mb = plan(g, counts, StreamsConfig({**base, "execution.mode": "micro_batch"}))
+    (registration,) = mb.looped  # the topic into the cycle from its first sub-topology
+    assert registration.endswith("-SUBSCRIPTION-REGISTRATION-0000000006-topic")
+    assert mb.looped[registration] == 2 and list(mb.fed_partitions.values()) == [3]
 
 
 def test_kspark_describe_shows_each_side_reading_the_others_topic():

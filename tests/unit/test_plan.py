@@ -191,3 +191,69 @@ def test_task_ids_number_sub_topologies_as_java_global_stores_counted():
                  if line.strip().startswith("Sub-topology:") and "global" not in line]
     assert described == ["1", "2"]
     assert sorted(m.sub_topology for m in p.members()) == [1, 2]
+
+
+def _fk_join():
+    """A foreign-key join: the two tables' sub-topologies feed each other (Java's layout)."""
+    b = StreamsBuilder()
+    orders = b.table("orders", key_serde=S, value_serde=S)
+    (orders.join(b.table("products", key_serde=S, value_serde=S), lambda v: v.split(":")[0],
+                 lambda o, p: f"{o}/{p}").to_stream().to("out", value_serde=S))
+    return b.build()
+
+
+FK_COUNTS = {"orders": 3, "products": 2, "out": 3}
+
+
+def test_a_cycle_of_sub_topologies_is_cut_where_it_goes_back_to_an_earlier_stage():
+    """Micro-batch mode: the topic closing the cycle is a Kafka topic (``looped``), written
+    by its writer's tasks and read by its reader's Kafka source; the rest is acyclic."""
+    p = plan(_fk_join()._graph, FK_COUNTS, _config(), stop={"orders": {"0": 5, "1": 5, "2": 5},
+                                                           "products": {"0": 1, "1": 1}})
+    assert all(u < s.index for s in p.stages if s.exchange for u in s.exchange.upstream)
+    (back, n), = p.looped.items()
+    assert back == "app-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic" and n == 2
+    reader = next(m for m in p.members() if m.source is not None and back in m.source.topics)
+    writer = next(m for m in p.members() if back in m.stage_plan.fed)
+    assert (reader.sub_topology, writer.sub_topology) == (1, 0)
+    assert reader.source.looped == (back,) and reader.source.resets == {back: "earliest"}
+    assert set(reader.source.stop) == {"products"}  # a batch run reads it to its end
+    assert writer.stage_plan.fed[back] == (2, True) and back not in p.routes  # Kafka only
+    assert back not in p.fed_partitions and reader.stage_plan.partition_counts[back] == 2
+    stage_of = {m.sub_topology: s.index for s in p.stages for m in s.members}
+    assert stage_of[writer.sub_topology] > stage_of[reader.sub_topology]
+
+
+def test_real_time_plans_keep_the_cycle():
+    """Real-time mode meets through Kafka anyway: nothing is looped."""
+    p = plan(_fk_join()._graph, FK_COUNTS, StreamsConfig(
+        {"application.id": "app", "bootstrap.servers": "kafka:9092"}))
+    assert p.looped == {} and len(p.fed_partitions) == 2
+
+
+def test_the_looped_topics_are_read_from_kafka_from_the_earliest_offset():
+    from kspark._plan.plan import kafka_sources
+
+    g = _fk_join()._graph
+    looped = plan(g, FK_COUNTS, _config()).looped
+    topics, resets = kafka_sources(g, looped)
+    assert topics == ["orders", "products", *looped]
+    assert resets == {t: "earliest" for t in looped}
+    assert kafka_sources(g) == (["orders", "products"], {})
+
+
+def test_describe_says_the_looped_topic_is_read_from_kafka():
+    t = _fk_join()
+    text = describe_application(str(t.describe()), t._graph, _config(), FK_COUNTS, broker=False)
+    back = "app-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic"
+    assert (f"      Kafka source: [products, {back}] ({back} closes a cycle: read from Kafka "
+            "in the micro-batch after the one writing it)") in text
+    assert f"      Writes {back} (2 partitions) to Kafka, in its transaction" in text
+    assert (f"   {back}: closes a cycle of sub-topologies, read from Kafka; 2 partitions, "
+            "created in Kafka, purged after each micro-batch") in text
+
+
+def test_source_options_carry_the_looped_topics():
+    o = SourceOptions(("a", "app-x-topic"), "kafka:9092", 100, 3000, 6000,
+                      looped=("app-x-topic",))
+    assert SourceOptions.from_json(o.to_json()) == o

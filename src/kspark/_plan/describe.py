@@ -179,13 +179,17 @@ def _member_lines(query: QueryPlan, stage: Stage, m: Member) -> list[str]:
            f"progress partitions {first}-{first + m.tasks - 1})"]
     if m.source is not None:
         extra = []
-        if m.source.resets:
+        resets = {t: r for t, r in m.source.resets.items() if t not in m.source.looped}
+        if resets:
             extra.append("offset reset: " + ", ".join(f"{t} {r}" for t, r in
-                                                      sorted(m.source.resets.items())))
+                                                      sorted(resets.items())))
         if m.source.global_topics:
             extra.append(f"pins the global topics [{', '.join(m.source.global_topics)}]")
         if m.source.clock_ms:
             extra.append(f"pins a clock every {m.source.clock_ms} ms")
+        if m.source.looped:
+            extra.append(f"{', '.join(m.source.looped)} closes a cycle: read from Kafka in "
+                         "the micro-batch after the one writing it")
         shown = f" ({'; '.join(extra)})" if extra else ""
         out.append(f"      Kafka source: [{', '.join(m.source.topics)}]{shown}")
     if stage.exchange is not None:
@@ -194,6 +198,9 @@ def _member_lines(query: QueryPlan, stage: Stage, m: Member) -> list[str]:
                 out.append(f"      Reads {t} ({query.fed_partitions[t]} partitions) "
                            "through the exchange")
     for t, (n, to_kafka) in m.stage_plan.fed.items():
+        if t in query.looped:
+            out.append(f"      Writes {t} ({n} partitions) to Kafka, in its transaction")
+            continue
         reader = next(s.index for s in query.stages
                       if s.exchange is not None and t in s.exchange.topics)
         kafka = ", also written to Kafka" if to_kafka else ""
@@ -214,6 +221,9 @@ def _internal_topics(query: QueryPlan) -> list[str]:
         what = ("a user topic written and read back, also in Kafka" if to_kafka.get(t)
                 else "repartition topic, not created in Kafka")
         out.append(f"   {t}: {what}; {n} partitions, carried by stage {reader.index}'s exchange")
+    for t, n in sorted(query.looped.items()):
+        out.append(f"   {t}: closes a cycle of sub-topologies, read from Kafka; {n} partitions, "
+                   "created in Kafka, purged after each micro-batch")
     for s in query.stores:
         if s.changelog:
             out.append(f"   {s.changelog}: changelog of store {s.name}, {s.tasks} partitions, "

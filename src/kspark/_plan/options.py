@@ -36,6 +36,9 @@ class SourceOptions:
     ``source.CLOCK``). ``max_offsets``: records per micro-batch at most. ``timeout_ms``: the
     admin client's timeout; ``read_timeout_ms``: a range read's. ``emit``: "records", or
     "ranges" (a task marker with the task's ranges, the stage reads the records).
+    ``looped``: those of ``topics`` the application writes itself and reads back in a later
+    micro-batch (a cycle's back edge, ``QueryPlan.looped``): they have no stop offsets, and
+    every micro-batch (an incremental batch run's too) reads them to their end.
     """
 
     topics: tuple[str, ...]
@@ -49,6 +52,7 @@ class SourceOptions:
     global_topics: tuple[str, ...] = ()
     clock_ms: int = 0
     emit: str = "records"
+    looped: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         """The options as one JSON object (see :meth:`from_json`)."""
@@ -66,5 +70,6 @@ class SourceOptions:
                                 f"(fields {sorted(names)}): {text[:200]!r}")
         data["topics"] = tuple(data["topics"])
         data["global_topics"] = tuple(data.get("global_topics", ()))
+        data["looped"] = tuple(data.get("looped", ()))
         return cls(**data)
 

@@ -12,7 +12,8 @@ from kspark._graph.graph import TopologyGraph
 from kspark._graph.subtopology import SubTopology
 from kspark.errors import TopologyError
 
-__all__ = ["task_counts", "fuse_stages", "lay_out", "shuffle_keys", "spark_hash"]
+__all__ = ["task_counts", "fuse_stages", "lay_out", "shuffle_keys", "spark_hash", "back_edges",
+           "cut_back_edges"]
 
 
 def spark_hash(value: int, seed: int = 42) -> int:
@@ -146,3 +147,42 @@ def lay_out(members: list[SubTopology], tasks: dict[int, int]) -> tuple[dict[int
         first[m.id] = pos
         pos += tasks[m.id]
     return first, pos
+
+
+def back_edges(subs: list[SubTopology]) -> set[str]:
+    """The fed topics that close a cycle of sub-topologies (a foreign-key join's, as in
+    Kafka Streams): those written by a sub-topology of a stage at or after the stage of
+    their reader, in :func:`fuse_stages`' order. Micro-batch mode carries them through
+    Kafka (:func:`cut_back_edges`); every other fed topic goes forward. Upstream first
+    from the lowest id, the order puts a cycle's lowest-numbered sub-topology last: its
+    topic into the cycle is the back edge (a foreign-key join's registration topic when the
+    joining table's sub-topology comes first, so the other table's changes are answered
+    within the micro-batch).
+
+    Example:
+        >>> from kspark._graph.subtopology import SubTopology as S
+        >>> back_edges([S(0, (), ("in",), ("b",), ("a",)), S(1, (), (), ("a",), ("b",))])
+        {'a'}
+    """
+    order = {st.id: i for i, ms in enumerate(fuse_stages(subs)) for st in ms}
+    readers = {t: st for st in subs for t in st.fed_topics}
+    return {t for st in subs for t in st.feeds if order[st.id] >= order[readers[t].id]}
+
+
+def cut_back_edges(subs: list[SubTopology], back: set[str]) -> list[SubTopology]:
+    """``subs`` with each topic of ``back`` read from Kafka by its reader (a user topic of
+    it, by its spec name) and no longer fed by its writer: the sub-topologies then form no
+    cycle, and :func:`fuse_stages` orders them.
+
+    Example:
+        >>> from kspark._graph.subtopology import SubTopology as S
+        >>> cut = cut_back_edges([S(0, (), ("in",), ("b",), ("a",)),
+        ...                       S(1, (), (), ("a",), ("b",))], {"a"})
+        >>> [(s.user_topics, s.fed_topics, s.feeds) for s in cut]
+        [(('in',), ('b',), ()), (('a',), (), ('b',))]
+    """
+    from dataclasses import replace
+
+    return [replace(st, user_topics=st.user_topics + tuple(t for t in st.fed_topics if t in back),
+                    fed_topics=tuple(t for t in st.fed_topics if t not in back),
+                    feeds=tuple(t for t in st.feeds if t not in back)) for st in subs]

@@ -6,6 +6,9 @@ named passes (``passes.py``) over the topology, in order:
 
 1. :func:`task_counts`: tasks per sub-topology and partitions per fed topic, upstream first
    (a sub-topology has as many tasks as its most partitioned input, as in Kafka Streams).
+   In micro-batch mode, :func:`back_edges` and :func:`cut_back_edges`: the topics closing a
+   cycle of sub-topologies (a foreign-key join's) become Kafka topics, read back in the
+   next micro-batch (``QueryPlan.looped``), so the stages that follow form no cycle.
 2. :func:`fuse_stages`: the sub-topologies that read what one stage writes share a stage,
    and its input is one Spark exchange, so every stage's output is consumed exactly once
    (its tasks, their stores and writes, run once). A sub-topology that reads only Kafka is a
@@ -31,8 +34,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,8 @@ from kspark._engine.state.build import changelog_topic
 from kspark._graph.graph import TopologyGraph, topic_name
 from kspark._graph.subtopology import SubTopology, sub_topologies
 from kspark._plan.options import Offsets, SourceOptions
-from kspark._plan.passes import fuse_stages, lay_out, shuffle_keys, task_counts
+from kspark._plan.passes import (back_edges, cut_back_edges, fuse_stages, lay_out, shuffle_keys,
+                                 task_counts)
 from kspark.config import checkpoint_location
 from kspark.errors import TopologyError
 
@@ -129,6 +133,9 @@ class QueryPlan:
     ``stores``: the state stores; ``global_stores``: global store -> its topic.
     ``pins_globals``: the sub-topology whose Kafka source pins the global topics' offsets in
     every micro-batch (the tasks of the others read them from Spark's offset log).
+    ``looped``: micro-batch mode's topics closing a cycle of sub-topologies (a foreign-key
+    join's), each with its partitions: created in Kafka, written by their writers' tasks
+    (in their transactions) and read by their readers' Kafka sources in a later micro-batch.
     """
 
     application_id: str
@@ -141,6 +148,7 @@ class QueryPlan:
     tasks: int
     global_stores: dict[str, str]
     pins_globals: int | None
+    looped: dict[str, int] = field(default_factory=dict)
 
     @property
     def store_tasks(self) -> dict[str, int]:
@@ -156,11 +164,15 @@ class QueryPlan:
         return {m.sub_topology: m.source for m in self.members() if m.source is not None}
 
 
-def kafka_sources(graph: TopologyGraph) -> tuple[list[str], dict[str, str]]:
-    """The topics the query reads from Kafka, and the offset reset policy of those that have one."""
+def kafka_sources(graph: TopologyGraph, looped: Iterable[str] = ()
+                  ) -> tuple[list[str], dict[str, str]]:
+    """The topics the query reads from Kafka, and the offset reset policy of those that have
+    one: the user topics, and ``looped`` (a plan's ``looped`` topics, read from the earliest
+    offset, as Kafka Streams reads its internal topics)."""
     topics = sorted({t for st in sub_topologies(graph) for t in st.user_topics})
     resets = {t: s.offset_reset for s in graph.sources() if s.offset_reset for t in s.topics}
-    return topics, resets
+    looped = sorted(looped)
+    return topics + looped, {**resets, **{t: "earliest" for t in looped}}
 
 
 def needed_topics(graph: TopologyGraph) -> list[str]:
@@ -183,18 +195,23 @@ def plan(graph: TopologyGraph, partition_counts: dict[str, int], config: Any,
     :func:`needed_topics`); ``config``: a StreamsConfig; ``start``: where the query's first
     batch starts, per topic and partition (see ``_spark/resume.py``); ``stop``: an
     incremental batch run's stop offsets (see ``_kafka/stopoffsets.py``), None to stop at
-    the ends found at start (AvailableNow) or never (streaming).
+    the ends found at start (AvailableNow) or never (streaming). In micro-batch mode a
+    cycle's back edges (:func:`back_edges`) are Kafka topics (``QueryPlan.looped``).
     """
     c = config
     app_id = c["application.id"]
     internal = set(graph.internal_topics())
     subs = sub_topologies(graph)
     tasks, fed_count = task_counts(graph, subs, partition_counts, internal)
+    name = lambda t: topic_name(t, t in internal, app_id)  # noqa: E731
+    back = back_edges(subs) if c.get("execution.mode") == "micro_batch" else set()
+    writes_back = {st.id: [t for t in st.feeds if t in back] for st in subs}
+    subs = cut_back_edges(subs, back)
+    looped = {name(t): fed_count[t] for t in sorted(back)}
     fused = fuse_stages(subs)
     _check_global_pins(graph, c, fused)
     layouts = [lay_out(ms, tasks) for ms in fused]
     stage_of = {m.id: i for i, ms in enumerate(fused) for m in ms}
-    name = lambda t: topic_name(t, t in internal, app_id)  # noqa: E731
     readers = {t: st for st in subs for t in st.fed_topics}
     routes = {name(t): (layouts[stage_of[r.id]][1], layouts[stage_of[r.id]][0][r.id])
               for t, r in readers.items()}
@@ -206,25 +223,26 @@ def plan(graph: TopologyGraph, partition_counts: dict[str, int], config: Any,
     # the first Kafka source built (upstream first) pins the global topics (see globals.py)
     pins = next((st.id for ms in fused for st in ms if st.user_topics), None)
     pins = pins if graph.global_topics() else None
-    sources = _SourceMaker(graph, c, start or {}, stop, pins)
+    sources = _SourceMaker(graph, c, start or {}, stop, pins, name, set(looped))
 
     def member(st: SubTopology, first: int) -> Member:
         fed = {name(t): (fed_count[t], t not in internal) for t in st.feeds}
-        counts = {**partition_counts, **{n: p for n, (p, _) in fed.items()}}
+        fed |= {name(t): (fed_count[t], True) for t in writes_back[st.id]}  # to Kafka only
+        counts = {**partition_counts, **looped, **{n: p for n, (p, _) in fed.items()}}
         streaming = len(st.user_topics) == 1 and not st.fed_topics
         stage_plan = StagePlan(st.id, st.nodes, fed, routes, keys, counts, streaming,
                                first_marker[st.id])
         return Member(st.id, first, tasks[st.id], stage_plan, sources.of(st))
 
     stages = tuple(_stage(i, fused, layouts[i], keys, name, member) for i in range(len(fused)))
-    _check_cycles(stages, c)
     stores = tuple(
         StorePlan(store, st.id, tasks[st.id],
                   changelog_topic(app_id, store) if builder.logging_enabled else None)
         for st in subs for store, (builder, procs) in graph.stores.items() if procs & set(st.nodes))
     return QueryPlan(app_id, stages, routes, keys,
-                     {name(t): n for t, n in fed_count.items()}, first_marker, stores, total,
-                     {s: g.source.topics[0] for s, g in graph.global_stores.items()}, pins)
+                     {name(t): n for t, n in fed_count.items() if t not in back}, first_marker,
+                     stores, total, {s: g.source.topics[0] for s, g in graph.global_stores.items()},
+                     pins, looped)
 
 
 def _stage(i: int, fused: list[list[SubTopology]], layout: tuple[dict[int, int], int],
@@ -243,42 +261,32 @@ def _stage(i: int, fused: list[list[SubTopology]], layout: tuple[dict[int, int],
 
 
 class _SourceMaker:
-    """Each Kafka-reading sub-topology's :class:`SourceOptions`."""
+    """Each Kafka-reading sub-topology's :class:`SourceOptions` (``name``: a topic's real
+    name; ``looped``: the back edges read from Kafka, from the earliest offset, never
+    stopped at a batch run's stop offsets)."""
 
     def __init__(self, graph: TopologyGraph, c: Any, start: Offsets, stop: Offsets | None,
-                 pins: int | None):
+                 pins: int | None, name: Callable[[str], str], looped: set[str]):
         self.graph, self.c, self.start, self.stop, self.pins = graph, c, start, stop, pins
-        self.resets = kafka_sources(graph)[1]
+        self.name, self.looped = name, looped
+        self.resets = {**kafka_sources(graph)[1], **{t: "earliest" for t in looped}}
         self.clock_ms = int(c["delayed.records.check.interval.ms"]) if graph.delayed_stores() else 0
 
     def of(self, st: SubTopology) -> SourceOptions | None:
         if not st.user_topics:
             return None
-        topics, c = st.user_topics, self.c
+        topics, c = tuple(self.name(t) for t in st.user_topics), self.c
         return SourceOptions(
-            topics=tuple(topics), bootstrap=c["bootstrap.servers"],
+            topics=topics, bootstrap=c["bootstrap.servers"],
             max_offsets=int(c["max.offsets.per.trigger"]), timeout_ms=int(c["request.timeout.ms"]),
             read_timeout_ms=int(c["source.read.timeout.ms"]),
             resets={t: self.resets[t] for t in topics if t in self.resets},
             start={t: self.start[t] for t in topics if t in self.start},
-            stop=None if self.stop is None else {t: self.stop[t] for t in topics},
+            stop=None if self.stop is None else {t: self.stop[t] for t in topics
+                                                 if t not in self.looped},
             global_topics=tuple(self.graph.global_topics()) if st.id == self.pins else (),
-            clock_ms=self.clock_ms, emit="ranges")  # the stage reads the records (wire.py)
-
-
-def _check_cycles(stages: tuple[Stage, ...], c: Any) -> None:
-    """Sub-topologies that feed each other (a foreign-key join's, as in Kafka Streams) meet
-    through Kafka in real-time mode; a micro-batch runs each stage once, upstream first, so
-    it cannot run them."""
-    looped = [s for s in stages if s.exchange and any(u >= s.index for u in s.exchange.upstream)]
-    if looped and c.get("execution.mode") == "micro_batch":
-        topics = sorted({t for s in looped for t in s.exchange.topics})  # type: ignore[union-attr]
-        raise TopologyError(
-            f"the sub-topologies of this topology feed each other in a cycle through "
-            f"{', '.join(topics)} (a foreign-key join: its subscriptions go to the other "
-            "table's sub-topology and the responses come back to this table's, as in Kafka "
-            "Streams); execution.mode=micro_batch runs each sub-topology once per micro-batch, "
-            "upstream first, so it cannot run them: use execution.mode=real_time (the default)")
+            clock_ms=self.clock_ms, emit="ranges",  # the stage reads the records (wire.py)
+            looped=tuple(t for t in topics if t in self.looped))
 
 
 def _check_global_pins(graph: TopologyGraph, c: Any, fused: list[list[SubTopology]]) -> None:

@@ -158,11 +158,13 @@ class SparkApplication:
             raise
         timings.step("Spark sinks")
 
-    def begin_batch_run(self, admin: Admin, topics: list[str], counts: dict[str, int]
-                        ) -> BatchRun | None:
+    def begin_batch_run(self, admin: Admin, topics: list[str], counts: dict[str, int],
+                        drained: list[tuple[str, int]] | None = None) -> BatchRun | None:
         """``autostop.at=eol``: the run, with its stop offsets (read back when it resumes,
-        else the input ends now: KIP-95); None when streaming."""
-        self._batch_run = BatchRun.at_start(self.config, admin, topics, counts)
+        else the input ends now: KIP-95), and the partitions of topics the application
+        reads back (``drained``: a cycle's, in micro-batch mode) that it must leave read to
+        their end; None when streaming."""
+        self._batch_run = BatchRun.at_start(self.config, admin, topics, counts, drained or [])
         self.stop_offsets = None if self._batch_run is None else dict(self._batch_run.stop)
         return self._batch_run
 

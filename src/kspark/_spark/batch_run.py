@@ -6,7 +6,11 @@ topics' read_committed ends and written there first (see ``_kafka/stopoffsets.py
 query's source stops at them (AvailableNow). A whole topology is one query, and a
 micro-batch commits only when every stage downstream of the source tasks has processed its
 rows, so when the last batch commits, repartitions and ``through()`` topics are drained too:
-intermediate topics need no stop offsets of their own.
+intermediate topics need no stop offsets of their own. A cycle's back edge (micro-batch
+mode's looped topics, ``QueryPlan.looped``) is read from Kafka in a later micro-batch than
+the one writing it: it has no stop offset, every batch reads it to its end, and the query
+ends only when a batch finds nothing new in it either (``source.py``); :meth:`BatchRun.finish`
+checks that it was read to its end.
 
 A streaming start deletes the stop offsets, so the next batch run is a new one.
 
@@ -39,13 +43,18 @@ TP = tuple[str, int]
 class BatchRun:
     """The stop offsets of the running batch run, and how to end it."""
 
-    def __init__(self, meta: StopOffsets, stop: dict[TP, int], resumed: bool):
+    def __init__(self, meta: StopOffsets, stop: dict[TP, int], resumed: bool,
+                 admin: Admin | None = None, drained: list[TP] | None = None):
         self.meta, self.stop, self.resumed = meta, stop, resumed
+        self.admin, self.drained = admin, drained or []
 
     @classmethod
     def at_start(cls, c: StreamsConfig, admin: Admin, topics: list[str],
-                 counts: Mapping[str, int]) -> "BatchRun | None":
-        """Resume or begin the batch run (None when streaming, after deleting stop offsets)."""
+                 counts: Mapping[str, int], drained: list[TP] | None = None
+                 ) -> "BatchRun | None":
+        """Resume or begin the batch run (None when streaming, after deleting stop offsets).
+        ``drained``: partitions without stop offsets that the run must leave read to their
+        end (micro-batch mode's looped topics: the application writes them itself)."""
         meta = StopOffsets(admin.settings, c["application.id"], c["request.timeout.ms"],
                            c["replication.factor"])
         meta.create()
@@ -71,10 +80,10 @@ class BatchRun:
             stop = {tp: state.offsets[tp] for tp in tps}
             log.info("application %r resumes its unfinished batch run; stop offsets %s",
                      app, format_offsets(stop))
-            return cls(meta, stop, resumed=True)
+            return cls(meta, stop, True, admin, drained)
         stop = meta.begin_run(state, admin.end_offsets(tps))
         log.info("application %r begins a batch run; stop offsets %s", app, format_offsets(stop))
-        return cls(meta, stop, resumed=False)
+        return cls(meta, stop, False, admin, drained)
 
     def stop_offsets(self) -> Offsets:
         """As the source takes them: ``{topic: {partition: offset}}``."""
@@ -89,9 +98,25 @@ class BatchRun:
         committed = checkpoint.last_committed()
         reached = checkpoint.offsets(committed) if committed is not None else {}
         start = checkpoint.pinned_start() or {}
-        self.finish_at({(t, p): at for (t, p) in self.stop
-                        if (at := reached.get(t, {}).get(str(p),
-                                                   start.get(t, {}).get(str(p)))) is not None})
+        at = {(t, p): at for (t, p) in [*self.stop, *self.drained]
+              if (at := reached.get(t, {}).get(str(p), start.get(t, {}).get(str(p)))) is not None}
+        self._check_drained(at)
+        self.finish_at(at)
+
+    def _check_drained(self, reached: Mapping[TP, int]) -> None:
+        """Every ``drained`` partition was read to its read_committed end (the query ends
+        only when a batch finds nothing new in them, so this holds unless a writer outside
+        the application wrote to them meanwhile)."""
+        if not self.drained or self.admin is None:
+            return
+        ends = self.admin.end_offsets(self.drained)
+        for tp in sorted(self.drained):
+            if reached.get(tp, 0) < ends[tp]:
+                raise StreamsError(
+                    f"application {self.meta.app_id!r}: the batch run ended at offset "
+                    f"{reached.get(tp)} of topic {tp[0]!r} partition {tp[1]}, whose end is "
+                    f"{ends[tp]}: records the application wrote to it are not processed yet; "
+                    "the run stays unfinished and the next start resumes it")
 
     def finish_at(self, reached: Mapping[TP, int]) -> None:
         """The run ended having reached ``reached`` (real-time mode: the consumer group's

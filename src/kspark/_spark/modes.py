@@ -111,10 +111,13 @@ class MicroBatchDriver:
 
         app, c = self.app, self.app.config
         self.admin, self.session, timings = admin, spark, app.start_timings
-        topics, resets = kafka_sources(app.graph)
+        looped = plan(app.graph, counts, c).looped  # made first: the query resumes them too
+        counts = _create_looped(app, admin, counts, looped)
+        topics, resets = kafka_sources(app.graph, looped)
         start = resume_offsets(spark, c, topics, resets, app.checkpoint_dir)
         timings.step("resume offsets")
-        run = app.begin_batch_run(admin, topics, counts)
+        run = app.begin_batch_run(admin, kafka_sources(app.graph)[0], counts,
+                                  [(t, p) for t, n in looped.items() for p in range(n)])
         timings.step("stop offsets (metadata topic)")
         stop = run.stop_offsets() if run else None
         ensure_registered(spark)
@@ -333,6 +336,19 @@ def _discard_micro_batch_checkpoint(app_id: str, location: str) -> None:
                  "deleting the micro-batch mode's Spark checkpoint at %s (a later micro_batch "
                  "run resumes from the consumer group's offsets)", app_id, directory)
         shutil.rmtree(directory)
+
+
+def _create_looped(app: Any, admin: Admin, counts: dict[str, int],
+                   looped: dict[str, int]) -> dict[str, int]:
+    """Create the topics closing a cycle of sub-topologies (``QueryPlan.looped``: a
+    foreign-key join's), configured as Kafka Streams' repartition topics (purged after each
+    micro-batch, see ``source.py``); ``counts`` with theirs."""
+    from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG
+
+    for topic, n in looped.items():
+        app.create_topic(admin, counts, topic, n, "its reader's tasks",
+                         {**REPARTITION_TOPIC_CONFIG, **app.config.topic_overrides()})
+    return {**counts, **looped}
 
 
 DRIVERS: dict[str, type] = {"micro_batch": MicroBatchDriver, "real_time": RealTimeDriver}

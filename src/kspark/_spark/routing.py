@@ -33,7 +33,8 @@ class RoutingCollector(RecordCollector):
     ``pins`` and ``clock``: the global topics' offsets and the clock the micro-batch pinned,
     passed on in the markers of downstream tasks. ``shuffled=False`` (real-time mode): the
     fed-topic records go to Kafka too (repartition topics), each to the partition the
-    engine computed, and no rows are kept.
+    engine computed, and no rows are kept. A fed topic without a route (a looped topic,
+    ``QueryPlan.looped``) goes to Kafka only.
     """
 
     def __init__(self, producer: RecordCollector, plan: StagePlan, task_partition: int,
@@ -59,10 +60,11 @@ class RoutingCollector(RecordCollector):
         n, to_kafka = fed
         target = partition if partition is not None else default_partition(
             key, n, self.task_partition)
-        if to_kafka or not self.shuffled:
+        shuffled = self.shuffled and topic in self.plan.routes  # not a looped topic
+        if to_kafka or not shuffled:
             self.producer.send(topic, key, value, timestamp, headers, target)
             self.sent += 1
-        if self.shuffled:
+        if shuffled:
             self.rows.append((topic, target, len(self.rows), timestamp, key, value, headers))
 
     def flush(self) -> None:
@@ -74,6 +76,7 @@ class RoutingCollector(RecordCollector):
         rows, self.rows = self.rows, []
         keys = self.plan.shuffle_keys
         readers = {(size, first + j) for topic, (n, _) in self.plan.fed.items()
+                   if topic in self.plan.routes
                    for size, first in [self.plan.routes[topic]] for j in range(n)}
         out = [(*TaskMarker(pos, (), self.pins, self.clock).row(), self.task_partition,
                 keys[size][pos]) for size, pos in sorted(readers)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from kspark._spark.wire import SOURCE_ARROW_SCHEMA, SOURCE_SCHEMA, TaskMarker, m
 __all__ = ["KafkaDataSource", "source_for", "TaskInput"]
 
 Offsets = dict[str, dict[str, int]]
+log = logging.getLogger("kspark")
 
 # A topology with delayed records (KIP-311) pins a clock in each micro-batch's offsets: this
 # entry (a colon: no Kafka topic has this name) holds the wall-clock time, rounded down to
@@ -118,6 +120,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # "records": the records; "ranges": only a task marker with the task's ranges
         self.emit = options.emit
         self.clock_ms = options.clock_ms  # 0: no clock pinned (see CLOCK)
+        # topics the application writes and reads back (a cycle's back edge): never frozen
+        # at a stop, so a batch run goes on while they hold records it has not read
+        self.looped: list[str] = list(options.looped)
+        self._purged: dict[tuple[str, int], int] = {}  # looped partition -> purged before
         self._stop_at: Offsets | None = None
         self._admin_client: Any = None
 
@@ -130,11 +136,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._admin_client = Admin(self.settings, self.timeout_ms)
         return self._admin_client
 
-    def _ends(self, admin: Any, earliest: bool = False) -> Offsets:
-        counts = admin.check_topics(self.topics, [])
-        tps = [(t, p) for t in self.topics for p in range(counts[t])]
+    def _ends(self, admin: Any, earliest: bool = False, topics: list[str] | None = None
+              ) -> Offsets:
+        topics = self.topics if topics is None else topics
+        if not topics:
+            return {}
+        counts = admin.check_topics(topics, [])
+        tps = [(t, p) for t in topics for p in range(counts[t])]
         ends = admin.end_offsets(tps, earliest)
-        out: Offsets = {t: {} for t in self.topics}
+        out: Offsets = {t: {} for t in topics}
         for (t, p), off in ends.items():
             out[t][str(p)] = off
         return out
@@ -175,6 +185,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._stop_at is not None:  # AvailableNow: global ends and clock frozen with the stop
             ends = {t: v for t, v in self._stop_at.items()
                     if t not in self.global_topics and t != CLOCK}
+            ends.update(self._ends(self._admin(), topics=self.looped))  # read to their end
             pinned = {t: v for t, v in self._stop_at.items()
                       if t in self.global_topics or t == CLOCK}
         else:
@@ -190,9 +201,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         """AvailableNow: stop at the run's stop offsets, which the driver took from (or wrote
-        to) the metadata topic, so a restarted run stops where its first start would have."""
-        self._stop_at = {**(self.stop_offsets if self.stop_offsets is not None
-                            else self._ends(self._admin())),
+        to) the metadata topic, so a restarted run stops where its first start would have.
+        The looped topics have none: every batch reads them to their end, and the query ends
+        only once a batch finds nothing new in them either (``latestOffset``)."""
+        stop = self.stop_offsets if self.stop_offsets is not None else self._ends(self._admin())
+        self._stop_at = {**{t: v for t, v in stop.items() if t not in self.looped},
                          **self._global_ends(), **self._clock()}
 
     def partitions(self, start: Offsets, end: Offsets) -> list[TaskInput]:
@@ -221,7 +234,20 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 yield _to_arrow(msgs)
 
     def commit(self, end: Offsets) -> None:
-        """Spark's offset and commit logs hold progress; nothing to do in Kafka."""
+        """Spark's offset and commit logs hold progress (and the tasks committed their
+        offsets to the group); the looped topics' records up to ``end`` are purged, as Kafka
+        Streams purges a repartition topic after a commit (a failed purge is retried with
+        the next commit)."""
+        from kspark.errors import KSparkError
+
+        before = {(t, int(p)): int(o) for t in self.looped for p, o in end.get(t, {}).items()
+                  if int(o) > self._purged.get((t, int(p)), 0)}
+        if before:
+            try:
+                self._admin().delete_records(before)
+                self._purged.update(before)
+            except KSparkError as e:
+                log.warning("could not purge the records read of %s: %s", sorted(self.looped), e)
 
 
 def _cap(start: Offsets, ends: Offsets, max_rows: int) -> Offsets:

@@ -98,7 +98,8 @@ class TaskBatch:
         if self.replay:
             log.warning("task %s: batch %s is already committed; replaying it without writing",
                         self.task_id, self.batch)
-            if not self.ctx.plan.fed:
+            plan = self.ctx.plan
+            if not any(t in plan.routes for t in plan.fed):  # it shuffles nothing downstream
                 return False
         stores = self._global_stores() if self.ctx.graph.global_stores else None
         self.hosted.acquire(self.collector, stores)
