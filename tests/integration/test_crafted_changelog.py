@@ -83,7 +83,7 @@ def test_a_crafted_pickle_on_every_changelog_fails_the_restore_and_never_runs(
     changelogs = sorted(n for n in admin.partition_counts()
                         if n.startswith(app) and n.endswith("-changelog"))
     assert any("SUPPRESS" in n for n in changelogs) and any("-Buffer-" in n for n in changelogs)
-    assert any(re.search(r"RESPONSE-\d+-STATE-STORE-changelog$", n) for n in changelogs)
+    assert any(re.search(r"SUBSCRIPTION-STATE-STORE-\d+-changelog$", n) for n in changelogs)
     marker = tmp_path / "pwned"
     payload = pickle.dumps(_Touch(marker), protocol=5)
     p = Producer({"bootstrap.servers": broker})
