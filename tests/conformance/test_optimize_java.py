@@ -120,9 +120,10 @@ def test_every_rule_agrees_with_java_when_optimized():
 
 @pytest.mark.timeout(1200)
 def test_generated_scenarios_agree_with_java_when_optimized():
-    scenarios = [["describe", "optimize", *scenario(i)] for i in range(300)]
+    # seeds the unoptimized test (test_java_reference.py) does not run; sampled for time
+    scenarios = [["describe", "optimize", *scenario(20_000 + i)] for i in range(150)]
     bad = compare(scenarios)
-    assert not bad, f"{len(bad)} of 300 disagree when optimized; the first: {bad[0][0]}"
+    assert not bad, f"{len(bad)} of 150 disagree when optimized; the first: {bad[0][0]}"
 
 
 EXPLICIT = {  # ensure.explicit.internal.resource.naming (KIP-1111) with optimize

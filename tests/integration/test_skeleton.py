@@ -109,4 +109,5 @@ def test_describe_takes_partition_counts_from_the_broker(broker, admin, topic_na
     text = KafkaStreams(b.build(), config).describe()
     assert f"   {src}: 3 (from the broker at {broker})" in text
     assert "   Stage 1 (3 Spark tasks): exchange of 3 partitions" in text
-    assert f"   {config['application.id']}-kspark-progress: the tasks' progress markers, 6 " in text
+    assert f"   {config['application.id']}-kspark-progress: the tasks' progress markers (one " \
+        "partition per task), 6 partitions" in text
