@@ -36,7 +36,8 @@ lint: $(VENV)/.installed
 # Java Kafka Streams' TopologyTestDriver (no broker, no Spark).
 check: lint
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit src/kspark src/_kspark_zipless.py \
-		tests/conformance/test_java_reference.py tests/conformance/test_describe_java.py
+		tests/conformance/test_java_reference.py tests/conformance/test_describe_java.py \
+		tests/conformance/test_json_java.py
 
 bench: setup
 	$(PY) -m pip install --quiet -e '.[dev,bench]' -c constraints.txt

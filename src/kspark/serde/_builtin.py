@@ -17,6 +17,7 @@ from typing import Any
 
 from kspark.errors import SerializationError
 from kspark.serde._base import Serde, cannot_deserialize, cannot_serialize
+from kspark.serde._json import JsonSerde
 
 __all__ = [
     "StringSerde", "IntegerSerde", "LongSerde", "ShortSerde", "FloatSerde", "DoubleSerde",
@@ -189,27 +190,6 @@ class VoidSerde(Serde):
 
     def _from_bytes(self, data: bytes) -> None:
         raise SerializationError(f"Serdes.Void() expects null data, got {len(data)} bytes")
-
-
-class JsonSerde(Serde):
-    """JSON text in UTF-8 (compact separators, keys in insertion order); takes what
-    ``json.dumps`` can encode."""
-
-    name, takes = "Json", "what json.dumps encodes (dict, list, str, int, float, bool)"
-
-    def serialize(self, topic: str, data: Any) -> bytes | None:
-        if data is None:
-            return None
-        try:
-            return json.dumps(data, separators=(",", ":")).encode("utf-8")
-        except (TypeError, ValueError, RecursionError) as e:  # json names what it cannot encode
-            raise cannot_serialize(self, topic, data, f"JSON cannot encode it ({e})") from e
-
-    def _to_bytes(self, data: Any) -> bytes:
-        return self.serialize("", data) or b""
-
-    def _from_bytes(self, data: bytes) -> Any:
-        return json.loads(data)
 
 
 class AvroSerde(Serde):
