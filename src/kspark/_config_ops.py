@@ -7,8 +7,10 @@ Example:
     ['metrics.recording.level', 'metrics.http.port', 'metrics.http.host']
     >>> [k[0] for k in operations_config()][3:6]
     ['query.endpoint.enabled', 'query.endpoint.host', 'query.timeout.ms']
-    >>> [k[0] for k in operations_config()][6:]
+    >>> [k[0] for k in operations_config()][6:8]
     ['ensure.explicit.internal.resource.naming', 'topology.optimization']
+    >>> [k[0] for k in operations_config()][8:]
+    ['batch.aggregation.enabled']
 
 and those of standby replicas and warm-up (KIP-441: Kafka Streams' names, defaults and
 meanings; both modes):
@@ -90,6 +92,10 @@ def operations_config() -> list[tuple[str, type, Any, str, Any]]:
          "become one) and single.store.self.join (a stream joined with itself keeps one "
          "store).",
          _optimization),
+        ("batch.aggregation.enabled", bool, True, "kspark: a task whose sources feed only a "
+         "group_by_key().count() with a caching store counts each batch of records per key "
+         "at once (the same store, changelog and output as record by record; see "
+         "docs/performance.md); false: record by record.", None),
     ]
 
 

@@ -38,7 +38,8 @@ BOTH_MODES = {"application.id", "bootstrap.servers", "state.dir", "commit.interv
 # mode, by rounds of updates between the batches
 BOTH_MODES |= {"num.standby.replicas", "acceptable.recovery.lag", "max.warmup.replicas",
                "probing.rebalance.interval.ms", "rack.aware.assignment.tags",
-               "ensure.explicit.internal.resource.naming", "topology.optimization"}
+               "ensure.explicit.internal.resource.naming", "topology.optimization",
+               "batch.aggregation.enabled"}
 BOTH_MODES |= {k[0] for k in registry_config()}  # the Schema Registry serdes' keys
 BOTH_MODES |= {"metrics.recording.level", "metrics.http.port", "metrics.http.host"}
 BOTH_MODES |= {"sink.trigger.interval.ms"}  # the Spark sinks' queries run in both modes

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kspark._engine.aggregates.batch_count import plan_batch_count
 from kspark._engine.api import Record, RecordMetadata
 from kspark._engine.async_.processor import AsyncProcessor
 from kspark._engine.collector import RecordCollector
@@ -155,6 +156,7 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         self._async = tuple(n for n in self.nodes if isinstance(n.processor, AsyncProcessor))
         self._async_processors = tuple(n.processor for n in self._async
                                        if isinstance(n.processor, AsyncProcessor))
+        self._batch_count = plan_batch_count(self)
 
     @property
     def async_nodes(self) -> tuple[ProcessorNode, ...]:
@@ -223,8 +225,13 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         Wall-clock punctuation is checked every 1,000 records on the way, as Kafka Streams
         checks it between polls, so a long batch does not hold it back.
         """
+        raws = self._group.drain()
+        if self._batch_count is not None:  # a count's batch path (aggregates/batch_count.py)
+            raws = list(raws)
+            if self._batch_count.run(self, raws):
+                return len(raws)
         n = 0
-        for raw in self._group.drain():
+        for raw in raws:
             self.process(raw)
             n += 1
             if n % 1000 == 0 and (self._wall_punctuations.schedules or self._delayed_stores):
@@ -259,9 +266,14 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         if ts != record.timestamp:
             record = record.with_timestamp(ts)
         stats = self.stats
-        stats.record("bytes-consumed", record_size(raw.key, raw.value, raw.topic, raw.headers),
-                     f"{source.name}|{raw.topic}")
-        stats.record("e2e", self.clock() - ts, source.name)
+        consumed = source.consumed.get(raw.topic) or source.consumed_of(raw.topic)
+        stats.record_at(consumed[0], record_size(raw.key, raw.value, raw.topic, raw.headers)
+                        if raw.headers else consumed[1] + len(raw.key or b"")
+                        + len(raw.value or b""))
+        # the clock is read once per record: sinks and terminal nodes measure their
+        # end-to-end latency against the same time (``stats.now``), as Java's cached time
+        now = stats.now = self.clock()
+        stats.record_at(source.e2e_key, now - ts)
         if stats.debug:
             stats.record("record-lateness", max(0, self.stream_time - ts))
         if ts > before:
@@ -269,13 +281,16 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         if ts > self.stream_time:
             self.stream_time = ts
         self.current_timestamp = ts
-        if stats.debug:
-            began = time.perf_counter_ns()
-            source.process(record)
-            stats.record("process", time.perf_counter_ns() - began)
-            stats.node(source.name)
-        else:
-            source.process(record)
+        try:
+            if stats.debug:
+                began = time.perf_counter_ns()
+                source.process(record)
+                stats.record("process", time.perf_counter_ns() - began)
+                stats.node(source.name)
+            else:
+                source.process(record)
+        finally:
+            stats.now = None  # a punctuation's output reads the clock itself
         self.processed += 1
         self._current = None
         if self._stream_punctuations.schedules:

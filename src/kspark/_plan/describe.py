@@ -40,7 +40,7 @@ from typing import Any
 
 from kspark._graph.graph import TopologyGraph
 from kspark._graph.resources import kspark_topics
-from kspark._plan.plan import Member, QueryPlan, Stage, needed_topics, plan
+from kspark._plan.plan import Member, QueryPlan, Stage, StorePlan, needed_topics, plan
 from kspark.errors import KSparkError
 
 __all__ = ["describe_plan", "describe_application", "describe_real_time",
@@ -87,8 +87,7 @@ def describe_real_time(topology_text: str, query: QueryPlan, config: Any,
         lines += [f"    Sub-topology: {i} (tasks {i}_0 to {i}_{m.tasks - 1})",
                   f"      Reads: [{', '.join(reads)}]"]
         lines += [f"      Writes {t} ({n} partitions)" for t, (n, _) in m.stage_plan.fed.items()]
-        lines += [f"      Store: {st.name} (one per task; "
-                  f"{'changelog ' + st.changelog if st.changelog else 'not logged'})"
+        lines += [f"      Store: {st.name} ({_store_note(st)})"
                   for st in query.stores if st.sub_topology == i]
     lines.append("Internal topics (created in Kafka):")
     lines += [f"   {t}: repartition topic, {n} partitions, purged after each commit"
@@ -205,11 +204,14 @@ def _member_lines(query: QueryPlan, stage: Stage, m: Member) -> list[str]:
                       if s.exchange is not None and t in s.exchange.topics)
         kafka = ", also written to Kafka" if to_kafka else ""
         out.append(f"      Writes {t} ({n} partitions) to stage {reader}'s exchange{kafka}")
-    for s in query.stores:
-        if s.sub_topology == i:
-            log = f"changelog {s.changelog}" if s.changelog else "not logged"
-            out.append(f"      Store: {s.name} (one per task; {log})")
+    out += [f"      Store: {s.name} ({_store_note(s)})" for s in query.stores
+            if s.sub_topology == i]
     return out
+
+
+def _store_note(store: StorePlan) -> str:
+    log = f"changelog {store.changelog}" if store.changelog else "not logged"
+    return f"one per task; {log}" + (f"; {store.batch}" if store.batch else "")
 
 
 def _internal_topics(query: QueryPlan) -> list[str]:

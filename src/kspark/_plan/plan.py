@@ -42,6 +42,7 @@ from typing import Any
 from kspark._engine.state.build import changelog_topic
 from kspark._graph.graph import TopologyGraph, topic_name
 from kspark._graph.subtopology import SubTopology, sub_topologies
+from kspark._plan.batch_path import batch_path_note
 from kspark._plan.options import Offsets, SourceOptions
 from kspark._plan.passes import (back_edges, cut_back_edges, fuse_stages, lay_out, shuffle_keys,
                                  task_counts)
@@ -121,6 +122,7 @@ class StorePlan:
     sub_topology: int
     tasks: int
     changelog: str | None
+    batch: str | None = None  # a count's: a batch at a time or record by record, and why
 
 
 @dataclass(frozen=True)
@@ -237,7 +239,8 @@ def plan(graph: TopologyGraph, partition_counts: dict[str, int], config: Any,
     stages = tuple(_stage(i, fused, layouts[i], keys, name, member) for i in range(len(fused)))
     stores = tuple(
         StorePlan(store, st.id, tasks[st.id],
-                  changelog_topic(app_id, store) if builder.logging_enabled else None)
+                  changelog_topic(app_id, store) if builder.logging_enabled else None,
+                  batch_path_note(graph, c, set(st.nodes), store))
         for st in subs for store, (builder, procs) in graph.stores.items() if procs & set(st.nodes))
     return QueryPlan(app_id, stages, routes, keys,
                      {name(t): n for t, n in fed_count.items() if t not in back}, first_marker,

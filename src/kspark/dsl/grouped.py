@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kspark._engine.aggregates.stream import count_initializer, count_one
 from kspark.dsl import _aggregation, _forms
 from kspark.dsl._aggregation import name_or
 from kspark.dsl._overloads import bind
@@ -72,7 +73,7 @@ class KGroupedStream:
 
         a = bind("KGroupedStream.count", _forms.COUNT, args, kwargs)
         return _aggregation.aggregate(self._upstream, name_or("KSTREAM-AGGREGATE", a["named"]),
-                                      lambda: 0, lambda k, v, agg: agg + 1, a["materialized"],
+                                      count_initializer, count_one, a["materialized"],
                                       Serdes.Long(), count=True)
 
     def reduce(self, *args: Any, **kwargs: Any) -> KTable:

@@ -9,7 +9,17 @@ from kspark._engine.api import Record
 from kspark._engine.tables.processors import TableStoreProcessor
 from kspark._engine.context import record_dropped
 
-__all__ = ["StreamAggregateProcessor"]
+__all__ = ["StreamAggregateProcessor", "count_initializer", "count_one"]
+
+
+def count_initializer() -> int:
+    """``count()``'s initializer (the batch path recognizes a count by these two)."""
+    return 0
+
+
+def count_one(key: Any, value: Any, aggregate: int) -> int:
+    """``count()``'s aggregator: one more."""
+    return aggregate + 1
 
 
 class StreamAggregateProcessor(TableStoreProcessor):
