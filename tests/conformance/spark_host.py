@@ -214,10 +214,11 @@ def sample(count: int, seed: int, per_trigger: int = PER_TRIGGER, run: str = "")
 
 def run_on_spark(cases: list[Case], bootstrap: str, spark: Any, admin: Any, state_dir: str,
                  per_trigger: int = PER_TRIGGER, timeout_s: float = 600,
-                 mode: str = "micro_batch") -> None:
+                 mode: str = "micro_batch", cache: bool = False) -> None:
     """Run every case in one KafkaStreams application on Spark (``mode``: the
     ``execution.mode``), to its inputs' ends (``autostop.at=eol``); fill in ``case.spark``
-    and, read before the application closes, ``case.spark_rows``."""
+    and, read before the application closes, ``case.spark_rows``. ``cache``: the record
+    cache on (its default size; see ``cached_counts.py``)."""
     b = StreamsBuilder()
     built = [build(c.lines, b, c.prefix) for c in cases]
     topics = {t[1] for x in built for t in x.inputs} | {o for x in built for o in x.outs}
@@ -228,6 +229,8 @@ def run_on_spark(cases: list[Case], bootstrap: str, spark: Any, admin: Any, stat
               "statestore.cache.max.bytes": 0, "max.offsets.per.trigger": per_trigger,
               "default.key.serde": "String", "default.value.serde": "Long",
               "execution.mode": mode}
+    if cache:
+        del config["statestore.cache.max.bytes"]
     if mode == "real_time":  # the run ends once the group committed every input's end
         config["commit.interval.ms"] = 100
         del config["max.offsets.per.trigger"]
