@@ -28,6 +28,15 @@ class InMemoryBytesStore:
     def get(self, key: bytes) -> bytes | None:
         return self._data.get(key)
 
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        """Each key's value (None: absent), in order.
+
+        >>> s = InMemoryBytesStore("s"); s.put(b"a", b"1"); s.get_many([b"a", b"b"])
+        [b'1', None]
+        """
+        data = self._data
+        return [data.get(k) for k in keys]
+
     def put(self, key: bytes, value: bytes | None) -> None:
         if value is None:
             self.delete(key)
@@ -93,6 +102,17 @@ class RocksDBBytesStore:
 
     def get(self, key: bytes) -> bytes | None:
         return self._db.get(key)
+
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        """Each key's value (None: absent), in order, in one RocksDB multi-get.
+
+        >>> import tempfile
+        >>> s = RocksDBBytesStore("s", tempfile.mkdtemp()); s.put(b"a", b"1")
+        >>> s.get_many([b"b", b"a"]), s.get_many([])
+        ([None, b'1'], [])
+        >>> s.close()
+        """
+        return self._db.get(keys) if keys else []
 
     def put(self, key: bytes, value: bytes | None) -> None:
         if value is None:

@@ -1,5 +1,5 @@
 """Layers stacked over a byte store, as in Kafka Streams: change-logging, a host's write
-buffer, then the record cache."""
+buffer, then the record cache (their base and batched calls: :mod:`.layer_base`)."""
 
 from __future__ import annotations
 
@@ -7,75 +7,11 @@ import bisect
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kspark._engine.state.layer_base import Entry, Layer, get_many, layer_stack, put_all
+from kspark._engine.state.sorted_keys import SortedKeys
+
 __all__ = ["ChangeLoggingLayer", "WriteBuffer", "CachingLayer", "RecordCache", "ENTRY_OVERHEAD",
-           "Layer", "layer_stack", "put_all"]
-
-Entry = tuple[bytes, bytes]
-
-
-class Layer:
-    """Passes every call to the store below (``inner``); layers override what they change."""
-
-    def __init__(self, inner: Any):
-        self.inner = inner
-        self.name = inner.name
-        self.persistent = inner.persistent
-
-    def get(self, key: bytes) -> bytes | None:
-        return self.inner.get(key)
-
-    def put(self, key: bytes, value: bytes | None) -> None:
-        self.inner.put(key, value)
-
-    def delete(self, key: bytes) -> bytes | None:
-        return self.inner.delete(key)
-
-    def range(self, lo: bytes | None, hi: bytes | None, reverse: bool = False) -> Iterator[Entry]:
-        return self.inner.range(lo, hi, reverse)
-
-    def approximate_num_entries(self) -> int:
-        return self.inner.approximate_num_entries()
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def destroy(self) -> None:
-        self.inner.destroy()
-
-
-def put_all(store: Any, items: list[tuple[bytes, bytes | None]]) -> None:
-    """Write ``items`` (in order; a None value deletes) to ``store``: in one write when it
-    can (``store.put_all``: a RocksDB write batch), else one ``put`` each.
-
-    Example:
-        >>> from kspark._engine.state.bytes_stores import InMemoryBytesStore
-        >>> s = InMemoryBytesStore("s")
-        >>> put_all(s, [(b"a", b"1"), (b"b", b"2"), (b"a", None)]); s.get(b"a"), s.get(b"b")
-        (None, b'2')
-    """
-    many = getattr(store, "put_all", None)
-    if many is not None:
-        many(items)
-        return
-    for k, v in items:
-        store.put(k, v)
-
-
-def layer_stack(top: Any) -> Iterator[Any]:
-    """``top`` and every layer below it, ending with the byte store they stack over.
-
-    Example:
-        >>> from kspark._engine.state.bytes_stores import InMemoryBytesStore
-        >>> [type(x).__name__ for x in layer_stack(WriteBuffer(InMemoryBytesStore("s")))]
-        ['WriteBuffer', 'InMemoryBytesStore']
-    """
-    while isinstance(top, Layer):
-        yield top
-        top = top.inner
-    yield top
+           "Layer", "layer_stack", "put_all", "get_many"]
 
 
 class ChangeLoggingLayer(Layer):
@@ -123,9 +59,20 @@ class WriteBuffer(Layer):
             return self._held[key]
         return self.inner.get(key)
 
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        """Held writes answer for their keys; the rest are read below in one call."""
+        held = self._held
+        below = [k for k in keys if k not in held]
+        found = dict(zip(below, get_many(self.inner, below), strict=True))
+        return [held[k] if k in held else found[k] for k in keys]
+
     def put(self, key: bytes, value: bytes | None) -> None:
         self._held.pop(key, None)
         self._held[key] = value
+
+    def put_all(self, items: list[tuple[bytes, bytes | None]]) -> None:
+        for k, v in items:
+            self.put(k, v)
 
     def delete(self, key: bytes) -> bytes | None:
         old = self.get(key)
@@ -185,8 +132,9 @@ class CachingLayer(Layer):
     """Kafka Streams' record cache over one store (its ``NamedCache``).
 
     Writes stay dirty in the cache until :meth:`flush` (a commit) or an eviction writes them
-    down; ``on_flush(key, new, old)`` is told about each key written down, in the order of
-    each key's last write (a re-written key moves to the end). Flushed entries stay in the
+    down, all in one write (``put_all``: a RocksDB write batch); then ``on_flush(key, new,
+    old)`` is told about each key written down, in the order of each key's last write (a
+    re-written key moves to the end). Flushed entries stay in the
     cache, clean, until evicted (deleted ones are dropped), so reads keep finding them, also
     after the store below has let them expire, as Java's caching stores do. Entries are
     evicted least recently used first (a write or ``get`` makes an entry recent) when the
@@ -222,8 +170,9 @@ class CachingLayer(Layer):
         self.budget = cache or _NO_BUDGET
         self.fill_on_read = fill_on_read
         self._entries: dict[bytes, bytes | None] = {}  # least recently used first
-        self._keys: list[bytes] = []  # the same keys, sorted, for ranges
+        self._keys = SortedKeys(self._entries)  # the same keys, sorted when a range asks
         self._dirty: dict[bytes, None] = {}  # in the order of each key's last write
+        self._flushes = 0  # write-downs so far (a multi-get's reads below are older)
         self.size = 0
 
     # -- the cache itself
@@ -239,14 +188,14 @@ class CachingLayer(Layer):
         if key in self._entries:  # re-inserted below: now the most recently used
             self._grow(-self._size(key, self._entries.pop(key)))
         else:
-            bisect.insort(self._keys, key)
+            self._keys.add(key)
         self._entries[key] = value
         self._grow(self._size(key, value))
 
     def _drop(self, key: bytes) -> None:
         old = self._entries.pop(key)
         self._grow(-self._size(key, old))
-        del self._keys[bisect.bisect_left(self._keys, key)]
+        self._keys.remove(key)
 
     def _grow(self, n: int) -> None:
         self.size += n
@@ -262,11 +211,39 @@ class CachingLayer(Layer):
 
     # -- the store interface
     def get(self, key: bytes) -> bytes | None:
+        return self._lookup(key, self.inner.get)
+
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        """Each key's value, as a ``get`` of each in turn answers and leaves the cache (a
+        hit becomes the most recently used, in the order given; a miss fills the cache if
+        ``fill_on_read``, evicting as ``get`` does), reading every miss below in one call.
+
+        Example:
+            >>> from kspark._engine.state.bytes_stores import InMemoryBytesStore
+            >>> c = CachingLayer(InMemoryBytesStore("s"), fill_on_read=True)
+            >>> c.inner.put(b"b", b"2"); c.put(b"a", b"1")
+            >>> c.get_many([b"a", b"b", b"c"]), c.cached(b"b")
+            ([b'1', b'2', None], True)
+        """
+        entries = self._entries
+        misses = list(dict.fromkeys(k for k in keys if k not in entries))
+        below = dict(zip(misses, get_many(self.inner, misses), strict=True)) if misses else {}
+        flushes = self._flushes
+
+        def read(key: bytes) -> bytes | None:
+            # read before any write down since (a callback told of a flush may write here)
+            if key in below and self._flushes == flushes:
+                return below[key]
+            return self.inner.get(key)
+
+        return [self._lookup(k, read) for k in keys]
+
+    def _lookup(self, key: bytes, read: Callable[[bytes], bytes | None]) -> bytes | None:
         if key in self._entries:
             value = self._entries.pop(key)
             self._entries[key] = value  # now the most recently used
             return value
-        value = self.inner.get(key)
+        value = read(key)
         if value is not None and self.fill_on_read:
             self._set(key, value)
             self._evict()
@@ -287,9 +264,10 @@ class CachingLayer(Layer):
                      reverse: bool = False) -> Iterator[tuple[bytes, bytes, bool]]:
         """``(key, value, from_cache)`` in key order: the cache's entries over the store's
         (a cached delete hides the store's entry)."""
-        i = 0 if lo is None else bisect.bisect_left(self._keys, lo)
-        j = len(self._keys) if hi is None else bisect.bisect_right(self._keys, hi)
-        mine = self._keys[i:j]
+        keys = self._keys.sorted()
+        i = 0 if lo is None else bisect.bisect_left(keys, lo)
+        j = len(keys) if hi is None else bisect.bisect_right(keys, hi)
+        mine = keys[i:j]
         if reverse:
             mine.reverse()
         below = self.inner.range(lo, hi, reverse)
@@ -318,28 +296,38 @@ class CachingLayer(Layer):
             1 for k in self._dirty if self._entries.get(k) is not None)
 
     def _flush_dirty(self, evicted: tuple[bytes, bytes | None] | None = None) -> None:
-        """Write every dirty entry down (``evicted``, already out of the cache, first) and
-        tell ``on_flush``; flushed deletes leave the cache, the rest stay clean."""
+        """Write every dirty entry down (``evicted``, already out of the cache, first) in one
+        write, then tell ``on_flush`` and ``on_write_down`` of each in that order; flushed
+        deletes leave the cache, the rest stay clean."""
         if evicted is not None:
             self._dirty.pop(evicted[0], None)
         order = ([evicted] if evicted is not None else []) + [
             (k, self._entries[k]) for k in self._dirty]
         self._dirty = {}
-        read_old = self.old_values is None or self.old_values.on
-        for k, v in order:
-            if self.on_flush:
-                old = self.inner.get(k) if read_old or v is None else None
-                if v is None and old is None:
-                    continue  # as Java's caching stores: nothing to write down or forward
-                self.inner.put(k, v)
-                self.on_flush(k, v, old)
-            else:
-                self.inner.put(k, v)
-            if self.on_write_down:
-                self.on_write_down(k)
+        self._flushes += 1
+        down = self._to_write_down(order)
+        put_all(self.inner, [(k, v) for k, v, _ in down])
+        on_flush, on_write_down = self.on_flush, self.on_write_down
+        for k, v, old in down:
+            if on_flush:
+                on_flush(k, v, old)
+            if on_write_down:
+                on_write_down(k)
         for k, v in order:
             if v is None and self._entries.get(k, _MISSING) is None:
                 self._drop(k)
+
+    def _to_write_down(self, order: list[tuple[bytes, bytes | None]]
+                       ) -> list[tuple[bytes, bytes | None, bytes | None]]:
+        """``(key, new, old)`` of each entry of ``order`` to write down: with ``on_flush``,
+        the old values it needs (read below in one call) and no delete of a key the store
+        below lacks (as Java's caching stores: nothing to write down or forward)."""
+        if not self.on_flush:
+            return [(k, v, None) for k, v in order]
+        read_old = self.old_values is None or self.old_values.on
+        need = [k for k, v in order if read_old or v is None]
+        olds = dict(zip(need, get_many(self.inner, need), strict=True)) if need else {}
+        return [(k, v, olds.get(k)) for k, v in order if v is not None or olds.get(k) is not None]
 
     def flush(self) -> None:
         self._flush_dirty()

@@ -148,7 +148,8 @@ def _until_done(entries: Iterator[Any], began: int, stat: str, where: str,
 
 def meter_cache(store: Any, stats: Any) -> bool:
     """Record the hit ratio of ``store``'s record cache (if it has one) at each lookup, as
-    Java's named cache: hits over lookups so far. Whether it has one."""
+    Java's named cache: hits over lookups so far (a multi-get: one lookup per key, each
+    answered as a ``get``). Whether it has one."""
     layer = store.layer(CachingLayer) if callable(getattr(store, "layer", None)) else None
     if layer is None:
         return False
@@ -161,4 +162,5 @@ def meter_cache(store: Any, stats: Any) -> bool:
         return get(key)
 
     layer.get = counted
+    layer.get_many = lambda keys: [counted(k) for k in keys]
     return True
