@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import psutil
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, TopicPartition
 
-from workload import KEYS, THRESHOLD, Expected
+from workload import KEYS, T0, THRESHOLD, WINDOW_MS, Expected, user_row, window_start
 
 
 @dataclass
@@ -131,20 +131,37 @@ def read_output(bootstrap: str, topic: str, partitions: int, timeout_s: float = 
 _STEP = pow(7919, -1, KEYS)  # workload.generate: user = i * 7919 % KEYS
 
 
+def _count(value: bytes) -> int:
+    return int.from_bytes(value, "big") if len(value) == 8 else int(value)
+
+
+def _window_span(start_ms: int, n: int) -> tuple[int, int]:
+    """The input indexes ``[lo, hi)`` whose timestamps fall in the W3 window at ``start_ms``."""
+    return max(0, start_ms - T0), min(n, start_ms + WINDOW_MS - T0)
+
+
 def input_index(workload: str, key: bytes, value: bytes) -> int:
-    """The index of the input record an output record reflects: W1's ``id``; W2's key and
-    count (the count-th record of that user).
+    """The index of the input record an output record reflects: W1's and W4's ``id``; W2's
+    key and count (the count-th record of that user); W3's the count-th record of that user
+    in that window.
 
     >>> input_index("w1", b"u-000000", b'{"id": 1000042}')
     42
     >>> i = 123_456
     >>> input_index("w2", f"u-{i * 7919 % KEYS:06d}".encode(), (2).to_bytes(8, "big"))
     123456
+    >>> k = f"u-{i * 7919 % KEYS:06d}@{window_start(T0 + i)}".encode()
+    >>> input_index("w3", k, (1).to_bytes(8, "big"))
+    123456
     """
-    if workload == "w1":
+    if workload in ("w1", "w4"):
         return json.loads(value)["id"] - 1_000_000
-    n = int.from_bytes(value, "big") if len(value) == 8 else int(value)
-    return int(key[2:]) * _STEP % KEYS + (n - 1) * KEYS
+    if workload == "w3":
+        user, _, start = key.partition(b"@")
+        lo = max(0, int(start) - T0)
+        idx = int(user[2:]) * _STEP % KEYS
+        return lo + (idx - lo) % KEYS + (_count(value) - 1) * KEYS
+    return int(key[2:]) * _STEP % KEYS + (_count(value) - 1) * KEYS
 
 
 def processed_by(workload: str, out: Output, t: float) -> int:
@@ -169,12 +186,16 @@ def verify(workload: str, out: Output, expected: Expected) -> str | None:
                     or "amount_cents" not in rec or key.decode() != rec["user"]):
                 return f"wrong output record {key!r}: {value[:200]!r}"
         return None
+    if workload == "w3":
+        return _verify_windows(out, expected.records)
+    if workload == "w4":
+        return _verify_join(out, expected.records)
     final: dict[bytes, int] = {}
     where: dict[bytes, int] = {}
     for partition, key, value in out.records:
         if where.setdefault(key, partition) != partition:
             return f"key {key!r} written to more than one partition"
-        final[key] = int.from_bytes(value, "big") if len(value) == 8 else int(value)
+        final[key] = _count(value)
     if len(final) != len(expected.counts):
         return f"{len(final)} keys in the output, expected {len(expected.counts)}"
     if sum(final.values()) != expected.records:
@@ -183,4 +204,51 @@ def verify(workload: str, out: Output, expected: Expected) -> str | None:
     if wrong:
         k = wrong[0]
         return f"{len(wrong)} keys with a wrong final count, e.g. {k!r}: {final.get(k)} != {expected.counts[k]}"
+    return None
+
+
+def _verify_windows(out: Output, n: int) -> str | None:
+    """W3: the last count of every (user, window) is the number of that user's records in
+    the window, and there is one for every (user, window) with records (computed from the
+    generator's formula, not stored: record i is user ``i * 7919 % KEYS`` at ``T0 + i``)."""
+    final: dict[bytes, int] = {}
+    for _, key, value in out.records:
+        final[key] = _count(value)
+    starts = range(window_start(T0), window_start(T0 + n - 1) + 1, WINDOW_MS)
+    pairs = sum(min(hi - lo, KEYS) for lo, hi in (_window_span(s, n) for s in starts))
+    if len(final) != pairs:
+        return f"{len(final)} (user, window) counts in the output, expected {pairs}"
+    if sum(final.values()) != n:
+        return f"final counts add up to {sum(final.values())}, expected {n}"
+    wrong = 0
+    example = None
+    for key, got in final.items():
+        user, _, start = key.partition(b"@")
+        lo, hi = _window_span(int(start), n)
+        idx = int(user[2:]) * _STEP % KEYS
+        first = lo + (idx - lo) % KEYS
+        want = 0 if first >= hi else (hi - 1 - first) // KEYS + 1
+        if got != want:
+            wrong += 1
+            example = example or f"{key!r}: {got} != {want}"
+    if wrong:
+        return f"{wrong} (user, window) pairs with a wrong final count, e.g. {example}"
+    return None
+
+
+def _verify_join(out: Output, n: int) -> str | None:
+    """W4: one output per input record (each id once), with its own user's tier and country."""
+    if len(out.records) != n:
+        return f"{len(out.records)} output records, expected {n}"
+    seen = bytearray(n)
+    for _, key, value in out.records:
+        rec = json.loads(value)
+        i = rec["id"] - 1_000_000
+        if not 0 <= i < n or seen[i]:
+            return f"output record id {rec['id']} unknown or repeated"
+        seen[i] = 1
+        row = user_row(int(rec["user"][2:]))
+        if (key.decode() != rec["user"] or rec["tier"] != row["tier"]
+                or rec["country"] != row["country"] or "amount" not in rec):
+            return f"wrong output record {key!r}: {value[:200]!r}"
     return None

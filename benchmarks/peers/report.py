@@ -6,13 +6,23 @@ import json
 import statistics
 from collections.abc import Sequence
 
-TITLES = {"w1": "W1 filter + map", "w2": "W2 count per key (100,000 keys)"}
+TITLES = {"w1": "W1 filter + map", "w2": "W2 count per key (100,000 keys)",
+          "w3": "W3 windowed count (2-minute tumbling windows, 1 minute grace)",
+          "w4": "W4 stream-table join (100,000 users)"}
 NOTES = {
     ("w2", "spark"): "update mode: emits the changed counts once per micro-batch",
     ("w2", "quix"): "RocksDB state with changelog topic (Quix default)",
     ("w2", "kspark"): "kspark's default store, logged",
     ("w1", "kspark_rt"): "execution.mode=real_time, commit every 1 s",
     ("w2", "kspark_rt"): "execution.mode=real_time, commit every 1 s",
+    ("w3", "spark"): "update mode, watermark 1 minute: emits the changed counts once per "
+                     "micro-batch",
+    ("w3", "kspark"): "kspark's default window store, logged",
+    ("w3", "kspark_rt"): "execution.mode=real_time, commit every 1 s",
+    ("w3", "raw"): "a dict per partition, closed windows dropped",
+    ("w4", "spark"): "stream-static join, the users read by Spark's Kafka batch source, broadcast",
+    ("w4", "kspark_rt"): "execution.mode=real_time, commit every 1 s",
+    ("w4", "raw"): "the users topic read into a dict first",
     ("w1", "bytewax"): "1 worker (run_main)",
     ("w2", "bytewax"): "1 worker (run_main), in-memory state",
 }
@@ -23,6 +33,16 @@ def _spread(values: Sequence[float]) -> dict | None:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)} if values else None
 
 
+def _unverified(run: dict) -> str:
+    """The figures of a run whose output was wrong, to show beside its error."""
+    u = run.get("unverified")
+    if not u:
+        return ""
+    after = f"{u['rate_after']:,.0f}" if u["rate_after"] else "-"
+    return (f" (unverified: {u['rate_whole']:,.0f} records/s whole run, {after} after "
+            f"start-up, first output {u['first_s']:.1f} s)")
+
+
 def summarize(runs: list[dict], systems: Sequence[str], workloads: Sequence[str]) -> dict:
     """``{workload: {system: {"ok": i, "runs": n, "errors": [...], metric: spread}}}``."""
     out: dict = {}
@@ -31,7 +51,8 @@ def summarize(runs: list[dict], systems: Sequence[str], workloads: Sequence[str]
             mine = [r for r in runs if r["workload"] == w and r["system"] == s]
             ok = [r for r in mine if r["ok"]]
             row = {"ok": len(ok), "runs": len(mine), "note": NOTES.get((w, s), ""),
-                   "errors": [f"repeat {r['repeat']}: {r['error']}" for r in mine if not r["ok"]]}
+                   "errors": [f"repeat {r['repeat']}: {r['error']}{_unverified(r)}"
+                              for r in mine if not r["ok"]]}
             for m in METRICS:
                 row[m] = _spread([r[m] for r in ok if r[m] is not None])
             out.setdefault(w, {})[s] = row
@@ -45,7 +66,7 @@ def _fmt(spread: dict | None, fmt: str) -> str:
 
 
 def _ratio(row: dict, ref: dict | None, metric: str) -> str:
-    if not ref or not row[metric] or not ref[metric]:
+    if not ref or not row[metric] or not ref[metric] or not ref[metric]["median"]:
         return "-"
     return f"{row[metric]['median'] / ref[metric]['median']:.2f}"
 
