@@ -9,7 +9,7 @@ import random
 import pytest
 
 from kspark import Serdes, StreamsBuilder
-from kspark._engine.aggregates.batch_count import counts_in_order
+from kspark._engine.aggregates.batch_base import counts_in_order
 from kspark._engine.collector import MemoryCollector
 from kspark._engine.nodes import RawRecord
 from kspark._graph.instantiate import build_task
@@ -143,9 +143,9 @@ def test_a_count_behind_the_switch_is_counted_record_by_record(tmp_path):
 
 
 def test_counts_in_order_follow_each_keys_last_record():
-    per_key, nulls = counts_in_order([b"a", b"b", None, b"a", b"c", b"b"], [3, 9, 1, 2, 4, 8])
+    per_key = counts_in_order([b"a", b"b", None, b"a", b"c", b"b"], [3, 9, 1, 2, 4, 8])
     assert list(per_key) == [b"a", b"c", b"b"]
-    assert per_key == {b"a": (2, 3), b"c": (1, 4), b"b": (2, 9)} and nulls == 1
+    assert per_key == {b"a": [2, 3], b"c": [1, 4], b"b": [2, 9]}
 
 
 def test_describe_says_which_stores_are_counted_a_batch_at_a_time():
@@ -179,3 +179,44 @@ def _uncached():
     from kspark import Materialized
 
     return Materialized.as_("counts").with_caching_disabled()
+
+
+def _windowed(advance=None, grace=50, **kw):
+    from kspark import TimeWindows
+
+    w = TimeWindows.of_size_and_grace(100, grace)
+    b = StreamsBuilder()
+    (b.stream(["in", "in2"], key_serde=S, value_serde=S).group_by_key()
+      .windowed_by(w if advance is None else w.advance_by(advance)).count(**kw)
+      .to_stream().map(lambda k, v: (f"{k.key}@{k.window.start}", v))
+      .to("out", key_serde=S, value_serde=L))
+    return b.build()
+
+
+@pytest.mark.parametrize("advance", [None, 40], ids=["tumbling", "hopping"])
+def test_a_windowed_batch_counts_exactly_as_record_by_record(tmp_path, advance):
+    records = _records(3_000, 40)  # timestamps out of order by up to 5 s: many late windows
+    task, fast, slow = _both(_windowed(advance), tmp_path, records)
+    assert type(task._batch_count).__name__ == "WindowedBatchCount"
+    assert fast == slow
+    assert fast[0] and fast[4] > 100  # output, and dropped records (late and null keys)
+    count = task.nodes[1].processor
+    assert count.observed == max(r.timestamp for r in records if r.key is not None)
+
+
+def test_a_windowed_count_on_window_close_is_counted_record_by_record(tmp_path):
+    from kspark import EmitStrategy, TimeWindows
+
+    b = StreamsBuilder()
+    (b.stream("in", key_serde=S, value_serde=S).group_by_key()
+      .windowed_by(TimeWindows.of_size_and_grace(100, 0))
+      .emit_strategy(EmitStrategy.on_window_close()).count())
+    assert _task(b.build(), tmp_path)._batch_count is None
+
+
+def test_describe_says_a_windowed_count_is_counted_a_batch_at_a_time():
+    config = {"application.id": "app", "bootstrap.servers": "kafka:9092"}
+    t = _windowed()
+    text = describe_application(str(t.describe()), t._graph, StreamsConfig(config),
+                                {"in": 2, "in2": 2}, broker=False)
+    assert "counted a batch of records at a time" in text

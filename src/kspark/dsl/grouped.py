@@ -131,9 +131,8 @@ class TimeWindowedKStream:
         from kspark.serde import Serdes
 
         a = bind("TimeWindowedKStream.count", _forms.COUNT, args, kwargs)
-        return self._aggregate(name_or("KSTREAM-AGGREGATE", a["named"]), lambda: 0,
-                               lambda k, v, agg: agg + 1, a["materialized"], Serdes.Long(),
-                               count=True)
+        return self._aggregate(name_or("KSTREAM-AGGREGATE", a["named"]), count_initializer,
+                               count_one, a["materialized"], Serdes.Long(), count=True)
 
     def reduce(self, *args: Any, **kwargs: Any) -> KTable:
         """``reduce(reducer(aggregate, value)[, named][, materialized])`` per window."""

@@ -184,6 +184,11 @@ class CachingLayer(Layer):
         """Whether ``key`` has an entry in the cache (dirty or clean)."""
         return key in self._entries
 
+    def peek(self, key: bytes, default: Any = None) -> Any:
+        """``key``'s cached value (``default`` if not cached), leaving the recency order as
+        it is (a range read's view of the cache)."""
+        return self._entries.get(key, default)
+
     def _set(self, key: bytes, value: bytes | None) -> None:
         if key in self._entries:  # re-inserted below: now the most recently used
             self._grow(-self._size(key, self._entries.pop(key)))
