@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from kspark._engine.api import Processor, Record
 from kspark._engine.handlers import ProducerRecord, SerializationExceptionOrigin
-from kspark._engine.metrics.stats import record_size
+from kspark._engine.metrics.stats import headers_size, topic_overhead
 from kspark.errors import (
     KSparkError,
     ProcessorError,
@@ -51,20 +51,29 @@ def deserialize_record(raw: RawRecord, key_serde: Any, value_serde: Any,
         kspark.errors.SerializationError: cannot deserialize the VALUE of the record at topic
         't', partition 0, offset 7 ...
     """
-    part, serde, data = "KEY", key_serde, raw.key
+    is_key = True
     try:
         key = key_serde.deserialize(raw.topic, raw.key)
-        part, serde, data = "VALUE", value_serde, raw.value
+        is_key = False
         return key, value_serde.deserialize(raw.topic, raw.value)
     except TransientKafkaError:  # a schema registry away: replayed, never a skipped record
         raise
     except Exception as e:
-        raise SerializationError(
-            f"cannot deserialize the {part} of the record at topic {raw.topic!r}, partition "
-            f"{raw.partition}, offset {raw.offset} ({len(data or b'')} bytes) with {source}'s "
-            f"{part.lower()} serde {serde!r}: {e}; check {source}'s {part.lower()} serde, or "
-            f"set deserialization.exception.handler=log_and_continue to skip such records"
-        ) from e
+        raise _cannot_deserialize(raw, is_key, key_serde if is_key else value_serde, source,
+                                  e) from e
+
+
+def _cannot_deserialize(raw: RawRecord, is_key: bool, serde: Any, source: str,
+                        e: Exception) -> SerializationError:
+    part, data = ("KEY", raw.key) if is_key else ("VALUE", raw.value)
+    return SerializationError(
+        f"cannot deserialize the {part} of the record at topic {raw.topic!r}, partition "
+        f"{raw.partition}, offset {raw.offset} ({len(data or b'')} bytes) with {source}'s "
+        f"{part.lower()} serde {serde!r}: {e}; check {source}'s {part.lower()} serde, or "
+        f"set deserialization.exception.handler=log_and_continue to skip such records")
+
+
+_new_tuple = tuple.__new__  # Record(...) without namedtuple's Python-level __new__
 
 
 class ProcessorNode:
@@ -83,6 +92,7 @@ class ProcessorNode:
 
         self.task = task
         self.terminal = not self.children
+        self.e2e_key = task.stats.key("e2e", self.name)  # built once, not per record
         self.processor.init(NodeContext(task, self))
 
     def process(self, record: Record) -> None:
@@ -95,7 +105,10 @@ class ProcessorNode:
                 raise ProcessorError(_describe_failure(self, e)) from e
             return  # continue: dropped at this node (counted, logged)
         if self.terminal:
-            self.task.stats.record("e2e", self.task.clock() - record.timestamp, self.name)
+            stats = self.task.stats
+            now = stats.now
+            stats.record_at(self.e2e_key,
+                            (self.task.clock() if now is None else now) - record.timestamp)
 
     def close(self) -> None:
         self.processor.close()
@@ -123,12 +136,37 @@ class SourceNode(ProcessorNode):
 
     def init(self, task: "StreamTask") -> None:
         self.task = task
+        self.e2e_key = task.stats.key("e2e", self.name)
+        # per topic: its bytes-consumed metric's key, and the bytes counted for each of its
+        # records besides key, value and headers (``metrics.stats.record_size``)
+        self.consumed: dict[str, tuple[str, int]] = {}
+        for topic in self.topics:
+            self.consumed_of(topic)
+
+    def consumed_of(self, topic: str) -> tuple[str, int]:
+        """``topic``'s entry of :attr:`consumed`, added if missing."""
+        found = self.consumed.get(topic)
+        if found is None:
+            found = self.consumed[topic] = (
+                self.task.stats.key("bytes-consumed", f"{self.name}|{topic}"),
+                topic_overhead(topic))
+        return found
 
     def deserialize(self, raw: RawRecord) -> Record:
         """The record with key and value deserialized (timestamp as stored); raises
-        SerializationError."""
-        key, value = deserialize_record(raw, self.key_serde, self.value_serde)
-        return Record(key, value, raw.timestamp, raw.headers)
+        SerializationError (as :func:`deserialize_record`, inlined: it runs per record)."""
+        topic = raw.topic
+        is_key = True
+        try:
+            key = self.key_serde.deserialize(topic, raw.key)
+            is_key = False
+            value = self.value_serde.deserialize(topic, raw.value)
+        except TransientKafkaError:  # a schema registry away: replayed, never skipped
+            raise
+        except Exception as e:
+            raise _cannot_deserialize(raw, is_key, self.key_serde if is_key else
+                                      self.value_serde, "the source", e) from e
+        return _new_tuple(Record, (key, value, raw.timestamp, raw.headers))
 
     def process(self, record: Record) -> None:
         for child in self.children:
@@ -148,10 +186,13 @@ class SinkNode(ProcessorNode):
 
     def init(self, task: "StreamTask") -> None:
         self.task = task
+        self.e2e_key = task.stats.key("e2e", self.name)
+        self._produced: dict[str, tuple[str, int]] = {}  # per topic: as SourceNode.consumed
 
     def process(self, record: Record) -> None:
+        task = self.task
         topic = self.topic if isinstance(self.topic, str) else self.topic(
-            record.key, record.value, self.task.record_metadata)
+            record.key, record.value, task.record_metadata)
         origin = SerializationExceptionOrigin.KEY
         try:
             key = self.key_serde.serialize(topic, record.key)
@@ -182,19 +223,25 @@ class SinkNode(ProcessorNode):
                 raise TopologyError(
                     f"the partitioner of sink {self.name!r} chose partition {partition} of topic "
                     f"{topic!r}, which has {n} partition(s)")
+        headers, ts = record.headers, record.timestamp
         try:
-            self.task.collector.send(topic, key, value, record.timestamp, record.headers, partition)
+            task.collector.send(topic, key, value, ts, headers, partition)
         except SinkWriteError as e:  # refused at once (say, too large): the handler decides
             if e.fatal:
                 raise
-            named = SinkWriteError(f"sink {self.name!r} in task {self.task.task_id}: {e}")
-            self.task.write_failed(self.name, named, ProducerRecord(
-                topic, key, value, record.headers, record.timestamp, partition))
+            named = SinkWriteError(f"sink {self.name!r} in task {task.task_id}: {e}")
+            task.write_failed(self.name, named, ProducerRecord(
+                topic, key, value, headers, ts, partition))
             return
-        stats = self.task.stats
-        stats.record("bytes-produced", record_size(key, value, topic, record.headers),
-                     f"{self.name}|{topic}")
-        stats.record("e2e", self.task.clock() - record.timestamp, self.name)
+        stats = task.stats
+        produced = self._produced.get(topic)
+        if produced is None:
+            produced = self._produced[topic] = (
+                stats.key("bytes-produced", f"{self.name}|{topic}"), topic_overhead(topic))
+        stats.record_at(produced[0], produced[1] + len(key or b"") + len(value or b"")
+                        + (headers_size(headers) if headers else 0))
+        now = stats.now
+        stats.record_at(self.e2e_key, (task.clock() if now is None else now) - ts)
 
 
 _KSPARK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -10,13 +10,12 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from kspark._engine.nodes import RawRecord
 from kspark._engine.offset_reset import assigned_start
 from kspark._host.context import HostContext
 from kspark._host.kafka_io import kafka_hosted_task
 from kspark._host.task import HostedTask
 from kspark._kafka.clients import committed_offsets
-from kspark._kafka.records import raw_record
+from kspark._kafka.records import raw_records
 from kspark._kafka.retry import transient
 from kspark._kafka.stream_thread_clients import StopWatch, thread_consumer
 from kspark._spark.realtime.consumer_fault import ConsumerFault
@@ -203,8 +202,9 @@ class ThreadLoop:
         """Hand each task what has arrived; note the partitions read to their end."""
         from confluent_kafka import KafkaError
 
-        by_tp: dict[TP, list[RawRecord]] = defaultdict(list)
+        by_tp: dict[TP, list[Any]] = defaultdict(list)  # the messages, made records at once
         self.fault.check()
+        at_end, stop = self.at_end, self.stop
         for m in _poll(self.consumer, wait_s):
             tp, error = (m.topic(), m.partition()), m.error()
             if error is not None and error.code() != KafkaError._PARTITION_EOF:
@@ -214,15 +214,16 @@ class ThreadLoop:
                 raise StreamsError(f"reading topic {tp[0]!r} partition {tp[1]} failed: "
                                    f"{error.str()}")
             if error is not None:
-                self.at_end[tp] = min(m.offset(), self.stop.get(tp, m.offset()))
+                at_end[tp] = min(m.offset(), stop.get(tp, m.offset()))
                 continue
-            if tp in self.stop and m.offset() >= self.stop[tp]:
+            if stop and tp in stop and m.offset() >= stop[tp]:
                 self.reached_stop(tp)
                 continue
-            self.at_end.pop(tp, None)
-            by_tp[tp].append(raw_record(m))
-        for tp, records in by_tp.items():
-            self.groups[self.owner[tp]].add(records)
+            if at_end:
+                at_end.pop(tp, None)
+            by_tp[tp].append(m)
+        for tp, messages in by_tp.items():
+            self.groups[self.owner[tp]].add(raw_records(messages))
 
     def feed(self, spec: TaskSpec, task: HostedTask) -> None:
         """Process what ``task`` holds once its partition group is ready."""
