@@ -25,17 +25,25 @@ __all__ = ["count_scenario", "cached_cases", "collapsed_of", "cached_disagreemen
 
 
 def count_scenario(seed: int, keys: int = 6) -> list[str]:
-    """W2's shape, small: ``group_by_key().count()`` of one stream, to a topic, its store
-    dumped; 30 to 90 inputs over ``keys`` keys, timestamps out of order, some null keys
-    and values (the count drops them)."""
+    """W2's shape, small: ``group_by_key().count()`` of one stream (an odd seed: in
+    tumbling or hopping time windows with grace), to a topic, its store dumped; 30 to 90
+    inputs over ``keys`` keys, timestamps out of order (late windows), some null keys and
+    values (the count drops them; a windowed count counts a null value)."""
     r = random.Random(seed)
     lines = [f"# cached count {seed}", "cache 10485760", "op v1 stream in0",
-             "op v2 group_by_key v1", "op v3 count v2 st0", "op v4 to_stream v3", "to v4 out"]
+             "op v2 group_by_key v1"]
+    if seed % 2:
+        size = r.choice([50, 100])
+        advance = r.choice([size, size // 2])
+        lines += [f"op v3 time_windows v2 {size} {advance} {r.choice([0, 20, 100])}",
+                  "op v4 count v3 st0", "op v5 to_stream v4", "op v6 unwindow v5", "to v6 out"]
+    else:
+        lines += ["op v3 count v2 st0", "op v4 to_stream v3", "to v4 out"]
     for _ in range(r.randint(30, 90)):
         k = "~" if r.random() < 0.05 else "k%d" % r.randrange(keys)
         v = "~" if r.random() < 0.05 else str(r.randrange(100))
         lines.append(f"input in0 {k} {v} {r.randint(1, 500)}")
-    return lines + ["store st0 kv"]
+    return lines + [f"store st0 {'window' if seed % 2 else 'kv'}"]
 
 
 def cached_cases(count: int, seed: int, run: str, per_trigger: int) -> list[Case]:

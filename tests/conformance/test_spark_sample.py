@@ -87,20 +87,21 @@ def test_sampled_scenarios_agree_with_java_in_real_time_mode(broker, spark, admi
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
 def test_counts_with_the_cache_on_agree_with_java_on_spark(broker, spark, admin, tmp_path, mode):
-    """group_by_key().count() with the record cache on, where its batch path runs (a batch of
-    records counted at once): stores equal to Java's, every key's last update Java's, and
-    what is emitted Java's updates with some left out (``cached_counts.py``)."""
+    """group_by_key().count() and windowed counts with the record cache on, where the batch
+    path runs (a batch of records counted at once): stores equal to Java's, every key's last
+    update Java's, and what is emitted Java's updates with some left out
+    (``cached_counts.py``)."""
     from kspark._plan.batch_path import batch_path_note
     from kspark.config import StreamsConfig
     from tests.conformance.cached_counts import (cached_cases, cached_disagreements,
                                                  count_scenario)
     from tests.conformance.lang import build
 
-    lines = count_scenario(0)
-    graph = build(lines).builder.build()._graph
     config = StreamsConfig({"application.id": "a", "bootstrap.servers": "kafka:9092"})
-    assert batch_path_note(graph, config, set(graph.nodes), "st0") == \
-        "counted a batch of records at a time"
+    for seed in (100, 101):  # a key-value count, a windowed one
+        graph = build(count_scenario(seed)).builder.build()._graph
+        assert batch_path_note(graph, config, set(graph.nodes), "st0") == \
+            "counted a batch of records at a time"
     per_trigger = REAL_TIME if mode == "real_time" else 4 * PER_TRIGGER
     cases = with_java(cached_cases(6, 100, uuid.uuid4().hex[:6], per_trigger))
     assert len(cases) == 6 and all(c.java for c in cases)
