@@ -3,7 +3,7 @@
 Modelled on Kafka's EOS system test: from ``SRC`` (keys ``k<n>``, Long values) it echoes
 every record to ``SRC-echo`` and, after a repartition (``group_by``), keeps per key the
 count, sum, min and max of the values (a RocksDB store, caching off), emitted to
-``SRC-agg`` as JSON on every update.
+``SRC-agg`` as JSON on every update; ``--counts``: a cached ``count()`` too, to ``SRC-count``.
 
 ``python -m tests.integration.eos_app BOOTSTRAP SRC APP_ID STATE_DIR [options]``; prints
 ``started`` and then ``batches N`` as micro-batches complete; exits 0 when the input present
@@ -45,16 +45,23 @@ def _fold(slow_ms: float):
     return add
 
 
-def topology(src: str, slow_ms: float = 0.0, delta: str | None = None):
+def topology(src: str, slow_ms: float = 0.0, delta: str | None = None, counts: bool = False):
+    """``counts``: also a cached ``count()`` per key after a repartition of its own, emitted
+    to ``SRC-count`` (its tasks count a batch at a time: the batch path)."""
     b = StreamsBuilder()
     s = b.stream(src, key_serde=S, value_serde=L)
     s.to(f"{src}-echo", key_serde=S, value_serde=L)
     if delta is not None:  # the echo in a Delta table too (KStream.to_spark)
         s.to_spark("delta", path=delta, name="echo-delta")
+    aggs = Materialized.as_(Stores.persistent_key_value_store("aggs")).with_value_serde(J)
     (s.group_by(lambda k, v: k, key_serde=S, value_serde=L)
       .aggregate(lambda: {"count": 0, "sum": 0, "min": None, "max": None}, _fold(slow_ms),
-                 Materialized.as_(Stores.persistent_key_value_store("aggs")).with_value_serde(J))
+                 aggs.with_caching_disabled())
       .to_stream().to(f"{src}-agg", key_serde=S, value_serde=J))
+    if counts:
+        (s.group_by(lambda k, v: k, key_serde=S, value_serde=L)
+          .count(Materialized.as_("counts").with_caching_enabled())
+          .to_stream().to(f"{src}-count", key_serde=S, value_serde=L))
     return b.build()
 
 
@@ -127,6 +134,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--delta", default=None, metavar="PATH",
                     help="also write the echo to the Delta table at PATH (a batch run in "
                     "both modes: the sink drains before the run ends)")
+    ap.add_argument("--counts", action="store_true",
+                    help="also a cached count() per key, to SRC-count (the batch path)")
     ap.add_argument("--remote", default=None, metavar="URL",
                     help="run on this Spark Connect server (spark.remote; --master is the "
                     "server's)")
@@ -150,6 +159,8 @@ def main(argv: list[str]) -> int:
     cfg = config(a.bootstrap, a.app_id, a.state_dir, a.guarantee, a.max_offsets, a.mode)
     if a.task_timeout_ms is not None:
         cfg["task.timeout.ms"] = a.task_timeout_ms
+    if a.counts:  # the record cache on (the aggregate's store is uncached all the same)
+        del cfg["statestore.cache.max.bytes"]
     if a.standbys:
         cfg["num.standby.replicas"] = a.standbys
         # the harness waits for the first round of copies (micro_batch) and reads where the
@@ -162,7 +173,7 @@ def main(argv: list[str]) -> int:
         cfg["checkpoint.location"] = a.checkpoint
     if a.delta and a.mode == "real_time":  # a batch run: the Delta sink drains before its end
         cfg["autostop.at"] = "eol"
-    streams = KafkaStreams(topology(a.src, a.slow_ms, a.delta), cfg, spark=spark)
+    streams = KafkaStreams(topology(a.src, a.slow_ms, a.delta, a.counts), cfg, spark=spark)
     if a.mode == "real_time" and not a.delta:
         run_until_consumed(streams, a.bootstrap, a.app_id, a.src)
     else:

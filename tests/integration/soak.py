@@ -463,9 +463,10 @@ def delta_exact(path: str, n: int) -> tuple[int, int, int]:
 
 
 def verify(bootstrap: str, src: str, app_id: str, n: int, keys: int,
-           delta: str | None = None) -> Figures:
+           delta: str | None = None, counts: bool = False) -> Figures:
     """Read every output with read_committed and count what is wrong (``delta``: the echo's
-    Delta table too, its duplicates and losses counted in the figures)."""
+    Delta table too, its duplicates and losses counted in the figures; ``counts``: the
+    cached counts too)."""
     from kspark import Serdes
 
     f = Figures()
@@ -499,9 +500,30 @@ def verify(bootstrap: str, src: str, app_id: str, n: int, keys: int,
         f.disordered += sum(1 for a, b in itertools.pairwise(got) if b < a)
         f.wrong += final.get(k) != want
     f.wrong += len(set(final) - set(expected))
+    if counts:
+        _verify_counts(f, read_all(bootstrap, f"{src}-count"), expected)
     f.open_transactions = open_transactions(
-        bootstrap, [f"{src}-echo", f"{src}-agg", f"{app_id}-aggs-changelog"])
+        bootstrap, [f"{src}-echo", f"{src}-agg", f"{app_id}-aggs-changelog",
+                    *([f"{src}-count", f"{app_id}-counts-changelog"] if counts else [])])
     return f
+
+
+def _verify_counts(f: Figures, records: list, expected: dict[str, dict]) -> None:
+    """The cached counts (the batch path): each key's emitted counts rising (a cache leaves
+    updates out; a count emitted twice is a duplicate, a lower one out of order), its last
+    the exact count."""
+    from kspark import Serdes
+
+    long = Serdes.Long()
+    got: dict[str, list[int]] = {}
+    for m in records:
+        got.setdefault(m.key().decode(), []).append(long.deserialize("", m.value()))
+    for k, want in expected.items():
+        seq = got.get(k, [])
+        f.duplicates += len(seq) - len(set(seq))
+        f.disordered += sum(1 for a, b in itertools.pairwise(seq) if b < a)
+        f.wrong += (seq[-1] if seq else None) != want["count"]
+    f.wrong += len(set(got) - set(expected))
 
 
 def read_all(bootstrap: str, topic: str, timeout_s: float = 120) -> list:
@@ -544,7 +566,7 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
          max_delay_s: float = 3.0, max_offsets: int | None = None,
          slow_ms: float = 0.2, mode: str = "micro_batch",
          spark_conf: dict[str, str] | None = None, cluster=None, delta: bool = False,
-         standbys: int = 0, zones: bool = False) -> Figures:
+         standbys: int = 0, zones: bool = False, counts: bool = False) -> Figures:
     """Run the soak against the broker at ``bootstrap``; returns the figures. Each round kills
     one of ``victims`` (at random) up to ``max_delay_s`` after its first micro-batch; the app
     reads ``max_offsets`` records per micro-batch (default: an eighth of a round's);
@@ -553,7 +575,8 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
     (:func:`faulted_round`). ``delta``: the app writes its echo to a Delta table too
     (``KStream.to_spark``), checked exact as well. ``standbys``: the app's
     ``num.standby.replicas``. ``zones``: three executors in two zones (``zoned_env``) and
-    ``rack.aware.assignment.tags=zone``."""
+    ``rack.aware.assignment.tags=zone``. ``counts``: the app keeps cached counts too (the
+    batch path of ``count()``), checked exact."""
     from kspark._kafka.admin import Admin
 
     rng = random.Random(seed)
@@ -562,7 +585,7 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
     tag = f"{guarantee}-{mode}-{os.getpid()}-{rng.randrange(10**6)}-{uuid.uuid4().hex[:6]}"
     src, app_id = f"soak-{tag}", f"soak-app-{tag}"
     Admin(bootstrap, 20000).create_topics({src: PARTITIONS, f"{src}-echo": PARTITIONS,
-                                           f"{src}-agg": PARTITIONS})
+                                           f"{src}-agg": PARTITIONS, f"{src}-count": PARTITIONS})
     from tests.integration.separate_disks import STATE_DIR, separate_disks_env, zoned_env
 
     # each executor keeps its state on a disk of its own (its working directory)
@@ -582,6 +605,8 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
         cmd += ["--delta", str(root / "delta")]
     if standbys:
         cmd += ["--standbys", str(standbys)]
+    if counts:
+        cmd += ["--counts"]
     if zones:
         cmd += ["--rack-tags", "zone"]
     # micro-batch standbys: the kill waits for the first round of copies (so they are used)
@@ -602,7 +627,7 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
         kills.append(kill)
         faults.append(fault)
     figures = verify(bootstrap, src, app_id, produced, keys,
-                     str(root / "delta") if delta else None)
+                     str(root / "delta") if delta else None, counts)
     figures.kills, figures.faults = kills, faults
     log(f"order: {figures.disordered} records out of input order ({guarantee}, {mode})")
     return figures
@@ -633,6 +658,9 @@ def main(argv: list[str] | None = None) -> int:
                     "checked exact")
     ap.add_argument("--standbys", type=int, default=0,
                     help="the app's num.standby.replicas (real_time mode)")
+    ap.add_argument("--no-counts", action="store_true",
+                    help="leave out the app's cached counts (the batch path of count(), "
+                    "checked exact by default)")
     ap.add_argument("--bootstrap", default=None, help="default: start a local broker")
     ap.add_argument("--faults", default="none", choices=("none", "broker"),
                     help="broker: a three-node cluster of the soak's own, and a broker fault "
@@ -646,7 +674,7 @@ def main(argv: list[str] | None = None) -> int:
         began = time.monotonic()
         f = soak(bootstrap, a.rounds, a.records, a.guarantee, a.keys, seed=a.seed, mode=a.mode,
                  cluster=broker if a.faults == "broker" else None, delta=a.delta,
-                 standbys=a.standbys)
+                 standbys=a.standbys, counts=not a.no_counts)
         print(f"({a.guarantee}, {a.mode}, {a.records} records, "
               f"{time.monotonic() - began:.0f}s)")
         for line in fault_summary(f.faults) if a.faults == "broker" else []:

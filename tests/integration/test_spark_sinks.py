@@ -191,13 +191,14 @@ def test_read_topic_sends_what_its_serdes_cannot_read_to_the_dead_letter_topic(
 def test_the_delta_table_stays_exact_through_a_driver_sigkill(mode, broker, tmp_path):
     """One round of ``make soak`` with the Delta sink (``--delta``; the soak runs many,
     killing drivers and executors): the driver SIGKILLed mid-run, the application started
-    again; the Delta table holds every input record once, as do the Kafka outputs."""
+    again; the Delta table holds every input record once, as do the Kafka outputs, and the
+    app's cached counts (the batch path of count()) end exact."""
     from tests.integration import soak
 
     f = soak.soak(broker, rounds=1, records=2400, guarantee="exactly_once_v2", keys=20,
                   seed=20261127, master="local[2]", work_dir=str(tmp_path),
                   victims=("driver",), max_delay_s=0.5, max_offsets=600, slow_ms=1,
-                  mode=mode, delta=True)
+                  mode=mode, delta=True, counts=True)
     (kill,) = f.kills
     assert kill.pids, "the app finished before its driver could be killed"
     assert f.delta is not None and f.delta[0] == 2400, f.delta
