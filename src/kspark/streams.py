@@ -277,11 +277,16 @@ def spark_session(config: Mapping[str, Any] | StreamsConfig | None = None) -> An
     """The SparkSession kspark uses, built from the ``spark.*`` keys of ``config``.
 
     ``spark.master`` defaults to ``local[*]``; ``PYSPARK_PYTHON`` is set to this interpreter.
-    ``config`` may be a StreamsConfig, or a plain dict of ``spark.*`` keys only. kspark's
+    ``config`` may be a StreamsConfig, or a plain dict of ``spark.*`` keys (and
+    ``execution.mode``). When ``config``'s ``execution.mode`` is ``micro_batch``, kspark's
     Kafka data source is registered with the session in a background thread (Spark starts
-    a Python process for it), which ``KafkaStreams.start()`` waits for.
+    a Python process for it), which ``KafkaStreams.start()`` waits for; real-time mode reads
+    no data source, so it is left to the first use (a Spark sink, ``read_topic``).
     """
     from kspark._spark.session import build_session
+    from kspark.config import CONFIG_KEYS, MICRO_BATCH, MODE
 
-    spark_keys = {k: v for k, v in dict(config or {}).items() if k.startswith("spark.")}
-    return build_session(spark_keys)
+    given = dict(config or {})
+    spark_keys = {k: v for k, v in given.items() if k.startswith("spark.")}
+    mode = given.get(MODE, CONFIG_KEYS[MODE].default)
+    return build_session(spark_keys, prepare_source=mode == MICRO_BATCH)

@@ -24,7 +24,7 @@ from kspark._spark.spark_sinks import SparkSinks
 from kspark._spark.realtime.query import RealTimeRunError
 from kspark._graph.resources import instance_group, kspark_topics
 from kspark._kafka.instance import InstanceGuard
-from kspark.config import (EXACTLY_ONCE_V2, StreamsConfig, checkpoint_location)
+from kspark.config import EXACTLY_ONCE_V2, MICRO_BATCH, StreamsConfig, checkpoint_location
 from kspark.errors import ChangelogLostError, MissingSourceTopicError, StreamsError, TopologyError
 
 __all__ = ["SparkApplication", "explain"]
@@ -89,7 +89,10 @@ class SparkApplication:
         private_state_dir(c["state.dir"])
         settings = ClientSettings.from_config(c)
         admin = Admin(settings, c["request.timeout.ms"])
-        if self._spark is not None:  # Spark's planning processes start while Kafka is checked
+        micro_batch = c["execution.mode"] == MICRO_BATCH
+        if self._spark is not None and micro_batch:
+            # Spark's planning processes start while Kafka is checked (real-time mode reads no
+            # data source: not started, they would compete with its threads' start-up)
             prepare(self._spark)
         user_sources = [t for t in self.graph.user_source_topics()
                         if t not in self.graph.sink_topics()]
@@ -137,9 +140,12 @@ class SparkApplication:
 
     def _start_query(self, admin: Admin, counts: dict[str, int]) -> None:
         c = self.config
-        spark = self._spark or build_session({k: v for k, v in c.items() if k.startswith("spark.")})
+        micro_batch = c["execution.mode"] == MICRO_BATCH
+        spark = self._spark or build_session(
+            {k: v for k, v in c.items() if k.startswith("spark.")}, prepare_source=micro_batch)
         self._session = spark
-        prepare(spark)
+        if micro_batch:
+            prepare(spark)
         if is_connect(spark):
             bound_retries(spark)
         # One Spark task per kspark task: Spark must not merge partitions of like inputs.

@@ -229,10 +229,11 @@ class RealTimeDriver:
         from kspark._spark.realtime.query import real_time_query
 
         app = self.app
-        c, app_id = app.config, app.config["application.id"]
+        c, app_id, timings = app.config, app.config["application.id"], app.start_timings
         _discard_micro_batch_checkpoint(app_id, app.checkpoint_dir)
         query_plan = plan(app.graph, counts, c)
         app.begin_batch_run(admin, kafka_sources(app.graph)[0], counts)
+        timings.step("stop offsets (metadata topic)")
         app.create_changelogs(admin, counts, query_plan.store_tasks)
         self.admin, self._logged = admin, _logged(app, query_plan.store_tasks)
         app.create_sink_topics(admin, counts, query_plan)
@@ -240,10 +241,12 @@ class RealTimeDriver:
             app.create_topic(admin, counts, topic, n, "its readers' tasks",
                              {**REPARTITION_TOPIC_CONFIG, **c.topic_overrides()})
         app.create_kspark_topics(admin, counts, query_plan.tasks)
+        timings.step("changelog, repartition, progress and control topics")
+        starts = _real_time_starts(admin, app, counts)
+        timings.step("start offsets (the group's, reset policies)")
         self.query = real_time_query(spark, app.graph, c, query_plan, commit_interval_ms(c),
-                                     app.stop_offsets, _real_time_starts(admin, app, counts)
-                                     ).start()
-        app.start_timings.step("real-time start")
+                                     app.stop_offsets, starts).start()
+        timings.step("real-time start")
         return self.query
 
     def finish(self, run: BatchRun) -> None:

@@ -30,8 +30,11 @@ _DEFAULTS = {
 }
 
 
-def build_session(spark_conf: Mapping[str, Any] | None = None) -> SparkSession:
-    """Get or create the SparkSession, with kspark's defaults under the given ``spark.*`` keys.
+def build_session(spark_conf: Mapping[str, Any] | None = None,
+                  prepare_source: bool = True) -> SparkSession:
+    """Get or create the SparkSession, with kspark's defaults under the given ``spark.*`` keys
+    (``prepare_source``: start :func:`prepare` in the background; micro-batch mode's
+    planning waits for it, real-time mode reads no data source).
 
     What ``spark-submit`` (or ``spark-defaults.conf``) already set — ``--master``,
     ``--conf`` — is kept: kspark's defaults fill only what nobody set, and the keys given
@@ -44,7 +47,7 @@ def build_session(spark_conf: Mapping[str, Any] | None = None) -> SparkSession:
     """
     url = remote_url(spark_conf or {}, os.environ)
     if url is not None:
-        return _connect_session(url, spark_conf or {})
+        return _connect_session(url, spark_conf or {}, prepare_source)
     from pyspark import SparkConf, SparkContext
 
     launched: Any = {}
@@ -68,11 +71,13 @@ def build_session(spark_conf: Mapping[str, Any] | None = None) -> SparkSession:
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    prepare(spark)
+    if prepare_source:
+        prepare(spark)
     return spark
 
 
-def _connect_session(url: str, spark_conf: Mapping[str, Any]) -> SparkSession:
+def _connect_session(url: str, spark_conf: Mapping[str, Any],
+                     prepare_source: bool = True) -> SparkSession:
     """A Spark Connect session to ``url``, with the given ``spark.*`` keys set on it. What
     only the server's start sets (``spark.master``, executor settings, ...) cannot be set
     from a client: such a key is refused, naming it, rather than ignored."""
@@ -91,7 +96,8 @@ def _connect_session(url: str, spark_conf: Mapping[str, Any]) -> SparkSession:
                 f"{key} cannot be set from a Spark Connect client ({url}): "
                 f"{str(e).splitlines()[0]}; set it where the Connect server starts "
                 "(start-connect-server.sh --conf), or remove it") from None
-    prepare(spark)
+    if prepare_source:
+        prepare(spark)
     return spark
 
 
