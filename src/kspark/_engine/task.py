@@ -31,7 +31,8 @@ from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode
 from kspark._engine.partition_group import PartitionGroup
 from kspark._engine.progress import KeepsProgress
 from kspark._engine.punctuation import PunctuationQueue
-from kspark._engine.state.changelog_format import FORMAT_HEADER, codec_for, save_codec
+from kspark._engine.state.changelog_format import codec_for, save_codec
+from kspark._engine.state.changelog_send import BATCH_HEADER, ChangelogWriter
 from kspark._engine.state.build import build_store, changelog_topic, task_store_dir
 from kspark._engine.state.delayed import DelayedRecordsStore
 from kspark._engine.state.layers import RecordCache
@@ -43,7 +44,6 @@ from kspark.errors import SerializationError, TopologyError
 
 __all__ = ["StreamTask", "BATCH_HEADER"]
 
-BATCH_HEADER = "kspark.batch"  # on changelog records: "<run>:<batch>" that wrote them
 TASK_STORE_LOCK_WAIT_S = 10.0  # see _build_store
 
 log = logging.getLogger("kspark")
@@ -173,17 +173,8 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         app_id = self.config["application.id"]
         topic = changelog_topic(app_id, builder.name)
 
-        stamp: list[Any] = [None, (FORMAT_HEADER,)]  # the batch, its headers (once a batch)
         codec = codec_for(builder)  # Java's layout of the store's changelog records
-
-        def log(key: bytes, value: bytes | None, at: int | None = None) -> None:
-            if stamp[0] != self.batch:
-                stamp[:] = [self.batch, (FORMAT_HEADER,) if self.batch is None else (
-                    (BATCH_HEADER, f"{self.batch[0]}:{self.batch[1]}".encode()), FORMAT_HEADER)]
-            now = max(self.current_timestamp, 0) if at is None else at
-            k, v, ts = codec.encode(key, value, now)
-            heads = stamp[1] + codec.value_headers if v is not None else stamp[1]
-            self.collector.send(topic, k, v, ts, heads, self.partition)  # type: ignore[arg-type]
+        log = ChangelogWriter(self, topic, codec)
 
         directory = task_store_dir(self.config["state.dir"], app_id, self.task_id)
         if builder.supplier.persistent and builder.logging_enabled:
