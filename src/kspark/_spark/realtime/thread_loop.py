@@ -77,8 +77,22 @@ def assign_consumer(ctx: HostContext, index: int, epoch: Epoch,
     ``assigned_start`` says: the driver's resolved start, or the group's committed offset;
     else (internal topics) the earliest offset."""
     consumer = thread_consumer(ctx.settings, ctx.app_id, index)
-    consumer.assign(start_offsets(ctx, epoch, specs))
+    starts = start_offsets(ctx, epoch, specs)
+    _learn_leaders(consumer, {tp.topic for tp in starts if tp.offset < 0})
+    consumer.assign(starts)
     return consumer
+
+
+def _learn_leaders(consumer: Any, topics: set[str]) -> None:
+    """Ask for ``topics``' metadata before assigning a logical start (earliest or latest):
+    a consumer that does not know a partition's leader yet retries its offset lookup after
+    librdkafka's fixed 500 ms, which every new stream thread would wait at start. Best
+    effort: the assignment works without it, only later."""
+    for topic in sorted(topics):
+        try:
+            consumer.list_topics(topic, timeout=5)
+        except Exception:  # noqa: BLE001 - a start-up shortcut only; the poll loop reports faults
+            return
 
 
 def start_offsets(ctx: HostContext, epoch: Epoch, specs: Any) -> list[Any]:
