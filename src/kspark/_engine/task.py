@@ -74,6 +74,7 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         self.config = config
         self.collector = collector
         self.clock = clock
+        self._poll_now: int | None = None  # the time of the batch being processed
         self.stream_time = -1
         self._current: RawRecord | None = None
         self.commit_requested = False
@@ -222,11 +223,19 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
             if self._batch_count.run(self, raws):
                 return len(raws)
         n = 0
-        for raw in raws:
-            self.process(raw)
-            n += 1
-            if n % 1000 == 0 and (self._wall_punctuations.schedules or self._delayed_stores):
-                self.maybe_punctuate_wall_clock()
+        # the clock is read once per 1,000 records of a batch, as Java's stream thread
+        # caches the time once per iteration of its loop
+        self._poll_now = self.clock()
+        try:
+            for raw in raws:
+                self.process(raw)
+                n += 1
+                if n % 1000 == 0:
+                    self._poll_now = self.clock()
+                    if self._wall_punctuations.schedules or self._delayed_stores:
+                        self.maybe_punctuate_wall_clock()
+        finally:
+            self._poll_now = None
         return n
 
     def process(self, raw: RawRecord) -> None:
@@ -261,9 +270,9 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         stats.record_at(consumed[0], record_size(raw.key, raw.value, raw.topic, raw.headers)
                         if raw.headers else consumed[1] + len(raw.key or b"")
                         + len(raw.value or b""))
-        # the clock is read once per record: sinks and terminal nodes measure their
-        # end-to-end latency against the same time (``stats.now``), as Java's cached time
-        now = stats.now = self.clock()
+        # the clock is read once per batch (once per record outside one): sinks and terminal
+        # nodes measure their end-to-end latency against the same time (``stats.now``)
+        now = stats.now = self._poll_now if self._poll_now is not None else self.clock()
         stats.record_at(source.e2e_key, now - ts)
         if stats.debug:
             stats.record("record-lateness", max(0, self.stream_time - ts))
