@@ -220,3 +220,27 @@ def test_describe_says_a_windowed_count_is_counted_a_batch_at_a_time():
     text = describe_application(str(t.describe()), t._graph, StreamsConfig(config),
                                 {"in": 2, "in2": 2}, broker=False)
     assert "counted a batch of records at a time" in text
+
+
+class _Refusing(MemoryCollector):
+    """Refuses every output record of one key (as a broker refuses a record too large)."""
+
+    def send(self, topic, key, value, timestamp, headers, partition):
+        from kspark.errors import SinkWriteError
+
+        if topic == "out" and key == b"k-3":
+            raise SinkWriteError("record too large")
+        super().send(topic, key, value, timestamp, headers, partition)
+
+
+def test_a_count_the_collector_refuses_goes_to_the_production_handler_as_record_by_record(
+        tmp_path):
+    records = _records(1_000, 10)
+    runs = []
+    for enabled in (True, False):
+        task = _task(_topology(), tmp_path / str(enabled), enabled,
+                     **{"production.exception.handler": "log_and_continue"})
+        task.collector = _Refusing()
+        runs.append(_run(task, records, 100))
+    assert runs[0] == runs[1]
+    assert not any(r[1] == b"k-3" and r[0] == "out" for r in runs[0][0])

@@ -30,6 +30,9 @@ class _Discard:
     def send(self, topic, key, value, timestamp, headers, partition) -> None:
         pass
 
+    def send_many(self, topic, records) -> None:
+        pass
+
     def flush(self) -> None:
         pass
 

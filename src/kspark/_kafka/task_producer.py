@@ -105,6 +105,30 @@ class TaskProducer(RecordCollector):
         if self.sent % 10000 == 0:
             self._producer.poll(0)
 
+    def send_many(self, topic, records) -> None:
+        """As :meth:`send` for each ``(key, value, timestamp, headers, partition)``, with
+        less done per record; a record the producer refuses goes through :meth:`send`,
+        which names the failure (its SinkWriteError's ``index``: the records before it
+        were sent)."""
+        produce, poll = self._producer.produce, self._producer.poll
+        for i, (key, value, timestamp, headers, partition) in enumerate(records):
+            try:
+                if partition is None and not headers:
+                    produce(topic, value, key, timestamp=timestamp or 0)
+                else:
+                    produce(topic, value, key, partition=-1 if partition is None else partition,
+                            timestamp=timestamp or 0, headers=list(headers) if headers else None)
+            except (BufferError, KafkaException):
+                try:
+                    self.send(topic, key, value, timestamp, headers, partition)
+                except SinkWriteError as e:
+                    e.index = i  # type: ignore[attr-defined]  # the records before it went
+                    raise
+                continue
+            self.sent += 1
+            if self.sent % 10000 == 0:
+                poll(0)
+
     def _partition_of(self, topic: str, key: bytes | None, partition: int | None) -> str:
         """The partition a refused record was bound for (asked of the cluster; error path only)."""
         if partition is not None:

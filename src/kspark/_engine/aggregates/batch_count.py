@@ -128,7 +128,8 @@ def plan_batch_count(task: Any) -> BatchBase | None:
     assert store is not None  # topology_refusal: the count has its store
     sink = direct_sink(node, store)
     if sink is not None and not task.stats.debug:
-        store.inner.on_flush = DirectEmit(task, node, sink).flushed
+        emit = DirectEmit(task, node, sink)
+        store.inner.on_flush, store.inner.on_flush_many = emit.flushed, emit.flushed_many
     return BatchCount(node, store)
 
 

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from kspark._engine.aggregates.batch_base import key_family
 from kspark._engine.aggregates.stream import StreamAggregateProcessor
+from kspark._engine.collector import send_many
 from kspark._engine.nodes import ProcessorNode, SinkNode
 from kspark._engine.tables.processors import TableToStreamProcessor
 from kspark.errors import SinkWriteError
@@ -62,18 +63,48 @@ class DirectEmit:
         self.where = f"{sink.name}|{self.topic}"
 
     def flushed(self, key: bytes, new: bytes | None, old: bytes | None) -> None:
-        if new is None:
-            self.slow(key, new, old)
+        """One flushed entry (the cache's ``on_flush``)."""
+        self.flushed_many([(key, new, old)])
+
+    def flushed_many(self, down: list[tuple[bytes, bytes | None, bytes | None]]) -> None:
+        """A flush's entries, in order (the cache's ``on_flush_many``): the counts sent in
+        one call; a deleted entry (none for a count) goes the processor's way."""
+        run: list[tuple[bytes, bytes]] = []
+        for key, new, old in down:
+            if new is None:
+                self._send(run)
+                run = []
+                self.slow(key, new, old)
+            else:
+                self.deleted_at.pop(key, None)
+                run.append((key, new))
+        self._send(run)
+
+    def _send(self, run: list[tuple[bytes, bytes]]) -> None:
+        if not run:
             return
         task = self.task
-        self.deleted_at.pop(key, None)
-        ts = int.from_bytes(new[:8], "big", signed=True)
-        value = new[8:]
+        records = [(k, new[8:], int.from_bytes(new[:8], "big", signed=True), (), None)
+                   for k, new in run]
         try:
-            task.collector.send(self.topic, key, value, ts, (), None)
-        except SinkWriteError:
-            self.slow(key, new, old)
+            send_many(task.collector, self.topic, records)
+        except SinkWriteError as e:  # the sink's way for the refused one: the handler decides
+            i = getattr(e, "index", 0)
+            self._account(records[:i])
+            key, new = run[i]
+            self.slow(key, new, None)
+            self._send(run[i + 1:])
             return
-        stats = task.stats
-        stats.record("bytes-produced", self.size + len(key) + len(value), self.where)
-        stats.record("e2e", task.clock() - ts, self.sink.name)
+        self._account(records)
+
+    def _account(self, records: list[tuple[bytes, bytes, int, Any, Any]]) -> None:
+        """The sink's metrics of ``records``: bytes produced, end-to-end latency."""
+        if not records:
+            return
+        now, n = self.task.clock(), len(records)
+        sizes = [self.size + len(k) + len(v) for k, v, _, _, _ in records]
+        stamps = [ts for _, _, ts, _, _ in records]
+        stats = self.task.stats
+        stats.record_many("bytes-produced", n, sum(sizes), max(sizes), min(sizes), self.where)
+        stats.record_many("e2e", n, n * now - sum(stamps), now - min(stamps), now - max(stamps),
+                          self.sink.name)

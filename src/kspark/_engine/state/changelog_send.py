@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kspark._engine.collector import send_many
 from kspark._engine.state.changelog_format import FORMAT_HEADER, ChangelogCodec
 
 __all__ = ["ChangelogWriter", "BATCH_HEADER"]
@@ -57,11 +58,12 @@ class ChangelogWriter:
 
     def many(self, items: list[tuple[bytes, bytes | None]]) -> None:
         """The changes of a flush, in order: as one call each, with less done per change."""
-        task, topic = self.task, self.topic
+        task = self.task
         heads = self._headers()
         with_value = heads + self.codec.value_headers
-        now, encode = max(task.current_timestamp, 0), self.codec.encode
-        send, partition = task.collector.send, task.partition
+        now, encode, partition = max(task.current_timestamp, 0), self.codec.encode, task.partition
+        records = []
         for key, value in items:
             k, v, ts = encode(key, value, now)
-            send(topic, k, v, ts, heads if v is None else with_value, partition)
+            records.append((k, v, ts, heads if v is None else with_value, partition))
+        send_many(task.collector, self.topic, records)

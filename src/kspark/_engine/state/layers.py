@@ -171,6 +171,9 @@ class CachingLayer(Layer):
         # time advances then, as Java's store below its cache sees writes only then
         self.on_write_down: Callable[[bytes], None] | None = None
         self.old_values: Any = None
+        # set beside on_flush: told a flush's (key, new, old) at once, in on_flush's order
+        self.on_flush_many: Callable[[list[tuple[bytes, bytes | None, bytes | None]]],
+                                     None] | None = None
         self.budget = cache or _NO_BUDGET
         self.fill_on_read = fill_on_read
         self._entries: dict[bytes, bytes | None] = {}  # least recently used first
@@ -317,6 +320,9 @@ class CachingLayer(Layer):
         down = self._to_write_down(order)
         put_all(self.inner, [(k, v) for k, v, _ in down])
         on_flush, on_write_down = self.on_flush, self.on_write_down
+        if self.on_flush_many is not None and on_write_down is None:
+            self.on_flush_many(down)  # the same calls, at once (a count's DirectEmit)
+            down = []
         for k, v, old in down:
             if on_flush:
                 on_flush(k, v, old)
