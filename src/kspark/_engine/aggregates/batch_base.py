@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,12 +23,14 @@ from kspark._engine.nodes import ProcessorNode, RawRecord
 from kspark._engine.state.layers import ENTRY_OVERHEAD, CachingLayer
 from kspark.serde import _builtin as builtin
 
-__all__ = ["BatchBase", "batch_refusal", "counts_in_order", "key_family", "COUNT_VALUE_BYTES"]
+__all__ = ["BatchBase", "batch_refusal", "counts_in_order", "key_family", "COUNT_VALUE_BYTES",
+           "STORED_COUNT"]
 
 # key serdes whose deserialize-then-serialize gives back the record's bytes (valid ones)
 _IDENTITY_KEYS = (builtin.StringSerde, builtin.LongSerde, builtin.IntegerSerde,
                   builtin.ShortSerde, builtin.ByteArraySerde)
 COUNT_VALUE_BYTES = 16  # a stored count: 8-byte timestamp + 8-byte long
+STORED_COUNT = struct.Struct(">qq")  # (timestamp, count) as a timestamped store holds a long
 
 
 def key_family(serde: Any) -> type | None:

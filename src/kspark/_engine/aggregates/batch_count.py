@@ -29,7 +29,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from kspark._engine.aggregates.batch_base import BatchBase, counts_in_order, key_family
+from kspark._engine.aggregates.batch_base import (STORED_COUNT, BatchBase, counts_in_order,
+                                                  key_family)
 from kspark._engine.aggregates.batch_emit import DirectEmit, direct_sink
 from kspark._engine.aggregates.batch_windowed import WindowedBatchCount
 from kspark._engine.aggregates.stream import StreamAggregateProcessor, count_initializer, count_one
@@ -45,6 +46,7 @@ __all__ = ["BatchCount", "topology_refusal", "is_count_supplier", "plan_batch_co
 log = logging.getLogger("kspark")
 
 BATCH_KEY = "batch.aggregation.enabled"
+_MISSING = object()
 
 
 def _is_count(processor: Any) -> bool:
@@ -140,18 +142,29 @@ class BatchCount(BatchBase):
         return counts_in_order(keys, [r.timestamp for r in raws])
 
     def write(self, entries: dict[bytes, list[int]]) -> None:
-        """Each key's new count into the cache, once (the reads first: the record-by-record
-        get-then-put leaves the same recency order, and misses are one multi-get)."""
+        """Each key's new count into the cache, once: the old one as a ``get`` reads it (the
+        cache's, else the store's below, all misses in one multi-get), the new ones put in
+        order (the same recency order as get-then-put per key: a put makes the key the most
+        recent either way; nothing is evicted, ``_could_evict`` made sure)."""
         cache, keys = self.cache, list(entries)
+        olds = [cache.peek(k, _MISSING) for k in keys]
+        missed = [k for k, old in zip(keys, olds, strict=True) if old is _MISSING]
+        below = dict(zip(missed, get_many(cache.inner, missed), strict=True))
         deleted_at = self.node.processor._deleted_at  # type: ignore[attr-defined]  # noqa: SLF001
-        put = cache.put
-        for k, old in zip(keys, get_many(cache, keys), strict=True):
+        items = []
+        for k, old in zip(keys, olds, strict=True):
             n, ts = entries[k]
+            if old is _MISSING:
+                old = below[k]
             if old is not None:
-                n += int.from_bytes(old[8:16], "big", signed=True)
-                ts = max(ts, int.from_bytes(old[:8], "big", signed=True))
-            deleted_at.pop(k, None)
-            put(k, ts.to_bytes(8, "big", signed=True) + n.to_bytes(8, "big", signed=True))
+                was, count = STORED_COUNT.unpack(old)
+                n += count
+                if was > ts:
+                    ts = was
+            if deleted_at:
+                deleted_at.pop(k, None)
+            items.append((k, STORED_COUNT.pack(ts, n)))
+        cache.put_many(items)
 
     def dropped(self, task: Any, raws: list[RawRecord], keys: list[bytes | None]) -> None:
         for r, k in zip(raws, keys, strict=True):

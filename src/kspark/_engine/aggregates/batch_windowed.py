@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from kspark._engine.aggregates.batch_base import BatchBase
+from kspark._engine.aggregates.batch_base import STORED_COUNT, BatchBase
 from kspark._engine.aggregates.windowed import WindowAggregateProcessor
 from kspark._engine.nodes import RawRecord
 from kspark._engine.state.layer_base import get_many
@@ -90,16 +90,19 @@ class WindowedBatchCount(BatchBase):
         cached = [cache.peek(k, _MISSING) for k in keys]
         missed = [k for k, v in zip(keys, cached, strict=True) if v is _MISSING]
         below = dict(zip(missed, get_many(cache.inner, missed), strict=True))
-        put = cache.put
+        items = []
         for k, old in zip(keys, cached, strict=True):
             n, ts = entries[k]
             if old is _MISSING:
                 old = None if store._expired(int.from_bytes(k[-8:], "big", signed=True)) \
                     else below[k]  # noqa: SLF001 - the store's own retention rule
             if old is not None:
-                n += int.from_bytes(old[8:16], "big", signed=True)
-                ts = max(ts, int.from_bytes(old[:8], "big", signed=True))
-            put(k, ts.to_bytes(8, "big", signed=True) + n.to_bytes(8, "big", signed=True))
+                was, count = STORED_COUNT.unpack(old)
+                n += count
+                if was > ts:
+                    ts = was
+            items.append((k, STORED_COUNT.pack(ts, n)))
+        cache.put_many(items)  # no eviction: _could_evict made sure
         self.processor.observed = self._observed
 
     def dropped(self, task: Any, raws: list[RawRecord], keys: list[bytes | None]) -> None:
