@@ -78,34 +78,6 @@ class WriteBuffer(Layer):
         for k, v in items:
             self.put(k, v)
 
-    def put_many(self, items: list[tuple[bytes, bytes]]) -> None:
-        """One :meth:`put` of each (non-null) value in turn, evictions checked once at the
-        end: for a caller that made sure the puts cannot take the cache over its budget
-        (an eviction between two puts would have written entries down; the batch path of
-        ``count()`` checks that first).
-
-        Example:
-            >>> from kspark._engine.state.bytes_stores import InMemoryBytesStore
-            >>> c = CachingLayer(InMemoryBytesStore("s"), cache=RecordCache(10_000))
-            >>> c.put(b"a", b"1"); c.put_many([(b"b", b"2"), (b"a", b"3")])
-            >>> list(c._dirty), c.size == 2 * (1 + 1 + ENTRY_OVERHEAD)
-            ([b'b', b'a'], True)
-        """
-        entries, dirty, keys = self._entries, self._dirty, self._keys
-        grow = 0
-        for k, v in items:
-            old = entries.pop(k, _MISSING)
-            if old is _MISSING:
-                keys.add(k)
-                grow += len(k) + len(v) + ENTRY_OVERHEAD
-            else:
-                grow += len(v) - (0 if old is None else len(old))
-            entries[k] = v
-            dirty.pop(k, None)
-            dirty[k] = None
-        self._grow(grow)
-        self._evict()
-
     def delete(self, key: bytes) -> bytes | None:
         old = self.get(key)
         self.put(key, None)
@@ -311,7 +283,7 @@ class CachingLayer(Layer):
         entries, dirty, keys = self._entries, self._dirty, self._keys
         grow = 0
         for k, v in items:
-            old = entries.pop(k, _MISSING)
+            old: Any = entries.pop(k, _MISSING)
             if old is _MISSING:
                 keys.add(k)
                 grow += len(k) + len(v) + ENTRY_OVERHEAD
