@@ -11,6 +11,9 @@ verified. Runs are interleaved: the order of the systems rotates with each repea
 W3 (windowed count) and W4 (stream-table join) are run by raw, spark, kspark and kspark_rt
 only; ``--workloads`` defaults to W1 and W2, the workloads all six systems run.
 
+Native Spark's Kafka connector is resolved (Ivy) before the runs, unless ``PEERS_SPARK_JARS``
+already names its jars (the ``JARS=`` line of ``systems/spark_native.py --resolve VERSION``).
+
 Quix Streams and Bytewax are installed into their own virtualenv (benchmarks/peers/.venv,
 made on first use), as they pin other confluent-kafka versions than kspark.
 """
@@ -219,7 +222,9 @@ def main() -> int:
 
     skip = prepare_peers(systems)
     spark_jars = None
-    if "spark" in systems:
+    if "spark" in systems and os.environ.get("PEERS_SPARK_JARS"):
+        spark_jars = os.environ["PEERS_SPARK_JARS"]  # resolved before: the connector's jars
+    elif "spark" in systems:
         s, spark_jars = prepare_spark(args.spark_kafka_version)
         skip.update(s)
     for s, why in skip.items():
