@@ -463,9 +463,9 @@ def delta_exact(path: str, n: int) -> tuple[int, int, int]:
 
 
 def verify(bootstrap: str, src: str, app_id: str, n: int, keys: int,
-           delta: str | None = None, counts: bool = False) -> Figures:
+           delta: str | None = None, with_counts: bool = False) -> Figures:
     """Read every output with read_committed and count what is wrong (``delta``: the echo's
-    Delta table too, its duplicates and losses counted in the figures; ``counts``: the
+    Delta table too, its duplicates and losses counted in the figures; ``with_counts``: the
     cached counts too)."""
     from kspark import Serdes
 
@@ -500,11 +500,11 @@ def verify(bootstrap: str, src: str, app_id: str, n: int, keys: int,
         f.disordered += sum(1 for a, b in itertools.pairwise(got) if b < a)
         f.wrong += final.get(k) != want
     f.wrong += len(set(final) - set(expected))
-    if counts:
+    if with_counts:
         _verify_counts(f, read_all(bootstrap, f"{src}-count"), expected)
     f.open_transactions = open_transactions(
         bootstrap, [f"{src}-echo", f"{src}-agg", f"{app_id}-aggs-changelog",
-                    *([f"{src}-count", f"{app_id}-counts-changelog"] if counts else [])])
+                    *([f"{src}-count", f"{app_id}-counts-changelog"] if with_counts else [])])
     return f
 
 
