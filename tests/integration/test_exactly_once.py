@@ -148,7 +148,7 @@ def test_executor_killed_mid_batch_on_local_cluster(mode, standbys, broker, tmp_
     its own disk; the run goes on without a restart (real time: the lost epoch is followed
     by a new one), output exact. One round, exactly_once_v2 only (``make soak`` runs both
     guarantees, many rounds; ``SOAK_MODES=real_time`` for one mode), with 3,000
-    records: two micro-batches of 1,500 (the suite's time budget; with copies, 1,500 in
+    records: two micro-batches of 1,500 (the suite's time budget; with copies, 2,000 in
     batches of 500). Real time: Spark
     retries only the lost executor's stream thread (a job of its own), on the replacement
     executor; with a standby copy of every task (``num.standby.replicas=1``) the lost
@@ -158,7 +158,7 @@ def test_executor_killed_mid_batch_on_local_cluster(mode, standbys, broker, tmp_
     zones (``rack.aware.assignment.tags=zone``): every copy is in the other zone than its
     task's active, while both zones have an executor."""
     copies = mode == "micro_batch" and standbys  # more batches: the kill waits for the copies
-    records = 1500 if copies else 3000
+    records = 2000 if copies else 3000
     f = soak.soak(broker, rounds=1, records=records, guarantee="exactly_once_v2", keys=KEYS,
                   seed=20261122, work_dir=str(tmp_path), victims=("executor",), max_delay_s=0,
                   max_offsets=500 if copies else 1500, slow_ms=1, mode=mode, standbys=standbys,

@@ -244,3 +244,15 @@ def test_a_count_the_collector_refuses_goes_to_the_production_handler_as_record_
         runs.append(_run(task, records, 100))
     assert runs[0] == runs[1]
     assert not any(r[1] == b"k-3" and r[0] == "out" for r in runs[0][0])
+
+
+def test_a_count_whose_serdes_are_missing_is_planned_without_an_error():
+    """The plan (and ``kspark describe``) leaves a store whose serdes are not given alone:
+    the error is the task's to raise, where it always was."""
+    from kspark._plan.batch_path import batch_path_note
+
+    b = StreamsBuilder()
+    b.stream("in", key_serde=S, value_serde=S).group_by(lambda k, v: v).count()
+    g = b.build()._graph
+    config = StreamsConfig({"application.id": "app", "bootstrap.servers": "kafka:9092"})
+    assert batch_path_note(g, config, set(g.nodes), next(iter(g.stores))) is None

@@ -25,6 +25,7 @@ from typing import Any
 from kspark._engine.aggregates.batch_count import BATCH_KEY, is_count_supplier, topology_refusal
 from kspark._graph.graph import ProcessorSpec, SourceSpec, TopologyGraph
 from kspark._graph.instantiate import resolve_serde, resolve_store
+from kspark.errors import TopologyError
 from kspark.state.stores import VersionedKeyValueStoreBuilder
 
 __all__ = ["batch_path_note"]
@@ -48,12 +49,15 @@ def batch_path_note(graph: TopologyGraph, config: Any, nodes: set[str],
         return None  # not fed by the sources alone: not a count of the input's keys
     if not config.get(BATCH_KEY, True):
         return f"counted record by record: {BATCH_KEY}=false"
-    resolved = resolve_store(builder, config)
+    try:
+        resolved = resolve_store(builder, config)
+        source_keys = [resolve_serde(s.key_serde, config, "key", s.name) for s in sources]
+    except TopologyError:  # a serde missing: the task says so when it is built, as before
+        return None
     vs = resolved.value_serde
     why = topology_refusal(
         True, bool(resolved.caching_enabled),
         isinstance(builder, VersionedKeyValueStoreBuilder), getattr(vs, "inner", vs),
-        resolved.key_serde,
-        [resolve_serde(s.key_serde, config, "key", s.name) for s in sources])
+        resolved.key_serde, source_keys)
     return "counted a batch of records at a time" if why is None else \
         f"counted record by record: {why}"
