@@ -12,6 +12,7 @@ from kspark._engine.aggregates.windows import Window, Windowed
 __all__ = ["WindowStore"]
 
 _TS = 8
+_NOT_CACHED = object()
 
 
 def _ts(t: int) -> bytes:
@@ -130,12 +131,29 @@ class WindowStore(StoreBase):
             if t_from <= start <= t_to and (cached or not self._expired(start)):
                 yield kb, start, v
 
+    def _point(self, kb: bytes, start: int) -> bytes | None:
+        """The value of ``kb``'s window starting at ``start``, as a scan of that one window
+        finds it (without one): the record cache's entry, also past retention (a cached
+        delete hides the store's), else the store's below while the window has not expired."""
+        if start < 0:
+            return None  # no window starts before 0 (a scan's bounds would be empty)
+        full, layer = kb + _ts(start), self.inner
+        if isinstance(layer, CachingLayer):
+            v = layer.peek(full, _NOT_CACHED)
+            if v is not _NOT_CACHED:
+                return v
+            layer = layer.inner
+        return None if self._expired(start) else layer.get(full)
+
     def fetch(self, key: Any, time_from: int, time_to: int | None = None) -> Any:
         """``fetch(key, t)``: the value of the window starting at t; ``fetch(key, from, to)``:
         an iterator of KeyValue(window start, value) in time order. Times are epoch ms or
         ``datetime``s (Java's ``Instant``)."""
         time_from, time_to = _ms(time_from), None if time_to is None else _ms(time_to)
         kb = self.key_serde.serialize(self._name, key)
+        if time_to is None and not self.retain_duplicates:  # one window: a point lookup
+            v = self._point(kb, time_from)
+            return None if v is None else self.value_serde.deserialize(self._name, v)
         if time_to is None:
             for _, _, v in self._scan(kb, time_from, time_from, False):
                 return self.value_serde.deserialize(self._name, v)

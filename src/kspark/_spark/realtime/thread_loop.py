@@ -243,7 +243,7 @@ class ThreadLoop:
         """Process what ``task`` holds once its partition group is ready."""
         group = self.groups[spec]
         if group.ready(self.at_end):
-            task.feed(group.take())
+            task.feed(group.take(self.at_end))
             for tp, position in group.positions.items():
                 task.advance(tp, position)
 
