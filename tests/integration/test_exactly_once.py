@@ -154,22 +154,25 @@ def test_executor_killed_mid_batch_on_local_cluster(mode, standbys, broker, tmp_
     executor; with a standby copy of every task (``num.standby.replicas=1``) the lost
     thread's tasks move to the other thread, which keeps their copies. Micro-batch with a
     copy (batches of 500): the kill waits for the first round of copies, and the lost
-    executor's tasks go to the executor keeping them. With a copy, three executors in two
-    zones (``rack.aware.assignment.tags=zone``): every copy is in the other zone than its
-    task's active, while both zones have an executor."""
+    executor's tasks go to the executor keeping them. With a copy in real time (and in
+    micro-batch under KSPARK_FULL_MATRIX), three executors in two zones
+    (``rack.aware.assignment.tags=zone``): every copy is in the other zone than its task's
+    active, while both zones have an executor."""
     copies = mode == "micro_batch" and standbys  # more batches: the kill waits for the copies
+    # zones in real time (micro-batch's rack-aware copies: the full matrix, the suite's time)
+    zones = bool(standbys) and (mode == "real_time" or bool(os.environ.get("KSPARK_FULL_MATRIX")))
     records = 2000 if copies else 3000
     f = soak.soak(broker, rounds=1, records=records, guarantee="exactly_once_v2", keys=KEYS,
                   seed=20261122, work_dir=str(tmp_path), victims=("executor",), max_delay_s=0,
                   max_offsets=500 if copies else 1500, slow_ms=1, mode=mode, standbys=standbys,
-                  zones=bool(standbys))
+                  zones=zones)
     (kill,) = f.kills
     assert kill.pids, "the app finished before its executor could be killed"
     assert kill.executors >= 2, f"expected 2 executor processes, saw {kill.executors}"
     assert kill.restarts == 0, "the run needed a restart after losing an executor"
     if copies:  # the lost executor's tasks went to the executor keeping their copies
         assert "which keeps a warm copy of its stores" in kill.output, kill.output[-4000:]
-    if standbys:
+    if zones:
         _assert_copies_in_other_zones(kill.output)
     assert (f.duplicates, f.lost, f.wrong, f.open_transactions, f.disordered) == (0, 0, 0, 0, 0), f
     (root,) = tmp_path.glob("kspark-soak-*")
