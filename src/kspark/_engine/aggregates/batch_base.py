@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import struct
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -76,7 +77,7 @@ def counts_in_order(keys: Sequence[bytes | None], stamps: Sequence[int]
     return seen
 
 
-class BatchBase:
+class BatchBase(ABC):
     """A task's counting node and its store's record cache, run a batch at a time.
 
     Subclasses say which records the node drops (:meth:`dropped`), fold the batch into
@@ -106,18 +107,18 @@ class BatchBase:
         self.dropped(task, raws, keys)
         return True
 
+    @abstractmethod
     def entries(self, raws: list[RawRecord], keys: list[bytes | None]) -> dict[bytes, list[int]]:
         """The store entries the batch updates: their bytes -> [records, largest timestamp],
         in the order of each entry's last update."""
-        raise NotImplementedError
 
+    @abstractmethod
     def write(self, entries: dict[bytes, list[int]]) -> None:
         """Each entry's new count into the cache, once, in ``entries``' order."""
-        raise NotImplementedError
 
+    @abstractmethod
     def dropped(self, task: Any, raws: list[RawRecord], keys: list[bytes | None]) -> None:
         """Count and log the records (or windows) the node drops, as it would."""
-        raise NotImplementedError
 
     def _keys(self, task: Any, raws: list[RawRecord]) -> list[bytes | None] | None:
         """Each record's key as the count sees it (None: a record it drops for a null key,
