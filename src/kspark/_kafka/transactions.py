@@ -39,6 +39,7 @@ from kspark.errors import (
     AuthorizationError,
     KafkaSecurityError,
     TaskFencedError,
+    TaskTimeoutError,
     TransactionTimeoutError,
     TransactionsUnavailableError,
     TransientKafkaError,
@@ -54,6 +55,9 @@ _COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_I
 
 
 _GRACE_S = 5.0  # beyond a call's own timeout, before it counts as hung
+# the abort after the cluster did not answer for task.timeout.ms: the broker aborts the
+# transaction anyway when the next attempt starts, so a full wait would only delay the error
+_ABORT_AFTER_OUTAGE_S = 1.0
 
 
 def _requires_abort(err: KafkaError) -> bool:
@@ -185,9 +189,9 @@ class TaskTransactions:
         if self.abandoned:  # a call that never returned: the next attempt fences this one
             return error
         error = self.producer.logged_denial() or error  # the cause behind a failed write
+        wait_s = _ABORT_AFTER_OUTAGE_S if isinstance(error, TaskTimeoutError) else self._timeout_s
         try:
-            bounded_call(self.producer.client.abort_transaction, (self._timeout_s,),
-                         self._timeout_s + _GRACE_S)
+            bounded_call(self.producer.client.abort_transaction, (wait_s,), wait_s + _GRACE_S)
         except CallHungError:
             self._abandon()
             return error
