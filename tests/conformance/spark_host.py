@@ -26,7 +26,7 @@ from typing import Any
 
 from kspark import KafkaStreams, QueryableStoreTypes, StoreQueryParameters, StreamsBuilder
 from kspark._graph.subtopology import sub_topologies
-from kspark._spark.source import _cap
+from kspark._spark.batch_cut import cap_by_lag, cap_by_time
 from tests.conformance.generate import scenario
 from tests.conformance.lang import L, S, build
 from tests.conformance.reference import run_java
@@ -91,8 +91,8 @@ def _spark_order(lines: list[str], per_trigger: int) -> tuple[list[str], int, bo
     """The scenario's input lines in the order kspark on Spark processes them, how many
     micro-batches its longest source takes, and whether its output comes from a stage fed
     by a repartition topic; None if the order depends on more than the input topics (see
-    docs/conformance.md). Batches are cut by the reader's own ``_cap``; the merge within
-    a batch is written out here, as the rule the comparison relies on."""
+    docs/conformance.md). Batches are cut by the reader's own rules (``batch_cut.py``); the
+    merge within a batch is written out here, as the rule the comparison relies on."""
     subs = sub_topologies(build(lines).builder.build()._graph)
     if any(st.fed_topics and len(st.fed_topics) + len(st.user_topics) > 1 for st in subs):
         return None  # a task merges a repartition topic with another input
@@ -107,11 +107,28 @@ def _spark_order(lines: list[str], per_trigger: int) -> tuple[list[str], int, bo
         start = {t: {"0": 0} for t in topics}
         n = 0
         while start != ends:  # one source's micro-batches, as KafkaStreamReader cuts them
-            end = _cap(start, ends, per_trigger)
+            end = _cut(queues, topics, start, ends, per_trigger)
             order += _merge([queues[t][start[t]["0"]:end[t]["0"]] for t in topics])
             start, n = end, n + 1
         batches = max(batches, n)
     return [" ".join(t) for t in order], batches, any(st.fed_topics for st in subs)
+
+
+def _cut(queues: dict[str, list[list[str]]], topics: list[str], start: dict, ends: dict,
+         per_trigger: int) -> dict:
+    """Where KafkaStreamReader ends the next micro-batch of a source of ``topics`` (their
+    records in ``queues``): by lag for one topic, by time for several, with Kafka's
+    ListOffsets answers taken from the queues."""
+    if len(topics) < 2:
+        return cap_by_lag(start, ends, per_trigger)
+    stamps = {t: [int(r[4]) for r in queues[t]] for t in topics}
+
+    def first_at(c: int) -> dict:
+        return {(t, 0): next((i for i, x in enumerate(v) if x >= c), None)
+                for t, v in stamps.items()}
+
+    newest = max((x for v in stamps.values() for x in v), default=None)
+    return cap_by_time(start, ends, per_trigger, first_at, newest)
 
 
 def _merge(queues: list[list[list[str]]]) -> list[list[str]]:

@@ -679,3 +679,45 @@ def test_a_batch_run_ends_with_the_complete_foreign_key_join(broker, spark, admi
     table = lambda rows: {k: v for k, v in rows.items() if v is not None}  # noqa: E731
     assert {v: table(got[v]) for v in outs} == {v: table(last[v]) for v in outs}
     assert last["join"]["k5"] == "a5':u5+c5" and last["left"]["k9"] == "a9:u8+c8"
+
+
+def _join_ahead_of_table(b, table_topic, stream_topic, dst):
+    table = b.table(table_topic, key_serde=S, value_serde=S)
+    b.stream(stream_topic, key_serde=S, value_serde=S).join(
+        table, lambda v, t: f"{v}@{t}").to(dst, key_serde=S, value_serde=S)
+
+
+@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
+def test_a_stream_table_join_never_runs_ahead_of_a_table_still_being_read(
+        mode, broker, spark, admin, topic_name, app_config):
+    """A table topic written wholly before a stream whose records are later in time (in
+    micro-batches of 100 records, or polled by a real-time thread as they come):
+    every stream record joins the table as Kafka Streams, which waits for a partition with
+    records still on the broker, joins it: with the table's rows before it in time applied.
+    Cut by lag, a micro-batch held stream records at 1201-1299 with table rows up to 1098."""
+    table_t, stream_t, dst = (topic_name("ahead-table"), topic_name("ahead-stream"),
+                              topic_name("ahead-out"))
+    admin.create_topics({table_t: 2, stream_t: 2, dst: 2})
+    # (not from 0: a record produced with timestamp 0 gets the producer's clock)
+    table = [(f"k{i % 10}", f"t{i}", 1000 + 2 * i) for i in range(200)]  # 1000..1398
+    stream = [(f"k{i % 10}", f"s{i}", 1201 + 2 * i) for i in range(200)]  # 1201..1599, odd
+    p = Producer({"bootstrap.servers": broker, "partitioner": "murmur2_random",
+                  "enable.idempotence": True})
+    for topic, recs in ((table_t, table), (stream_t, stream)):
+        for k, v, ts in recs:
+            p.produce(topic, key=k.encode(), value=v.encode(), timestamp=ts)
+        p.flush(10)
+    b = StreamsBuilder()
+    _join_ahead_of_table(b, table_t, stream_t, dst)
+    extra = {"max_offsets_per_trigger": 100} if mode == "micro_batch" else {}
+    _run(b.build(), app_config(execution_mode=mode, **extra), spark)
+    b = StreamsBuilder()
+    _join_ahead_of_table(b, table_t, stream_t, dst)
+    with TopologyTestDriver(b.build()) as d:  # everything present: Java's timestamp order
+        tin, sin = d.create_input_topic(table_t, S, S), d.create_input_topic(stream_t, S, S)
+        for topic, k, v, ts in sorted([(tin, *r) for r in table] + [(sin, *r) for r in stream],
+                                      key=lambda r: r[3]):
+            topic.pipe_input(k, v, ts)
+        want = sorted(d.create_output_topic(dst, S, S).read_key_values_to_list())
+    got = sorted((m.key().decode(), m.value().decode()) for m in consume_all(broker, dst, 200))
+    assert len(want) == 200 and got == want

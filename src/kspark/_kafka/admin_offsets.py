@@ -80,11 +80,21 @@ class OffsetAdmin:
                                    None, none_ok=True)
         return {tp: offset if offset >= 0 else None for tp, offset in found.items()}
 
+    def newest_timestamp(self, partitions: Iterable[tuple[str, int]]) -> int | None:
+        """The largest record timestamp in ``partitions`` (KIP-734's max timestamp; None:
+        they hold no record)."""
+        from confluent_kafka.admin import OffsetSpec
+
+        found = self._list_offsets(partitions, OffsetSpec.max_timestamp(), True, None,
+                                   none_ok=True, value="timestamp")
+        return max((ts for ts in found.values() if ts >= 0), default=None)
+
     def _list_offsets(self, partitions: Iterable[tuple[str, int]], spec: Any, committed: bool,
-                      patience_s: float | None, none_ok: bool = False
+                      patience_s: float | None, none_ok: bool = False, value: str = "offset"
                       ) -> dict[tuple[str, int], int]:
         """ListOffsets of ``spec`` for each partition, retried as :meth:`end_offsets` says
-        (``none_ok``: -1, "no such record" for a timestamp, is an answer)."""
+        (``none_ok``: -1, "no such record" for a timestamp, is an answer); ``value``: the
+        answer's offset or its record's timestamp."""
         from confluent_kafka import IsolationLevel
 
         isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
@@ -99,7 +109,8 @@ class OffsetAdmin:
             failed: Any = None
             for tp, fut in res.items():
                 try:
-                    offset = fut.result(timeout=self.timeout_s + 1).offset
+                    info = fut.result(timeout=self.timeout_s + 1)
+                    offset = info.offset
                 except KafkaException as e:
                     failed = self._offset_error(tp, e.args[0], missing)
                     continue
@@ -108,7 +119,7 @@ class OffsetAdmin:
                     self.renew()
                     break
                 if offset >= 0 or (none_ok and offset == -1):  # -1001: not known yet
-                    out[(tp.topic, tp.partition)] = offset
+                    out[(tp.topic, tp.partition)] = getattr(info, value)
                     todo.discard((tp.topic, tp.partition))
                 else:
                     failed = KafkaError(KafkaError.OFFSET_NOT_AVAILABLE,

@@ -22,11 +22,11 @@ from pyspark.sql.types import StructType
 
 from kspark._kafka.settings import ClientSettings
 from kspark._plan.options import OPTION, SourceOptions
+from kspark._spark.batch_cut import Offsets, cap_by_lag, cap_by_time
 from kspark._spark.wire import SOURCE_ARROW_SCHEMA, SOURCE_SCHEMA, TaskMarker, marker_batch
 
 __all__ = ["KafkaDataSource", "source_for", "TaskInput"]
 
-Offsets = dict[str, dict[str, int]]
 log = logging.getLogger("kspark")
 
 # A topology with delayed records (KIP-311) pins a clock in each micro-batch's offsets: this
@@ -193,8 +193,19 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ends = {t: {p: max(e, start.get(t, {}).get(p, 0)) for p, e in parts.items()}
                 for t, parts in ends.items()}
         if isinstance(limit, ReadMaxRows) and not isinstance(limit, ReadAllAvailable):
-            ends = _cap(start, ends, limit.max_rows)
+            ends = self._cap(start, ends, limit.max_rows)
         return {**ends, **pinned}
+
+    def _cap(self, start: Offsets, ends: Offsets, max_rows: int) -> Offsets:
+        """The batch within ``max_rows`` records: cut by time where the source's tasks merge
+        several topics, else by lag (see ``batch_cut.py``)."""
+        if len(ends) < 2 or sum(e - start.get(t, {}).get(p, 0) for t, parts in ends.items()
+                                for p, e in parts.items()) <= max_rows:
+            return cap_by_lag(start, ends, max_rows)
+        admin = self._admin()
+        tps = [(t, int(p)) for t, parts in ends.items() for p in parts]
+        return cap_by_time(start, ends, max_rows, lambda c: admin.offsets_for_time(tps, c),
+                           admin.newest_timestamp(tps))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_offsets)
@@ -248,21 +259,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._purged.update(before)
             except KSparkError as e:
                 log.warning("could not purge the records read of %s: %s", sorted(self.looped), e)
-
-
-def _cap(start: Offsets, ends: Offsets, max_rows: int) -> Offsets:
-    """Limit the batch to ``max_rows`` records, shared among partitions in proportion to lag."""
-    lags = {(t, p): e - start.get(t, {}).get(p, 0)
-            for t, parts in ends.items() for p, e in parts.items()}
-    total = sum(lags.values())
-    if total <= max_rows:
-        return ends
-    out: Offsets = {t: {} for t in ends}
-    for (t, p), lag in lags.items():
-        s = start.get(t, {}).get(p, 0)
-        share = lag * max_rows // total
-        out[t][p] = s + (max(1, share) if lag > 0 else 0)
-    return out
 
 
 def _to_arrow(msgs: list) -> pa.RecordBatch:
