@@ -4,7 +4,8 @@ A running application's driver is the one member of the consumer group
 ``<application.id>-kspark-instance`` (the group only marks presence: it reads nothing).
 A second start, on any host, finds that member and is refused with an error naming it. A
 driver that died without leaving stays a member for ``session.timeout.ms`` (6 s): a start
-waits that long for it to expire before refusing.
+waits for it to expire (up to 26 s) before refusing, except where the member is an instance
+on the same host whose process is alive: that one is refused at once.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from kspark._kafka.settings import ClientSettings, as_settings
 from kspark.errors import InstanceAlreadyRunningError, KSparkError
 
 __all__ = ["InstanceGuard"]
+
+_HELD: set[str] = set()  # the names of the instances this process runs (acquired, not released)
 
 SESSION_TIMEOUT_MS = 6000  # the broker's group.min.session.timeout.ms by default
 
@@ -68,11 +71,28 @@ class InstanceGuard:
             return []  # no such group yet
         return [f"{m.client_id} (host {m.host})" for m in desc.members]
 
+    def running_here(self, members: list[str]) -> bool:
+        """Whether one of ``members`` is known alive without waiting for its membership to
+        expire: an instance this process holds, or one on this host in another live
+        process. Not this process's id held by no instance of it: a restarted container
+        may reuse a killed driver's host name and process id (pid 1)."""
+        here = f"{socket.gethostname()}:"
+        for m in members:
+            name = m.removeprefix("kspark-instance@").split(" ", 1)[0]  # host:pid:tag
+            if not (m.startswith("kspark-instance@") and name.startswith(here)):
+                continue
+            pid = name[len(here):].split(":", 1)[0]
+            if name in _HELD or (pid.isdigit() and int(pid) != os.getpid()
+                                 and _process_alive(int(pid))):
+                return True
+        return False
+
     def acquire(self) -> None:
         """Join the group, unless another instance is a member: then raise, naming it."""
         deadline = time.monotonic() + (SESSION_TIMEOUT_MS + 20000) / 1000
         others = self.members()
-        while others and time.monotonic() < deadline:  # a dead driver's membership expires
+        while others and not self.running_here(others) and time.monotonic() < deadline:
+            # a dead driver's membership expires
             time.sleep(0.5)
             others = self.members()
         if others:
@@ -103,6 +123,7 @@ class InstanceGuard:
         self._thread = threading.Thread(target=self._keep_alive, daemon=True,
                                         name=f"kspark-instance-{self.app_id}")
         self._thread.start()
+        _HELD.add(self.name)
 
     def _refused(self, err: KafkaError) -> None:
         denied = authorization_for(self.settings, err.code(), err.str(), {
@@ -118,6 +139,7 @@ class InstanceGuard:
     def release(self) -> None:
         """Leave the group (at close): another instance may start at once."""
         self._stop.set()
+        _HELD.discard(self.name)
         if self._thread is not None:
             self._thread.join(5)
         if self._consumer is not None:
@@ -130,3 +152,14 @@ class InstanceGuard:
             f"consumer group {self.group!r}. Stop that instance first (close() or kill it; a "
             f"killed one is forgotten after {SESSION_TIMEOUT_MS // 1000} s), or give this one "
             "another application.id")
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (it may belong to another user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
