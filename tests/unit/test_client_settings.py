@@ -154,3 +154,12 @@ def test_the_default_state_dir_is_per_user():
     import getpass
 
     assert StreamsConfig(BASE)["state.dir"].endswith(f"kspark-{getpass.getuser()}")
+
+
+@pytest.mark.parametrize("kind", ["consumer", "restore.consumer"])
+def test_a_consumer_fetches_again_as_soon_as_its_queue_drains_unless_the_user_says(kind):
+    # librdkafka's default holds a partition's fetch back a whole second once its queue is full
+    assert settings().conf(kind)["fetch.queue.backoff.ms"] == 5
+    assert settings(**{"consumer.fetch.queue.backoff.ms": 200}).conf(kind)[
+        "fetch.queue.backoff.ms"] == 200
+    assert "fetch.queue.backoff.ms" not in settings().conf("producer")
