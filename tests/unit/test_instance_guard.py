@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 from kspark._kafka import instance
 from kspark._kafka.instance import InstanceGuard
@@ -39,6 +40,23 @@ def test_a_killed_drivers_membership_on_this_host_is_waited_for():
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     assert not _guard().running_here([_member(socket.gethostname(), dead.pid)])
+
+
+def test_a_killed_driver_its_parent_has_not_reaped_is_waited_for():
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])  # not waited for: a zombie
+    try:
+        deadline = time.monotonic() + 30
+        while _state(zombie.pid) != b"Z":
+            assert time.monotonic() < deadline, "the child never exited"
+            time.sleep(0.01)
+        assert not _guard().running_here([_member(socket.gethostname(), zombie.pid)])
+    finally:
+        zombie.wait()
+
+
+def _state(pid: int) -> bytes:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return f.read().rsplit(b")", 1)[1].split()[0]
 
 
 def test_an_instance_on_another_host_is_waited_for():

@@ -155,11 +155,17 @@ class InstanceGuard:
 
 
 def _process_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host (it may belong to another user)."""
+    """Whether process ``pid`` runs on this host (it may belong to another user): not a
+    killed driver that its parent has not reaped yet (a zombie keeps its process id)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc to ask (not Linux): the signal found it
+    return state not in (b"Z", b"X")
