@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-__all__ = ["Offsets", "cap_by_lag", "cap_by_time", "cut_at"]
+__all__ = ["Offsets", "cap_by_lag", "cap_by_time", "cut_at", "rows"]
 
 Offsets = dict[str, dict[str, int]]
 # the first offset of each (topic, partition) whose record's timestamp is at or after a
@@ -69,8 +69,13 @@ def cut_at(start: Offsets, ends: Offsets, first: Mapping[tuple[str, int], int | 
     return out
 
 
-def _rows(start: Offsets, cut: Offsets) -> int:
-    return sum(_lags(start, cut).values())
+def rows(start: Offsets, ends: Offsets) -> int:
+    """How many records a batch from ``start`` to ``ends`` holds.
+
+    >>> rows({"a": {"0": 2}}, {"a": {"0": 9, "1": 4}})
+    11
+    """
+    return sum(_lags(start, ends).values())
 
 
 def cap_by_time(start: Offsets, ends: Offsets, max_rows: int, first_at: FirstAt,
@@ -88,21 +93,21 @@ def cap_by_time(start: Offsets, ends: Offsets, max_rows: int, first_at: FirstAt,
     ...             first, 7)  # before 2: s's 1 and t's 1 (at least half the cap: done)
     {'s': {'0': 1}, 't': {'0': 1}}
     """
-    if _rows(start, ends) <= max_rows:
+    if rows(start, ends) <= max_rows:
         return ends
     if newest is None:
         return cap_by_lag(start, ends, max_rows)
     lo, hi = 0, newest + 1  # rows before lo: within the cap; before hi: all, above it
     best = cut_at(start, ends, first_at(lo))
-    if _rows(start, best) > max_rows:
+    if rows(start, best) > max_rows:
         return cap_by_lag(start, ends, max_rows)
     for _ in range(_MAX_PROBES):
-        if hi - lo <= 1 or 2 * _rows(start, best) >= max_rows:
+        if hi - lo <= 1 or 2 * rows(start, best) >= max_rows:
             break
         mid = (lo + hi) // 2
         cut = cut_at(start, ends, first_at(mid))
-        if _rows(start, cut) <= max_rows:
+        if rows(start, cut) <= max_rows:
             lo, best = mid, cut
         else:
             hi = mid
-    return best if _rows(start, best) > 0 else cap_by_lag(start, ends, max_rows)
+    return best if rows(start, best) > 0 else cap_by_lag(start, ends, max_rows)

@@ -22,7 +22,7 @@ from pyspark.sql.types import StructType
 
 from kspark._kafka.settings import ClientSettings
 from kspark._plan.options import OPTION, SourceOptions
-from kspark._spark.batch_cut import Offsets, cap_by_lag, cap_by_time
+from kspark._spark.batch_cut import Offsets, cap_by_lag, cap_by_time, rows
 from kspark._spark.wire import SOURCE_ARROW_SCHEMA, SOURCE_SCHEMA, TaskMarker, marker_batch
 
 __all__ = ["KafkaDataSource", "source_for", "TaskInput"]
@@ -199,8 +199,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _cap(self, start: Offsets, ends: Offsets, max_rows: int) -> Offsets:
         """The batch within ``max_rows`` records: cut by time where the source's tasks merge
         several topics, else by lag (see ``batch_cut.py``)."""
-        if len(ends) < 2 or sum(e - start.get(t, {}).get(p, 0) for t, parts in ends.items()
-                                for p, e in parts.items()) <= max_rows:
+        if len(ends) < 2 or rows(start, ends) <= max_rows:  # within the cap: no lookups
             return cap_by_lag(start, ends, max_rows)
         admin = self._admin()
         tps = [(t, int(p)) for t, parts in ends.items() for p in parts]
