@@ -17,7 +17,7 @@ from kspark._graph.subtopology import sub_topologies
 from kspark._host.context import HostContext
 from kspark._host.port import Output
 from kspark._host.rules import COMMIT_STEPS
-from kspark._host.task import HostedTask
+from kspark._host.task_manager import TaskManager
 from kspark._plan.plan import StagePlan
 from kspark.config import StreamsConfig
 from kspark.errors import TaskFencedError
@@ -144,10 +144,18 @@ def _record(i):
     return RawRecord(SRC, 0, i, 1000 + i, b"k", f"v{i}".encode(), ())
 
 
+WORKER = TaskManager()  # one worker: what one test's tasks keep, the next of them takes
+
+
+@pytest.fixture(autouse=True)
+def _fresh_worker():
+    WORKER.kept.clear("tasks")
+
+
 def _open(ctx, io, batch, fence=False):
     """A task opened as a driver opens it: a micro-batch (``("q", n)``) begins batch n at
     once; a real-time epoch (``("run", 0)``) begins ``("run", 1)`` at its first record."""
-    t = HostedTask(ctx, 0, io)
+    t = WORKER.hosted(ctx, 0, io)
     producer = t.open(batch, fence)
     t.acquire(producer)
     if batch[0] == "q":
@@ -272,7 +280,7 @@ def test_a_kept_task_is_rebuilt_when_another_worker_committed_since(tmp_path, eo
     kafka = FakeKafka()
     ctx = _context(tmp_path, eos)
     _micro_batch(ctx, FakeIO(kafka, eos), 0, [0])
-    elsewhere = HostedTask(ctx, 0, FakeIO(kafka, eos))  # another worker's commit
+    elsewhere = TaskManager().hosted(ctx, 0, FakeIO(kafka, eos))  # another worker's commit
     from kspark._kafka.transactions import Marker
     kafka.marker = Marker("q", 1, None, kafka.marker.progress, producer="another", where="x:/y")
     io = FakeIO(kafka, eos)

@@ -19,7 +19,7 @@ from kspark._engine.state.checkpoint import write_checkpoint
 from kspark._graph.subtopology import sub_topologies
 from kspark._host.context import HostContext
 from kspark._host.query_host import QueryHost, query_host
-from kspark._host.task import HostedTask
+from kspark._host.task_manager import task_manager
 from kspark._plan.plan import StagePlan
 from kspark.config import StreamsConfig
 from kspark.state import Stores
@@ -83,7 +83,7 @@ def _record(i, key="k"):
 
 
 def _open(ctx, io, n):
-    t = HostedTask(ctx, 0, io)
+    t = task_manager().hosted(ctx, 0, io)
     t.acquire(t.open(("q", n)))
     t.begin(("q", n))
     return t

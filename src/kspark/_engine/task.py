@@ -159,6 +159,24 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
                                        if isinstance(n.processor, AsyncProcessor))
         self._batch_count = plan_batch_count(self)
 
+    def begin_interval(self, collector: RecordCollector, partition_counts: dict[str, int],
+                       batch: tuple[str, int] | None, clock_ms: int | None) -> None:
+        """What a host hands the task for one interval (a micro-batch, a commit interval):
+        the ``collector`` its sinks write to, the sink topics' ``partition_counts``, the
+        ``batch`` stamp of its changelog records, and the micro-batch's pinned clock
+        (``clock_ms``; None: the wall clock) for delayed processing.
+
+        >>> from kspark._engine.collector import MemoryCollector
+        >>> t = StreamTask("0_0", {}, [], {}, MemoryCollector())
+        >>> t.begin_interval(MemoryCollector(), {"out": 3}, ("q", 7), 1000)
+        >>> t.partition_counts, t.batch, t.batch_clock_ms
+        ({'out': 3}, ('q', 7), 1000)
+        """
+        self.collector = collector
+        self.partition_counts = partition_counts
+        self.batch = batch
+        self.batch_clock_ms = clock_ms
+
     @property
     def async_nodes(self) -> tuple[ProcessorNode, ...]:
         """The nodes whose processor is an :class:`AsyncProcessor`, upstream first (a host

@@ -14,7 +14,7 @@ from typing import Any
 
 from kspark._engine.state.build import changelog_topic
 from kspark._graph.graph import TopologyGraph
-from kspark._host.hooks import TaskHooks
+from kspark._host.hooks import TaskHooks, installed_task_hooks
 from kspark._kafka.settings import as_settings
 from kspark.config import EXACTLY_ONCE_V2, checkpoint_location
 
@@ -25,12 +25,13 @@ class HostContext:
     """What every task of one sub-topology shares; travels to the workers by value.
 
     ``plan``: the sub-topology's ``StagePlan`` (its nodes, fed topics, partition counts and
-    first marker partition)."""
+    first marker partition); ``hooks``: a test's, by default those installed in the
+    (driver) process making the context (``hooks.install_task_hooks``)."""
 
     def __init__(self, graph: TopologyGraph, config: dict[str, Any], plan: Any,
                  hooks: TaskHooks | None = None):
         self.graph, self.config, self.plan = graph, config, plan
-        self.hooks = hooks or TaskHooks()
+        self.hooks = hooks if hooks is not None else installed_task_hooks()
         self.settings = as_settings(config)  # every client's settings (security included)
         self.app_id = config["application.id"]
         self.eos = config["processing.guarantee"] == EXACTLY_ONCE_V2

@@ -1,8 +1,9 @@
 """Hooks a test injects into the Spark host's task lifecycle (faults, mostly).
 
-Production code reads no test switch: a stage carries the :class:`TaskHooks` it was given
-when it was built (by value, to every worker). A test installs hooks in the driver before
-it starts an application; stages built after that carry them.
+Production code reads no test switch: a stage (micro-batch) or a stream thread's job
+(real-time) carries the :class:`TaskHooks` of its ``HostContext``, given when it was made
+(by value, to every worker). A test installs hooks in the driver before it starts an
+application; contexts made after that carry them.
 
 Example:
     >>> hook = FailAfterCommit(("0_1:3",))
@@ -27,8 +28,12 @@ AfterCommit = Callable[[str, "tuple[str, int] | None", int], None]
 
 @dataclass(frozen=True)
 class TaskHooks:
-    """``after_commit``: called once a task's batch is committed, before Spark hears of it
-    (raising there is an executor that died right after committing)."""
+    """``after_commit``: called at the end of each commit of a task
+    (``HostedTask.commit``, in both execution modes), before the driver hears of it
+    (raising there is an executor that died right after committing). It is told the task
+    id, the commit's stamp and the attempt: micro-batch, (query id, batch id) and Spark's
+    attempt number of the task; real-time, (the thread's run, the commit's number in it)
+    and 0."""
 
     after_commit: AfterCommit | None = None
 

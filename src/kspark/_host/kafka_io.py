@@ -17,7 +17,7 @@ from kspark._kafka.transactions import (Marker, TaskTransactions, encode_marker,
                                         read_marker, task_transactions)
 from kspark._worker import registry
 
-__all__ = ["KafkaTaskIO", "DISCARD"]
+__all__ = ["KafkaTaskIO", "DISCARD", "kafka_task_io"]
 
 TP = tuple[str, int]
 
@@ -95,10 +95,7 @@ class KafkaTaskIO:
         return checkpoint_task(task, self.ctx.builders, host=host, settings=self.ctx.settings)
 
 
-def kafka_hosted_task(ctx: HostContext, partition: int) -> Any:
-    """Task ``partition`` of ``ctx``'s sub-topology, reaching Kafka through :class:`KafkaTaskIO`
-    (the one way both drivers make a hosted task)."""
-    from kspark._host.task import HostedTask
-
-    return HostedTask(ctx, partition, KafkaTaskIO(ctx, f"{ctx.plan.stage}_{partition}",
-                                                  ctx.plan.first_marker + partition))
+def kafka_task_io(ctx: HostContext, partition: int) -> KafkaTaskIO:
+    """The port of task ``partition`` of ``ctx``'s sub-topology (the one way both drivers'
+    tasks reach Kafka: ``task_manager.TaskManager`` hands it to each task it makes)."""
+    return KafkaTaskIO(ctx, f"{ctx.plan.stage}_{partition}", ctx.plan.first_marker + partition)

@@ -1,8 +1,11 @@
-"""The task runtime's port to Kafka: what a hosted task asks of the cluster, and nothing else.
+"""The task runtime's ports: what a hosted task asks of the cluster, and of its worker.
 
-:class:`~kspark._host.kafka_io.KafkaTaskIO` implements it over confluent-kafka; the unit
-tests implement it in memory (``tests/unit/test_hosted_task.py``), so every transition of
-the lifecycle is tested without a broker.
+:class:`TaskIO` is what it asks of Kafka: :class:`~kspark._host.kafka_io.KafkaTaskIO`
+implements it over confluent-kafka; the unit tests implement it in memory
+(``tests/unit/test_hosted_task.py``), so every transition of the lifecycle is tested without
+a broker. The rest is what its worker hands it (``task_manager.py``): where tasks are kept
+between batches (:class:`TaskShelf`), who answers interactive queries for them
+(:class:`QueryListener`), and what the task's records go to (:class:`CountingCollector`).
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["TaskIO", "Output", "Transaction"]
+__all__ = ["TaskIO", "Output", "Transaction", "CountingCollector", "TaskShelf",
+           "QueryListener"]
 
 TP = tuple[str, int]
 
@@ -70,4 +74,49 @@ class TaskIO(Protocol):
 
     def checkpoint(self, task: Any, host: Any) -> dict[TP, int]:
         """Write the task's local checkpoint after a commit; the changelog ends."""
+        ...
+
+
+class CountingCollector(Protocol):
+    """A task's record collector (``_spark/routing.py::RoutingCollector`` in both modes),
+    counting what it sent: ``sent`` records to Kafka, of which ``logged`` to changelogs."""
+
+    sent: int
+    logged: int
+
+    def send(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int,
+             headers: Any, partition: int | None) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+class TaskShelf(Protocol):
+    """Where a worker keeps tasks between its batches or epochs (key: application id, task
+    id), each with its host state."""
+
+    def take(self, key: tuple[str, str]) -> tuple[Any, Any] | None:
+        """The task kept under ``key`` and its host state, removed; None if none is."""
+        ...
+
+    def keep(self, key: tuple[str, str], task: Any, host: Any) -> None: ...
+
+
+class QueryListener(Protocol):
+    """Who answers interactive queries for a worker's tasks (``query_host.py::QueryHost``),
+    told what happens to each."""
+
+    def hold(self, hosted: Any, task: Any = None, restoring: bool = False) -> None:
+        """``hosted``'s task (or ``task``, while it restores) answers from here now."""
+        ...
+
+    def drop(self, app_id: str, task_id: str) -> None:
+        """The task's stores close: nothing is answered for it here any more."""
+        ...
+
+    def committed(self, hosted: Any) -> None:
+        """After a commit (under the task's lock): the position it reflects."""
+        ...
+
+    def to_disk(self, hosted: Any, task: Any) -> None:
+        """``hosted``'s ``task`` closes its persistent stores: answer from their files."""
         ...

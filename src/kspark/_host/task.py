@@ -16,8 +16,12 @@ Kafka Streams' ``StreamTask`` does between its thread's commits:
 6. :meth:`~HostedTask.abort` on any failure, or :meth:`~HostedTask.release` at the end.
 
 The micro-batch driver runs 1-6 once per micro-batch; the real-time loop runs 1-2 once per
-epoch and 3-5 once per commit interval. Kafka is reached only through the
-:class:`~kspark._host.port.TaskIO` port.
+epoch and 3-5 once per commit interval. A task reaches only what it is handed when it is
+made (by its worker's :class:`~kspark._host.task_manager.TaskManager`): Kafka through the
+:class:`~kspark._host.port.TaskIO` port, the worker's kept tasks through a
+:class:`~kspark._host.port.TaskShelf`, interactive queries through a
+:class:`~kspark._host.port.QueryListener`, and the application's test hooks (``after_commit``
+runs at the end of every commit, in both modes).
 """
 
 from __future__ import annotations
@@ -29,14 +33,13 @@ from kspark._engine.async_.metrics import async_metrics
 from kspark._engine.state.build import bottom, discard_buffered
 from kspark._graph.instantiate import build_task
 from kspark._host.context import HostContext
-from kspark._host.port import Output, TaskIO
+from kspark._host.hooks import TaskHooks
+from kspark._host.port import CountingCollector, Output, QueryListener, TaskIO, TaskShelf
 from kspark._host.metrics import TaskMetrics
-from kspark._host.query_host import query_host
 from kspark._host.rules import keep_if_current
 from kspark._host.standby import promote_standby
 from kspark._host.state import TaskHostState, moved, state_location
 from kspark._kafka.transactions import Marker
-from kspark._worker import registry
 from kspark.errors import TaskFencedError
 
 __all__ = ["HostedTask"]
@@ -46,18 +49,22 @@ log = logging.getLogger("kspark")
 
 class HostedTask:
     """Task ``partition`` of ``ctx``'s sub-topology on this worker, reaching Kafka through
-    ``io``."""
+    ``io``, its worker's kept tasks through ``shelf``, and telling ``queries`` what happens
+    to it; ``hooks``: the application's test hooks, told ``attempt`` (Spark's attempt number
+    of a micro-batch's task; 0 in real-time mode). Made by ``TaskManager.hosted``."""
 
-    def __init__(self, ctx: HostContext, partition: int, io: TaskIO):
+    def __init__(self, ctx: HostContext, partition: int, io: TaskIO, *, shelf: TaskShelf,
+                 queries: QueryListener, hooks: TaskHooks, attempt: int = 0):
         self.ctx, self.partition, self.io = ctx, partition, io
+        self.shelf, self.queries, self.hooks, self.attempt = shelf, queries, hooks, attempt
         self.task_id = f"{ctx.plan.stage}_{partition}"
-        self.key = (ctx.app_id, self.task_id)  # in the worker's registry
+        self.key = (ctx.app_id, self.task_id)  # on the worker's shelf
         self.here = state_location(ctx.state_dir)
         self.out = Output(None, None)
         self.again = False  # the batch is one this task committed: restore from before it
         self.task: Any = None  # the engine's StreamTask, from acquire
         self.host = TaskHostState()
-        self.collector: Any = None
+        self.collector: Any = None  # a CountingCollector, from acquire
         self.kept = False  # reused from this worker's previous batch or epoch
         self.moved = False  # its last commit was made on another host or state directory
         self.kept_count = 0  # the kept task reused, not counted yet
@@ -93,34 +100,35 @@ class HostedTask:
         self.moved = moved(marker, self.here)
         return self.out.producer
 
-    def acquire(self, collector: Any, global_stores: dict[str, Any] | None = None) -> None:
+    def acquire(self, collector: CountingCollector,
+                global_stores: dict[str, Any] | None = None) -> None:
         """Take the task this worker kept if current, else build one writing to
         ``collector`` and restore it (``global_stores``: read-only, this worker's)."""
         self.collector = collector
-        self._sent, self._logged = collector.sent, getattr(collector, "logged", 0)
-        kept = registry().pop("tasks", self.key)
+        self._sent, self._logged = collector.sent, collector.logged
+        kept = self.shelf.take(self.key)
         if kept is not None:
             task, host = kept
             if keep_if_current(host.marker, self.marker, host.changelog_offsets,
                                lambda: self.io.changelog_ends(task), self.again):
                 self.task, self.host, self.kept = task, host, True
                 self.kept_count = 1
-                query_host().hold(self)
+                self.queries.hold(self)
                 return
             with host.lock:
-                query_host().drop(self.ctx.app_id, self.task_id)
+                self.queries.drop(self.ctx.app_id, self.task_id)
                 task.close()
         marker, ctx = self.marker, self.ctx
         if ctx.standbys:  # its warm copy on this disk, if fresher than its own stores
             promote_standby(ctx.state_dir, ctx.app_id, self.task_id)
         saved = None if marker is None else marker.previous if self.again else marker.progress
         self.task = build_task(
-            ctx.graph, self.task_id, ctx.config, collector, only=ctx.plan.nodes,
+            ctx.graph, self.task_id, ctx.config, self.collector, only=ctx.plan.nodes,
             batch_buffer=True, global_stores=global_stores,
             restore=lambda t: self._restore(t, saved))
         self.host.changelog_offsets = dict(self.task.restored or {})
         self.host.position = dict(self.host.changelog_offsets)
-        query_host().hold(self)
+        self.queries.hold(self)
         restored = self.host.take_restored()
         self._pending.restored_records += restored
         self._pending.restores += restored > 0
@@ -129,7 +137,7 @@ class HostedTask:
 
     def _restore(self, task: Any, saved: dict | None) -> Any:
         """Restore ``task``'s stores (queryable meanwhile only by stale queries)."""
-        query_host().hold(self, task, restoring=True)
+        self.queries.hold(self, task, restoring=True)
         return self.io.restore(task, self.batch, saved, self.again, self.host)
 
     # -- an interval ----------------------------------------------------------------------
@@ -145,11 +153,8 @@ class HostedTask:
             self.batch = batch
         elif self.batch is not None:
             self.batch = (self.batch[0], self.commits + 1)
-        task = self.task
-        task.collector = self.collector
-        task.partition_counts = self.ctx.plan.partition_counts
-        task.batch = self.batch
-        task.batch_clock_ms = clock
+        self.task.begin_interval(self.collector, self.ctx.plan.partition_counts, self.batch,
+                                 clock)
         if self.out.tx is not None:
             self.out.tx.begin()
         self._began = True
@@ -182,8 +187,9 @@ class HostedTask:
     def commit(self, force: bool = False) -> TaskMetrics | None:
         """Commit the interval (see ``rules.COMMIT_STEPS``): invalidate the checkpoint,
         flush; commit the transaction with the input offsets and the marker (exactly-once)
-        or the offsets with the marker (at-least-once); record the marker; checkpoint. None
-        when the interval did nothing and ``force`` is not set."""
+        or the offsets with the marker (at-least-once); record the marker; checkpoint; then
+        the hooks' ``after_commit``. None when the interval did nothing and ``force`` is not
+        set."""
         if not force and not self._dirty and self.collector.sent == self._sent:
             return None
         self.begin()
@@ -205,15 +211,18 @@ class HostedTask:
         with host.lock:  # until here a query reports the position before (it is behind)
             host.position = {**host.changelog_offsets,
                              **{tp: end - 1 for tp, end in self.inputs.items()}}
-            query_host().committed(self)
+            self.queries.committed(self)
         self._previous = marker.progress
         self.commits += 1
         self._began = self._dirty = False
-        return self._take_metrics()
+        done = self._take_metrics()
+        if self.hooks.after_commit is not None:  # a test's: a worker dying right after it
+            self.hooks.after_commit(self.task_id, self.batch, self.attempt)
+        return done
 
     def _take_metrics(self) -> TaskMetrics:
         out, self._pending = self._pending, TaskMetrics()
-        sent, logged = self.collector.sent, getattr(self.collector, "logged", 0)
+        sent, logged = self.collector.sent, self.collector.logged
         out.changelog_records = logged - self._logged
         out.records_out = sent - self._sent - out.changelog_records
         self._sent, self._logged = sent, logged
@@ -233,7 +242,7 @@ class HostedTask:
         it next restores it from its changelogs."""
         if self.task is not None:
             with self.host.lock:
-                query_host().drop(self.ctx.app_id, self.task_id)
+                self.queries.drop(self.ctx.app_id, self.task_id)
                 for store in self.task.stores.values():
                     discard_buffered(store)
                 self.task.close()
@@ -265,8 +274,8 @@ class HostedTask:
         left.streams = task.take_stats()  # a task with nothing to commit: its metrics exist
         if any(bottom(s).persistent for s in task.stores.values()):
             with self.host.lock:
-                query_host().to_disk(self, task)
+                self.queries.to_disk(self, task)
                 task.close()
         else:
-            registry().put("tasks", self.key, (task, self.host))
+            self.shelf.keep(self.key, task, self.host)
         return left

@@ -35,7 +35,9 @@ class RoutingCollector(RecordCollector):
     passed on in the markers of downstream tasks. ``shuffled=False`` (real-time mode): the
     fed-topic records go to Kafka too (repartition topics), each to the partition the
     engine computed, and no rows are kept. A fed topic without a route (a looped topic,
-    ``QueryPlan.looped``) goes to Kafka only.
+    ``QueryPlan.looped``) goes to Kafka only. It counts what it sends to Kafka (``sent``,
+    of which ``logged`` to the changelogs): the ``_host/port.py::CountingCollector`` a
+    hosted task takes, in both modes.
     """
 
     def __init__(self, producer: RecordCollector, plan: StagePlan, task_partition: int,
@@ -48,8 +50,8 @@ class RoutingCollector(RecordCollector):
         self.pins, self.clock = pins, clock
         self.shuffled = shuffled
         self.rows: list[tuple] = []
-        self.sent = 0  # records sent to Kafka
-        self.logged = 0  # of which to the changelogs (``changelogs``)
+        self.sent: int = 0  # records sent to Kafka
+        self.logged: int = 0  # of which to the changelogs (``changelogs``)
 
     def send_many(self, topic, records) -> None:
         """As one :meth:`send` each; to a topic no stage reads, in one call to the producer."""

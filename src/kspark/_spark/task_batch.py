@@ -5,21 +5,23 @@ micro-batch on a Spark worker.
 brings: the global offsets and the clock the micro-batch pinned (read from the task's
 markers), the Arrow rows in and out, and the replay of a batch an earlier attempt
 committed (it writes nothing and gives back, from :meth:`TaskBatch.replay_rows`, the rows
-the committed attempt fed downstream).
+the committed attempt fed downstream). Its task comes from the worker's task manager
+(``_host/task_manager.py``) and its Kafka ranges from a reader: a test hands it its own of
+both, and runs it with no broker and no Spark.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
 
 from kspark._engine.nodes import RawRecord
 from kspark._host.context import HostContext
-from kspark._host.kafka_io import kafka_hosted_task
+from kspark._host.task_manager import TaskManager, task_manager
 from kspark._kafka.clients import read_range
 from kspark._kafka.records import raw_records
 from kspark._spark.globals import global_state, pins_from_offset_log
@@ -28,21 +30,37 @@ from kspark._spark.routing import (Ordered, RoutingCollector, in_writer_order, r
 from kspark._spark.wire import Range, markers_in
 from kspark.errors import StreamsError
 
-__all__ = ["TaskBatch", "run_task_batch"]
+__all__ = ["TaskBatch", "run_task_batch", "RangeReader"]
 
 log = logging.getLogger("kspark")
+
+# (topic, partition, start, end) -> the records of the range, a few thousand at a time
+RangeReader = Callable[[str, int, int, int], Iterator[list[RawRecord]]]
+
+
+def kafka_reader(ctx: HostContext) -> RangeReader:
+    """The reader of ``ctx``'s Kafka ranges (read_committed)."""
+    def read(topic: str, partition: int, start: int, end: int) -> Iterator[list[RawRecord]]:
+        for msgs in read_range(ctx.settings, topic, partition, start, end, ctx.read_timeout_ms):
+            yield raw_records(msgs)
+    return read
 
 
 class TaskBatch:
     """Task ``partition`` of ``ctx``'s sub-topology over micro-batch ``batch`` (Spark query
     id, batch id; None outside a streaming query), attempt ``attempt``; a committed batch
-    sends its ``TaskMetrics`` to the control topic if ``report`` (``_kafka/task_reports.py``)."""
+    sends its ``TaskMetrics`` to the control topic if ``report`` (``_kafka/task_reports.py``).
+    ``tasks``: the worker's task manager (default: this process's); ``read``: the reader of
+    the task's Kafka ranges (default: :func:`kafka_reader`)."""
 
     def __init__(self, ctx: HostContext, partition: int, batch: tuple[str, int] | None,
-                 attempt: int = 0, report: bool = False):
+                 attempt: int = 0, report: bool = False, *, tasks: TaskManager | None = None,
+                 read: RangeReader | None = None):
         self.ctx, self.partition, self.batch, self.attempt = ctx, partition, batch, attempt
         self.report = report
-        self.hosted = kafka_hosted_task(ctx, partition)
+        manager = tasks if tasks is not None else task_manager()
+        self.hosted = manager.hosted(ctx, partition, attempt=attempt)
+        self.read_range = read if read is not None else kafka_reader(ctx)
         self.task_id = self.hosted.task_id
         self.pins: dict | None = None
         self.clock: int | None = None
@@ -129,15 +147,13 @@ class TaskBatch:
     def _read(self, ranges: list[Range]) -> Iterator[list[RawRecord]]:
         """The records of ``ranges`` from Kafka (read_committed), a few thousand at a time;
         each range's end becomes the offset to commit for its partition."""
-        ctx = self.ctx
         for topic, p, start, end in ranges:
-            for msgs in read_range(ctx.settings, topic, p, start, end, ctx.read_timeout_ms):
-                yield raw_records(msgs)
+            yield from self.read_range(topic, p, start, end)
             self.hosted.advance((topic, p), end)
 
     def commit(self) -> None:
-        """Commit the batch (``HostedTask.commit``), report its counts to the driver and
-        call the test hooks."""
+        """Commit the batch (``HostedTask.commit``, which calls the test hooks) and report
+        its counts to the driver."""
         done = self.hosted.commit(force=True)
         if self.report and done is not None:
             from kspark._kafka.task_reports import TaskReportSender
@@ -145,8 +161,6 @@ class TaskBatch:
             TaskReportSender.of(self.ctx.settings, self.ctx.app_id).send(
                 {"task": self.task_id, "batch": None if self.batch is None else self.batch[1],
                  "counts": done.to_dict()})
-        if self.ctx.hooks.after_commit is not None:
-            self.ctx.hooks.after_commit(self.task_id, self.batch, self.attempt)
 
     def release(self) -> None:
         self.hosted.release()
@@ -164,30 +178,35 @@ class TaskBatch:
         self.hosted.discard()
         return self.rows()
 
+    def run(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """The lifecycle over ``batches`` (the micro-batch's rows): open, acquire, process,
+        commit (or, for a batch committed already, replay), release; any failure aborts the
+        batch (the error raised: a fenced producer's when another attempt fenced this one).
+        Yields the rows it feeds downstream."""
+        batches = self.open(batches)
+        try:
+            if not self.acquire_task():
+                yield self.rows()
+                return
+            self.process(batches)
+            if self.replay:
+                rows = self.replay_rows()
+            else:
+                self.commit()
+        except BaseException as e:
+            cause = self.abort(e)
+            if cause is not e:
+                raise cause from None
+            raise
+        if not self.replay:
+            self.release()
+            rows = self.rows()
+        yield rows
+
 
 def run_task_batch(ctx: HostContext, partition: int, batches: Iterator[pa.RecordBatch],
                    batch: tuple[str, int] | None, attempt: int = 0,
                    report: bool = False) -> Iterator[pa.RecordBatch]:
-    """Run task ``partition`` over micro-batch ``batch``: the lifecycle of :class:`TaskBatch`.
-    Yields the rows it feeds downstream."""
-    tb = TaskBatch(ctx, partition, batch, attempt, report)
-    batches = tb.open(batches)
-    try:
-        if not tb.acquire_task():
-            yield tb.rows()
-            return
-        tb.process(batches)
-        if tb.replay:
-            rows = tb.replay_rows()
-        else:
-            tb.commit()
-    except BaseException as e:
-        cause = tb.abort(e)
-        if cause is not e:
-            raise cause from None
-        raise
-    if not tb.replay:
-        tb.release()
-        rows = tb.rows()
-    yield rows
-
+    """Run task ``partition`` over micro-batch ``batch`` (:meth:`TaskBatch.run`). Yields the
+    rows it feeds downstream."""
+    yield from TaskBatch(ctx, partition, batch, attempt, report).run(batches)

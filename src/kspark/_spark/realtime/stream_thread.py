@@ -13,17 +13,22 @@ the repartition records committed. It commits a last time and ends when the epoc
 the driver asks the run to stop. Any failure aborts every task's interval (their
 transactions) and is returned to the driver as the thread's error, naming the task
 (:func:`thread_job`): Spark itself retries only what it is for, a lost executor or Python
-worker."""
+worker. What the thread reaches the cluster and its worker through (its tasks' manager, its
+stop watch, metrics sender and consumer) is a :class:`ThreadClients`: a test hands it fakes
+and runs a thread with no broker and no Spark."""
 
 from __future__ import annotations
 
 import logging
 import traceback
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kspark._host.context import HostContext
 from kspark._host.task import HostedTask
+from kspark._host.task_manager import TaskManager, task_manager
 from kspark._kafka.stream_thread_clients import MetricsSender, StopWatch
 from kspark._spark.realtime.epoch import Epoch
 from kspark._spark.realtime.global_feed import GlobalFeed
@@ -34,9 +39,30 @@ from kspark._spark.realtime.thread_loop import (ThreadLoop, assign_consumer, ope
 from kspark._spark.realtime.thread_metrics import ThreadReporter
 from kspark.errors import KSparkError, StreamsError
 
-__all__ = ["Epoch", "run_stream_thread", "thread_job", "open_live_task"]
+__all__ = ["Epoch", "run_stream_thread", "thread_job", "open_live_task", "ThreadClients"]
 
 log = logging.getLogger("kspark")
+
+
+def _stop_watch(ctx: HostContext, epoch: Epoch) -> StopWatch:
+    return StopWatch(ctx.settings, ctx.app_id, epoch.control_begin, epoch.run, epoch.query)
+
+
+def _metrics_sender(ctx: HostContext, epoch: Epoch) -> MetricsSender:
+    return MetricsSender(ctx.settings, ctx.app_id, epoch.run)
+
+
+@dataclass(frozen=True)
+class ThreadClients:
+    """What a stream thread reaches its worker and the cluster through: ``tasks``, the
+    worker's task manager (None: this process's); ``watch`` and ``sender``, its view of the
+    control topic (a ``StopWatch``) and its metrics' sender, for a context and the epoch;
+    ``consumer``: its consumer, assigned its tasks' partitions (``assign_consumer``)."""
+
+    tasks: TaskManager | None = None
+    watch: Callable[[HostContext, Epoch], Any] = _stop_watch
+    sender: Callable[[HostContext, Epoch], Any] = _metrics_sender
+    consumer: Callable[[HostContext, int, Epoch, tuple[TaskSpec, ...]], Any] = assign_consumer
 
 
 def thread_job(contexts: dict[int, HostContext], index: int, epoch: Epoch
@@ -60,11 +86,12 @@ def thread_job(contexts: dict[int, HostContext], index: int, epoch: Epoch
                 "traceback": "".join(traceback.format_exception(e))}
 
 
-def run_stream_thread(contexts: dict[int, HostContext], index: int,
-                      epoch: Epoch) -> dict[str, Any]:
+def run_stream_thread(contexts: dict[int, HostContext], index: int, epoch: Epoch,
+                      clients: ThreadClients = ThreadClients()) -> dict[str, Any]:
     """Run thread ``index`` for one epoch (``contexts``: per sub-topology); its counts
     (records in and out, commits)."""
     ctx = next(iter(contexts.values()))
+    manager = clients.tasks if clients.tasks is not None else task_manager()
     specs = epoch.mine(index)
     # Each attempt of the thread stamps its commits and changelog records with a run of its
     # own: a retried attempt of the same epoch (Spark retries a task lost with its executor)
@@ -72,8 +99,8 @@ def run_stream_thread(contexts: dict[int, HostContext], index: int,
     # skips the records stamped by its own run: see recovery.stamped_by_this_batch_or_later)
     attempt_run = f"{epoch.run}.{uuid.uuid4().hex[:8]}"
     tasks: dict[TaskSpec, HostedTask] = {}
-    watch = StopWatch(ctx.settings, ctx.app_id, epoch.control_begin, epoch.run, epoch.query)
-    sender = MetricsSender(ctx.settings, ctx.app_id, epoch.run)
+    watch = clients.watch(ctx, epoch)
+    sender = clients.sender(ctx, epoch)
     consumer = None
     globals_ = GlobalFeed(ctx, epoch.interval_ms / 1000) if ctx.graph.global_stores else None
     reporter = ThreadReporter(index, epoch, sender, attempt_run)
@@ -81,11 +108,11 @@ def run_stream_thread(contexts: dict[int, HostContext], index: int,
     try:
         stores = None if globals_ is None else globals_.refresh().read_only()
         # each takes its copy here if fresher (HostedTask.acquire)
-        open_live_tasks(contexts, specs, attempt_run, stores, tasks)
+        open_live_tasks(contexts, specs, attempt_run, stores, tasks, manager)
         standbys = standby_updater(contexts, list(epoch.copies(index)), epoch)
         reporter.watch_standbys(standbys)
         reassign = Reassigner(contexts, index, epoch, attempt_run, stores, standbys)
-        consumer = assign_consumer(ctx, index, epoch, specs)
+        consumer = clients.consumer(ctx, index, epoch, specs)
         ThreadLoop(consumer, tasks, watch, epoch, ctx, reporter, globals_, reassign).run()
     except BaseException as e:
         raise _failed(list(tasks.values()), e) from e

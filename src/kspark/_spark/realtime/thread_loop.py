@@ -12,8 +12,8 @@ from typing import Any
 
 from kspark._engine.offset_reset import assigned_start
 from kspark._host.context import HostContext
-from kspark._host.kafka_io import kafka_hosted_task
 from kspark._host.task import HostedTask
+from kspark._host.task_manager import TaskManager, task_manager
 from kspark._kafka.clients import committed_offsets
 from kspark._kafka.records import raw_records
 from kspark._kafka.retry import transient
@@ -34,12 +34,12 @@ log = logging.getLogger("kspark")
 TP = tuple[str, int]
 
 
-def open_live_task(ctx: HostContext, partition: int, run: str,
-                   global_stores: Any = None) -> HostedTask:
+def open_live_task(ctx: HostContext, partition: int, run: str, global_stores: Any = None,
+                   tasks: TaskManager | None = None) -> HostedTask:
     """Task ``partition`` of ``ctx``'s sub-topology, opened for run ``run`` (exactly-once:
     fencing every older attempt), its fed-topic records going to Kafka (repartition
-    topics)."""
-    task = kafka_hosted_task(ctx, partition)
+    topics); made by ``tasks`` (default: this worker's task manager)."""
+    task = (tasks if tasks is not None else task_manager()).hosted(ctx, partition)
     producer = task.open((run, 0), fence=True)
     task.acquire(RoutingCollector(producer, ctx.plan, partition, shuffled=False,
                                   changelogs=ctx.changelogs), global_stores)
@@ -47,18 +47,21 @@ def open_live_task(ctx: HostContext, partition: int, run: str,
 
 
 def open_live_tasks(contexts: dict[int, HostContext], specs: Any, run: str,
-                    global_stores: Any, into: dict[Any, HostedTask]) -> None:
-    """Open the tasks ``specs`` (:func:`open_live_task`, for run ``run``) at once, each in a
-    thread of its own (a task's open mostly waits on the broker: its producer fencing the
-    older attempt, its restore's reads), into ``into``; if one fails, the others opened are
-    in ``into`` too (for the caller to abort) and the first error is raised."""
+                    global_stores: Any, into: dict[Any, HostedTask],
+                    tasks: TaskManager | None = None) -> None:
+    """Open the tasks ``specs`` (:func:`open_live_task`, for run ``run``, made by ``tasks``)
+    at once, each in a thread of its own (a task's open mostly waits on the broker: its
+    producer fencing the older attempt, its restore's reads), into ``into``; if one fails,
+    the others opened are in ``into`` too (for the caller to abort) and the first error is
+    raised."""
     if len(specs) <= 1:
         for s in specs:
-            into[s] = open_live_task(contexts[s.sub_topology], s.partition, run, global_stores)
+            into[s] = open_live_task(contexts[s.sub_topology], s.partition, run, global_stores,
+                                     tasks)
         return
     with ThreadPoolExecutor(len(specs), thread_name_prefix="kspark-open") as pool:
         futures = {s: pool.submit(open_live_task, contexts[s.sub_topology], s.partition, run,
-                                  global_stores) for s in specs}
+                                  global_stores, tasks) for s in specs}
     errors: list[BaseException] = []
     for s, f in futures.items():
         error = f.exception()
