@@ -1,5 +1,6 @@
 """Shared fixtures: one real Kafka broker and one real SparkSession per test session (and, for
-the tests that ask, a secured broker and a three-node Kafka cluster)."""
+the tests that ask, a secured broker and a three-node Kafka cluster); the test matrix's
+``execution_mode`` fixtures and ``full_matrix`` marker (see tests/matrix.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,49 @@ from confluent_kafka import KafkaError
 
 from kspark._kafka.admin import Admin
 from kspark._kafka.broker import LocalBroker, free_port
+from tests.matrix import MODES, argnames_of, full_matrix, full_matrix_only, skip_reason
 
 _ids = itertools.count()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_generate_tests(metafunc):
+    """A test asking for ``execution_mode`` runs once per mode, unless a ``parametrize`` of
+    its own names it (``sampled_modes``, or pairs such as ``"execution_mode, guarantee"``).
+    Last, so the mode comes last in a test's id (``[exactly_once_v2-real_time]``)."""
+    if "execution_mode" not in metafunc.fixturenames:
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        if "execution_mode" in argnames_of(mark.args[0]):
+            return
+    metafunc.parametrize("execution_mode", MODES, indirect=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test marked ``full_matrix`` is skipped unless this run is the full matrix."""
+    if full_matrix():
+        return
+    for item in items:
+        mark = item.get_closest_marker("full_matrix")
+        if mark is not None:
+            reason = mark.kwargs.get("reason") or (mark.args[0] if mark.args else None)
+            item.add_marker(pytest.mark.skip(reason=skip_reason(reason)))
+
+
+@pytest.fixture
+def execution_mode(request):
+    """The ``execution.mode`` a test runs in: ``micro_batch`` and ``real_time``, one run
+    each (ids ``[micro_batch]``, ``[real_time]``); ``@sampled_modes(...)`` samples them."""
+    return request.param
+
+
+@pytest.fixture(params=[full_matrix_only("micro_batch", reason="the classic session runs "
+                                         "the conformance sample in micro_batch mode"),
+                        "real_time"])
+def execution_mode_on_connect(request):
+    """The ``execution.mode`` a test on Spark Connect runs in: ``real_time`` in ``make
+    test``, ``micro_batch`` too in the full matrix (the classic session's tests run both)."""
+    return request.param
 
 
 @pytest.fixture(scope="session")

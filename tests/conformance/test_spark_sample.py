@@ -8,7 +8,6 @@ See ``spark_host.py`` and docs/conformance.md.
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
@@ -16,13 +15,13 @@ import pytest
 from tests.conformance.generate import scenario
 from tests.conformance.spark_host import (PER_TRIGGER, REAL_TIME, case_of, disagreements,
                                           families, report, run_on_spark, sample, with_java)
+from tests.matrix import full_matrix
 
 pytestmark = pytest.mark.integration
 
 # One application runs them all: about 90 CPU-seconds for it plus about 5 per scenario, so
-# 9 keep the test under a minute on two cores (the suite's time budget); 12 under
-# KSPARK_FULL_MATRIX=1
-SEED, COUNT = 0, 12 if os.environ.get("KSPARK_FULL_MATRIX") else 9
+# 9 keep the test under a minute on two cores (the suite's time budget); 12 in the full matrix
+SEED, COUNT = 0, 12 if full_matrix() else 9
 RT_COUNT = 12  # real-time mode runs its 12 in a few seconds
 # Real-time mode's sample starts further on: from seed 15 its 12 scenarios hold three of the
 # family SPARK_DIVERGENCES leaves out in micro_batch mode only (seeds 16, 27, 30), which
@@ -85,8 +84,8 @@ def test_sampled_scenarios_agree_with_java_in_real_time_mode(broker, spark, admi
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
-def test_counts_with_the_cache_on_agree_with_java_on_spark(broker, spark, admin, tmp_path, mode):
+def test_counts_with_the_cache_on_agree_with_java_on_spark(broker, spark, admin, tmp_path,
+                                                            execution_mode):
     """group_by_key().count() and windowed counts with the record cache on, where the batch
     path runs (a batch of records counted at once): stores equal to Java's, every key's last
     update Java's, and what is emitted Java's updates with some left out
@@ -102,11 +101,11 @@ def test_counts_with_the_cache_on_agree_with_java_on_spark(broker, spark, admin,
         graph = build(count_scenario(seed)).builder.build()._graph
         assert batch_path_note(graph, config, set(graph.nodes), "st0") == \
             "counted a batch of records at a time"
-    per_trigger = REAL_TIME if mode == "real_time" else 4 * PER_TRIGGER
+    per_trigger = REAL_TIME if execution_mode == "real_time" else 4 * PER_TRIGGER
     cases = with_java(cached_cases(4, 100, uuid.uuid4().hex[:6], per_trigger))
     assert len(cases) == 4 and all(c.java for c in cases)
-    run_on_spark(cases, broker, spark, admin, str(tmp_path / "state"), per_trigger, mode=mode,
-                 cache=True)
+    run_on_spark(cases, broker, spark, admin, str(tmp_path / "state"), per_trigger,
+                 mode=execution_mode, cache=True)
     bad = cached_disagreements(cases)
     assert not bad, f"{len(bad)} of 4 cached counts disagree with Java:\n{report(bad)}"
     # the cache did collapse updates somewhere (else the test compares nothing new)

@@ -18,6 +18,7 @@ from confluent_kafka import Producer
 from kspark import KafkaStreams, Serdes, StreamsBuilder
 from kspark.processor import RetryPolicy
 from tests.conftest import consume_all
+from tests.matrix import sampled_modes
 
 pytestmark = pytest.mark.integration
 S, I = Serdes.String(), Serdes.Integer()
@@ -157,12 +158,11 @@ def test_delayed_records_fire_on_spark_after_their_delay_without_new_input(
     assert waited >= delay_ms / 1000, "records went on before their delay"
 
 
-# micro_batch under KSPARK_FULL_MATRIX=1 (the suite's time: 40 s; its driver SIGKILL runs in
+# micro_batch in the full matrix (the suite's time: 40 s; its driver SIGKILL runs in
 # test_exactly_once.py)
-@pytest.mark.parametrize("mode", ["real_time"] + (
-    ["micro_batch"] if os.environ.get("KSPARK_FULL_MATRIX") else []))
+@sampled_modes("real_time")
 def test_a_driver_killed_with_calls_in_flight_and_records_delayed_loses_and_duplicates_nothing(
-        mode, broker, admin, spark, topic_name, tmp_path):
+        execution_mode, broker, admin, spark, topic_name, tmp_path):
     """exactly_once_v2: the app (an async step calling a slow HTTP service, then a delay) is
     SIGKILLed, driver and workers, while calls are in flight and records wait in the delay
     store; started again, it writes every record exactly once, in input order per key. The
@@ -183,7 +183,7 @@ def test_a_driver_killed_with_calls_in_flight_and_records_delayed_loses_and_dupl
     threading.Thread(target=service.serve_forever, daemon=True).start()
     app_id, port = topic_name("async-kill-app"), service.server_address[1]
     cmd = [sys.executable, "-m", "tests.integration.async_app", broker, src, out, app_id,
-           str(tmp_path / "state"), str(port), "--mode", mode]
+           str(tmp_path / "state"), str(port), "--mode", execution_mode]
     try:
         app = soak.start_app(cmd)
         try:
@@ -197,7 +197,7 @@ def test_a_driver_killed_with_calls_in_flight_and_records_delayed_loses_and_dupl
             service.release.set()  # the held calls end (their callers are gone)
         written_before = len(_committed(broker, out))
         assert written_before < n, "the first run finished before it was killed"
-        if mode == "micro_batch":
+        if execution_mode == "micro_batch":
             app = soak.start_app(cmd)
             try:
                 records = consume_all(broker, out, n, timeout_s=300, until_quiet=True)
@@ -205,7 +205,7 @@ def test_a_driver_killed_with_calls_in_flight_and_records_delayed_loses_and_dupl
                 _kill_tree(app.pid)
         else:
             streams = KafkaStreams(async_app.topology(src, out, port, 800), async_app.config(
-                broker, app_id, str(tmp_path / "state"), mode), spark=spark)
+                broker, app_id, str(tmp_path / "state"), execution_mode), spark=spark)
             streams.start()
             try:
                 records = consume_all(broker, out, n, timeout_s=300, until_quiet=True)
@@ -245,7 +245,6 @@ def _wait_for(condition, timeout_s: float, what: str) -> None:
 
 def _kill_tree(pid: int) -> None:
     """SIGKILL ``pid`` and every process below it (the JVM and Python workers)."""
-    import os
     import signal
 
     from tests.integration.soak import descendants

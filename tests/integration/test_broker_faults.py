@@ -11,7 +11,6 @@ Each test prints how long processing paused (``-s`` shows it).
 
 from __future__ import annotations
 
-import os
 
 import time
 
@@ -21,6 +20,7 @@ from kspark._kafka.admin import Admin
 from kspark._kafka.broker import LocalBroker, free_port
 from tests.integration import soak
 from tests.integration.faults import LeaderWatch, run_all_with_fault, run_with_fault
+from tests.matrix import sampled_modes
 
 RECORDS, KEYS = 20_000, 100
 BOUNCE_RECORDS = 12_000  # 4 micro-batches of 3,000: the bounce falls after the first
@@ -82,16 +82,13 @@ def test_broker_sigkilled_and_restarted_under_exactly_once(own_broker, tmp_path)
 
 
 # Sampled for the suite's time (25 minutes): the default mode here; make soak-faults runs both
-# (KSPARK_FULL_MATRIX=1).
-OUTAGE_MODES = ["real_time"] + (["micro_batch"] if os.environ.get("KSPARK_FULL_MATRIX") else [])
-
-
-@pytest.mark.parametrize("mode", OUTAGE_MODES)
-def test_outage_longer_than_task_timeout_fails_clearly(mode, own_broker, tmp_path):
+# (the full matrix).
+@sampled_modes("real_time")
+def test_outage_longer_than_task_timeout_fails_clearly(execution_mode, own_broker, tmp_path):
     """The broker down for longer than task.timeout.ms=5000: the application fails with a
     TaskTimeoutError naming the cluster and how long it waited, within 5 + 30 s."""
     own_broker.start()  # a no-op when it runs (an outage test leaves it down)
-    cmd, _, _ = _app(own_broker.bootstrap, "outage", tmp_path, mode, "exactly_once_v2",
+    cmd, _, _ = _app(own_broker.bootstrap, "outage", tmp_path, execution_mode, "exactly_once_v2",
                      "--task-timeout-ms", "5000")
     # left down: a test after this one that needs it starts it (the suite's time)
     run = run_with_fault(cmd, own_broker.kill, timeout_s=5 + 30 + 60)
@@ -101,22 +98,22 @@ def test_outage_longer_than_task_timeout_fails_clearly(mode, own_broker, tmp_pat
     text = run.text(200)
     assert "TaskTimeoutError" in text and own_broker.bootstrap in text, text
     assert "task.timeout.ms=5000" in text, text
-    print(f"\n{mode}: failed {failed_after:.1f} s after the broker went down")
+    print(f"\n{execution_mode}: failed {failed_after:.1f} s after the broker went down")
 
 
-@pytest.mark.skipif(not os.environ.get("KSPARK_FULL_MATRIX"), reason="full matrix only "
-                    "(KSPARK_FULL_MATRIX=1, make soak-faults): the suite's time budget; a "
-                    "broker SIGKILLed and restarted runs always, in both modes")
-@pytest.mark.parametrize("mode", ["real_time", "micro_batch"])
+@pytest.mark.full_matrix(reason="make soak-faults runs it; a broker SIGKILLed and restarted "
+                         "runs always, in both modes")
 @pytest.mark.parametrize("guarantee", ["exactly_once_v2", "at_least_once"])
-def test_rolling_restart_of_a_three_broker_cluster(mode, guarantee, broker_cluster, tmp_path):
+def test_rolling_restart_of_a_three_broker_cluster(execution_mode, guarantee, broker_cluster,
+                                                   tmp_path):
     """Each of three brokers restarted in turn (a clean stop, a start, the ISRs full again
     before the next), as an upgrade does, during a run: the output is as without it. The
     leaders of the input, output, changelog, repartition (real-time mode: micro-batch mode
     repartitions through a Spark exchange), offsets and transaction-state topics move off
     each stopping node (watched, not assumed), and so does the group coordinator; the
     transaction coordinators with their ``__transaction_state`` leaders."""
-    cmd, src, app_id = _app(broker_cluster.bootstrap, "rolling", tmp_path, mode, guarantee)
+    cmd, src, app_id = _app(broker_cluster.bootstrap, "rolling", tmp_path, execution_mode,
+                            guarantee)
     watch = LeaderWatch(broker_cluster.bootstrap)
     run = run_with_fault(cmd, lambda: broker_cluster.rolling_restart(log=lambda _: None,
                                                                      around=watch))
@@ -128,9 +125,10 @@ def test_rolling_restart_of_a_three_broker_cluster(mode, guarantee, broker_clust
         kinds.append("__transaction_state")
     assert set(kinds) <= moved_topics, sorted(moved_topics)
     assert any(t.startswith(app_id) and t.endswith("-changelog") for t in moved_topics)
-    if mode == "real_time":  # micro-batch mode repartitions through a Spark exchange
+    if execution_mode == "real_time":  # micro-batch mode repartitions through a Spark exchange
         assert any(t.startswith(app_id) and t.endswith("-repartition") for t in moved_topics)
     assert watch.coordinator_moved(app_id)
-    print(f"\n{mode} {guarantee}: rolling restart took {run.fault_ended - run.fault_began:.1f} s; "
+    print(f"\n{execution_mode} {guarantee}: rolling restart took "
+          f"{run.fault_ended - run.fault_began:.1f} s; "
           f"output paused {run.pause_s():.1f} s in all")
     _exact(broker_cluster.bootstrap, src, app_id, guarantee)

@@ -25,9 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 N, KEYS = 1200, 13
 
 
-@pytest.mark.skipif(not os.environ.get("KSPARK_FULL_MATRIX"), reason="full matrix only "
-                    "(KSPARK_FULL_MATRIX=1): the suite's time budget; test_exactly_once.py kills "
-                    "an executor mid-batch on local-cluster in both modes")
+@pytest.mark.full_matrix(reason="test_exactly_once.py kills an executor mid-batch on "
+                         "local-cluster in both modes")
 def test_executor_killed_mid_run_final_state_is_exact(broker, admin, topic_name, tmp_path):
     src, dst = topic_name("cluster-in"), topic_name("cluster-out")
     admin.create_topics({src: 2, dst: 2})

@@ -24,6 +24,7 @@ from kspark._kafka.transactions import decode_marker
 from tests.integration.separate_disks import executor_state_dirs
 from kspark.errors import TaskFencedError, TransactionsUnavailableError
 from tests.integration import eos_app, soak
+from tests.matrix import full_matrix, sampled
 
 pytestmark = pytest.mark.integration
 KEYS = 20
@@ -80,14 +81,6 @@ def test_a_task_failing_after_its_commit_is_replayed_without_writing(broker, adm
     _assert_exact(broker, src, app_id, n)
 
 
-MODES = pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
-# the suite's time budget: micro_batch's executor SIGKILL (about 60 s) runs under
-# KSPARK_FULL_MATRIX=1 and in `make soak` (its 20 rounds); the driver SIGKILL above and
-# test_cluster_failover.py kill micro_batch processes in every run
-KILL_MODES = pytest.mark.parametrize(
-    "mode", ["real_time"] + (["micro_batch"] if os.environ.get("KSPARK_FULL_MATRIX") else []))
-
-
 def test_driver_killed_after_some_tasks_committed_resumes_exactly(broker, admin, topic_name,
                                                                  tmp_path):
     """micro_batch only: the state it kills in is a task that committed a batch Spark's
@@ -139,14 +132,13 @@ def test_driver_killed_after_some_tasks_committed_resumes_exactly(broker, admin,
 
 
 # Sampled for the suite's time (25 minutes): real time with copies always; micro-batch with
-# copies (66 s) and both modes without them under KSPARK_FULL_MATRIX=1 and in `make soak`. A
+# copies (66 s) and both modes without them in the full matrix and in `make soak`. A
 # micro-batch worker SIGKILLed under exactly-once runs always in test_standalone_cluster.py,
 # and micro-batch tasks returning to the executor that keeps their state there too.
-@pytest.mark.parametrize("mode, standbys", [
-    ("real_time", 1),
-    *([("micro_batch", 1), ("real_time", 0), ("micro_batch", 0)]
-      if os.environ.get("KSPARK_FULL_MATRIX") else [])])
-def test_executor_killed_mid_batch_on_local_cluster(mode, standbys, broker, tmp_path):
+@pytest.mark.parametrize("execution_mode, standbys", sampled(
+    [("real_time", 1), ("micro_batch", 1), ("real_time", 0), ("micro_batch", 0)],
+    keep=[("real_time", 1)]))
+def test_executor_killed_mid_batch_on_local_cluster(execution_mode, standbys, broker, tmp_path):
     """One round of the soak harness (``make soak`` runs many; this keeps the harness from
     rotting): an executor SIGKILLed on local-cluster as the second micro-batch starts (real
     time: once the group's committed position first moved, mid-epoch), each executor with
@@ -160,17 +152,18 @@ def test_executor_killed_mid_batch_on_local_cluster(mode, standbys, broker, tmp_
     thread's tasks move to the other thread, which keeps their copies. Micro-batch with a
     copy (batches of 500): the kill waits for the first round of copies, and the lost
     executor's tasks go to the executor keeping them. With a copy in real time (and in
-    micro-batch under KSPARK_FULL_MATRIX), three executors in two zones
+    micro-batch in the full matrix), three executors in two zones
     (``rack.aware.assignment.tags=zone``): every copy is in the other zone than its task's
     active, while both zones have an executor."""
-    copies = mode == "micro_batch" and standbys  # more batches: the kill waits for the copies
+    # more batches: the kill waits for the copies
+    copies = execution_mode == "micro_batch" and standbys
     # zones in real time (micro-batch's rack-aware copies: the full matrix, the suite's time)
-    zones = bool(standbys) and (mode == "real_time" or bool(os.environ.get("KSPARK_FULL_MATRIX")))
+    zones = bool(standbys) and (execution_mode == "real_time" or full_matrix())
     records = 2000 if copies else 3000
     f = soak.soak(broker, rounds=1, records=records, guarantee="exactly_once_v2", keys=KEYS,
                   seed=20261122, work_dir=str(tmp_path), victims=("executor",), max_delay_s=0,
-                  max_offsets=500 if copies else 1500, slow_ms=1, mode=mode, standbys=standbys,
-                  zones=zones)
+                  max_offsets=500 if copies else 1500, slow_ms=1, mode=execution_mode,
+                  standbys=standbys, zones=zones)
     (kill,) = f.kills
     assert kill.pids, "the app finished before its executor could be killed"
     assert kill.executors >= 2, f"expected 2 executor processes, saw {kill.executors}"

@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient
 
 from tests.conftest import consume_all
 from tests.integration.separate_disks import STATE_DIR, executor_state_dirs, separate_disks_env
+from tests.matrix import sampled_modes
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,12 +97,11 @@ def _stop(proc: subprocess.Popen) -> None:
     proc.wait(60)
 
 
-# the suite's time budget: micro_batch (about 35 s) under KSPARK_FULL_MATRIX=1; the global
-# store's micro-batch path runs in test_global_state.py and the conformance suite
-@pytest.mark.parametrize("mode", ["real_time"] + (
-    ["micro_batch"] if os.environ.get("KSPARK_FULL_MATRIX") else []))
+# the suite's time budget: micro_batch (about 35 s) in the full matrix; the global store's
+# micro-batch path runs in test_global_state.py and the conformance suite
+@sampled_modes("real_time")
 def test_global_table_on_two_executors_updates_and_kip406_rebuilds(
-        mode, broker, admin, topic_name, tmp_path):
+        execution_mode, broker, admin, topic_name, tmp_path):
     """real_time is sampled: the full table in every task of both executors, the topic
     deleted and created again (KIP-406) and the checkpointed copies; it leaves out the
     update phase and the records deleted past the copies' offsets, which
@@ -117,14 +117,14 @@ def test_global_table_on_two_executors_updates_and_kip406_rebuilds(
     n = 200
     _countries(broker, countries, "v1")
     _orders(broker, orders, 0, n)
-    proc = _start(broker, names, tmp_path, mode)
+    proc = _start(broker, names, tmp_path, execution_mode)
     try:
         # Every task, on either executor, joins against the full table.
         _assert_phase(broker, out, n, 0, "v1", proc)
-        if mode == "micro_batch":
+        if execution_mode == "micro_batch":
             _update_then_delete_records(broker, admin, countries, orders, out, app_id, n, proc)
             assert proc.poll() is None, "the query stopped"
-        done = 3 * n if mode == "micro_batch" else n
+        done = 3 * n if execution_mode == "micro_batch" else n
         # KIP-406: the topic deleted and created again, with other content.
         admin.delete_topics([countries])
         admin.create_topics({countries: 1}, {"cleanup.policy": "compact,delete"})

@@ -164,10 +164,9 @@ def _finish_in_process(argv: list[str], capsys) -> tuple[str, list[str]]:
     return started.split("stop offsets ", 1)[1].strip(), lines
 
 
-@pytest.mark.skipif(not os.environ.get("KSPARK_FULL_MATRIX"), reason="full matrix only "
-                    "(KSPARK_FULL_MATRIX=1, 56 s): a killed batch run resuming at its stop "
-                    "offsets runs always in test_incremental_batch.py's other tests and the "
-                    "Delta sink's SIGKILL round")
+@pytest.mark.full_matrix(reason="56 s; a killed batch run resuming at its stop offsets runs "
+                         "always in test_incremental_batch.py's other tests and the Delta "
+                         "sink's SIGKILL round")
 def test_a_run_killed_twice_stops_at_its_original_offsets_and_the_next_run_takes_the_rest(
         broker, admin, spark, topic_name, tmp_path, capsys):
     """SIGKILLed twice with new records arriving each time (a run that keeps failing), the

@@ -5,7 +5,6 @@ modes; what they answer equals the TopologyTestDriver's stores."""
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
@@ -19,6 +18,7 @@ from kspark.query import (FailureReason, KeyQuery, Position, PositionBound, Rang
                           StateQueryRequest, WindowKeyQuery)
 from kspark.state import Stores
 from kspark.testing import TopologyTestDriver
+from tests.matrix import full_matrix_only
 
 pytestmark = pytest.mark.integration
 S, L = Serdes.String(), Serdes.Long()
@@ -66,20 +66,21 @@ def _create(admin, *topics, partitions=2):
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("mode", [pytest.param("micro_batch", marks=pytest.mark.skipif(
-    os.environ.get("KSPARK_FULL_MATRIX") != "1", reason="KSPARK_FULL_MATRIX=1: in the suite, "
-    "micro-batch stores are read by the conformance sample (against Java) and the "
-    "standalone-cluster run")), "real_time"])
+@pytest.mark.parametrize("execution_mode", [full_matrix_only("micro_batch", reason="in the "
+    "suite, micro-batch stores are read by the conformance sample (against Java) and the "
+    "standalone-cluster run"), "real_time"])
 def test_stores_read_after_a_run_equal_the_test_drivers(broker, spark, admin, app_config,
-                                                        topic_name, mode, tmp_path, capsys):
+                                                        topic_name, execution_mode, tmp_path,
+                                                        capsys):
     src, out = topic_name("iq-in"), topic_name("iq-out")
     _create(admin, src, out)
     records = _records(300)
     _produce(broker, src, records)
     counts, windows = _expected(records, src, out)
-    cfg = app_config(execution_mode=mode, processing_guarantee="exactly_once_v2",
+    cfg = app_config(execution_mode=execution_mode, processing_guarantee="exactly_once_v2",
                      statestore_cache_max_bytes=0,
-                     **({"max_offsets_per_trigger": 100} if mode == "micro_batch" else {}))
+                     **({"max_offsets_per_trigger": 100} if execution_mode == "micro_batch"
+                        else {}))
     with KafkaStreams(_topology(src, out), cfg, spark=spark) as streams:
         streams.start()
         assert streams.await_termination(300)
@@ -166,9 +167,8 @@ def _committed_ends(broker, topic):
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("guarantee", [pytest.param("at_least_once", marks=pytest.mark.skipif(
-    os.environ.get("KSPARK_FULL_MATRIX") != "1", reason="KSPARK_FULL_MATRIX=1: the suite "
-    "runs exactly_once_v2, the guarantee with a rule to check")), "exactly_once_v2"])
+@pytest.mark.parametrize("guarantee", [full_matrix_only("at_least_once", reason="the suite "
+    "runs exactly_once_v2, the guarantee with a rule to check"), "exactly_once_v2"])
 def test_a_written_key_becomes_visible_in_real_time_mode_and_only_once_committed(
         broker, spark, admin, app_config, topic_name, guarantee):
     """A streaming real-time application: each key written is visible through a KeyQuery

@@ -23,7 +23,6 @@ from tests.integration.soak import descendants, executors
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
-FULL = os.environ.get("KSPARK_FULL_MATRIX") == "1"
 
 
 def _produce(broker, src, start, n):
@@ -96,17 +95,16 @@ def _executor_serving(app_pid, endpoint):
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.skipif(not FULL, reason="KSPARK_FULL_MATRIX=1 (the suite's time): in make test, "
-                    "test_standalone_cluster.py reads the stores after a worker's SIGKILL")
-@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
+@pytest.mark.full_matrix(reason="in make test, test_standalone_cluster.py reads the stores "
+                         "after a worker's SIGKILL")
 def test_queries_follow_the_tasks_across_executors_and_an_executor_kill(
-        broker, admin, topic_name, tmp_path, mode):
+        broker, admin, topic_name, tmp_path, execution_mode):
     src = topic_name("iq-cluster")
     admin.create_topics({src: 2})
     app_id, out = f"iq-{src}", tmp_path / "out"
     out.mkdir()
     _produce(broker, src, 0, 600)
-    proc = _start_app(tmp_path, broker, src, app_id, mode, out)
+    proc = _start_app(tmp_path, broker, src, app_id, execution_mode, out)
     try:
         first = _wait_for(out, proc, _counts(600))  # every key, from both executors
         with RouteTable(broker, app_id) as routes:

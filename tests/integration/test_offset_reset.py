@@ -45,10 +45,9 @@ def _run(mode, policy, broker, spark, admin, topic_name, app_config) -> list[str
     return sorted(m.value().decode() for m in out)
 
 
-@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
 def test_latest_skips_records_produced_before_the_first_start_and_processes_those_after(
-        mode, broker, spark, admin, topic_name, app_config):
-    out = _run(mode, "latest", broker, spark, admin, topic_name, app_config)
+        execution_mode, broker, spark, admin, topic_name, app_config):
+    out = _run(execution_mode, "latest", broker, spark, admin, topic_name, app_config)
     assert out == sorted(f"AFTER-{i}" for i in range(10))
 
 

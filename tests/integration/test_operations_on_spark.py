@@ -31,7 +31,6 @@ from tests.conftest import consume_all
 
 pytestmark = pytest.mark.integration
 S = Serdes.String()
-MODES = ["micro_batch", "real_time"]
 
 
 def _produce(broker, topic, records):
@@ -81,10 +80,9 @@ def _scraped(text, name):
                if line.startswith(name + "{"))
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_dropped_records_show_in_metrics_and_prometheus_and_dead_letters_hold_the_bad_one(
-        mode, broker, admin, spark, topic_name, app_config):
-    src, dst, dlq = (topic_name(f"ops-{mode}-{n}") for n in ("in", "out", "dlq"))
+        execution_mode, broker, admin, spark, topic_name, app_config):
+    src, dst, dlq = (topic_name(f"ops-{execution_mode}-{n}") for n in ("in", "out", "dlq"))
     admin.create_topics({src: 2, dst: 2, dlq: 1})
     # task 0_0: a window at 0 s, stream time to 50 s, then 3 records of the closed window
     late = [(0, "a", "1", 1000), (0, "a", "1", 2000), (0, "a", "1", 50_000)] + \
@@ -94,7 +92,7 @@ def test_dropped_records_show_in_metrics_and_prometheus_and_dead_letters_hold_th
     _produce(broker, src, late + bad)
     seen = []
     streams = KafkaStreams(_topology(src, dst), app_config(
-        execution_mode=mode, processing_exception_handler=Continue,
+        execution_mode=execution_mode, processing_exception_handler=Continue,
         metrics_http_port=0, commit_interval_ms=200,
         **{"errors.dead.letter.queue.topic.name": dlq}), spark=spark)
     streams.set_state_listener(lambda new, old: seen.append(new.name))
@@ -131,15 +129,15 @@ def test_dropped_records_show_in_metrics_and_prometheus_and_dead_letters_hold_th
             headers["__streams.errors.offset"]) == (src.encode(), b"1", b"1")
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_a_failure_moves_the_client_to_error_and_the_health_endpoint_says_so(
-        mode, broker, admin, spark, topic_name, app_config):
-    src, dst = topic_name(f"opsfail-{mode}-in"), topic_name(f"opsfail-{mode}-out")
+        execution_mode, broker, admin, spark, topic_name, app_config):
+    src, dst = (topic_name(f"opsfail-{execution_mode}-{n}") for n in ("in", "out"))
     admin.create_topics({src: 1, dst: 1})
     _produce(broker, src, [(0, "a", "1", 1000)])
     seen = []
     streams = KafkaStreams(_topology(src, dst), app_config(
-        execution_mode=mode, autostop_at="none", metrics_http_port=0, commit_interval_ms=200),
+        execution_mode=execution_mode, autostop_at="none", metrics_http_port=0,
+        commit_interval_ms=200),
         spark=spark)
     streams.set_state_listener(lambda new, old: seen.append(new.name))
     streams.start()
@@ -151,7 +149,8 @@ def test_a_failure_moves_the_client_to_error_and_the_health_endpoint_says_so(
         sent = time.monotonic()
         _produce(broker, src, [(0, "a", "not a number", 2000)])
         _wait(lambda: streams.state() == KafkaStreams.State.ERROR)
-        print(f"{mode}: ERROR {time.monotonic() - sent:.1f} s after the bad record was sent")
+        print(f"{execution_mode}: ERROR {time.monotonic() - sent:.1f} s after the bad record "
+              "was sent")
         assert seen[-3:] == ["RUNNING", "PENDING_ERROR", "ERROR"], seen
         assert _get(port, "/health/live")[0] == 503 and _get(port, "/health/ready")[0] == 503
     finally:

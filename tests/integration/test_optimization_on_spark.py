@@ -28,13 +28,12 @@ def _topology(prices: str, rates: str, orders: str, out: str):
     return b.build({"topology.optimization": "all"})
 
 
-@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
 def test_a_source_table_restores_from_its_topic_and_has_no_changelog(
-        broker, spark, admin, topic_name, app_config, mode):
+        broker, spark, admin, topic_name, app_config, execution_mode):
     prices, rates = topic_name("prices"), topic_name("rates")
     orders, out = topic_name("orders"), topic_name("priced")
     admin.create_topics({prices: 2, rates: 2, orders: 2, out: 2})
-    cfg = app_config(execution_mode=mode, statestore_cache_max_bytes=0)
+    cfg = app_config(execution_mode=execution_mode, statestore_cache_max_bytes=0)
     _produce(broker, prices, [(f"p{i}", f"{i}0", 1000 + i) for i in range(4)])
     _produce(broker, rates, [(f"p{i}", f"r{i}", 1000 + i) for i in range(4)])
     restored = []
@@ -43,12 +42,12 @@ def test_a_source_table_restores_from_its_topic_and_has_no_changelog(
                                   for i in range(4)])
         streams = KafkaStreams(_topology(prices, rates, orders, out), cfg, spark=spark)
         streams.start()  # a batch run (autostop.at=eol): what is there now, then stop
-        assert streams.await_termination(120) and streams.batch_finished(), (mode, run)
+        assert streams.await_termination(120) and streams.batch_finished(), (execution_mode, run)
         restored.append(streams.progress()["restored_records"])
         rates_rows = {kv.key: kv.value for kv in streams.store(  # queried after the run
             StoreQueryParameters.from_name_and_type(
                 "rates-store", QueryableStoreTypes.key_value_store())).all()}
-        assert rates_rows == {f"p{i}": f"r{i}" for i in range(4)}, (mode, run, rates_rows)
+        assert rates_rows == {f"p{i}": f"r{i}" for i in range(4)}, (execution_mode, run, rates_rows)
         streams.close()
     counts = admin.partition_counts()
     assert not [t for t in counts if t.startswith(cfg["application.id"]) and

@@ -3,7 +3,6 @@ start-up checks (dead-letter topic, record sizes)."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 from confluent_kafka import Producer
@@ -32,9 +31,8 @@ def _count(src: str, dst: str):
     return b.build()
 
 
-@pytest.mark.skipif(not os.environ.get("KSPARK_FULL_MATRIX"), reason="full matrix only "
-                    "(KSPARK_FULL_MATRIX=1): the suite's time budget; test_real_time.py's "
-                    "passthrough test refuses a second instance of a running application")
+@pytest.mark.full_matrix(reason="test_real_time.py's passthrough test refuses a second "
+                         "instance of a running application")
 def test_a_second_instance_of_a_running_application_is_refused(broker, admin, spark, topic_name,
                                                                app_config, tmp_path):
     from kspark.errors import InstanceAlreadyRunningError

@@ -37,6 +37,7 @@ from kspark import KafkaStreams, Serdes, StreamsBuilder
 from kspark.errors import SerializationError, StreamsError
 from kspark.testing import TopologyTestDriver
 from tests.conftest import consume_all
+from tests.matrix import sampled_modes
 
 pytestmark = pytest.mark.integration
 S = Serdes.String()
@@ -134,15 +135,15 @@ def _topology(t: dict[str, str]):
     return b.build()
 
 
-@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
 def test_confluents_records_are_read_and_written_byte_identical_on_spark(
-        mode, broker, admin, spark, schema_registry, topic_name, app_config, tmp_path, capfd):
+        execution_mode, broker, admin, spark, schema_registry, topic_name, app_config, tmp_path,
+        capfd):
     """On Spark, with the registry's basic-auth secret given as a ``${file:}`` reference
     (the registry here does not check it; every request carries it): the records, then a
     scan of what the run wrote and printed, in which the secret never appears."""
     names = ["avro", "avro-copy", "avro-out", "json", "json-copy", "json-out", "proto",
              "proto-copy", "proto-out", "evo", "evo-out"]
-    t = {n: topic_name(f"sr-{mode}-{n}") for n in names}
+    t = {n: topic_name(f"sr-{execution_mode}-{n}") for n in names}
     admin.create_topics({topic: 2 for topic in t.values()})
     f = _Formats(schema_registry.url)
     keys = [f"k{i}" for i in range(N)]
@@ -165,7 +166,7 @@ def test_confluents_records_are_read_and_written_byte_identical_on_spark(
 
     secret = f"kspark:{uuid.uuid4().hex}"
     (tmp_path / "registry-user-info").write_text(secret)
-    cfg = app_config(execution_mode=mode, processing_guarantee="exactly_once_v2",
+    cfg = app_config(execution_mode=execution_mode, processing_guarantee="exactly_once_v2",
                      commit_interval_ms=100, schema_registry_url=schema_registry.url)
     cfg["basic.auth.credentials.source"] = "USER_INFO"
     cfg["schema.registry.basic.auth.user.info"] = f"${{file:{tmp_path / 'registry-user-info'}}}"
@@ -202,7 +203,7 @@ def test_confluents_records_are_read_and_written_byte_identical_on_spark(
     # the secret scan: nothing the run wrote (state, checkpoints, logs, its internal topics:
     # control, progress, routes) or printed holds it
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "registry-user-info"]
-    if mode == "micro_batch":
+    if execution_mode == "micro_batch":
         assert any("checkpoint" in p.parts for p in written), "no checkpoint was written"
     for path in written:
         assert secret.encode() not in path.read_bytes(), f"the registry secret is in {path}"
@@ -340,20 +341,19 @@ def _wait_for(done: Callable[[], bool], timeout_s: float, what: str) -> None:
 RESTARTED = ("starting a new epoch", "starting the query again")  # real_time, micro_batch
 
 
-# The default mode in make test; both under KSPARK_FULL_MATRIX=1 (the suite's time budget).
-AWAY_MODES = ["real_time"] + (["micro_batch"] if os.environ.get("KSPARK_FULL_MATRIX") else [])
+# The default mode in make test; both in the full matrix (the suite's time budget).
 
 
-@pytest.mark.parametrize("mode", AWAY_MODES)
+@sampled_modes("real_time")
 def test_a_registry_away_mid_run_delays_the_application_and_loses_nothing(
-        mode, broker, admin, spark, own_registry, topic_name, app_config):
+        execution_mode, broker, admin, spark, own_registry, topic_name, app_config):
     """Both execution modes (micro_batch under the full matrix), exactly_once_v2. The
     registry's JVM is SIGSTOPped (connections hang, its in-memory schemas stay) while records
     with a schema id the application has not seen arrive: the reader fails within
     request.timeout.ms=2000 with SchemaRegistryUnreachableError, a TransientKafkaError, so
     the epoch (or micro-batch query) ends and a new one replays from the last commit
     (restart_after), until the registry is thawed; then every record is in the output once."""
-    restarts, away_s = _registry_away(mode, broker, admin, spark, own_registry,
+    restarts, away_s = _registry_away(execution_mode, broker, admin, spark, own_registry,
                                       topic_name, app_config)
     print(f"\nregistry away {away_s:.1f} s; {len(restarts)} restart(s): {restarts[:1]}")
 

@@ -17,6 +17,7 @@ from kspark import KafkaStreams, Serdes, StreamsBuilder
 from kspark._kafka.admin import Admin
 from kspark._kafka.security_admin import application_acls, grant
 from kspark.errors import KSparkError
+from tests.matrix import sampled
 
 pytestmark = pytest.mark.integration
 S = Serdes.String()
@@ -130,26 +131,26 @@ def _check_exact(app: App) -> None:
 
 
 # Both modes and both guarantees, sampled for the suite's time: each mode and each guarantee
-# once in make test, the other two pairs under KSPARK_FULL_MATRIX=1.
-EXACT_RUNS = [("micro_batch", "at_least_once"), ("real_time", "exactly_once_v2")] + (
-    [("micro_batch", "exactly_once_v2"), ("real_time", "at_least_once")]
-    if os.environ.get("KSPARK_FULL_MATRIX") else [])
+# once in make test, the other two pairs in the full matrix.
+SAMPLED_RUNS = [("micro_batch", "at_least_once"), ("real_time", "exactly_once_v2")]
+EXACT_RUNS = sampled([*SAMPLED_RUNS, ("micro_batch", "exactly_once_v2"),
+                      ("real_time", "at_least_once")], keep=SAMPLED_RUNS)
 
 
-@pytest.mark.parametrize("mode,guarantee", EXACT_RUNS)
+@pytest.mark.parametrize("execution_mode,guarantee", EXACT_RUNS)
 def test_exact_output_with_kafka_streams_acl_set_and_no_secret_in_plan(
-        secure_broker, spark, tmp_path, mode, guarantee):
+        secure_broker, spark, tmp_path, execution_mode, guarantee):
     """The application as a principal with exactly Kafka Streams' ACL set, in either mode:
     in real-time mode its stream threads' consumers, the tasks' producers and transactions,
     the group's commits and the control topic (stop, routes) too. The output is exact; the
     query's plan (micro-batch), the topology's description and the config show no secret."""
     app = App(secure_broker, tmp_path)
     app.grant()
-    streams = app.run(spark, guarantee, **{"execution.mode": mode})
+    streams = app.run(spark, guarantee, **{"execution.mode": execution_mode})
     _check_exact(app)
     described = topology(app.src, app.long, app.counts).describe()
     shown = [str(described), repr(streams.config)]
-    if mode == "micro_batch":
+    if execution_mode == "micro_batch":
         plan = streams._app._query.current._jsq.explainInternal(True)
         assert "kspark_kafka" in plan
         shown.append(plan)
@@ -247,7 +248,6 @@ def _client_key(tmp_path: Path) -> tuple[Path, Path, str]:
 
 
 def _kspark(args: list[str], env: dict, cwd: Path, timeout: float = 300):
-    import os
     import subprocess
     import sys
 

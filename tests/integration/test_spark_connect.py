@@ -57,11 +57,9 @@ def _java_processes(pid: int) -> list[int]:
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("mode", [pytest.param("micro_batch", marks=pytest.mark.skipif(
-    not os.environ.get("KSPARK_FULL_MATRIX"), reason="full matrix only (KSPARK_FULL_MATRIX=1): "
-    "the suite's time budget; the classic session runs this sample in micro_batch mode")),
-    "real_time"])
-def test_conformance_sample_agrees_with_java_on_connect(mode, broker, connect_server, tmp_path):
+def test_conformance_sample_agrees_with_java_on_connect(execution_mode_on_connect, broker,
+                                                        connect_server, tmp_path):
+    mode = execution_mode_on_connect
     seed = 0 if mode == "micro_batch" else 15  # as test_spark_sample.py's samples
     code, lines = soak.finish(soak.start_app(
         [sys.executable, "-m", "tests.integration.connect_conformance", broker,
@@ -126,10 +124,9 @@ def test_client_killed_mid_batch_resumes_exactly_on_connect(broker, admin, topic
     _assert_exact(broker, src, app_id, n)
 
 
-# the suite's time (76 s): under KSPARK_FULL_MATRIX=1; a lost server's error path is unit-tested
+# the suite's time (76 s): in the full matrix; a lost server's error path is unit-tested
 # (tests/unit/test_connect_glue.py, test_restarting_query.py), the client SIGKILL runs always
-@pytest.mark.skipif(not os.environ.get("KSPARK_FULL_MATRIX"), reason="full matrix only "
-                    "(KSPARK_FULL_MATRIX=1): the suite's time budget")
+@pytest.mark.full_matrix
 def test_server_killed_fails_the_client_then_resumes_exactly(broker, admin, topic_name,
                                                              tmp_path):
     src = _topics(admin, topic_name, "connect-server")

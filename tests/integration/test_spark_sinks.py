@@ -5,7 +5,6 @@ the Kafka output topic (docs/spark-interop.md)."""
 
 from __future__ import annotations
 
-import os
 import json
 from collections import Counter
 from pathlib import Path
@@ -18,9 +17,9 @@ from kspark.dsl import TimeWindowedSerde
 from kspark.errors import SparkSinkError, StreamsError
 from kspark.spark import read_topic
 from kspark.testing import TopologyTestDriver
+from tests.matrix import sampled_modes
 
 pytestmark = pytest.mark.integration
-MODES = pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
 S, L = Serdes.String(), Serdes.Long()
 WINDOW = 60_000
 COLUMNS = ["key", "window_start", "window_end", "value", "topic", "partition", "offset",
@@ -68,14 +67,13 @@ def rows_of(rows) -> Counter:
                    for r in rows)
 
 
-@MODES
 def test_a_batch_run_leaves_exactly_the_drivers_rows_in_delta_parquet_and_the_topic(
-        mode, broker, admin, spark, topic_name, app_config, tmp_path):
+        execution_mode, broker, admin, spark, topic_name, app_config, tmp_path):
     src, out = topic_name("sinks-in"), topic_name("sinks-out")
     admin.create_topics({src: 2, out: 2})
     data = records(1200)
     produce(broker, src, data)
-    config = app_config(execution_mode=mode, processing_guarantee="exactly_once_v2",
+    config = app_config(execution_mode=execution_mode, processing_guarantee="exactly_once_v2",
                         statestore_cache_max_bytes=0)
     with TopologyTestDriver(topology(src, out, tmp_path / "driver"),
                             {**config, "state.dir": str(tmp_path / "driver-state")}) as d:
@@ -129,14 +127,13 @@ def failing(df, batch_id: int) -> None:
         raise ValueError(f"the warehouse refused batch {batch_id}")
 
 
-@MODES
-def test_a_failing_sink_fails_the_application_naming_it(mode, broker, admin, spark, topic_name,
-                                                        app_config, tmp_path):
+def test_a_failing_sink_fails_the_application_naming_it(execution_mode, broker, admin, spark,
+                                                        topic_name, app_config, tmp_path):
     src, out = topic_name("sinks-fail-in"), topic_name("sinks-fail-out")
     admin.create_topics({src: 1, out: 1})
     produce(broker, src, records(20))
     streams = KafkaStreams(topology(src, out, tmp_path, failing),
-                           app_config(execution_mode=mode), spark=spark)
+                           app_config(execution_mode=execution_mode), spark=spark)
     streams.start()
     with pytest.raises(StreamsError, match="Spark sink 'counts-fn' .*the warehouse refused"):
         streams.await_termination(300)
@@ -184,11 +181,10 @@ def test_read_topic_sends_what_its_serdes_cannot_read_to_the_dead_letter_topic(
     assert b"expects 8 bytes" in headers["__streams.errors.message"]
 
 
-# micro_batch under KSPARK_FULL_MATRIX=1 (the suite's time); the sink's own query is a Spark
+# micro_batch in the full matrix (the suite's time); the sink's own query is a Spark
 # micro-batch query in both modes, so one mode exercises its replay; make soak runs both
-@pytest.mark.parametrize("mode", ["real_time"] + (
-    ["micro_batch"] if os.environ.get("KSPARK_FULL_MATRIX") else []))
-def test_the_delta_table_stays_exact_through_a_driver_sigkill(mode, broker, tmp_path):
+@sampled_modes("real_time")
+def test_the_delta_table_stays_exact_through_a_driver_sigkill(execution_mode, broker, tmp_path):
     """One round of ``make soak`` with the Delta sink (``--delta``; the soak runs many,
     killing drivers and executors): the driver SIGKILLed mid-run, the application started
     again; the Delta table holds every input record once, as do the Kafka outputs, and the
@@ -198,7 +194,7 @@ def test_the_delta_table_stays_exact_through_a_driver_sigkill(mode, broker, tmp_
     f = soak.soak(broker, rounds=1, records=2400, guarantee="exactly_once_v2", keys=20,
                   seed=20261127, master="local[2]", work_dir=str(tmp_path),
                   victims=("driver",), max_delay_s=0.5, max_offsets=600, slow_ms=1,
-                  mode=mode, delta=True, counts=True)
+                  mode=execution_mode, delta=True, counts=True)
     (kill,) = f.kills
     assert kill.pids, "the app finished before its driver could be killed"
     assert f.delta is not None and f.delta[0] == 2400, f.delta

@@ -33,12 +33,12 @@ def _produce(broker: str, topic: str, timestamps: list[int]) -> None:
     assert p.flush(30) == 0
 
 
-@pytest.mark.parametrize(("guarantee", "mode"), [
+@pytest.mark.parametrize(("guarantee", "execution_mode"), [
     pytest.param("at_least_once", "micro_batch", id="at_least_once-micro_batch"),
     pytest.param("exactly_once_v2", "micro_batch", id="exactly_once_v2-micro_batch"),
     pytest.param("exactly_once_v2", "real_time", id="exactly_once_v2-real_time")])
-def test_a_stale_local_copy_of_progress_is_not_resumed(guarantee, mode, broker, spark, admin,
-                                                       topic_name, app_config, tmp_path):
+def test_a_stale_local_copy_of_progress_is_not_resumed(guarantee, execution_mode, broker, spark,
+                                                       admin, topic_name, app_config, tmp_path):
     """Three batch runs (``autostop.at=eol``, which real-time mode runs too); before the
     third the task's local state and progress are replaced by the copy the first run left.
     real_time is sampled with exactly_once_v2 only: the rule that ignores a stale local
@@ -46,8 +46,8 @@ def test_a_stale_local_copy_of_progress_is_not_resumed(guarantee, mode, broker, 
     both guarantees run it in micro_batch mode (the suite's time budget)."""
     src, dst = topic_name("stale-in"), topic_name("stale-out")
     admin.create_topics({src: 1, dst: 1})
-    cfg = app_config(processing_guarantee=guarantee, execution_mode=mode)
-    if mode == "micro_batch":  # real-time mode has no Spark checkpoint
+    cfg = app_config(processing_guarantee=guarantee, execution_mode=execution_mode)
+    if execution_mode == "micro_batch":  # real-time mode has no Spark checkpoint
         cfg["checkpoint.location"] = str(tmp_path / "checkpoint")
     app_dir = tmp_path / "state" / cfg["application.id"]
 

@@ -18,7 +18,6 @@ and restore, once.
 
 from __future__ import annotations
 
-import os
 import json
 import random
 import subprocess
@@ -37,6 +36,7 @@ from tests.conftest import consume_all
 from tests.integration import standalone_app as app
 from tests.integration.soak import descendants
 from tests.integration.standalone import stop_process_group
+from tests.matrix import sampled_modes
 
 pytestmark = pytest.mark.integration
 
@@ -351,12 +351,11 @@ RT_ROUNDS, RT_PER_ROUND, RT_KEYS = 5, 400, 40  # the kill after round 4, then on
 DEADLINE_S = 240  # from spark-submit to the kill
 
 
-# real_time under KSPARK_FULL_MATRIX=1 (the suite's time: 66 s); real-time tasks staying with
+# real_time in the full matrix (the suite's time: 66 s); real-time tasks staying with
 # their state across epochs also runs in test_real_time.py on local-cluster
-@pytest.mark.parametrize("mode", ["micro_batch"] + (
-    ["real_time"] if os.environ.get("KSPARK_FULL_MATRIX") else []))
+@sampled_modes("micro_batch")
 def test_tasks_return_to_the_executor_holding_their_state(
-        broker, admin, standalone_cluster, tmp_path, mode):
+        broker, admin, standalone_cluster, tmp_path, execution_mode):
     """A logged RocksDB count of 4 tasks on the two workers, each executor with its own
     state.dir, while input arrives in rounds. Real-time: 2 threads of 2 tasks, a new epoch
     (a new Spark job, placed anew by Spark) every 3 s. Micro-batch: a micro-batch every
@@ -373,13 +372,14 @@ def test_tasks_return_to_the_executor_holding_their_state(
     src, dst, app_id = f"placement-in-{tag}", f"placement-out-{tag}", f"placement-{tag}"
     admin.create_topics({src: PARTITIONS, dst: PARTITIONS})
     log = tmp_path / "driver.log"
-    interval = "3000" if mode == "real_time" else "1000"
+    interval = "3000" if execution_mode == "real_time" else "1000"
     # micro-batch: the driver holds round 4 back until this file exists, once its query is
     # idle (every micro-batch of round 3 ended), so the kill falls between micro-batches
     resume = tmp_path / "resume"
-    hold = [f"3:{resume}"] if mode == "micro_batch" else []
+    hold = [f"3:{resume}"] if execution_mode == "micro_batch" else []
     proc = cluster.submit(RT_APP, [broker, src, dst, app_id, "kspark-state", str(RT_ROUNDS),
-                                   str(RT_PER_ROUND), str(RT_KEYS), interval, mode, *hold],
+                                   str(RT_PER_ROUND), str(RT_KEYS), interval, execution_mode,
+                                   *hold],
                           conf={**CONF, "spark.python.worker.reuse": "false"},
                           cwd=tmp_path / "driver", log=log)
 
@@ -401,7 +401,7 @@ def test_tasks_return_to_the_executor_holding_their_state(
 
     try:
         deadline = time.monotonic() + DEADLINE_S
-        if mode == "real_time":
+        if execution_mode == "real_time":
             # mid-epoch (Spark also loses the other executor when one dies while its sibling
             # barrier task waits in the epoch's allGather)
             await_line("round 3 processed", "fourth round", deadline)
@@ -423,7 +423,7 @@ def test_tasks_return_to_the_executor_holding_their_state(
     done = [x for x in log.read_text(errors="replace").splitlines() if x.startswith("done ")]
     assert done, tail()
     progress = json.loads(done[-1][len("done "):])
-    print(f"\nstandalone {mode} placement: {progress}")
+    print(f"\nstandalone {execution_mode} placement: {progress}")
     assert progress["batches"] >= RT_ROUNDS, progress
     assert (progress["task_moves"], progress["task_restores"]) == (2, 2), progress
     assert 0 < progress["restored_records"] <= RT_ROUNDS * RT_PER_ROUND, progress

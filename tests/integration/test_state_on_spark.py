@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 
 import shutil
 import uuid
@@ -16,6 +15,7 @@ from kspark.processor import Processor
 from kspark.state import Stores
 from kspark.testing import TopologyTestDriver
 from tests.conftest import consume_all
+from tests.matrix import sampled
 
 pytestmark = pytest.mark.integration
 S, L = Serdes.String(), Serdes.Long()
@@ -288,8 +288,8 @@ def aggregations_on_spark(broker, spark, admin, tmp_path_factory):
 
 
 # Sampled for the suite's time: cached here (the conformance sample on Spark draws caches
-# of 0, 1 byte and 10 MB); KSPARK_FULL_MATRIX=1 adds the run without a cache.
-CACHING = [True] + ([False] if os.environ.get("KSPARK_FULL_MATRIX") else [])
+# of 0, 1 byte and 10 MB); the full matrix adds the run without a cache.
+CACHING = sampled([True, False], keep=True)
 
 
 @pytest.mark.parametrize("caching", CACHING, ids=["cached", "uncached"][:len(CACHING)])
@@ -687,9 +687,8 @@ def _join_ahead_of_table(b, table_topic, stream_topic, dst):
         table, lambda v, t: f"{v}@{t}").to(dst, key_serde=S, value_serde=S)
 
 
-@pytest.mark.parametrize("mode", ["micro_batch", "real_time"])
 def test_a_stream_table_join_never_runs_ahead_of_a_table_still_being_read(
-        mode, broker, spark, admin, topic_name, app_config):
+        execution_mode, broker, spark, admin, topic_name, app_config):
     """A table topic written wholly before a stream whose records are later in time (in
     micro-batches of 100 records, or polled by a real-time thread as they come):
     every stream record joins the table as Kafka Streams, which waits for a partition with
@@ -709,8 +708,8 @@ def test_a_stream_table_join_never_runs_ahead_of_a_table_still_being_read(
         p.flush(10)
     b = StreamsBuilder()
     _join_ahead_of_table(b, table_t, stream_t, dst)
-    extra = {"max_offsets_per_trigger": 100} if mode == "micro_batch" else {}
-    _run(b.build(), app_config(execution_mode=mode, **extra), spark)
+    extra = {"max_offsets_per_trigger": 100} if execution_mode == "micro_batch" else {}
+    _run(b.build(), app_config(execution_mode=execution_mode, **extra), spark)
     b = StreamsBuilder()
     _join_ahead_of_table(b, table_t, stream_t, dst)
     with TopologyTestDriver(b.build()) as d:  # everything present: Java's timestamp order

@@ -8,7 +8,7 @@ import pytest
 
 from kspark import StreamsBuilder, StreamsConfig
 from kspark._config_java import CLIENT_KEYS, JAVA_KEYS
-from kspark.config import CONFIG_KEYS, MODES
+from kspark.config import CONFIG_KEYS
 from kspark.errors import ConfigError
 from kspark.testing import TopologyTestDriver
 
@@ -134,18 +134,19 @@ def test_the_pointer_tables_name_no_key_kspark_accepts():
     assert set(CLIENT_KEYS) & set(CONFIG_KEYS) == {"auto.offset.reset"}
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("value", [0, -1, "-1"])
-def test_max_task_idle_ms_takes_kafka_streams_default_and_never_wait_in_both_modes(mode, value):
-    c = StreamsConfig({**BASE, "execution.mode": mode, "max.task.idle.ms": value})
+def test_max_task_idle_ms_takes_kafka_streams_default_and_never_wait_in_both_modes(
+        execution_mode, value):
+    c = StreamsConfig({**BASE, "execution.mode": execution_mode, "max.task.idle.ms": value})
     assert c["max.task.idle.ms"] == int(value)
 
 
-@pytest.mark.parametrize("mode,why", [("micro_batch", "never holds records back"),
+@pytest.mark.parametrize("execution_mode,why", [("micro_batch", "never holds records back"),
                                       ("real_time", "processes a piped record at once")])
-def test_a_max_task_idle_ms_wait_is_refused_naming_the_mode(mode, why):
-    text = _refused(**{"execution.mode": mode, "max.task.idle.ms": 500})
-    assert text.startswith(f"max.task.idle.ms=500 is not supported under execution.mode={mode}")
+def test_a_max_task_idle_ms_wait_is_refused_naming_the_mode(execution_mode, why):
+    text = _refused(**{"execution.mode": execution_mode, "max.task.idle.ms": 500})
+    assert text.startswith("max.task.idle.ms=500 is not supported under "
+                           f"execution.mode={execution_mode}")
     assert why in text and "use 0 (Kafka Streams' default" in text
 
 

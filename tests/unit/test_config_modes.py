@@ -98,17 +98,15 @@ def test_a_micro_batch_key_is_refused_under_the_default_mode_too():
         StreamsConfig({**BASE, "max.offsets.per.trigger": 2})
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_a_mode_only_key_is_accepted_in_its_own_mode(mode):
-    own = MICRO_BATCH_ONLY if mode == MICRO_BATCH else REAL_TIME_ONLY
-    c = _config(mode, **own)
+def test_a_mode_only_key_is_accepted_in_its_own_mode(execution_mode):
+    own = MICRO_BATCH_ONLY if execution_mode == MICRO_BATCH else REAL_TIME_ONLY
+    c = _config(execution_mode, **own)
     assert all(c[k] == v and c.is_set(k) for k, v in own.items())
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_the_other_modes_keys_keep_their_defaults_unrefused_when_not_given(mode):
-    c = _config(mode)
-    other = MICRO_BATCH_ONLY if mode == REAL_TIME else REAL_TIME_ONLY
+def test_the_other_modes_keys_keep_their_defaults_unrefused_when_not_given(execution_mode):
+    c = _config(execution_mode)
+    other = MICRO_BATCH_ONLY if execution_mode == REAL_TIME else REAL_TIME_ONLY
     assert all(c[k] == CONFIG_KEYS[k].default and not c.is_set(k) for k in other)
 
 
