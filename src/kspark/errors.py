@@ -28,6 +28,7 @@ __all__ = [
     "SourceReadError",
     "SinkWriteError",
     "StreamsError",
+    "RunFailedError",
     "TransactionsUnavailableError",
     "TaskFencedError",
     "TransactionTimeoutError",
@@ -145,6 +146,26 @@ class SparkSinkError(KSparkError):
 
 class StreamsError(KSparkError):
     """The running application failed; the cause is attached and named in the message."""
+
+
+class RunFailedError(StreamsError):
+    """A run (the micro-batch query, or a real-time stream thread) failed for good, as its
+    query handle's ``await_termination()`` raises it in every execution mode: ``cause`` is
+    the failure, ``desc`` its whole text (with the Python worker's traceback), ``lost``
+    whether the Spark Connect server stopped answering (the failure is the connection's).
+    ``KafkaStreams.await_termination()`` raises a StreamsError naming the first kspark
+    error in ``desc``, chained from this one.
+
+    Example:
+        >>> e = RunFailedError(RuntimeError("kspark.errors.ProcessorError: task 0_0: boom"))
+        >>> str(e), e.lost, isinstance(e, StreamsError)
+        ('kspark.errors.ProcessorError: task 0_0: boom', False, True)
+    """
+
+    def __init__(self, cause: BaseException, text: str | None = None, lost: bool = False):
+        super().__init__(text or str(cause))
+        self.cause, self.lost = cause, lost
+        self.desc = getattr(cause, "traceback", None) or text or str(cause)
 
 
 class TransactionsUnavailableError(KSparkError):

@@ -7,7 +7,6 @@ building topologies and testing them with the TopologyTestDriver never loads Spa
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -100,9 +99,9 @@ class KafkaStreams(InteractiveQueries):
                                f"{type(handler).__name__}")
         self._handler = handle if callable(handle) else handler
 
-    def _replace_after(self, error: BaseException, restarts: list[float]) -> bool:
-        """The failed run's fate, as the uncaught exception handler answers."""
-        from kspark._host.rules import replace_allowed
+    def _replace_after(self, error: BaseException) -> bool:
+        """Whether the uncaught exception handler answers REPLACE_THREAD to the failed run's
+        ``error`` (the bound on its restarts is the run's: ``_host/supervision.Restarts``)."""
         from kspark._spark.app import explain
 
         if self._handler is None:
@@ -113,14 +112,7 @@ class KafkaStreams(InteractiveQueries):
         except Exception:  # noqa: BLE001 - a handler that raises: shut the client down
             log.exception("the uncaught exception handler raised; shutting the client down")
             return False
-        if answer is not StreamThreadExceptionResponse.REPLACE_THREAD:
-            return False
-        if not replace_allowed(restarts, time.monotonic(), int(self.config["task.timeout.ms"])):
-            log.error("the uncaught exception handler asked to replace the run again, but it "
-                      "failed %d times within task.timeout.ms; the application fails",
-                      len(restarts))
-            return False
-        return True
+        return answer is StreamThreadExceptionResponse.REPLACE_THREAD
 
     def describe(self, partitions: Mapping[str, int] | None = None) -> str:
         """The topology as Kafka Streams prints it (``Topology.describe()``), then the Spark

@@ -9,7 +9,6 @@ import pytest
 
 from kspark import KafkaStreams, StreamsBuilder, StreamThreadExceptionResponse
 from kspark._host.lifecycle import Lifecycle, State
-from kspark._host.rules import RESTARTS_PER_TIMEOUT
 from kspark._host.supervisor import Supervisor
 from kspark.errors import StreamsError
 
@@ -133,15 +132,13 @@ def test_close_before_start_moves_created_to_not_running_and_tells_the_listener(
 
 
 def test_the_default_handler_shuts_the_client_down():
-    assert not _client()._replace_after(RuntimeError("x"), [])  # noqa: SLF001
+    assert not _client()._replace_after(RuntimeError("x"))  # noqa: SLF001
 
 
-def test_replace_thread_runs_again_at_most_so_many_times_within_task_timeout():
+def test_replace_thread_is_the_handlers_answer():
+    # its bound (RESTARTS_PER_TIMEOUT within task.timeout.ms): test_supervision.py
     streams = _client(lambda e: StreamThreadExceptionResponse.REPLACE_THREAD)
-    assert streams._replace_after(RuntimeError("x"), [])  # noqa: SLF001
-    import time
-    recent = [time.monotonic()] * RESTARTS_PER_TIMEOUT
-    assert not streams._replace_after(RuntimeError("x"), recent)  # noqa: SLF001
+    assert streams._replace_after(RuntimeError("x"))  # noqa: SLF001
 
 
 def test_the_handler_sees_the_failure_explained_and_may_be_an_object():
@@ -154,14 +151,14 @@ def test_the_handler_sees_the_failure_explained_and_may_be_an_object():
 
     streams = _client(Handler())
     assert not streams._replace_after(RuntimeError("kspark.errors.ProcessorError: "  # noqa: SLF001
-                                                   "task 0_0, processor 'X': boom"), [])
+                                                   "task 0_0, processor 'X': boom"))
     assert isinstance(got[0], StreamsError) and "processor 'X': boom" in str(got[0])
 
 
 def test_a_handler_that_raises_shuts_the_client_down():
     def bad(e):
         raise RuntimeError("handler bug")
-    assert not _client(bad)._replace_after(RuntimeError("x"), [])  # noqa: SLF001
+    assert not _client(bad)._replace_after(RuntimeError("x"))  # noqa: SLF001
 
 
 def test_a_handler_must_be_callable():

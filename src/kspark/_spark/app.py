@@ -5,10 +5,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable
 from typing import Any, NoReturn
 
-from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
 from kspark._graph.graph import TopologyGraph
@@ -16,16 +14,17 @@ from kspark._kafka.admin import Admin
 from kspark._kafka.clients import check_client_configs
 from kspark._kafka.settings import ClientSettings
 from kspark._engine.state.build import private_state_dir
-from kspark._spark.connect import abandon, bound_retries, is_connect, is_connect_error
+from kspark._spark.connect import abandon, bound_retries, is_connect
 from kspark._spark.session import build_session, prepare
 from kspark._spark.modes import DRIVERS, IDLE, ModeDriver
 from kspark._spark.batch_run import BatchRun
 from kspark._spark.spark_sinks import SparkSinks
-from kspark._spark.realtime.query import RealTimeRunError
 from kspark._graph.resources import instance_group, kspark_topics
 from kspark._kafka.instance import InstanceGuard
 from kspark.config import EXACTLY_ONCE_V2, MICRO_BATCH, StreamsConfig, checkpoint_location
-from kspark.errors import ChangelogLostError, MissingSourceTopicError, StreamsError, TopologyError
+from kspark._host.supervision import FailureHandler, RunHandle
+from kspark.errors import (ChangelogLostError, MissingSourceTopicError, RunFailedError,
+                           StreamsError, TopologyError)
 
 __all__ = ["SparkApplication", "explain"]
 
@@ -64,7 +63,7 @@ class SparkApplication:
         self.graph = graph
         self.config = config
         self._spark = spark
-        self._query: Any = None
+        self._query: RunHandle | None = None
         self._guard: InstanceGuard | None = None
         self._reported = False  # await_termination() raised the query's failure
         self._session: SparkSession | None = None
@@ -74,8 +73,9 @@ class SparkApplication:
         self.stop_offsets: dict[tuple[str, int], int] | None = None
         self.finished = False  # a batch run reached its stop offsets
         self.start_timings = StartTimings(config["application.id"])
-        # the uncaught exception handler's say on a failed run (KafkaStreams sets it)
-        self.on_failure: Callable[[BaseException, list[float]], bool] | None = None
+        # the uncaught exception handler's say on a failed run (KafkaStreams sets it; the
+        # mode's driver hands it to the run's restarts, _host/supervision.py)
+        self.on_failure: FailureHandler | None = None
 
     @property
     def checkpoint_dir(self) -> str:
@@ -154,12 +154,11 @@ class SparkApplication:
         timings.step("session")
         self._driver = DRIVERS[c["execution.mode"]](self)
         self._sinks = SparkSinks(self.graph, c)
-        self._query = self._driver.start(spark, admin, counts)
-        self._query.on_failure = self.on_failure
+        query = self._query = self._driver.start(spark, admin, counts)
         try:
             self._sinks.start(spark)
         except BaseException:
-            self._query.stop()
+            query.stop()
             self._driver.close()
             raise
         timings.step("Spark sinks")
@@ -262,7 +261,7 @@ class SparkApplication:
                 return True
             failed = self._sinks.failure()
             if failed is not None:
-                self._query.stop()
+                self._handle().stop()
                 self._batch_run = None
                 self._release()
                 self._reported = True
@@ -271,23 +270,21 @@ class SparkApplication:
             if left is not None and left <= 0:
                 return False
 
+    def _handle(self) -> RunHandle:
+        """The running query's handle (``start()`` made it)."""
+        if self._query is None:
+            raise AssertionError("the application's query is asked for before start()")
+        return self._query
+
     def _await_query(self, timeout_s: float | None) -> bool:
         try:
-            if timeout_s is None:
-                self._query.awaitTermination()
-                done = True
-            else:
-                done = bool(self._query.awaitTermination(timeout_s))
-        except (StreamingQueryException, RealTimeRunError) as e:
-            if is_connect_error(getattr(e, "cause", e)):  # an epoch whose server was lost
-                self._lost_server(e)
+            done = self._handle().await_termination(timeout_s)
+        except RunFailedError as e:  # the one error of every mode's handle
+            if e.lost:  # its Spark Connect server stopped answering
+                self._lost_server(e.cause)
             self._release()
             self._reported = True
             raise StreamsError(explain(self.config["application.id"], e)) from e
-        except Exception as e:
-            if not is_connect_error(e):
-                raise
-            self._lost_server(e)
         if done:
             self._finish_run()
             self._release()
@@ -304,7 +301,7 @@ class SparkApplication:
     def _finish_run(self) -> None:
         """The query ended by itself (not stopped, not failed): a batch run is finished."""
         if (self._batch_run is not None and self._session is not None
-                and self._query.exception() is None):
+                and self._handle().exception() is None):
             run, self._batch_run = self._batch_run, None
             try:  # every record the run committed is in the Spark sinks before it finishes
                 self._sinks.drain(self._session, Admin(ClientSettings.from_config(
@@ -325,15 +322,16 @@ class SparkApplication:
             self._guard = None
 
     def stop(self, timeout_s: float | None) -> None:
-        if self._query is not None and self._query.isActive:
-            self._query.stop()  # a batch run stopped by the user stays unfinished
+        query = self._query
+        if query is not None and query.is_active():
+            query.stop()  # a batch run stopped by the user stays unfinished
             self._batch_run = None
-        elif self._query is not None:
+        elif query is not None:
             self._finish_run()
         self._release()
-        if (self._query is not None and self._query.exception() is not None
-                and not self._reported):  # a failure await_termination() raised is not raised again
-            raise StreamsError(explain(self.config["application.id"], self._query.exception()))
+        failure = None if query is None else query.exception()
+        if failure is not None and not self._reported:  # await_termination() raised it: not again
+            raise StreamsError(explain(self.config["application.id"], failure)) from failure
 
     def metrics(self) -> Any:
         out = self._driver.metrics()
@@ -348,8 +346,7 @@ class SparkApplication:
 
     def ready(self) -> bool:
         """Whether the tasks run (the client is RUNNING, not REBALANCING)."""
-        ready = getattr(self._query, "ready", None)
-        return bool(ready()) if ready is not None else False
+        return self._query is not None and self._query.ready()
 
 
 def explain(app_id: str, e: BaseException) -> str:

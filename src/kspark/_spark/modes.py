@@ -18,6 +18,7 @@ from kspark._engine.async_.metrics import summarize_metrics
 from kspark._engine.metrics.view import MetricsView
 from kspark._host.metrics import ReportedTotals, TaskMetrics, application_metrics, thread_id
 from kspark._host.progress import progress_of
+from kspark._host.supervision import RunHandle
 from kspark._kafka.admin import Admin
 from kspark._spark.batch_run import BatchRun
 from kspark._spark.checkpoint import SparkCheckpoint
@@ -36,9 +37,9 @@ log = logging.getLogger("kspark")
 class ModeDriver(Protocol):
     """What an execution mode does for the application (see the module docstring)."""
 
-    def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
-        """Make the mode's internal topics and start its query (returned: something with a
-        streaming query's ``awaitTermination``, ``stop``, ``isActive``, ``exception``)."""
+    def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> RunHandle:
+        """Make the mode's internal topics and start its query, supervised (its restarts
+        asking the application's ``on_failure``): the handle the application runs by."""
         ...
 
     def finish(self, run: BatchRun) -> None:
@@ -63,7 +64,7 @@ class ModeDriver(Protocol):
 class _Idle:
     """Before start(): nothing counted yet (the one shape, zeros)."""
 
-    def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
+    def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> RunHandle:
         raise AssertionError("the application starts the driver of its mode, not this one")
 
     def finish(self, run: BatchRun) -> None:
@@ -93,7 +94,7 @@ class MicroBatchDriver:
 
     def __init__(self, app: Any):
         self.app = app
-        self.query: Any = None
+        self.query: RestartingQuery | None = None
         self.host: Any = None  # the query's MicroBatchHost
         self.totals: ReportedTotals | None = None  # the committed task batches' reports
         self.admin: Admin | None = None
@@ -102,7 +103,7 @@ class MicroBatchDriver:
         self._view = MetricsView()
         self._logged: dict[str, int] = {}  # logged store -> its changelog's partitions
 
-    def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
+    def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> RunHandle:
         from kspark._kafka.stream_thread_clients import control_end
         from kspark._kafka.task_reports import TaskReportReader
         from kspark._spark.micro_batch import MicroBatchHost
@@ -142,7 +143,8 @@ class MicroBatchDriver:
         else:
             writer = writer.trigger(processingTime=f"{c['commit.interval.ms']} milliseconds")
         self.query = RestartingQuery(writer.start, c["application.id"],
-                                     int(c["task.timeout.ms"]))
+                                     int(c["task.timeout.ms"]), int(c["retry.backoff.ms"]),
+                                     app.on_failure)
         timings.step("query start")
         return self.query
 
@@ -151,7 +153,7 @@ class MicroBatchDriver:
             run.finish(SparkCheckpoint(self.session, self.app.checkpoint_dir))
 
     def progress(self) -> dict[str, int]:
-        last = self.query.lastProgress if self.query else None
+        last = self.query.last_progress() if self.query else None
         batches = int(last["batchId"]) + 1 if last else 0
         return progress_of(batches, sum(self._positions().values()), sum(self._lag().values()),
                            self._task_metrics())
@@ -190,7 +192,7 @@ class MicroBatchDriver:
 
         from kspark._spark.source import CLOCK
 
-        last = self.query.lastProgress if self.query else None
+        last = self.query.last_progress() if self.query else None
         out: dict[TP, int] = {}
         global_topics = set(self.app.graph.global_topics())
         for source in (last or {}).get("sources", []):
@@ -224,7 +226,7 @@ class RealTimeDriver:
         self.admin: Admin | None = None
         self._logged: dict[str, int] = {}  # logged store -> its changelog's partitions
 
-    def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> Any:
+    def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> RunHandle:
         from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG, repartition_topics
         from kspark._spark.realtime.query import real_time_query
 
@@ -245,7 +247,7 @@ class RealTimeDriver:
         starts = _real_time_starts(admin, app, counts)
         timings.step("start offsets (the group's, reset policies)")
         self.query = real_time_query(spark, app.graph, c, query_plan, commit_interval_ms(c),
-                                     app.stop_offsets, starts).start()
+                                     app.stop_offsets, starts, app.on_failure).start()
         timings.step("real-time start")
         return self.query
 

@@ -1,83 +1,110 @@
-"""A micro-batch query that starts again after a transient Kafka failure.
+"""The micro-batch mode's run handle: a query that starts again after a transient failure.
 
 When a broker restarts or a coordinator moves, a task retries in place for up to
 ``task.timeout.ms``; what only a new attempt can resolve ends the task with a
 TransientKafkaError, which fails the Structured Streaming query. :class:`RestartingQuery`
 then starts the query again from its checkpoint (the failed batch is replayed; each task's
-marker makes the replay exact), as :func:`~kspark._host.rules.restart_after` decides — the
-same rule the real-time loop applies to its epochs.
+marker makes the replay exact), as :class:`~kspark._host.supervision.Restarts` decides — the
+same decision, bound and back-off the real-time mode applies to each stream thread.
+
+:func:`run_failed` is how both modes' handles word a Spark failure as the one error the
+application catches, :class:`~kspark.errors.RunFailedError`.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
-from kspark._host.rules import restart_after
+from kspark._host.supervision import FailureHandler, Restarts, RunHandle, announce
+from kspark.errors import RunFailedError
 
-__all__ = ["RestartingQuery"]
+__all__ = ["RestartingQuery", "run_failed"]
 
 log = logging.getLogger("kspark")
 
 
-class RestartingQuery:
-    """What ``SparkApplication`` uses of a streaming query (``isActive``,
-    ``awaitTermination``, ``stop``, ``exception``, ``lastProgress``) over the query
-    ``start()`` makes, started again after a transient Kafka failure."""
+def run_failed(error: BaseException, text: str | None = None) -> RunFailedError:
+    """``error`` (a failed query's, a failed Spark job's, a stream thread's) as the run's
+    failure; ``lost`` when it is a Spark Connect client's own (the server stopped
+    answering), not a query's failure the server reported.
 
-    def __init__(self, start: Callable[[], Any], app_id: str, task_timeout_ms: int):
-        self._start, self.app_id, self.task_timeout_ms = start, app_id, task_timeout_ms
+    >>> run_failed(RuntimeError("boom")).lost
+    False
+    """
+    from pyspark.errors import StreamingQueryException
+
+    from kspark._spark.connect import is_connect_error
+
+    if isinstance(error, RunFailedError):
+        return error
+    lost = is_connect_error(error) and not isinstance(error, StreamingQueryException)
+    return RunFailedError(error, text, lost=lost)
+
+
+class RestartingQuery(RunHandle):
+    """The :class:`~kspark._host.supervision.RunHandle` over the Structured Streaming query
+    ``start()`` makes, started again after a transient Kafka failure (or a REPLACE_THREAD
+    answer of ``on_failure``) once its back-off is over."""
+
+    def __init__(self, start: Callable[[], Any], app_id: str, task_timeout_ms: int,
+                 retry_backoff_ms: int = 0, on_failure: FailureHandler | None = None):
+        self._start, self.app_id = start, app_id
+        self.restarts = Restarts(task_timeout_ms, retry_backoff_ms, on_failure)
         self.current = start()
-        self.restarts: list[float] = []
         self._last_progress: Any = None
-        self._error: BaseException | None = None
-        self._stopping = False
-        # asked when a failure is not transient: True runs the query again (the uncaught
-        # exception handler's REPLACE_THREAD, see KafkaStreams.set_uncaught_exception_handler)
-        self.on_failure: Callable[[BaseException, list[float]], bool] | None = None
+        self._error: RunFailedError | None = None
+        self._stopping = threading.Event()
+        self._restarting = False  # between a failed query and its successor
+        self._lock = threading.Lock()  # a stop and a restart: one after the other
         self._done = threading.Event()
         threading.Thread(target=self._watch, name="kspark-query-watch", daemon=True).start()
 
     def _watch(self) -> None:
-        from pyspark.errors import StreamingQueryException
-
         try:
-            while True:
-                try:
-                    self.current.awaitTermination()
-                    return  # ended by itself (a batch run) or stopped
-                except StreamingQueryException as e:
-                    text = str(getattr(e, "desc", None) or e)
-                    now = time.monotonic()
-                    if self._stopping or not (
-                            restart_after(text, self.restarts, now, self.task_timeout_ms)
-                            or (self.on_failure is not None
-                                and self.on_failure(e, self.restarts))):
-                        self._error = e
-                        return
-                    self.restarts.append(now)
-                    log.warning("application %r: the run ended on a transient failure "
-                                "(%s); starting the query again from its last "
-                                "commit (restart %d)", self.app_id, _cause(text),
-                                len(self.restarts))
-                    self._last_progress = self.lastProgress
-                    self.current = self._start()
+            while self._failed_again():
+                pass
         except BaseException as e:  # noqa: BLE001 - the restart failed: that is the error
-            self._error = e
+            self._error = run_failed(e)
         finally:
             self._done.set()
 
-    @property
-    def isActive(self) -> bool:  # noqa: N802 - a streaming query's name
+    def _failed_again(self) -> bool:
+        """Wait for the running query to end: whether it failed and a successor runs now."""
+        from pyspark.errors import StreamingQueryException
+
+        try:
+            self.current.awaitTermination()
+            return False  # ended by itself (a batch run) or stopped
+        except StreamingQueryException as e:
+            failure = run_failed(e, str(getattr(e, "desc", None) or e))
+        restart = None if self._stopping.is_set() else self.restarts.decide(str(failure),
+                                                                            failure)
+        if restart is None:
+            self._error = failure
+            return False
+        announce(self.app_id, "the micro-batch query", restart.cause, restart.reason(),
+                 "starting the query again")
+        self._last_progress = self.last_progress()
+        self._restarting = True
+        if self._stopping.wait(restart.delay_s):
+            return False  # stopped while it paused: nothing runs
+        with self._lock:
+            if self._stopping.is_set():
+                return False
+            self.current = self._start()
+        self._restarting = False
+        return True
+
+    def is_active(self) -> bool:
         return not self._done.is_set()
 
     def ready(self) -> bool:
         """Whether the running query committed a micro-batch (its tasks are open and
-        restored); False again after a restart until the new query commits one."""
-        if self._done.is_set():
+        restored); False again after a failure until the new query commits one."""
+        if self._done.is_set() or self._restarting:
             return False
         try:
             return self.current.lastProgress is not None
@@ -87,12 +114,9 @@ class RestartingQuery:
     def _lost(self) -> bool:
         """Whether the query ended because its Spark Connect server stopped answering
         (asking it anything more would only wait for the client's retries again)."""
-        from kspark._spark.connect import is_connect_error
+        return self._done.is_set() and self._error is not None and self._error.lost
 
-        return self._done.is_set() and self._error is not None and is_connect_error(self._error)
-
-    @property
-    def lastProgress(self) -> Any:  # noqa: N802
+    def last_progress(self) -> Any:
         """The running query's last progress, else the last one known (a Spark Connect
         server that stopped answers nothing: the failure is the query's to report)."""
         if self._lost():
@@ -106,28 +130,20 @@ class RestartingQuery:
             self._last_progress = last
         return last or self._last_progress
 
-    def exception(self) -> BaseException | None:
+    def exception(self) -> RunFailedError | None:
         return self._error
 
-    def awaitTermination(self, timeout: float | None = None) -> bool:  # noqa: N802
+    def await_termination(self, timeout: float | None = None) -> bool:
+        """Wait for the run to end; raises its failure (a RunFailedError)."""
         done = self._done.wait(timeout)
         if done and self._error is not None:
             raise self._error
         return done
 
     def stop(self) -> None:
-        self._stopping = True
+        with self._lock:
+            self._stopping.set()
+            current = self.current
         if not self._lost():
-            self.current.stop()
+            current.stop()
         self._done.wait(60)
-
-
-def _cause(text: str) -> str:
-    """The TransientKafkaError's (or its kind's) message in a failed query's text."""
-    from kspark._host.rules import transient_names
-
-    for line in text.splitlines():
-        for name in transient_names():
-            if f"{name}:" in line:
-                return line.split(f"{name}:", 1)[1].strip()[:300]
-    return text.strip().splitlines()[0][:300] if text.strip() else "?"

@@ -9,7 +9,7 @@ True
 from __future__ import annotations
 
 __all__ = ["MAX_LOST_EPOCHS", "HEALTHY_RUN_S", "lost_worker", "lost_in_a_row", "first_line",
-           "RealTimeRunError", "ThreadFailureError"]
+           "ThreadFailureError"]
 
 
 # How many epochs in a row may lose an executor or a Python worker before the run fails (as
@@ -52,20 +52,11 @@ def first_line(error: BaseException) -> str:
     return cause.strip()[:300]
 
 
-class RealTimeRunError(Exception):
-    """The run's failure, as :meth:`RealTimeQuery.awaitTermination` raises it; ``desc`` holds
-    the whole text of the cause (with the Python worker's traceback)."""
-
-    def __init__(self, cause: BaseException):
-        super().__init__(str(cause))
-        self.desc = getattr(cause, "traceback", None) or str(cause)
-        self.cause = cause
-
-
 class ThreadFailureError(Exception):
     """A stream thread's own failure, as its Spark task returned it: ``Type: message`` of
     the error it raised (the topology's or kspark's, naming the task: what the driver
-    decides by), and its ``traceback`` (for the log; its code lines may name any error)."""
+    decides by), and its ``traceback`` (for the log; its code lines may name any error: the
+    run's :class:`~kspark.errors.RunFailedError` takes it as its ``desc``)."""
 
     def __init__(self, error: str, traceback: str = ""):
         super().__init__(error)

@@ -8,9 +8,9 @@ started again (up to :data:`MAX_LOST_EPOCHS` in a row); one that raised is start
 after a transient failure or when the uncaught exception handler replaces the thread, else
 it fails the run. No thread's failure stops another (Kafka Streams' threads, KIP-429):
 there is no barrier. :meth:`stop` asks every thread to commit and end through the control
-topic, and cancels their jobs if they do not within a commit interval plus ``grace_s``. It
-offers what ``SparkApplication`` uses of a streaming query (``isActive``,
-``awaitTermination``, ``stop``, ``exception``)."""
+topic, and cancels their jobs if they do not within a commit interval plus ``grace_s``. It is
+the real-time mode's :class:`~kspark._host.supervision.RunHandle`; each thread's restarts are
+its own :class:`~kspark._host.supervision.Restarts`."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -29,7 +28,8 @@ from kspark._plan.plan import QueryPlan
 from kspark._spark.connect import default_parallelism
 from kspark._spark.realtime.batch_end import BatchEnd
 from kspark._spark.realtime.failures import (
-    MAX_LOST_EPOCHS, RealTimeRunError, ThreadFailureError, first_line, lost_in_a_row, lost_worker)
+    MAX_LOST_EPOCHS, ThreadFailureError, first_line, lost_in_a_row, lost_worker)
+from kspark._spark.restarting import run_failed
 from kspark._plan.assignment import initial_assignment
 from kspark._host.standby import standbys_for
 from kspark._spark.realtime.checks import free_slots, real_time_members, threads_for
@@ -41,23 +41,22 @@ from kspark._spark.realtime.thread_metrics import LiveTotals
 from kspark._engine.metrics.view import MetricsView
 from kspark._host.context import HostContext
 from kspark._host.metrics import application_metrics, thread_id
-from kspark._host.rules import restart_after
 from kspark._host.progress import progress_of
+from kspark._host.supervision import FailureHandler, Restart, Restarts, RunHandle, announce
+from kspark.errors import RunFailedError
 
-__all__ = ["RealTimeQuery", "RealTimeRunError", "real_time_query"]
-
-
+__all__ = ["RealTimeQuery", "real_time_query"]
 
 log = logging.getLogger("kspark")
 
 
 def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
                     interval_ms: int, stop: dict[tuple[str, int], int] | None = None,
-                    starts: tuple[tuple[tuple[str, int], int, int], ...] = ()
-                    ) -> RealTimeQuery:
+                    starts: tuple[tuple[tuple[str, int], int, int], ...] = (),
+                    on_failure: FailureHandler | None = None) -> RealTimeQuery:
     """The real-time run of every sub-topology of ``plan`` (``stop``: a batch run's stop
     offsets, KIP-95; ``starts``: the source partitions' starts the driver resolved, see
-    ``Epoch.starts``)."""
+    ``Epoch.starts``; ``on_failure``: the uncaught exception handler's say)."""
     from kspark._plan.plan import kafka_sources
 
     members = real_time_members(plan, graph, config)
@@ -79,11 +78,13 @@ def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
              len(home.standby[0]) // max(1, len(home.active[0])) if home.active[0] else 0)
     assignor = Assignor(home, [s.task_id for s in specs], int(config["max.warmup.replicas"]),
                         int(config["acceptable.recovery.lag"]), standbys_for(config))
-    return RealTimeQuery(spark, contexts, epoch, assignor=assignor,
-                         probing_s=int(config["probing.rebalance.interval.ms"]) / 1000)
+    query = RealTimeQuery(spark, contexts, epoch, assignor=assignor,
+                          probing_s=int(config["probing.rebalance.interval.ms"]) / 1000)
+    query.on_failure = on_failure
+    return query
 
 
-class RealTimeQuery:
+class RealTimeQuery(RunHandle):
     """Stream threads running every sub-topology (``contexts``), each supervised on its own
     (see the module)."""
 
@@ -100,12 +101,11 @@ class RealTimeQuery:
         self._current: dict[int, Epoch] = {}  # each thread's running epoch
         self._finished = [0] * epoch.threads  # each thread's finished epochs
         self._stopping = False
-        self._error: BaseException | None = None
+        self._error: RunFailedError | None = None
         # asked when a thread fails for good: True starts it again (the uncaught exception
         # handler's REPLACE_THREAD, see KafkaStreams.set_uncaught_exception_handler)
-        self.on_failure: Callable[[BaseException, list[float]], bool] | None = None
-        # per thread (each bounded on its own), when it started again after a failure
-        self._restarts: dict[int, list[float]] = {}
+        self.on_failure: FailureHandler | None = None
+        self._restarts: dict[int, Restarts] = {}  # per thread, each bounded on its own
         self._done = threading.Event()
         self._lock = threading.Lock()
         self.jobs = ThreadJobs(spark, contexts, self.key, self.ctx.app_id, self.ctx.state_dir)
@@ -156,18 +156,17 @@ class RealTimeQuery:
             for run, report in self._reader.read():
                 self.live.add_report(run, report)
 
-    @property
-    def isActive(self) -> bool:  # noqa: N802 - a streaming query's name
+    def is_active(self) -> bool:
         return not self._done.is_set()
 
-    def exception(self) -> BaseException | None:
+    def exception(self) -> RunFailedError | None:
         return self._error
 
-    def awaitTermination(self, timeout: float | None = None) -> bool:  # noqa: N802
-        """Wait for the run to end; raises its failure (a thread's error)."""
+    def await_termination(self, timeout: float | None = None) -> bool:
+        """Wait for the run to end; raises its failure (a thread's, as a RunFailedError)."""
         done = self._done.wait(timeout)
         if done and self._error is not None:
-            raise RealTimeRunError(self._error)
+            raise self._error
         return done
 
     def stop(self) -> None:
@@ -245,9 +244,9 @@ class RealTimeQuery:
             self._watch()
             for s in supervisors:
                 s.join()
-        except BaseException as e:  # noqa: BLE001 - kept for awaitTermination and stop
+        except BaseException as e:  # noqa: BLE001 - kept for await_termination and stop
             if not self._stopping:
-                self._error = e
+                self._error = run_failed(e)
         finally:
             self._done.set()
 
@@ -303,7 +302,8 @@ class RealTimeQuery:
                 if lost_worker(e) and lost < MAX_LOST_EPOCHS:
                     lost += 1
                     self._lost(index)
-                    self._epoch_lost(index, epoch, e, f"{lost} of {MAX_LOST_EPOCHS} in a row")
+                    self._epoch_lost(index, epoch, first_line(e), f"lost with its executor or "
+                                     f"Python worker, {lost} of {MAX_LOST_EPOCHS} in a row")
                     continue
                 failure: BaseException = e
             else:
@@ -311,9 +311,9 @@ class RealTimeQuery:
                     lost = lost_in_a_row(lost, time.monotonic() - began) + 1
                     self._lost(index)
                     if lost <= MAX_LOST_EPOCHS:
-                        self._epoch_lost(index, epoch, RuntimeError(
-                            "its Spark task was lost with its executor or Python worker"),
-                            f"{lost} of {MAX_LOST_EPOCHS} in a row")
+                        self._epoch_lost(index, epoch, "Spark ran its task again", "lost with "
+                                         "its executor or Python worker, "
+                                         f"{lost} of {MAX_LOST_EPOCHS} in a row")
                         continue
                     row = {"error": f"stream thread {index} was lost {lost} times in a row "
                                     "(its executor or Python worker)"}
@@ -327,37 +327,27 @@ class RealTimeQuery:
                 failure = ThreadFailureError(row["error"], row.get("traceback", ""))
             if self._stopping:
                 return
-            if not self._again(index, epoch, failure):
+            restart = self._again(index, epoch, failure)
+            if restart is None:
                 self._fail(failure)
                 return
-            self._back_off(index)
+            self._back_off(restart.delay_s)
 
-    def _again(self, index: int, epoch: Epoch, failure: BaseException) -> bool:
-        """Whether thread ``index`` starts again after ``failure``: a transient one, or the
-        uncaught exception handler answered REPLACE_THREAD (both bounded per
-        task.timeout.ms, see ``rules.restart_after``)."""
+    def _again(self, index: int, epoch: Epoch, failure: BaseException) -> Restart | None:
+        """Whether thread ``index`` starts again after ``failure``, as its own
+        :class:`~kspark._host.supervision.Restarts` decides (None: the run fails)."""
+        error = run_failed(failure)
         with self._lock:
-            restarts = self._restarts.setdefault(index, [])
-            if restart_after(str(failure), restarts, time.monotonic(), self.task_timeout_ms):
-                why = "it ended on a transient failure"
-            elif self.on_failure is not None and self.on_failure(RealTimeRunError(failure),
-                                                                 restarts):
-                why = "the uncaught exception handler replaced it"
-            else:
-                return False
-            restarts.append(time.monotonic())
-            count = len(restarts)
-        self._epoch_lost(index, epoch, failure, f"{why}; restart {count}")
-        return True
+            restarts = self._restarts.setdefault(index, Restarts(
+                self.task_timeout_ms, self.ctx.settings.retry_backoff_ms, self.on_failure))
+            restart = restarts.decide(str(error), error)
+        if restart is not None:
+            self._epoch_lost(index, epoch, restart.cause, restart.reason())
+        return restart
 
-    def _back_off(self, index: int) -> None:
-        """Before thread ``index`` starts again after a failure: retry.backoff.ms, doubled
-        with each restart within task.timeout.ms, at most 10 s (so its restarts, bounded
-        in number, span a cluster or registry outage rather than use themselves up)."""
-        with self._lock:
-            n = len(self._restarts.get(index, ()))
-        delay = min(self.ctx.settings.retry_backoff_ms * 2 ** max(0, n - 1), 10_000) / 1000
-        deadline = time.monotonic() + delay
+    def _back_off(self, delay_s: float) -> None:
+        """Pause ``delay_s`` before a thread starts again, unless the run stops meanwhile."""
+        deadline = time.monotonic() + delay_s
         while not self._stopping and time.monotonic() < deadline:
             time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
 
@@ -371,18 +361,18 @@ class RealTimeQuery:
             if self._stopping:
                 return
             self._stopping = True
-            self._error = failure
+            self._error = run_failed(failure)
         log.error("application %r: a stream thread failed; cancelling the other threads",
                   self.ctx.app_id)
         self.jobs.cancel()
 
-    def _epoch_lost(self, index: int, epoch: Epoch, error: BaseException, why: str) -> None:
+    def _epoch_lost(self, index: int, epoch: Epoch, cause: str, why: str) -> None:
         """Thread ``index``'s epoch is started again from its tasks' last commits (the new
         attempt fences the old)."""
         with self._metrics_lock:  # its counts since its last report went with it
             self.live.end_epoch(epoch.run, [])
-        log.warning("real-time stream thread %d's epoch ended (%s): %s; starting a new epoch "
-                    "of it from its tasks' last commits", index, first_line(error), why)
+        announce(self.ctx.app_id, f"real-time stream thread {index}'s epoch", cause, why,
+                 "starting a new epoch of it")
 
     def _next_epoch(self, index: int) -> Epoch:
         t, n = self._template, self._finished[index]
