@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from kspark._graph.optimize import optimization_problem
 
 __all__ = ["operations_config", "standby_config", "client_tag_problem"]
 
@@ -39,8 +40,6 @@ def _level(v: Any) -> str | None:
 
 
 def _optimization(v: Any) -> str | None:
-    from kspark._graph.optimize import optimization_problem
-
     return optimization_problem(v)
 
 

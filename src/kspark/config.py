@@ -38,10 +38,13 @@ from typing import Any
 
 from kspark._config_java import (DEPRECATED_VALUES, refused_client_key, renamed, renamed_value,
                                  task_idle_problem, unknown_key)
+from kspark._config_defaults import KEYS, non_negative, one_of, positive
 from kspark._config_text import parse_properties, resolve_reference
 from kspark._engine.handler_config import handler_config
 from kspark._engine.offset_reset import reset_policy_problem
+from kspark._kafka.settings import check_owned, is_common_key, redacted
 from kspark.errors import ConfigError
+from kspark.serde import Serde, Serdes
 from kspark.serde._registry_keys import registry_config
 from kspark._config_ops import client_tag_problem, operations_config, standby_config
 
@@ -77,12 +80,9 @@ class ConfigKey:
     modes: tuple[str, ...] | None = None
 
 
-def _positive(v: Any) -> str | None:
-    return None if v > 0 else "must be > 0"
-
-
-def _non_negative(v: Any) -> str | None:
-    return None if v >= 0 else "must be >= 0"
+def _lower(name: str) -> ConfigKey:
+    """A key declared in ``_config_defaults`` (code below this module reads its default)."""
+    return ConfigKey(*KEYS[name], modes=BOTH)
 
 
 def _user() -> str:
@@ -94,18 +94,12 @@ def _user() -> str:
         return str(os.getuid()) if hasattr(os, "getuid") else "user"
 
 
-def _one_of(*choices: str) -> Callable[[Any], str | None]:
-    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
-
-
 def _app_id(v: Any) -> str | None:
     ok = re.fullmatch(r"[A-Za-z0-9._-]+", v) is not None
     return None if ok else "may only contain letters, digits, '.', '_' and '-'"
 
 
 def _serde(v: Any) -> str | None:
-    from kspark.serde import Serde, Serdes
-
     if v is None or isinstance(v, Serde):
         return None
     try:
@@ -128,12 +122,12 @@ _KEYS = [
     ConfigKey("commit.interval.ms", int, 1000, "How often progress is committed. real_time "
               "mode, when not set: Kafka Streams' defaults (30000 under at_least_once, 100 "
               "under exactly_once_v2); micro_batch mode: each micro-batch is one commit, so "
-              "this is also the trigger interval (1000 when not set).", _non_negative, modes=BOTH),
+              "this is also the trigger interval (1000 when not set).", non_negative, modes=BOTH),
     ConfigKey("processing.guarantee", str, AT_LEAST_ONCE, "at_least_once, or exactly_once_v2 "
               "(KIP-129: each task's output, changelog records, progress and input offsets "
               "commit in one Kafka transaction per micro-batch; 'exactly_once' and "
               "'exactly_once_beta' are deprecated aliases).",
-              _one_of(AT_LEAST_ONCE, EXACTLY_ONCE_V2, *DEPRECATED_VALUES[GUARANTEE]),
+              one_of(AT_LEAST_ONCE, EXACTLY_ONCE_V2, *DEPRECATED_VALUES[GUARANTEE]),
               convert=lambda v: renamed_value(GUARANTEE, v), modes=BOTH),
     ConfigKey("default.key.serde", object, None, "Serde for keys where none is given: a Serde or "
               "a built-in name such as 'String'.", _serde, modes=BOTH),
@@ -153,35 +147,25 @@ _KEYS = [
     ConfigKey("statestore.cache.max.bytes", int, 10 * 1024 * 1024, "Record cache for DSL "
               "stores: above 0, a table emits each key's latest change once per commit (on "
               "Spark: per micro-batch); 0 emits every update. Deprecated alias: "
-              "cache.max.bytes.buffering.", _non_negative, modes=BOTH),
+              "cache.max.bytes.buffering.", non_negative, modes=BOTH),
     ConfigKey("replication.factor", int, -1, "Replication factor of the internal topics kspark "
               "creates (changelogs, the progress, metadata and instance topics); -1 takes the "
               "brokers' default.replication.factor, as Kafka Streams does.",
               lambda v: None if v == -1 or v > 0 else "must be -1 or > 0", modes=BOTH),
-    ConfigKey("request.timeout.ms", int, 30000, "How long kspark waits for the brokers to answer "
-              "a metadata or admin request before failing with an error naming them.", _positive,
-              modes=BOTH),
-    ConfigKey("task.timeout.ms", int, 300_000, "How long a task (and the driver) keeps "
-              "retrying when the Kafka cluster does not answer or a leader or coordinator is "
-              "moving (a broker restart) before it fails with an error naming what was "
-              "unreachable and for how long (Kafka Streams' key, KIP-572).", _non_negative,
-              modes=BOTH),
-    ConfigKey("retry.backoff.ms", int, 100, "The pause between two tries of a failed client "
-              "call (doubling up to a second while a fault lasts); also every client's "
-              "retry.backoff.ms.", _positive, modes=BOTH),
+    _lower("request.timeout.ms"),
+    _lower("task.timeout.ms"),
+    _lower("retry.backoff.ms"),
     ConfigKey("max.offsets.per.trigger", int, 200_000, "kspark: upper bound on the records one "
               "micro-batch reads, over all partitions of one source (each sub-topology that "
-              "reads Kafka is one; bounds memory).", _positive, modes=(MICRO_BATCH,)),
+              "reads Kafka is one; bounds memory).", positive, modes=(MICRO_BATCH,)),
     ConfigKey("sink.trigger.interval.ms", int, 1000, "kspark: how often each Spark sink "
               "(KStream.to_spark, foreach_batch) starts a micro-batch writing what its topic "
-              "holds (one Delta commit or set of files per micro-batch at most).", _positive,
+              "holds (one Delta commit or set of files per micro-batch at most).", positive,
               modes=BOTH),
-    ConfigKey("async.max.in.flight", int, 64, "KIP-311: the default number of records an async "
-              "step (map_values_async, ...) of one task has in flight at once.", _positive,
-              modes=BOTH),
+    _lower("async.max.in.flight"),
     ConfigKey("delayed.records.check.interval.ms", int, 1000, "KIP-311: on Spark, how often a "
               "topology with delayed records (KStream.delay, context.schedule_record) runs a "
-              "micro-batch to fire those that are due, also when no input arrives.", _positive,
+              "micro-batch to fire those that are due, also when no input arrives.", positive,
               modes=(MICRO_BATCH,)),
     ConfigKey("auto.offset.reset", str, "earliest", "Where a source partition without a "
               "(valid) committed offset starts: earliest, latest, none (the start fails, naming "
@@ -192,15 +176,12 @@ _KEYS = [
               "before processing its others: 0 (Kafka Streams' default) only while the "
               "partition has data on the broker; -1 never; more is refused.",
               lambda v: None if v >= -1 else "must be >= -1", modes=BOTH),
-    ConfigKey("global.consumer.auto.offset.reset", str, "earliest", "Where a global store is "
-              "rebuilt from when its offsets are invalid (KIP-406): 'earliest' or 'latest'; a "
-              "global table's own offset_reset overrides it.", _one_of("earliest", "latest"),
-              modes=BOTH),
+    _lower("global.consumer.auto.offset.reset"),
     ConfigKey("autostop.at", str, "none", "KIP-95: 'eol' is an incremental batch run: it processes "
               "the input up to its stop offsets (the ends at the run's first start, kept in the "
               "metadata topic across restarts) and stops; 'none' runs until closed (and deletes "
               "the stop offsets). See docs/incremental-batch.md.",
-              _one_of("none", "eol"), modes=BOTH),
+              one_of("none", "eol"), modes=BOTH),
     ConfigKey("checkpoint.location", str, None, "kspark: where the Spark checkpoint lives: "
               "a local path or any Hadoop-compatible URI (hdfs://, s3a://, ...); default "
               "<state.dir>/<application.id>/checkpoint. Without one, the query resumes from the "
@@ -213,23 +194,23 @@ _KEYS = [
               "or 'micro_batch' (a Spark micro-batch per commit.interval.ms: for "
               "throughput-bound batch runs and clusters with fewer free task slots than "
               "stream threads).",
-              _one_of(*MODES), modes=BOTH),
+              one_of(*MODES), modes=BOTH),
     ConfigKey("placement.replacement.wait.ms", int, 15_000, "kspark, micro_batch mode: after "
               "executors are lost, how long the next micro-batch waits for the cluster manager "
               "to start as many again before their tasks move to the executors left (so they "
-              "move once, to the replacement).", _non_negative, modes=(MICRO_BATCH,)),
+              "move once, to the replacement).", non_negative, modes=(MICRO_BATCH,)),
     ConfigKey("real_time.epoch.ms", int, 0, "kspark, real_time mode: how long a thread's "
               "Spark job (epoch) lasts before the next starts; 0: no scheduled end.",
-              _non_negative, modes=(REAL_TIME,)),
+              non_negative, modes=(REAL_TIME,)),
     ConfigKey("num.stream.threads", int, None, "real_time mode: how many stream threads (one "
               "long-running Spark task each) share the application's tasks; default the "
               "smaller of the task count and the task slots Spark offers. More threads than "
-              "free task slots is refused at start.", _positive, modes=(REAL_TIME,)),
+              "free task slots is refused at start.", positive, modes=(REAL_TIME,)),
     ConfigKey("repartition.purge.interval.ms", int, 30000, "real_time mode: how often a "
               "stream thread deletes the records of repartition topics that its tasks have "
-              "committed (Kafka Streams' purge, after a commit).", _positive, modes=(REAL_TIME,)),
+              "committed (Kafka Streams' purge, after a commit).", positive, modes=(REAL_TIME,)),
     ConfigKey("source.read.timeout.ms", int, 60000, "kspark: a task that cannot read up to its "
-              "planned offset within this time fails, naming topic and partition.", _positive,
+              "planned offset within this time fails, naming topic and partition.", positive,
               modes=BOTH),
 ] + [ConfigKey(*k, modes=BOTH) for k in (*standby_config(), *registry_config(),
                                           *operations_config(), *handler_config())]
@@ -296,8 +277,6 @@ class StreamsConfig(Mapping[str, Any]):
     """
 
     def __init__(self, props: Mapping[str, Any] | None = None):
-        from kspark._kafka.settings import check_owned, is_common_key
-
         props = renamed(props or {})  # Kafka Streams' deprecated names (_config_java.py)
         values: dict[str, Any] = {}
         for name, value in props.items():
@@ -367,8 +346,6 @@ class StreamsConfig(Mapping[str, Any]):
         ...                "topic.metadata.refresh.interval.ms": 1000}).topic_overrides()
         {'segment.bytes': '1048576'}
         """
-        from kspark._kafka.settings import is_common_key
-
         return {k[len("topic."):]: str(v) for k, v in self._values.items()
                 if k.startswith("topic.") and not is_common_key(k)}
 
@@ -377,8 +354,6 @@ class StreamsConfig(Mapping[str, Any]):
         return dict(self._values)
 
     def __repr__(self) -> str:
-        from kspark._kafka.settings import redacted
-
         shown = redacted(self._values)
         return "StreamsConfig(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 

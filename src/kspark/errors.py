@@ -11,6 +11,25 @@ Example:
 
 from __future__ import annotations
 
+# The handler types live in a leaf module the engine imports too; they are public here, as
+# Java's org.apache.kafka.streams.errors holds them.
+from kspark._error_handlers import (
+    DefaultProductionExceptionHandler,
+    DeserializationExceptionHandler,
+    ErrorHandlerContext,
+    LogAndContinueExceptionHandler,
+    LogAndContinueProcessingExceptionHandler,
+    LogAndContinueProductionExceptionHandler,
+    LogAndFailExceptionHandler,
+    LogAndFailProcessingExceptionHandler,
+    ProcessingExceptionHandler,
+    ProducerRecord,
+    ProductionExceptionHandler,
+    Response,
+    Result,
+    SerializationExceptionOrigin,
+)
+
 __all__ = [
     "KSparkError",
     "ConfigError",
@@ -46,7 +65,7 @@ __all__ = [
     "InvalidStateStoreError",
     "UnknownStateStoreError",
     "StateStoreNotAvailableError",
-    # the exception handlers (kspark._engine.handlers; docs/handlers.md)
+    # the exception handlers (kspark._error_handlers; docs/handlers.md)
     "ErrorHandlerContext",
     "Response",
     "Result",
@@ -283,23 +302,3 @@ class ExceptionHandlerError(ProcessorError):
     error: the task fails (as Java's "Fatal user code error in ... error callback"). The
     message names the key, the handler, the task and the error it was handling; the
     handler's own exception is chained as ``__cause__``."""
-
-
-# The handler types live with the engine that calls them; they are public here, as Java's
-# org.apache.kafka.streams.errors holds them.
-from kspark._engine.handlers import (  # noqa: E402 - after the errors the engine imports
-    DefaultProductionExceptionHandler,
-    DeserializationExceptionHandler,
-    ErrorHandlerContext,
-    LogAndContinueExceptionHandler,
-    LogAndContinueProcessingExceptionHandler,
-    LogAndContinueProductionExceptionHandler,
-    LogAndFailExceptionHandler,
-    LogAndFailProcessingExceptionHandler,
-    ProcessingExceptionHandler,
-    ProducerRecord,
-    ProductionExceptionHandler,
-    Response,
-    Result,
-    SerializationExceptionOrigin,
-)

@@ -20,6 +20,9 @@ from kspark.config import StreamsConfig
 from kspark.errors import StreamsError
 from kspark.processor.topology import Topology
 from kspark.streams_metadata import LagInfo
+from kspark._spark.failures import explain
+from kspark._plan.describe import describe_application
+from kspark.config import CONFIG_KEYS, MICRO_BATCH, MODE
 
 log = logging.getLogger("kspark")
 
@@ -102,8 +105,6 @@ class KafkaStreams(InteractiveQueries):
     def _replace_after(self, error: BaseException) -> bool:
         """Whether the uncaught exception handler answers REPLACE_THREAD to the failed run's
         ``error`` (the bound on its restarts is the run's: ``_host/supervision.Restarts``)."""
-        from kspark._spark.app import explain
-
         if self._handler is None:
             return False
         exc = StreamsError(explain(self.config["application.id"], error))
@@ -127,8 +128,6 @@ class KafkaStreams(InteractiveQueries):
 
             print(KafkaStreams(topology, config).describe({"orders": 6}))
         """
-        from kspark._plan.describe import describe_application
-
         graph = self._topology._graph  # noqa: SLF001 - kspark's own topology graph
         return describe_application(str(self._topology.describe()), graph, self.config,
                                     partitions)
@@ -276,7 +275,6 @@ def spark_session(config: Mapping[str, Any] | StreamsConfig | None = None) -> An
     no data source, so it is left to the first use (a Spark sink, ``read_topic``).
     """
     from kspark._spark.session import build_session
-    from kspark.config import CONFIG_KEYS, MICRO_BATCH, MODE
 
     given = dict(config or {})
     spark_keys = {k: v for k, v in given.items() if k.startswith("spark.")}

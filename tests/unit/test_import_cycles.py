@@ -1,15 +1,20 @@
-"""kspark's modules import one another without a loop.
+"""kspark's modules import one another without a loop, and every import of a kspark module
+inside a function (a lazy import) is listed, with its reason, in ``lazy_imports.py``.
 
-Only module-level imports count: those that run when a module is first imported. An import
-inside a function runs later, and one under ``if TYPE_CHECKING:`` never runs. A package's
-``__init__`` counts only when it is named (``from kspark._kafka import QuietLogger``), not
-because one of its modules is imported.
+Every import counts, at module level or inside a function: a lazy import hides a
+dependency, it does not remove it. Only one under ``if TYPE_CHECKING:`` never runs, and does
+not count. A package's ``__init__`` counts only when it is named (``from kspark._kafka import
+QuietLogger``), not because one of its modules is imported.
+
+The one loop allowed is the DSL's types (``ALLOWED_GROUPS``): a KStream makes KTables and a
+KTable makes KStreams, as Java's interfaces name one another.
 """
 
 import ast
 import pathlib
 
 import kspark
+from tests.unit.lazy_imports import LAZY_IMPORTS, REASONS
 
 ROOT = pathlib.Path(kspark.__file__).parent
 
@@ -26,21 +31,27 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
+def _imports(tree: ast.AST) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement that can run, each with whether it is lazy (inside a function
+    or lambda); those under ``if TYPE_CHECKING:`` are left out."""
+    found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+    todo = [(node, False) for node in ast.iter_child_nodes(tree)]
+    while todo:
+        node, lazy = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append((node, lazy))
+            continue
+        inner = lazy or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            todo.extend((n, inner) for n in node.orelse)
+        else:
+            todo.extend((n, inner) for n in ast.iter_child_nodes(node))
+    return found
+
+
 def _module_level_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     """The import statements that run on import: not in functions, not under TYPE_CHECKING."""
-    found: list[ast.Import | ast.ImportFrom] = []
-    todo = list(ast.iter_child_nodes(tree))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.append(node)
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
-            todo.extend(node.orelse)
-        else:
-            todo.extend(ast.iter_child_nodes(node))
-    return found
+    return [node for node, lazy in _imports(tree) if not lazy]
 
 
 def _targets(node: ast.Import | ast.ImportFrom, here: str, is_package: bool,
@@ -64,27 +75,40 @@ def _targets(node: ast.Import | ast.ImportFrom, here: str, is_package: bool,
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Each kspark module and the kspark modules its module-level imports run."""
+def _scan() -> tuple[dict[str, set[str]], list[tuple[str, int, str]]]:
+    """Each kspark module with the kspark modules it imports (lazily or not), and every lazy
+    import as ``(module, line, imported module)``."""
     paths = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
     modules = set(paths)
-    graph = {}
+    graph: dict[str, set[str]] = {}
+    lazy: list[tuple[str, int, str]] = []
     for name, path in paths.items():
-        tree = ast.parse(path.read_text(), str(path))
         is_package = path.name == "__init__.py"
-        graph[name] = set().union(*(_targets(n, name, is_package, modules)
-                                    for n in _module_level_imports(tree))) - {name}
-    return graph
+        graph[name] = set()
+        for node, is_lazy in _imports(ast.parse(path.read_text(), str(path))):
+            targets = _targets(node, name, is_package, modules) - {name}
+            graph[name] |= targets
+            lazy += [(name, node.lineno, t) for t in sorted(targets) if is_lazy]
+    return graph, sorted(lazy)
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """One loop per strongly connected group of modules (Tarjan), each as a path
-    ``[a, b, ..., a]``."""
+def import_graph() -> dict[str, set[str]]:
+    """Each kspark module and the kspark modules its imports run, lazy ones too."""
+    return _scan()[0]
+
+
+def lazy_imports() -> list[tuple[str, int, str]]:
+    """Every lazy import of a kspark module: ``(module, line, imported module)``."""
+    return _scan()[1]
+
+
+def groups(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     on_stack: set[str] = set()
-    groups: list[set[str]] = []
+    found: list[set[str]] = []
 
     def visit(v: str) -> None:
         index[v] = low[v] = len(index)
@@ -105,12 +129,17 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
                 if w == v:
                     break
             if len(group) > 1:
-                groups.append(group)
+                found.append(group)
 
     for v in sorted(graph):
         if v not in index:
             visit(v)
-    return [_loop_in(graph, group) for group in groups]
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One loop per strongly connected group of modules, each as a path ``[a, b, ..., a]``."""
+    return [_loop_in(graph, group) for group in groups(graph)]
 
 
 def _loop_in(graph: dict[str, set[str]], group: set[str]) -> list[str]:
@@ -138,7 +167,7 @@ def test_the_cycle_finder_finds_a_loop_and_names_it():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_module_level_imports_skip_functions_and_type_checking():
+def test_imports_mark_functions_lazy_and_skip_type_checking():
     tree = ast.parse(
         "import kspark.errors\n"
         "from typing import TYPE_CHECKING\n"
@@ -149,10 +178,42 @@ def test_module_level_imports_skip_functions_and_type_checking():
     names = sorted(ast.unparse(n) for n in _module_level_imports(tree))
     assert names == ["from kspark import serde", "from kspark._engine import task",
                      "from typing import TYPE_CHECKING", "import kspark.errors"]
+    assert [ast.unparse(n) for n, lazy in _imports(tree) if lazy] == ["from kspark import config"]
+
+
+# The strongly connected groups allowed, each with its reason.
+ALLOWED_GROUPS = {
+    frozenset({"kspark.dsl._aggregation", "kspark.dsl._forms", "kspark.dsl._join_steps",
+               "kspark.dsl.branched", "kspark.dsl.cogrouped", "kspark.dsl.grouped",
+               "kspark.dsl.grouped_table", "kspark.dsl.kstream", "kspark.dsl.ktable"}):
+        "the DSL's types name one another (KStream.to_table, KTable.to_stream, group_by, "
+        "branch, cogroup), as Java's KStream and KTable interfaces do",
+}
 
 
 def test_no_import_cycle_among_kspark_modules():
+    """Lazy imports count: outside the DSL's types, kspark's imports form no loop."""
     graph = import_graph()
     assert "kspark._engine.task" in graph  # the walk found the modules
-    found = [" -> ".join(loop) for loop in cycles(graph)]
+    found = [" -> ".join(_loop_in(graph, g)) for g in groups(graph)
+             if frozenset(g) not in ALLOWED_GROUPS]
     assert found == [], "import cycles among kspark's modules:\n" + "\n".join(found)
+
+
+def test_every_lazy_import_is_listed_with_its_reason():
+    """A kspark module imported inside a function is in lazy_imports.py, with a reason:
+    hoist it to the top of the module, or list it saying why it must wait."""
+    unlisted = [f"{m}:{line} imports {t}" for m, line, t in lazy_imports()
+                if (m, t) not in LAZY_IMPORTS]
+    assert unlisted == [], ("lazy imports not in tests/unit/lazy_imports.py (hoist them, or "
+                            "list them with a reason):\n" + "\n".join(unlisted))
+
+
+def test_the_lazy_import_list_has_no_stale_entries_and_every_reason_is_known():
+    found = {(m, t) for m, _, t in lazy_imports()}
+    stale = sorted(f"{m} -> {t}" for m, t in LAZY_IMPORTS if (m, t) not in found)
+    assert stale == [], "lazy_imports.py lists imports no longer made lazily:\n" + "\n".join(
+        stale)
+    bad = {k: v for k, v in LAZY_IMPORTS.items() if v.split(":")[0] not in REASONS
+           or not v.split(":", 1)[-1].strip()}
+    assert bad == {}, f"reasons must be '<kind>: <why>' with a kind of {sorted(REASONS)}"

@@ -6,6 +6,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, cast
 
 from kspark._engine.api import ProcessorContext, Record, RecordMetadata
+from kspark._engine.durations import to_ms
 
 if TYPE_CHECKING:
     from kspark._engine.nodes import ProcessorNode, RawRecord
@@ -81,14 +82,10 @@ class NodeContext(ProcessorContext):
         return self._task.get_state_store(self._node, name)
 
     def schedule(self, interval_ms: Any, punctuation_type: Any, callback: Any) -> Any:
-        from kspark._engine.durations import to_ms
-
         return self._task.schedule(self._node, to_ms(interval_ms, "schedule() interval"),
                                    punctuation_type, callback)
 
     def schedule_record(self, record: Record, delay_ms: Any) -> None:
-        from kspark._engine.durations import to_ms
-
         self._task.schedule_record(self._node, record, to_ms(delay_ms, "delay_ms"))
 
     def is_delayed_delivery(self) -> bool:

@@ -31,6 +31,8 @@ from kspark._engine.nodes import RawRecord, deserialize_record
 from kspark._engine.state.build import build_store
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark.errors import ProcessorError, StateStoreError, TopologyError
+from kspark._engine.state.build import private_state_dir, bottom
+from kspark._engine.timestamps import ConsumerRecord
 
 __all__ = ["GlobalStateTask", "GlobalFeed", "ReadOnlyStore", "GlobalTableSourceProcessor",
            "global_store_dir"]
@@ -41,8 +43,6 @@ _WRITES = ("put", "put_if_absent", "put_all", "delete", "flush", "close", "init"
 
 def global_store_dir(state_dir: str, app_id: str) -> Path:
     """``<state.dir>/<application.id>/global``, as Kafka Streams names it."""
-    from kspark._engine.state.build import private_state_dir
-
     private_state_dir(state_dir)
     return Path(state_dir, app_id, "global")
 
@@ -187,8 +187,6 @@ class GlobalStateTask:
 
     def wipe(self, topic: str) -> None:
         """Empty the store ``topic`` feeds and forget its offsets (it is rebuilt from the topic)."""
-        from kspark._engine.state.build import bottom
-
         bottom(self.stores[self._stores_by_topic[topic]]).wipe()
         self.offsets = {tp: o for tp, o in self.offsets.items() if tp[0] != topic}
 
@@ -203,8 +201,6 @@ class GlobalStateTask:
         key, value = deserialize_record(raw, ks, vs, f"global store {name!r}")
         ts = raw.timestamp
         if extractor is not None:
-            from kspark._engine.timestamps import ConsumerRecord
-
             view = ConsumerRecord(raw.topic, raw.partition, raw.offset, raw.timestamp, key,
                                   value, raw.headers)
             ts = int(extractor.extract(view, -1) if hasattr(extractor, "extract")

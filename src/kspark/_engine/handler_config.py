@@ -21,14 +21,15 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kspark._engine import handlers as h
+from kspark import _error_handlers as h
 
-__all__ = ["PROCESSING", "DESERIALIZATION", "PRODUCTION", "JAVA_NAMES", "handler_config",
-           "handler_problem", "make_handler", "as_response"]
+__all__ = ["PROCESSING", "DESERIALIZATION", "PRODUCTION", "JAVA_NAMES", "DEFAULT",
+           "handler_config", "handler_problem", "make_handler", "as_response"]
 
 PROCESSING = "processing.exception.handler"
 DESERIALIZATION = "deserialization.exception.handler"
 PRODUCTION = "production.exception.handler"
+DEFAULT = "log_and_fail"  # each key's default: the task fails, as in Kafka Streams
 _JAVA = "org.apache.kafka.streams.errors."
 
 BUILTINS: dict[str, dict[str, type]] = {
@@ -171,7 +172,7 @@ _DOCS = {
 def handler_config() -> list[tuple]:
     """The three keys as kspark.config declares them: ``(name, type, default, doc,
     validator, required, convert)``."""
-    return [(key, object, "log_and_fail", _DOCS[key], handler_problem(key), False,
+    return [(key, object, DEFAULT, _DOCS[key], handler_problem(key), False,
              _converter(key)) for key in (DESERIALIZATION, PRODUCTION, PROCESSING)]
 
 

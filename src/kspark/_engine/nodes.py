@@ -7,7 +7,7 @@ import traceback
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from kspark._engine.api import Processor, Record
-from kspark._engine.handlers import ProducerRecord, SerializationExceptionOrigin
+from kspark._error_handlers import ProducerRecord, SerializationExceptionOrigin
 from kspark._engine.metrics.stats import headers_size, topic_overhead
 from kspark.errors import (
     KSparkError,
@@ -17,6 +17,7 @@ from kspark.errors import (
     TransientKafkaError,
     TopologyError,
 )
+from kspark._engine.context import NodeContext
 
 if TYPE_CHECKING:
     from kspark._engine.task import StreamTask
@@ -88,8 +89,6 @@ class ProcessorNode:
         self.store_names: set[str] = set()
 
     def init(self, task: "StreamTask") -> None:
-        from kspark._engine.context import NodeContext
-
         self.task = task
         self.terminal = not self.children
         self.e2e_key = task.stats.key("e2e", self.name)  # built once, not per record

@@ -1,7 +1,7 @@
 """What a :class:`~kspark._engine.task.StreamTask` does with a record it cannot read,
 process or write: it asks the configured exception handler (``deserialization.``,
 ``processing.`` (KIP-1033) or ``production.exception.handler``; see
-:mod:`~kspark._engine.handlers`), writes the dead-letter records the handler returns
+:mod:`~kspark._error_handlers`), writes the dead-letter records the handler returns
 (KIP-1034), then drops the record (RESUME, Java's CONTINUE: counted in ``dropped``, logged
 at WARN) or fails the task (FAIL, the default).
 
@@ -29,9 +29,9 @@ from typing import Any
 
 from kspark._engine.api import Record
 from kspark._engine.collector import RecordCollector
-from kspark._engine.handler_config import (DESERIALIZATION, PROCESSING, PRODUCTION, as_response,
-                                           make_handler)
-from kspark._engine.handlers import (ErrorHandlerContext, ProducerRecord, Response, Result,
+from kspark._engine.handler_config import (DEFAULT, DESERIALIZATION, PROCESSING, PRODUCTION,
+                                           as_response, make_handler)
+from kspark._error_handlers import (ErrorHandlerContext, ProducerRecord, Response, Result,
                                      SerializationExceptionOrigin, dead_letter_record)
 from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode, _describe_failure
 from kspark.errors import ExceptionHandlerError, KSparkError, ProcessorError, SerializationError
@@ -55,10 +55,8 @@ class RecordErrors:
 
     def _init_handlers(self, config: Mapping[str, Any]) -> None:
         """Make this task's three handlers from ``config``, each configured with it."""
-        from kspark.config import declared_default
-
         def made(key: str) -> Any:
-            return make_handler(key, config.get(key, declared_default(key)), config)
+            return make_handler(key, config.get(key, DEFAULT), config)
 
         self._on_bad_record = made(DESERIALIZATION)
         self._on_processing_error = made(PROCESSING)

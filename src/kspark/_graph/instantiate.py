@@ -11,6 +11,8 @@ from kspark._engine.task import StreamTask
 from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph, topic_name
 from kspark.errors import TopologyError
 from kspark.serde import Serde, Serdes
+from kspark._engine.state.timestamped import ValueAndTimestampSerde
+from kspark._engine.global_task import GlobalFeed, GlobalStateTask
 
 __all__ = ["build_task", "build_global_task", "resolve_serde", "resolve_store"]
 
@@ -67,7 +69,6 @@ def resolve_store(builder: Any, config: Mapping[str, Any], origin: str = "") -> 
     filled in."""
     from dataclasses import replace
 
-    from kspark._engine.state.timestamped import ValueAndTimestampSerde
 
     ks = resolve_serde(builder.key_serde, config, "key", f"store {builder.name}", origin)
     vs = builder.value_serde
@@ -142,8 +143,6 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
 def build_global_task(graph: TopologyGraph, config: Mapping[str, Any],
                       directory: Any = None) -> Any:
     """The GlobalStateTask keeping ``graph``'s global stores (uncached: nothing to emit)."""
-    from kspark._engine.global_task import GlobalFeed, GlobalStateTask
-
     uncached = {**config, "statestore.cache.max.bytes": 0}
     builders = {name: resolve_store(g.builder, uncached) for name, g in graph.global_stores.items()}
     feeds = {g.source.topics[0]: GlobalFeed(

@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from kspark.errors import TopologyError
 
 if TYPE_CHECKING:
     from kspark._graph.graph import TopologyGraph
@@ -157,8 +158,6 @@ def unnamed_resources(g: TopologyGraph) -> str | None:
 def check_explicit_naming(g: TopologyGraph, config: Any) -> None:
     """With ``ensure.explicit.internal.resource.naming``, a TopologyError listing what was
     not named (:func:`unnamed_resources`), as Kafka Streams refuses such a topology."""
-    from kspark.errors import TopologyError
-
     problem = unnamed_resources(g) if config.get(
         "ensure.explicit.internal.resource.naming") else None
     if problem:

@@ -31,6 +31,9 @@ from typing import Any
 from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
 from kspark._graph.naming import RepartitionNames, repartition_names
 from kspark.errors import TopologyError
+from kspark._engine.joins.self_join import SelfJoinProcessor
+from kspark._engine import operators as ops
+from kspark._engine.tables.processors import Switch
 
 __all__ = ["REUSE_KTABLE_SOURCE_TOPICS", "MERGE_REPARTITION_TOPICS", "SINGLE_STORE_SELF_JOIN",
            "optimizations", "optimization_problem", "optimize", "reuse_source_topics",
@@ -101,7 +104,6 @@ def single_store_self_join(g: TopologyGraph, windowed: str, other_windowed: str,
     of join, as Java's)."""
     import functools
 
-    from kspark._engine.joins.self_join import SelfJoinProcessor
 
     for node in (other_windowed, this, that):
         del g.nodes[node]
@@ -226,8 +228,6 @@ def _repartition_nodes(g: TopologyGraph, parent: str, names: RepartitionNames,
     source."""
     import functools
 
-    from kspark._engine import operators as ops
-    from kspark._engine.tables.processors import Switch
 
     keep = g.null_key_filters[names.filter] = Switch()
     keep.on = keep_nulls

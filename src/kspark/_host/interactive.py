@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kspark.errors import StreamsError
+from kspark._kafka.settings import as_settings
 
 __all__ = ["InteractiveQueries"]
 
@@ -26,7 +27,6 @@ class InteractiveQueries:
                                "start() first (Java's StreamsNotStartedException)")
         if self._query_client is None:
             from kspark._host.query_client import QueryClient, store_catalog
-            from kspark._kafka.settings import as_settings
 
             catalog = store_catalog(self._topology._graph, self.config)  # noqa: SLF001
             self._query_client = QueryClient(as_settings(self.config),

@@ -18,6 +18,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+from kspark._engine.async_.metrics import merge_metrics
+from kspark._engine.metrics.stats import merge_stats
+from kspark._engine.metrics.names import Metrics
+from kspark._engine.metrics.view import async_processor_metrics, lag_metrics, thread_metrics
 
 __all__ = ["TaskMetrics", "ReportedTotals", "COUNTS", "application_metrics", "thread_id"]
 
@@ -43,9 +47,6 @@ class TaskMetrics:
 
     def add(self, other: TaskMetrics) -> None:
         """Add ``other``'s counts to these (``where``: the later wins)."""
-        from kspark._engine.async_.metrics import merge_metrics
-        from kspark._engine.metrics.stats import merge_stats
-
         for name in COUNTS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.where.update(other.where)
@@ -119,10 +120,6 @@ def application_metrics(view: Any, stats: dict[str, list], thread_of: Any,
     """``KafkaStreams.metrics()`` in every execution mode: the tasks' summed counts
     (``stats``, through the driver's ``view`` for rates) as Kafka Streams' task, node and
     topic metrics, each thread's figures, the consumer lag, the async processors."""
-    from kspark._engine.metrics.names import Metrics
-    from kspark._engine.metrics.view import (async_processor_metrics, lag_metrics,
-                                             thread_metrics)
-
     with view.lock:
         view.replace(stats)
         out = Metrics(view.metrics(thread_of))

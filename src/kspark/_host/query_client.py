@@ -28,6 +28,10 @@ from kspark._kafka.query_routes import Route, RouteTable
 from kspark.errors import InvalidStateStoreError, StateStoreNotAvailableError
 from kspark.query import FailureReason, QueryResult, StateQueryRequest, StateQueryResult
 from kspark.streams_metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
+from kspark._graph.instantiate import resolve_store
+from kspark._plan.describe import partition_counts_for
+from kspark._plan.plan import plan
+from kspark._engine.query.types import unknown_store
 
 __all__ = ["StoreInfo", "store_catalog", "QueryClient"]
 
@@ -53,10 +57,6 @@ def store_catalog(graph: Any, config: Any, counts: Mapping[str, int] | None = No
                   ) -> dict[str, StoreInfo]:
     """Every state store of ``graph`` (its plan, with the topics' partition counts from
     the broker unless ``counts`` are given)."""
-    from kspark._graph.instantiate import resolve_store
-    from kspark._plan.describe import partition_counts_for
-    from kspark._plan.plan import plan
-
     found = dict(counts) if counts is not None else partition_counts_for(graph, config, {}, True)[0]
     out = {}
     for s in plan(graph, found, config).stores:
@@ -79,8 +79,6 @@ class QueryClient:
 
     def info(self, name: str) -> StoreInfo:
         """The store ``name``; an UnknownStateStoreError listing the stores if none."""
-        from kspark._engine.query.types import unknown_store
-
         if self.catalog is None or name not in self.catalog:
             raise unknown_store(name, self.catalog or self.routes.stores())
         return self.catalog[name]

@@ -42,6 +42,9 @@ from typing import Any
 from kspark._engine.state.build import task_store_dir
 from kspark._engine.state.checkpoint import read_checkpoint, read_progress
 from kspark._engine.state.layers import WriteBuffer
+from kspark._kafka.query_routes import Route, RouteAnnouncer
+from kspark._host.query_endpoint import QueryEndpoint
+from kspark._engine.state.bytes_stores import ReadOnlyRocksDBBytesStore
 
 __all__ = ["QueryHost", "query_host", "committed_view", "Held"]
 
@@ -175,7 +178,6 @@ class QueryHost:
             return
         self._standby[key] = Held(task_id, threading.Lock(), {}, {}, "standby", directory,
                                   dict(builders), set(builders))
-        from kspark._kafka.query_routes import Route, RouteAnnouncer
 
         endpoint = self._start(ctx.query_host)
         try:
@@ -212,8 +214,6 @@ class QueryHost:
     def _announce(self, hosted: Any, held: Held, moved: bool = False) -> bool:
         """Announce where ``held`` is answered (``moved``: even if said before); whether a
         route was sent."""
-        from kspark._kafka.query_routes import Route, RouteAnnouncer
-
         endpoint = self._start(hosted.ctx.query_host)
         route = Route(held.task_id, tuple(sorted(held.stores)), endpoint.address,
                       endpoint.token, held.state, hosted.here)
@@ -225,8 +225,6 @@ class QueryHost:
             return False
 
     def _start(self, host: str) -> Any:
-        from kspark._host.query_endpoint import QueryEndpoint
-
         with self._guard:
             if self._endpoint is None:
                 endpoint = QueryEndpoint(host, self.answer)
@@ -328,8 +326,6 @@ def _stamp(path: Path) -> tuple[int, int, bytes] | None:
 def open_read_only(builder: Any, task_dir: Path, name: str) -> Any:
     """Store ``name`` of a closed task, typed as its ``builder`` types it, read-only, with
     the stream time its retention needs (from the task's ``.progress``)."""
-    from kspark._engine.state.bytes_stores import ReadOnlyRocksDBBytesStore
-
     store = builder.typed_store(ReadOnlyRocksDBBytesStore(name, task_dir / name))
     observed = (read_progress(task_dir / ".progress") or {}).get("stores", {}).get(name)
     if observed is not None and hasattr(store, "resume_observed"):

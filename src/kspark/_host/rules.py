@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
+from kspark.errors import TransientKafkaError
 
 __all__ = ["COMMIT_STEPS", "same_commit", "keep_if_current", "restart_after",
            "replace_allowed", "RESTARTS_PER_TIMEOUT"]
@@ -109,8 +110,6 @@ def transient_names() -> tuple[str, ...]:
     >>> "kspark.errors.SchemaRegistryUnreachableError" in transient_names()
     True
     """
-    from kspark.errors import TransientKafkaError
-
     kinds = [TransientKafkaError]
     for kind in kinds:
         kinds.extend(kind.__subclasses__())

@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from kspark._graph.resources import check_group
 from kspark._kafka import QuietLogger
 from kspark._kafka.settings import as_settings
+from kspark.errors import ConfigError
 
 __all__ = ["check_client_configs"]
 
@@ -30,7 +31,6 @@ def check_client_configs(config: Mapping[str, Any]) -> None:
     setting fails at start, naming the keys, not in the first task."""
     from confluent_kafka.admin import AdminClient
 
-    from kspark.errors import ConfigError
 
     settings = as_settings(config)
     for kind, make, owned in (("producer", Producer, {}),

@@ -18,6 +18,7 @@ from typing import Any
 from kspark._kafka.settings import ClientSettings
 from kspark.errors import (AuthenticationError, AuthorizationError, CertificateError,
                            KafkaSecurityError)
+from kspark._kafka.factory import errors_of, last_security_error
 
 __all__ = ["authentication", "certificate", "authorization", "classify", "check_client",
            "authorization_for"]
@@ -128,8 +129,6 @@ def authorization_for(settings: ClientSettings, code: int, detail: str,
 def check_client(settings: ClientSettings, client: Any, since: float) -> None:
     """Raise the security error ``client`` (made by kspark._kafka.factory) saw after
     ``since``, if any: called when an operation timed out or failed unexplained."""
-    from kspark._kafka.factory import errors_of, last_security_error
-
     if hasattr(client, "poll") and not hasattr(client, "subscribe"):
         client.poll(0)  # an admin client or producer serves its error callbacks in poll
     errors = errors_of(client)

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kspark._config_defaults import default_of
 from kspark.errors import ConfigError
 
 __all__ = ["ClientSettings", "as_settings", "is_common_key", "is_secret_key", "check_owned",
@@ -168,9 +169,7 @@ class ClientSettings:
             kinds.append((prefix[:-1], _pairs(keys)))
         app_id = str(config.get("application.id") or "kspark")
         prefix = config.get("client.id") or app_id
-        from kspark.config import declared_default
-
-        bounds = [int(config.get(k, declared_default(k)))
+        bounds = [int(config.get(k, default_of(k)))
                   for k in ("task.timeout.ms", "retry.backoff.ms")]
         return cls(str(config["bootstrap.servers"]), _pairs(common), tuple(kinds), str(prefix),
                    app_id, *bounds)

@@ -42,6 +42,7 @@ from kspark._graph.graph import TopologyGraph
 from kspark._graph.resources import kspark_topics
 from kspark._plan.plan import Member, QueryPlan, Stage, StorePlan, needed_topics, plan
 from kspark.errors import KSparkError
+from kspark._kafka.settings import ClientSettings
 
 __all__ = ["describe_plan", "describe_application", "describe_real_time",
            "partition_counts_for"]
@@ -124,7 +125,6 @@ def partition_counts_for(graph: TopologyGraph, config: Any, given: Mapping[str, 
 def _broker_counts(config: Any) -> tuple[dict[str, int], str]:
     """Every topic's partition count at the config's cluster, or why there are none."""
     from kspark._kafka.admin import Admin
-    from kspark._kafka.settings import ClientSettings
 
     try:
         admin = Admin(ClientSettings.from_config(config),

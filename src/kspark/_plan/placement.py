@@ -39,6 +39,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from kspark._plan.racks import spread_copies
+from kspark._engine.state.build import task_store_dir
+from kspark._engine.state.checkpoint import read_checkpoint
 
 __all__ = ["place", "held_state", "choose_executor", "settled_first", "re_place_now",
            "tasks_to_rerun", "keep_copies", "fail_over_to_copies", "settle_pins"]
@@ -257,9 +259,6 @@ def held_state(state_dir: str, app_id: str, task_ids: Iterable[str]) -> dict[str
     >>> held_state("/nonexistent", "app", ["0_0"])
     {}
     """
-    from kspark._engine.state.build import task_store_dir
-    from kspark._engine.state.checkpoint import read_checkpoint
-
     out: dict[str, int] = {}
     for task_id in task_ids:
         offsets = read_checkpoint(task_store_dir(state_dir, app_id, task_id) / ".checkpoint")

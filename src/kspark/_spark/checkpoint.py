@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 from kspark._spark.documents import Invalid, check_pinned_start, load_json, read_offset_log
 from kspark.errors import StreamsError
+from kspark._spark.connect import is_connect
 
 __all__ = ["SparkCheckpoint", "Offsets"]
 
@@ -34,8 +35,6 @@ class SparkCheckpoint:
     Connect session (``_ConnectFiles``: the server reads and writes, with its file systems)."""
 
     def __init__(self, spark: SparkSession, location: str):
-        from kspark._spark.connect import is_connect
-
         self.location = location
         self._files: Any = (_ConnectFiles(spark, location) if is_connect(spark)
                             else _HadoopFiles(spark, location))

@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Any
 
 from kspark.errors import KSparkError
+from kspark._kafka.broker_process import free_port
 
 __all__ = ["LocalConnectServer", "SERVER_CONF"]
 
@@ -56,8 +57,6 @@ class LocalConnectServer:
     def __init__(self, directory: str | Path, port: int | None = None,
                  master: str = "local[2]", conf: dict[str, str] | None = None,
                  env: dict[str, str] | None = None):
-        from kspark._kafka.broker_process import free_port
-
         self.directory = Path(directory)
         self.port = port or free_port()
         self.master = master

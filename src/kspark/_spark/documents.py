@@ -30,7 +30,33 @@ from kspark._engine.documents import (
 from kspark.errors import CorruptStateError
 
 __all__ = ["load_json", "check_task_marker", "check_global_checkpoint", "check_pinned_start",
-           "read_offset_log"]
+           "read_offset_log", "parse_offset_log", "CLOCK"]
+
+
+# A topology with delayed records (KIP-311) pins a clock in each micro-batch's offsets: this
+# entry (a colon: no Kafka topic has this name) holds the wall-clock time, rounded down to
+# the source's ``clock_ms``. A micro-batch fires the delayed records due by its pinned time,
+# so a replayed batch fires the same ones; and a tick of the clock starts a micro-batch
+# even when no input arrived, so due records do not wait for input.
+CLOCK = "kspark:clock"
+
+
+def parse_offset_log(text: str) -> dict[str, dict[str, int]]:
+    r"""The end offsets in one file of Spark's offset log (a version line, a metadata line,
+    then one line per source, ``-`` for a source without offsets), all sources merged; the
+    pinned clock left out (see ``CLOCK``).
+
+    Example:
+        >>> parse_offset_log('v1\n{}\n{"t": {"0": 5}, "kspark:clock": {"0": 1000}}\n-')
+        {'t': {'0': 5}}
+    """
+    out: dict[str, dict[str, int]] = {}
+    for line in text.splitlines()[2:]:
+        if line.strip() and line.strip() != "-":
+            for topic, parts in json.loads(line).items():
+                if topic != CLOCK:
+                    out.setdefault(topic, {}).update({str(p): int(o) for p, o in parts.items()})
+    return out
 
 
 def load_json(text: str | bytes) -> Any:
@@ -99,15 +125,13 @@ def check_pinned_start(raw: str, path: str) -> dict[str, dict[str, int]]:
 
 
 def read_offset_log(text: str, path: str) -> dict[str, dict[str, int]]:
-    """The end offsets in one file of Spark's offset log (see ``source.parse_offset_log``).
+    """The end offsets in one file of Spark's offset log (see :func:`parse_offset_log`).
 
     >>> read_offset_log('v1\\n{}\\n{"t": {"0": "x"}}', "offsets/3")
     Traceback (most recent call last):
     ...
     kspark.errors.CorruptStateError: the Spark offset log file 'offsets/3' is malformed ...
     """
-    from kspark._spark.source import parse_offset_log
-
     try:
         offsets = parse_offset_log(text)
         return check_offsets(offsets, "the offsets")

@@ -26,6 +26,9 @@ from pyspark.sql import SparkSession
 
 from kspark._plan.racks import missing_tags, tag_env_name, tags_by_executor
 from kspark._spark.located import located
+from kspark._host.state import state_location
+from kspark._plan.placement import held_state
+from kspark._plan.racks import TAG_ENV_PREFIX
 
 __all__ = ["probe_state", "client_tags"]
 
@@ -42,10 +45,6 @@ def probe_state(spark: SparkSession, executors: Mapping[str, str], app_id: str,
     ids = sorted(executors)
 
     def probe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from kspark._host.state import state_location
-        from kspark._plan.placement import held_state
-        from kspark._plan.racks import TAG_ENV_PREFIX
-
         tags = {k: v for k, v in os.environ.items() if k.startswith(TAG_ENV_PREFIX)}
         for b in batches:
             for i in b.column(0).to_pylist():

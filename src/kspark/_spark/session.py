@@ -14,6 +14,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from kspark._spark.connect import remote_url
+from kspark.errors import ConfigError
 
 __all__ = ["build_session", "ensure_registered", "prepare"]
 
@@ -81,8 +82,6 @@ def _connect_session(url: str, spark_conf: Mapping[str, Any],
     """A Spark Connect session to ``url``, with the given ``spark.*`` keys set on it. What
     only the server's start sets (``spark.master``, executor settings, ...) cannot be set
     from a client: such a key is refused, naming it, rather than ignored."""
-    from kspark.errors import ConfigError
-
     # (PySpark refuses a Connect session in a process that runs a classic one: its
     # functions pick their kind by process, not by session)
     spark = SparkSession.builder.remote(url).getOrCreate()

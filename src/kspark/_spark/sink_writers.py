@@ -15,6 +15,7 @@ from typing import Any
 
 from kspark._interop.sinks import SparkSinkSpec
 from kspark.errors import SparkSinkError
+from kspark._interop.delta import require_deltalake, write_batch
 
 __all__ = ["batch_writer", "DeltaBatchWriter", "JdbcBatchWriter"]
 
@@ -22,8 +23,6 @@ __all__ = ["batch_writer", "DeltaBatchWriter", "JdbcBatchWriter"]
 def batch_writer(spec: SparkSinkSpec, app_id: str, checkpoint: str) -> Callable[[Any, int], Any]:
     """The ``foreachBatch`` function of sink ``spec``."""
     if spec.writer == "delta":
-        from kspark._interop.delta import require_deltalake
-
         require_deltalake(spec.name)
         return DeltaBatchWriter(spec, app_id, checkpoint)
     if spec.writer == "jdbc":
@@ -41,8 +40,6 @@ class DeltaBatchWriter:
         self._txn_id: str | None = None
 
     def __call__(self, df: Any, batch_id: int) -> None:
-        from kspark._interop.delta import write_batch
-
         table = df.toArrow()
         if table.num_rows == 0:
             return

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -23,37 +22,13 @@ from pyspark.sql.types import StructType
 from kspark._kafka.settings import ClientSettings
 from kspark._plan.options import OPTION, SourceOptions
 from kspark._spark.batch_cut import Offsets, cap_by_lag, cap_by_time, rows
+from kspark._spark.documents import CLOCK
 from kspark._spark.wire import SOURCE_ARROW_SCHEMA, SOURCE_SCHEMA, TaskMarker, marker_batch
+from kspark.errors import KSparkError
 
 __all__ = ["KafkaDataSource", "source_for", "TaskInput"]
 
 log = logging.getLogger("kspark")
-
-# A topology with delayed records (KIP-311) pins a clock in each micro-batch's offsets: this
-# entry (a colon: no Kafka topic has this name) holds the wall-clock time, rounded down to
-# the source's ``clock_ms``. A micro-batch fires the delayed records due by its pinned time,
-# so a replayed batch fires the same ones; and a tick of the clock starts a micro-batch
-# even when no input arrived, so due records do not wait for input.
-CLOCK = "kspark:clock"
-
-
-def parse_offset_log(text: str) -> Offsets:
-    r"""The end offsets in one file of Spark's offset log (a version line, a metadata line,
-    then one line per source, ``-`` for a source without offsets), all sources merged; the
-    pinned clock left out (see ``CLOCK``).
-
-    Example:
-        >>> parse_offset_log('v1\n{}\n{"t": {"0": 5}, "kspark:clock": {"0": 1000}}\n-')
-        {'t': {'0': 5}}
-    """
-    out: Offsets = {}
-    for line in text.splitlines()[2:]:
-        if line.strip() and line.strip() != "-":
-            for topic, parts in json.loads(line).items():
-                if topic != CLOCK:
-                    out.setdefault(topic, {}).update({str(p): int(o) for p, o in parts.items()})
-    return out
-
 
 @dataclass
 class TaskInput(InputPartition):
@@ -248,8 +223,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offsets to the group); the looped topics' records up to ``end`` are purged, as Kafka
         Streams purges a repartition topic after a commit (a failed purge is retried with
         the next commit)."""
-        from kspark.errors import KSparkError
-
         before = {(t, int(p)): int(o) for t in self.looped for p, o in end.get(t, {}).items()
                   if int(o) > self._purged.get((t, int(p)), 0)}
         if before:

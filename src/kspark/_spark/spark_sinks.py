@@ -24,9 +24,16 @@ import time
 from typing import Any
 
 from kspark._interop.sinks import SparkSinkSpec
+from kspark._spark.failures import explain
 from kspark._spark.read_topic import topic_read
 from kspark.config import checkpoint_location
 from kspark.errors import SparkSinkError, StreamsError
+from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG
+from kspark._spark.sink_writers import batch_writer
+from kspark._spark.checkpoint import SparkCheckpoint
+from kspark._engine.metrics.names import Metric, MetricName
+from kspark._spark.session import ensure_registered
+from kspark._spark.topic_source import topic_source_for
 
 __all__ = ["SparkSinks", "sink_checkpoint"]
 
@@ -59,8 +66,6 @@ class SparkSinks:
     def create_topics(self, app: Any, admin: Any, counts: dict[str, int], plan: Any) -> None:
         """Each sink's topic, one partition per task of the sub-topology writing it,
         configured as a repartition topic (purged as the sink commits)."""
-        from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG
-
         tasks = {n: m.tasks for m in plan.members() for n in m.stage_plan.nodes}
         for name in self.specs:
             app.create_topic(admin, counts, self.topic(name), tasks[name],
@@ -101,7 +106,6 @@ class SparkSinks:
                 writer = writer.partitionBy(*spec.partition_by)
             return writer.toTable(spec.table) if spec.writer == "table" else \
                 writer.start(spec.path)
-        from kspark._spark.sink_writers import batch_writer
 
         return writer.foreachBatch(batch_writer(spec, self.app_id, sink_checkpoint(c, name))
                                    ).start()
@@ -126,8 +130,6 @@ class SparkSinks:
 
     def failure(self) -> str | None:
         """The error of the first sink whose query failed, naming it (None: all run)."""
-        from kspark._spark.app import explain
-
         for name, q in self.queries.items():
             if not q.isActive and q.exception() is not None:
                 spec = self.specs[name]
@@ -187,8 +189,6 @@ class SparkSinks:
 
     def _committed(self, spark: Any, name: str) -> dict[tuple[str, int], int]:
         """Where sink ``name``'s last committed micro-batch ended, per topic-partition."""
-        from kspark._spark.checkpoint import SparkCheckpoint
-
         checkpoint = SparkCheckpoint(spark, sink_checkpoint(self.config, name))
         batch = checkpoint.last_committed()
         done = checkpoint.offsets(batch) if batch is not None else {}
@@ -206,8 +206,6 @@ class SparkSinks:
     def metrics(self) -> dict[Any, Any]:
         """Per sink, in the group ``spark-sink-metrics`` (tags ``thread-id``: the
         application, ``sink``): ``batches-total`` and ``rows-total``."""
-        from kspark._engine.metrics.names import Metric, MetricName
-
         self.poll()
         out: dict[Any, Any] = {}
         for name, q in self.queries.items():
@@ -235,9 +233,6 @@ class SparkSinks:
 
 
 def _register(spark: Any, read: Any) -> str:
-    from kspark._spark.session import ensure_registered
-    from kspark._spark.topic_source import topic_source_for
-
     ensure_registered(spark)
     return topic_source_for(spark, read)
 

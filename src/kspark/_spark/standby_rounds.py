@@ -39,6 +39,7 @@ from kspark._host.context import HostContext
 from kspark._plan.placement import fail_over_to_copies, keep_copies, settle_pins
 from kspark._spark.located import located
 from kspark._spark.probe import client_tags
+from kspark._host.state import state_location
 
 __all__ = ["StandbyRounds"]
 
@@ -199,7 +200,6 @@ class StandbyRounds:
 
         def update(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from kspark._host.standby import StandbyTask
-            from kspark._host.state import state_location
 
             for b in batches:
                 for i in b.column(0).to_pylist():

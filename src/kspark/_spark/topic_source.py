@@ -33,6 +33,8 @@ from kspark._kafka.settings import ClientSettings
 from kspark._plan.options import Offsets, SourceOptions
 from kspark._spark.source import KafkaStreamReader, TaskInput
 from kspark.errors import SparkSinkError
+from kspark._error_handlers import ErrorHandlerContext, dead_letter_record
+from kspark._kafka.factory import new_producer
 
 __all__ = ["TopicRead", "topic_source_for"]
 
@@ -85,9 +87,6 @@ class TopicRead:
 
 
 def _send_dead_letter(read: TopicRead, producer: list, m: Any, error: Exception) -> None:
-    from kspark._engine.handlers import ErrorHandlerContext, dead_letter_record
-    from kspark._kafka.factory import new_producer
-
     if not producer:
         producer.append(new_producer(read.settings.conf("producer", "dead-letters"),
                                      "dead-letters"))

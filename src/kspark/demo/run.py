@@ -11,6 +11,7 @@ from collections import Counter
 from importlib import resources
 
 from kspark import KafkaStreams, Serdes, StreamsBuilder, Topology
+from kspark._kafka.broker import LocalBroker
 
 __all__ = ["demo_topology", "run_demo", "INPUT_TOPIC", "OUTPUT_TOPIC"]
 
@@ -82,8 +83,6 @@ def _read_back(bootstrap: str, expected_min: int, timeout_s: float = 30) -> list
 
 def run_demo(bootstrap: str | None = None, spark_conf: dict | None = None) -> int:
     """Run the demo end to end; starts (and afterwards stops) a local broker if none is given."""
-    from kspark._kafka.broker import LocalBroker
-
     broker = None
     if bootstrap is None:
         broker = LocalBroker()

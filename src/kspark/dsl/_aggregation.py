@@ -30,6 +30,15 @@ from kspark._graph.naming import burn, processor_name, store_name, suffixed_name
 from kspark.dsl._upstream import Upstream, copartition, repartitioned
 from kspark.dsl.materialized import Materialized
 from kspark.errors import TopologyError
+from kspark._engine.tables.processors import OldValues
+from kspark._engine.aggregates.windows import (TimeWindowedSerde, SlidingWindows,
+                                               SessionWindowedSerde)
+from kspark.state.stores import (WindowBytesStoreSupplier, WindowStoreBuilder,
+                                 SessionBytesStoreSupplier, SessionStoreBuilder)
+from kspark._engine.aggregates.sliding import (SlidingWindowAggregateProcessor,
+                                               sliding_store_retention)
+from kspark._engine.aggregates.windowed import WindowAggregateProcessor, SessionAggregateProcessor
+from kspark._engine.state.timestamped import ValueAndTimestampSerde
 
 if TYPE_CHECKING:
     from kspark.dsl.ktable import KTable
@@ -133,8 +142,6 @@ def aggregate(up: Upstream, prefix: str, initializer: Callable[[], Any] | None,
     """A key-value aggregation of ``up`` (and of a cogroup's ``more``). The result table
     sends old values only once an operator downstream asks (Kafka Streams'
     enableSendingOldValues); until then a cache flush does not read them."""
-    from kspark._engine.tables.processors import OldValues
-
     old = OldValues(False)
     table = add_aggregation(
         up, prefix, materialized, value_serde,
@@ -151,9 +158,6 @@ def windowed_aggregate(up: Upstream, windows: Any, final: bool, prefix: str,
                        more: tuple[Part, ...] = (), count: bool = False) -> KTable:
     """An aggregation in time or sliding windows; ``final``: emit on window close;
     ``count``: a ``count()``, whose store name Java burns first (not for sliding windows)."""
-    from kspark._engine.aggregates.windows import TimeWindowedSerde
-    from kspark.state.stores import WindowBytesStoreSupplier, WindowStoreBuilder
-
     processor, size, retention, minimum, cache_final = _window_layout(windows)
     return add_aggregation(
         up, prefix, materialized, value_serde,
@@ -170,15 +174,9 @@ def _window_layout(windows: Any) -> tuple[Any, int, int, str, bool]:
     """The aggregating processor, the window size, the store's retention, what that
     retention must cover, and whether a final-results store is cached: Kafka Streams caches
     one of time windows, not of sliding windows (SlidingWindowStoreMaterializer)."""
-    from kspark._engine.aggregates.windows import SlidingWindows
-
     if isinstance(windows, SlidingWindows):
-        from kspark._engine.aggregates.sliding import (SlidingWindowAggregateProcessor,
-                                                       sliding_store_retention)
-
         return (SlidingWindowAggregateProcessor, windows.time_difference_ms,
                 sliding_store_retention(windows), "twice its time difference plus grace", False)
-    from kspark._engine.aggregates.windowed import WindowAggregateProcessor
 
     return (WindowAggregateProcessor, windows.size_ms, windows.size_ms + windows.grace_ms,
             "its window size plus grace", True)
@@ -189,10 +187,6 @@ def session_aggregate(up: Upstream, windows: Any, final: bool, prefix: str,
                       merger: Aggregator, materialized: Materialized | None, value_serde: Any,
                       more: tuple[Part, ...] = (), count: bool = False) -> KTable:
     """An aggregation in session windows; ``merger(key, agg1, agg2)`` joins two sessions."""
-    from kspark._engine.aggregates.windowed import SessionAggregateProcessor
-    from kspark._engine.aggregates.windows import SessionWindowedSerde
-    from kspark.state.stores import SessionBytesStoreSupplier, SessionStoreBuilder
-
     w = windows
     return add_aggregation(
         up, prefix, materialized, value_serde,
@@ -222,8 +216,6 @@ def _timestamped_builder(builder_cls: Any, supplier: Callable[[str, Materialized
                          uncached: bool = False) -> Callable:
     """A ``make_builder`` for window and session stores holding ValueAndTimestamp values;
     ``uncached``: never cache the store, whatever ``Materialized`` says."""
-    from kspark._engine.state.timestamped import ValueAndTimestampSerde
-
     def make(m: Materialized, store: str, key_serde: Any, value_serde: Any) -> Any:
         if m.history_retention_ms is not None:
             raise TopologyError(f"store {store!r}: a windowed aggregation cannot be kept in a "

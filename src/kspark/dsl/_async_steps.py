@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING, Any
 from kspark._engine import operators as ops
 from kspark._graph.graph import TopologyGraph
 from kspark.errors import TopologyError
+from kspark._engine.async_.processor import AsyncStepProcessor, check_async_options
+from kspark.state.stores import Stores
+from kspark._engine.durations import to_ms
 
 if TYPE_CHECKING:
     from kspark.dsl.kstream import KStream
@@ -71,8 +74,6 @@ class AsyncSteps:
     def _async(self, prefix: str, kind: str, fn: Callable, name: str | None,
                max_in_flight: int | None, ordering: str, retry: Any, timeout_ms: int | None,
                on_failure: str, value_serde: Any) -> KStream:
-        from kspark._engine.async_.processor import AsyncStepProcessor, check_async_options
-
         check_async_options(max_in_flight, ordering, on_failure)
         sup = functools.partial(AsyncStepProcessor, fn, kind, max_in_flight, ordering, retry,
                                 timeout_ms, on_failure)
@@ -93,10 +94,6 @@ class AsyncSteps:
             ...                             value_serde=Serdes.String())
             >>> later = s.delay(5 * 60_000)  # "re-process in 5 minutes"
         """
-        from kspark.state.stores import Stores
-
-        from kspark._engine.durations import to_ms
-
         delay_ms = to_ms(delay_ms, "delay() delay_ms")
         if delay_ms < 0:
             raise TopologyError(f"delay() needs delay_ms >= 0, got {delay_ms}")

@@ -8,6 +8,7 @@ from typing import Any
 
 from kspark._graph.graph import SinkSpec, TopologyGraph
 from kspark._interop.sinks import SparkSinkSpec
+from kspark.errors import TopologyError
 
 __all__ = ["SparkSinkSteps", "add_spark_sink"]
 
@@ -24,8 +25,6 @@ def add_spark_sink(graph: TopologyGraph, parent: str, spec: SparkSinkSpec, key_s
 
 
 def raise_taken(name: str) -> None:
-    from kspark.errors import TopologyError
-
     raise TopologyError(f"a node named {name!r} already exists in the topology: give the "
                         "Spark sink another name=")
 

@@ -23,6 +23,8 @@ from typing import Any
 
 from kspark._graph.graph import ProcessorSpec, SinkSpec, SourceSpec, TopologyGraph
 from kspark._graph.naming import RepartitionNames, repartition_names
+from kspark._engine import operators as ops
+from kspark._engine.tables.processors import Switch
 
 __all__ = ["Upstream", "source_topics", "copartition", "relax_null_keys", "add_repartition",
            "repartitioned"]
@@ -73,9 +75,6 @@ def add_repartition(g: TopologyGraph, node: str, names: RepartitionNames, key_se
     the source reading it, named ``names``); the source's name. The filter drops null keys
     unless a left or outer join downstream turns its switch on (:func:`relax_null_keys`).
     ``optimizable``: merge.repartition.topics may merge it (not ``KStream.repartition``'s)."""
-    from kspark._engine import operators as ops
-    from kspark._engine.tables.processors import Switch
-
     keep = g.null_key_filters[names.filter] = Switch()
     g.add(ProcessorSpec(names.filter, functools.partial(ops.NullKeyFilter, keep), (node,)))
     g.add(SinkSpec(names.sink, names.topic, (names.filter,), key_serde, value_serde,

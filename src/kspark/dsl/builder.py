@@ -13,6 +13,10 @@ from kspark.dsl._overloads import bind
 from kspark.dsl.kstream import KStream
 from kspark.errors import TopologyError
 from kspark.processor.topology import Topology
+from kspark._engine.tables.processors import Switch, TableSourceProcessor
+from kspark._graph.graph import ProcessorSpec
+from kspark._engine.global_task import GlobalTableSourceProcessor
+from kspark._graph.optimize import optimize
 
 if TYPE_CHECKING:
     from kspark.dsl.global_table import GlobalKTable
@@ -64,8 +68,6 @@ class StreamsBuilder:
         ``table(topic[, consumed][, materialized])`` (or the keywords of :meth:`stream`)."""
         import functools
 
-        from kspark._engine.tables.processors import Switch, TableSourceProcessor
-        from kspark._graph.graph import ProcessorSpec
         from kspark.dsl.ktable import KTable
         from kspark.dsl.materialized import Materialized
 
@@ -98,8 +100,6 @@ class StreamsBuilder:
         """
         import functools
 
-        from kspark._engine.global_task import GlobalTableSourceProcessor
-        from kspark._graph.graph import ProcessorSpec
         from kspark.dsl.global_table import GlobalKTable
         from kspark.dsl.materialized import Materialized
 
@@ -133,8 +133,6 @@ class StreamsBuilder:
         """Add a global store kept from ``topic`` by the processors ``state_update_supplier()``
         makes (they update the store and forward nothing). Logging is turned off: the topic
         is the store's changelog. Every processor may read the store (read-only)."""
-        from kspark._graph.graph import ProcessorSpec
-
         _check_reset(offset_reset)
         src = SourceSpec(self._graph.next_name("KSTREAM-SOURCE"), (topic,), key_serde,
                          value_serde, timestamp_extractor, offset_reset)
@@ -162,8 +160,6 @@ class StreamsBuilder:
             ...             key_serde=Serdes.String(), value_serde=Serdes.Long())
             >>> t = b.build({"topology.optimization": "all"})  # no prices-store-changelog
         """
-        from kspark._graph.optimize import optimize
-
         if props is not None and props.get("topology.optimization") is not None:
             optimize(self._graph, str(props["topology.optimization"]))
         return Topology(self._graph)

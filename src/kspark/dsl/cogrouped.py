@@ -18,6 +18,7 @@ from kspark.dsl import _aggregation, _forms
 from kspark.dsl._aggregation import name_or
 from kspark.dsl._overloads import bind
 from kspark.dsl._aggregation import Aggregator, Part
+from kspark._engine.aggregates.windows import SessionWindows
 
 if TYPE_CHECKING:
     from kspark.dsl.grouped import KGroupedStream
@@ -60,8 +61,6 @@ class CogroupedKStream:
                     ) -> TimeWindowedCogroupedKStream | SessionWindowedCogroupedKStream:
         """Aggregate per key and window: ``TimeWindows``, ``SlidingWindows`` or
         ``SessionWindows``."""
-        from kspark._engine.aggregates.windows import SessionWindows
-
         windows = bind("CogroupedKStream.windowed_by", _forms.WINDOWED_BY, args,
                        kwargs)["windows"]
         if isinstance(windows, SessionWindows):

@@ -11,6 +11,8 @@ from kspark.dsl._aggregation import name_or
 from kspark.dsl._overloads import bind
 from kspark.dsl._upstream import Upstream
 from kspark.dsl.materialized import Materialized
+from kspark._engine.aggregates.windows import SessionWindows, SlidingWindows
+from kspark.serde import Serdes
 
 if TYPE_CHECKING:
     from kspark.dsl.cogrouped import CogroupedKStream
@@ -56,8 +58,6 @@ class KGroupedStream:
                     ) -> TimeWindowedKStream | SessionWindowedKStream:
         """Aggregate per key and window: ``TimeWindows``, ``SlidingWindows`` or
         ``SessionWindows``."""
-        from kspark._engine.aggregates.windows import SessionWindows, SlidingWindows
-
         windows = bind("KGroupedStream.windowed_by", _forms.WINDOWED_BY, args,
                        kwargs)["windows"]
         if isinstance(windows, SessionWindows):
@@ -69,8 +69,6 @@ class KGroupedStream:
     def count(self, *args: Any, **kwargs: Any) -> KTable:
         """The number of records per key (values default to Serdes.Long()):
         ``count([named][, materialized])``."""
-        from kspark.serde import Serdes
-
         a = bind("KGroupedStream.count", _forms.COUNT, args, kwargs)
         return _aggregation.aggregate(self._upstream, name_or("KSTREAM-AGGREGATE", a["named"]),
                                       count_initializer, count_one, a["materialized"],
@@ -128,8 +126,6 @@ class TimeWindowedKStream:
 
     def count(self, *args: Any, **kwargs: Any) -> KTable:
         """Records per key and window: ``count([named][, materialized])``."""
-        from kspark.serde import Serdes
-
         a = bind("TimeWindowedKStream.count", _forms.COUNT, args, kwargs)
         return self._aggregate(name_or("KSTREAM-AGGREGATE", a["named"]), count_initializer,
                                count_one, a["materialized"], Serdes.Long(), count=True)
@@ -191,8 +187,6 @@ class SessionWindowedKStream:
 
     def count(self, *args: Any, **kwargs: Any) -> KTable:
         """Records per key and session: ``count([named][, materialized])``."""
-        from kspark.serde import Serdes
-
         a = bind("SessionWindowedKStream.count", _forms.COUNT, args, kwargs)
         return self._aggregate(name_or("KSTREAM-AGGREGATE", a["named"]), lambda: 0,
                                lambda k, v, agg: agg + 1, lambda k, x, y: x + y,

@@ -14,6 +14,10 @@ from kspark.dsl import _forms
 from kspark.dsl._overloads import bind
 from kspark.dsl._upstream import Upstream
 from kspark.dsl.materialized import Materialized
+from kspark._engine.tables.change import ChangeSerde
+from kspark._engine.tables.processors import TableAggregateProcessor
+from kspark._graph.graph import SinkSpec, SourceSpec
+from kspark.serde import Serdes
 
 if TYPE_CHECKING:
     from kspark.dsl.ktable import KTable
@@ -47,9 +51,6 @@ class KGroupedTable:
     def _aggregate(self, initializer: Callable[[], Any], adder: Callable, subtractor: Callable,
                    materialized: Materialized | None, value_serde: Any,
                    named: Any = None, prefix: str = "KTABLE-AGGREGATE") -> KTable:
-        from kspark._engine.tables.change import ChangeSerde
-        from kspark._engine.tables.processors import TableAggregateProcessor
-        from kspark._graph.graph import SinkSpec, SourceSpec
         from kspark.dsl.ktable import KTable
 
         g = self._table.graph
@@ -77,8 +78,6 @@ class KGroupedTable:
 
     def count(self, *args: Any, **kwargs: Any) -> KTable:
         """The number of rows per new key: ``count([named][, materialized])``."""
-        from kspark.serde import Serdes
-
         a = bind("KGroupedTable.count", _forms.COUNT, args, kwargs)
         return self._aggregate(lambda: 0, lambda k, v, agg: agg + 1, lambda k, v, agg: agg - 1,
                                a["materialized"], Serdes.Long(), a["named"])

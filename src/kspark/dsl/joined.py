@@ -16,6 +16,7 @@ from typing import Any
 
 from kspark._engine.either import either, shortcuts
 from kspark.dsl._overloads import check_serdes
+from kspark._engine.durations import to_ms
 
 __all__ = ["Joined", "StreamJoined"]
 
@@ -64,8 +65,6 @@ class Joined:
             >>> Joined().with_grace_period(5000).grace_ms
             5000
         """
-        from kspark._engine.durations import to_ms
-
         grace_ms = to_ms(grace_ms, "Joined.with_grace_period grace")
         if grace_ms < 0:
             raise ValueError(f"the grace period must not be negative, got {grace_ms} ms")

@@ -20,6 +20,8 @@ from kspark.dsl._overloads import bind, describe
 from kspark.dsl._spark_sinks import SparkSinkSteps
 from kspark.dsl._upstream import Upstream, add_repartition
 from kspark.errors import TopologyError
+from kspark._engine.values import FixedKeyProcessor
+from kspark._engine.tables.processors import Switch, TableSourceProcessor
 
 if TYPE_CHECKING:
     from kspark.dsl.branched import BranchedKStream
@@ -190,8 +192,6 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
             ...                             value_serde=Serdes.String())
             >>> tagged = s.process_values(Tag)
         """
-        from kspark._engine.values import FixedKeyProcessor
-
         processor_supplier, name, store_names = _process_args(
             self._graph, "KStream.process_values", processor_supplier, store_names, name)
         node = name or self._graph.next_name("KSTREAM-PROCESSVALUES")
@@ -210,7 +210,6 @@ class KStream(AsyncSteps, JoinSteps, SparkSinkSteps):
             >>> latest = b.stream("prices", key_serde=Serdes.String(),
             ...                   value_serde=Serdes.Double()).to_table()
         """
-        from kspark._engine.tables.processors import Switch, TableSourceProcessor
         from kspark.dsl.ktable import KTable
         from kspark.dsl.materialized import Materialized
 

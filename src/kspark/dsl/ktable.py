@@ -21,6 +21,11 @@ from kspark.dsl._upstream import Upstream, copartition
 from kspark.dsl.grouped_table import KGroupedTable
 from kspark.dsl.materialized import Materialized
 from kspark.errors import TopologyError
+from kspark._engine.values import TableTransformValuesProcessor, TransformGetter
+from kspark._engine.joins.table_table import TableTableJoinProcessor
+from kspark._engine.state.buffer_value import SuppressBufferSerde
+from kspark._engine.tables.suppress import SuppressProcessor, Suppressed
+from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 
 if TYPE_CHECKING:
     from kspark.dsl.kstream import KStream
@@ -193,8 +198,6 @@ class KTable:
             >>> t = b.table("names", key_serde=Serdes.String(), value_serde=Serdes.String())
             >>> upper = t.transform_values(Upper)
         """
-        from kspark._engine.values import TableTransformValuesProcessor, TransformGetter
-
         old = tables.OldValues(materialized is not None and materialized.store_name is not None)
         getter = None if self._getter is None else (
             lambda: TransformGetter(self._reader(), transformer_supplier))
@@ -212,8 +215,6 @@ class KTable:
 
     def _join(self, other: KTable, joiner: Callable[[Any, Any], Any], kind: str,
               materialized: Materialized | None = None, name: str | None = None) -> KTable:
-        from kspark._engine.joins.table_table import TableTableJoinProcessor
-
         for readable, node in ((self._getter is not None, self._node),
                                (other._getter is not None, other._node)):
             if not readable:
@@ -337,12 +338,6 @@ class KTable:
     def suppress(self, suppressed: Any, named: Any = None) -> KTable:
         """Hold updates back: final window results (``Suppressed.until_window_closes``) or at
         most one per key per time limit (``Suppressed.until_time_limit``)."""
-        from kspark._engine.state.buffer_value import SuppressBufferSerde
-        from kspark._engine.tables.suppress import SuppressProcessor
-        from kspark.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
-
-        from kspark._engine.tables.suppress import Suppressed
-
         if not isinstance(suppressed, Suppressed):
             raise TypeError("KTable.suppress() takes a Suppressed (Suppressed."
                             "until_window_closes(...) or until_time_limit(...)), got "

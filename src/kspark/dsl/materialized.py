@@ -7,6 +7,11 @@ from typing import Any
 
 from kspark._engine.either import either
 from kspark.dsl._overloads import check_serdes
+from kspark._engine.state.build import StoreKind, supplier_kind
+from kspark._engine.durations import to_ms
+from kspark.errors import TopologyError
+from kspark._engine.state.timestamped import ValueAndTimestampSerde
+from kspark.state import stores
 
 __all__ = ["Materialized"]
 
@@ -40,8 +45,6 @@ class Materialized:
         """Name the store (a name, or a store supplier from :class:`~kspark.state.Stores`).
         Called on a configured value it keeps its settings (Java's static factory there
         would drop them)."""
-        from kspark._engine.state.build import StoreKind, supplier_kind
-
         if isinstance(store, str):
             return replace(self, store_name=store)
         versioned = supplier_kind(store) is StoreKind.VERSIONED
@@ -73,12 +76,8 @@ class Materialized:
     def with_retention(self, retention_ms: Any) -> "Materialized":
         """How long a window or session store keeps windows; at least the window size (or
         session gap) plus grace, checked when the aggregation is added."""
-        from kspark._engine.durations import to_ms
-
         retention_ms = to_ms(retention_ms, "Materialized.with_retention retention")
         if retention_ms < 0:
-            from kspark.errors import TopologyError
-
             raise TopologyError(f"a store's retention must not be negative (got {retention_ms})")
         return replace(self, retention_ms=retention_ms)
 
@@ -88,9 +87,6 @@ class Materialized:
 
     def builder(self, default_name: str, key_serde: Any, value_serde: Any) -> Any:
         """The timestamped (or versioned) key-value store builder this describes."""
-        from kspark._engine.state.timestamped import ValueAndTimestampSerde
-        from kspark.state import stores
-
         if self.history_retention_ms is not None:
             return stores.VersionedKeyValueStoreBuilder(
                 stores.VersionedBytesStoreSupplier(self.store_name or default_name,

@@ -21,6 +21,9 @@ from typing import Any
 
 from kspark._engine.either import either, shortcuts
 from kspark.dsl._overloads import check_serdes
+from kspark._engine.durations import to_ms
+from kspark._engine.offset_reset import reset_policy_problem
+from kspark.errors import TopologyError
 
 __all__ = ["AutoOffsetReset", "Consumed", "Produced", "Repartitioned", "check_offset_reset"]
 
@@ -50,8 +53,6 @@ class AutoOffsetReset:
         >>> AutoOffsetReset.by_duration(timedelta(hours=1))
         'by_duration:PT3600S'
         """
-        from kspark._engine.durations import to_ms
-
         ms = to_ms(duration, "AutoOffsetReset.by_duration duration")
         if ms < 0:
             raise ValueError(f"AutoOffsetReset.by_duration needs a duration >= 0, got {ms} ms")
@@ -65,9 +66,6 @@ def check_offset_reset(policy: Any) -> str:
     >>> check_offset_reset("by_duration:PT1H")
     'by_duration:PT1H'
     """
-    from kspark._engine.offset_reset import reset_policy_problem
-    from kspark.errors import TopologyError
-
     problem = reset_policy_problem(policy)
     if problem is not None:
         raise TopologyError(f"the offset reset policy of a source (offset_reset=, Consumed."

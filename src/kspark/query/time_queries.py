@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kspark.query.queries import Query, ResultOrder, _not_none
+from kspark._engine.durations import to_epoch_ms
 
 __all__ = ["WindowKeyQuery", "WindowRangeQuery", "VersionedKeyQuery", "MultiVersionedKeyQuery"]
 
@@ -17,7 +18,6 @@ def _ms(t: Any, what: str) -> int | None:
     """``t`` in epoch ms (None stays None)."""
     if t is None or type(t) is int:
         return t
-    from kspark._engine.durations import to_epoch_ms
 
     return to_epoch_ms(t, what)
 

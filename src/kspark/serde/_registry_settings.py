@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from kspark._config_defaults import default_of
 from kspark._config_text import resolve_reference
 from kspark.errors import ConfigError
 
@@ -145,8 +146,6 @@ class Settings:
 def settings_from(own: Mapping[str, Any], app: Mapping[str, Any], is_key: bool) -> Settings:
     """The settings of a serde whose own config is ``own`` (over ``app``, the application
     config) for keys (``is_key``) or values; a ConfigError names a missing or bad key."""
-    from kspark.config import declared_default
-
     merged = {k: app[k] for k in REGISTRY_KEYS + _ALSO_READ if app.get(k) is not None}
     merged.update({k: v for k, v in own.items() if v is not None})
     url = merged.get("schema.registry.url")
@@ -162,7 +161,7 @@ def settings_from(own: Mapping[str, Any], app: Mapping[str, Any], is_key: bool) 
     if strategy_problem(strategy):
         raise ConfigError(f"invalid subject name strategy {strategy!r} for the {part}s: "
                           f"{strategy_problem(strategy)}")
-    timeout = int(merged.get("request.timeout.ms", declared_default("request.timeout.ms")))
+    timeout = int(merged.get("request.timeout.ms", default_of("request.timeout.ms")))
     return Settings(
         client=tuple(sorted(_client_conf(merged, str(url).strip(), timeout).items())),
         url=shown_url(url), is_key=is_key,
@@ -170,7 +169,7 @@ def settings_from(own: Mapping[str, Any], app: Mapping[str, Any], is_key: bool) 
         use_latest=_flag(merged.get("use.latest.version", False)),
         normalize=_flag(merged.get("normalize.schemas", False)),
         strategy=strategy if callable(strategy) else _short(strategy), timeout_ms=timeout,
-        backoff_ms=int(merged.get("retry.backoff.ms", declared_default("retry.backoff.ms"))),
+        backoff_ms=int(merged.get("retry.backoff.ms", default_of("retry.backoff.ms"))),
         secrets=tuple(str(merged[k]) for k in _SECRETS if merged.get(k)) + _url_secrets(url))
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any
+from kspark._engine.query.types import store_shape
 
 __all__ = ["QueryableStoreType", "QueryableStoreTypes", "StoreQueryParameters"]
 
@@ -36,8 +37,6 @@ class QueryableStoreType:
 
     def accepts(self, store: Any) -> bool:
         """Whether this type can read ``store`` (an engine store)."""
-        from kspark._engine.query.types import store_shape
-
         kind, stamped = store_shape(store)
         return kind == self.kind and (stamped or not self.timestamped)
 

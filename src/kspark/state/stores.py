@@ -15,6 +15,9 @@ from kspark._engine.state.kv import KeyValueStore
 from kspark._engine.state.session import SessionStore
 from kspark._engine.state.versioned import VersionedKeyValueStore
 from kspark._engine.state.window import WindowStore
+from kspark._engine.durations import to_ms
+from kspark.errors import TopologyError
+from kspark._engine.state.timestamped import ValueAndTimestampSerde
 
 __all__ = ["Stores", "KeyValueBytesStoreSupplier", "KeyValueStoreBuilder",
            "DelayedRecordsStoreBuilder", "VersionedBytesStoreSupplier",
@@ -101,8 +104,6 @@ class DelayedRecordsStoreBuilder(KeyValueStoreBuilder):
 
 def _durations(supplier: Any, *fields: str) -> None:
     """Durations given as ``timedelta`` become int ms (as Java's ``Duration`` overloads)."""
-    from kspark._engine.durations import to_ms
-
     for f in fields:
         object.__setattr__(supplier, f, to_ms(getattr(supplier, f), f"store "
                                               f"{supplier.name!r} {f}"))
@@ -124,8 +125,6 @@ class VersionedBytesStoreSupplier:
     def __post_init__(self) -> None:
         _durations(self, "history_retention_ms")
         if self.history_retention_ms < 0:
-            from kspark.errors import TopologyError
-
             raise TopologyError(f"the history retention of versioned store {self.name!r} "
                                 f"cannot be negative (got {self.history_retention_ms} ms)")
 
@@ -135,8 +134,6 @@ class VersionedKeyValueStoreBuilder(KeyValueStoreBuilder):
     """A versioned key-value store to build per task (it never caches)."""
 
     def with_caching_enabled(self) -> "KeyValueStoreBuilder":
-        from kspark.errors import TopologyError
-
         raise TopologyError(f"versioned store {self.name!r} cannot cache (as in Kafka Streams)")
 
     def build(self) -> Any:
@@ -248,8 +245,6 @@ class Stores:
                                             value_serde: Any) -> KeyValueStoreBuilder:
         """A store of ``ValueAndTimestamp(value, timestamp)`` values (the DSL's own kind:
         a processor shares it with DSL tables)."""
-        from kspark._engine.state.timestamped import ValueAndTimestampSerde
-
         return KeyValueStoreBuilder(supplier, key_serde, ValueAndTimestampSerde(value_serde))
 
     @staticmethod
@@ -262,8 +257,6 @@ class Stores:
     def timestamped_window_store_builder(supplier: WindowBytesStoreSupplier, key_serde: Any,
                                          value_serde: Any) -> WindowStoreBuilder:
         """A window store of ``ValueAndTimestamp`` values."""
-        from kspark._engine.state.timestamped import ValueAndTimestampSerde
-
         return WindowStoreBuilder(supplier, key_serde, ValueAndTimestampSerde(value_serde))
 
     @staticmethod

@@ -24,6 +24,12 @@ from kspark.processor.topology import Topology
 from kspark.testing.interactive import processed_position, query_stores, read_only_store
 from kspark.testing.records import to_millis, to_timestamp
 from kspark.testing.topics import TestInputTopic, TestOutputTopic
+from kspark._graph.instantiate import resolve_serde
+from kspark._engine.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde
+from kspark._engine.state.kv import KeyValueStore
+from kspark._engine.state.session import SessionStore
+from kspark._engine.state.versioned import VersionedKeyValueStore
+from kspark._engine.state.window import WindowStore
 
 __all__ = ["TopologyTestDriver", "store_kind"]
 
@@ -309,7 +315,6 @@ class TopologyTestDriver:
         ...     [(r["key"], r["value"]) for r in d.get_spark_sink_rows("s")]
         [('a', 1)]
         """
-        from kspark._graph.instantiate import resolve_serde
         from kspark._interop.rows import TopicRows, Written
 
         spec = self._graph.nodes.get(name)
@@ -352,8 +357,6 @@ class _PlainValues:
         return None if vt is None else vt.value
 
     def serialize(self, topic: str, data: Any) -> bytes | None:
-        from kspark._engine.state.timestamped import ValueAndTimestamp
-
         return self.timestamped.serialize(topic,
                                           None if data is None else ValueAndTimestamp(data, 0))
 
@@ -361,12 +364,6 @@ class _PlainValues:
 def store_kind(store: Any) -> tuple[str, bool]:
     """(kind, whether its values carry timestamps) of an engine store: kind is
     ``key-value``, ``versioned key-value``, ``window``, ``session`` or its class name."""
-    from kspark._engine.state.kv import KeyValueStore
-    from kspark._engine.state.session import SessionStore
-    from kspark._engine.state.timestamped import ValueAndTimestampSerde
-    from kspark._engine.state.versioned import VersionedKeyValueStore
-    from kspark._engine.state.window import WindowStore
-
     kinds = ((VersionedKeyValueStore, "versioned key-value"), (WindowStore, "window"),
              (SessionStore, "session"), (KeyValueStore, "key-value"))
     kind = next((k for cls, k in kinds if isinstance(store, cls)), type(store).__name__)

@@ -39,6 +39,7 @@ from kspark._engine.aggregates.windows import TimeWindows
 from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode
 from kspark._engine.state.layer_base import get_many
 from kspark._engine.state.layers import CachingLayer
+from kspark.serde import _builtin as builtin
 
 __all__ = ["BatchCount", "topology_refusal", "is_count_supplier", "plan_batch_count",
            "count_node", "BATCH_KEY"]
@@ -74,8 +75,6 @@ def topology_refusal(count: bool, caching: bool, versioned: bool, value_serde: A
     ``count``: its sources feed one count and nothing else; ``caching``, ``versioned``,
     ``value_serde``, ``key_serde``: the count's store's (a window store's key serde is
     its keys'); ``source_key_serdes``: its sources'."""
-    from kspark.serde import _builtin as builtin
-
     if not count:
         return "its sources feed more than one group_by_key().count()"
     if not caching:

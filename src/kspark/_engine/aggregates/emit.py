@@ -25,6 +25,7 @@ from typing import Any
 
 from kspark._engine.api import Record
 from kspark._engine.context import count_metric
+from kspark._engine.tables.change import Change
 
 __all__ = ["EmitStrategy", "FinalResults", "windows_starting_between"]
 
@@ -50,6 +51,7 @@ class FinalResults:
     ``_final_range(close)`` -> (lower, upper) or None and ``_closed(lower, upper)`` ->
     [(Windowed key, value, timestamp)] in Java's order."""
 
+    metric_kinds = ("window-agg",)  # read by metrics/shape.py: final emits are metered
     final = False
     last_emit = -1
 
@@ -65,7 +67,6 @@ class FinalResults:
         bounds = self._final_range(close)
         if bounds is None:
             return
-        from kspark._engine.tables.change import Change
 
         began = time.monotonic()
         emitted = 0

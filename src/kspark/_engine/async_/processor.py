@@ -28,7 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 from kspark._engine.api import Processor, ProcessorContext, Record
 from kspark._engine.async_.metrics import new_metrics
 from kspark._engine.async_.runtime import InlineRuntime, Outcome, RetryPolicy, ThreadRuntime
-from kspark.config import declared_default
+from kspark._config_defaults import default_of
 from kspark.errors import ProcessorError, TopologyError
 
 __all__ = ["AsyncProcessor", "AsyncStepProcessor", "AsyncContext", "check_async_options"]
@@ -119,7 +119,7 @@ class AsyncProcessor(Processor):
         self.runtime = context.async_runtime() or ThreadRuntime.shared()
         if self.max_in_flight is None:
             key = "async.max.in.flight"
-            self.max_in_flight = int(context.app_config().get(key, declared_default(key)))
+            self.max_in_flight = int(context.app_config().get(key, default_of(key)))
         self._limit: int = self.max_in_flight
         self.node_name = context.node_name()
         self.rng = random.Random(zlib.crc32(f"{context.task_id()}/{self.node_name}".encode()))

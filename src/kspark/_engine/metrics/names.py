@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kspark.errors import ConfigError
+from kspark.errors import StreamsError
 
 __all__ = ["MetricName", "Metric", "Metrics", "INFO", "DEBUG", "TRACE", "LEVELS",
            "recording_level"]
@@ -102,8 +103,6 @@ class Metrics(dict):
 
     def value(self, name: str, group: str | None = None, **tags: str) -> Any:
         """The value of the one metric matching; a StreamsError if none or several do."""
-        from kspark.errors import StreamsError
-
         found = self.find(name, group, **tags)
         if len(found) != 1:
             raise StreamsError(f"{len(found)} metrics match {name!r} (group {group!r}, tags "

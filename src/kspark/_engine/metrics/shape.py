@@ -18,14 +18,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from kspark._engine.nodes import SinkNode, SourceNode
+from kspark._engine.state.layers import CachingLayer
+from kspark._engine.state.metered import store_scope
+
 __all__ = ["declare_metrics", "metered_stores"]
 
 
 def _kinds(node: Any) -> list[tuple[str, str]]:
-    from kspark._engine.aggregates.emit import FinalResults
-    from kspark._engine.nodes import SinkNode, SourceNode
-    from kspark._engine.tables.suppress import SuppressProcessor
-
+    """The node's metrics: by its type, and the ``metric_kinds`` its processor declares
+    (``suppress``, ``window-agg``)."""
     out: list[tuple[str, str]] = []
     if isinstance(node, SourceNode):
         out += [("source", node.name), ("e2e", node.name)]
@@ -34,11 +36,12 @@ def _kinds(node: Any) -> list[tuple[str, str]]:
         out.append(("e2e", node.name))
     if isinstance(node, SinkNode) and isinstance(node.topic, str):
         out.append(("produced", f"{node.name}|{node.topic}"))
-    if isinstance(node.processor, SuppressProcessor):
-        out.append(("suppress", node.name))
-    if isinstance(node.processor, FinalResults):
-        out.append(("window-agg", node.name))
+    out += [(kind, node.name) for kind in _declared(node.processor)]
     return out
+
+
+def _declared(processor: Any) -> tuple[str, ...]:
+    return getattr(processor, "metric_kinds", ())
 
 
 def declare_metrics(task: Any) -> None:
@@ -60,11 +63,8 @@ def metered_stores(task: Any) -> dict[str, str]:
     """The task's stores that Java meters, each with its store type (``rocksdb``,
     ``in-memory-window``, ...): not a source table's store that nothing materializes, not
     a suppression buffer (Java's has buffer metrics of its own), not a kspark-only store."""
-    from kspark._engine.state.metered import store_scope
-    from kspark._engine.tables.suppress import SuppressProcessor
-
     skip = _unused(task) | {n.processor.store_name for n in task.nodes
-                            if isinstance(n.processor, SuppressProcessor)}
+                            if "suppress" in _declared(n.processor)}
     out = {}
     for name, store in task.stores.items():
         scope = None if name in skip else store_scope(store)
@@ -75,16 +75,10 @@ def metered_stores(task: Any) -> dict[str, str]:
 
 def _unused(task: Any) -> set[str | None]:
     """The stores of source tables that nothing materializes (Java has no store there)."""
-    from kspark._engine.tables.processors import TableSourceProcessor
-
-    return {n.processor.store_name for n in task.nodes
-            if isinstance(n.processor, TableSourceProcessor)
-            and n.processor.materialized is not None and not n.processor.materialized.on}
+    return {getattr(n.processor, "unused_store", None) for n in task.nodes} - {None}
 
 
 def _cached(store: Any) -> bool:
     """Whether a store has a caching layer (Kafka Streams' record cache)."""
-    from kspark._engine.state.layers import CachingLayer
-
     layer = getattr(store, "layer", None)
     return callable(layer) and layer(CachingLayer) is not None

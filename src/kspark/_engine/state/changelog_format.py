@@ -30,6 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
+from kspark._engine.state.versioned import history_records
+from kspark._engine.state.build import StoreKind, store_kind
+from kspark._engine.state.timestamped import ValueAndTimestampSerde
+from kspark._engine.joins.stream_stream import PendingValuesSerde
 
 __all__ = ["ChangelogCodec", "RAW", "codec_for", "FORMAT_HEADER", "written_by_old_kspark",
            "save_codec", "load_codec"]
@@ -70,8 +74,6 @@ class ChangelogCodec:
         [(b'k', b'v', 5)]
         """
         if self.versioned_history_ms is not None:
-            from kspark._engine.state.versioned import history_records
-
             return history_records(key, value)
         return [self.encode(key, value, 0)]
 
@@ -113,10 +115,6 @@ def codec_for(builder: Any) -> ChangelogCodec:
     ... # doctest: +ELLIPSIS
     ChangelogCodec(strip_timestamp=False, timestamp_from_value=False, key_suffix=b'', ...)
     """
-    from kspark._engine.state.build import StoreKind, store_kind
-    from kspark._engine.state.timestamped import ValueAndTimestampSerde
-
-    from kspark._engine.joins.stream_stream import PendingValuesSerde
     from kspark._engine.state.buffer_value import CHANGELOG_VERSION_HEADER
 
     kind = store_kind(builder)

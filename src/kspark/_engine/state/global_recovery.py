@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from kspark._engine.nodes import RawRecord
 from kspark._engine.state.recovery import ChangelogReader, TopicPartition
-from kspark.config import declared_default
+from kspark._config_defaults import default_of
 
 if TYPE_CHECKING:
     from kspark._engine.global_task import GlobalStateTask
@@ -101,7 +101,7 @@ def global_reset_policy(offset_reset: str | None, configured: str | None) -> str
         >>> global_reset_policy("earliest", "latest")
         'earliest'
     """
-    return offset_reset or configured or declared_default("global.consumer.auto.offset.reset")
+    return offset_reset or configured or default_of("global.consumer.auto.offset.reset")
 
 
 def rebuild_policy(rebuild: GlobalRebuild, reset_policy: str) -> str:

@@ -35,6 +35,8 @@ from typing import Any
 
 from kspark._engine.state.kv import KeyValueIterator
 from kspark._engine.state.layers import CachingLayer
+from kspark._engine.state.kv import KeyValueStore
+from kspark._engine.state.versioned import VersionedKeyValueStore
 
 __all__ = ["meter_store", "meter_cache", "store_scope", "OPERATIONS"]
 
@@ -54,9 +56,7 @@ _PUTS = {"put", "put-if-absent", "put-all"}  # followed by the record's end-to-e
 
 
 def _type(store: Any) -> str | None:
-    from kspark._engine.state.kv import KeyValueStore
     from kspark._engine.state.session import SessionStore
-    from kspark._engine.state.versioned import VersionedKeyValueStore
     from kspark._engine.state.window import WindowStore
 
     for cls, name in ((KeyValueStore, "kv"), (WindowStore, "window"),

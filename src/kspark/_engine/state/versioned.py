@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from kspark._engine.state.kv import StoreBase
+from kspark._engine.durations import to_epoch_ms
 
 __all__ = ["VersionedRecord", "VersionedKeyValueStore", "PUT_RETURN_CODE_NOT_PUT",
            "PUT_RETURN_CODE_VALID_TO_UNDEFINED", "restore_versions", "history_records"]
@@ -115,8 +116,6 @@ class VersionedKeyValueStore(StoreBase):
         a tombstone, or older than the history retention). As Java's
         MeteredVersionedKeyValueStore, the record has no ``valid_to``."""
         if as_of is not None and type(as_of) is not int:
-            from kspark._engine.durations import to_epoch_ms
-
             as_of = to_epoch_ms(as_of, "get() as_of")
         history = _decode(self.inner.get(self._k(key)))
         if not history:

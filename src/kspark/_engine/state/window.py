@@ -8,6 +8,7 @@ from typing import Any
 from kspark._engine.state.kv import KeyValue, KeyValueIterator, StoreBase, tagged_range
 from kspark._engine.state.layers import CachingLayer, ChangeLoggingLayer, layer_stack
 from kspark._engine.aggregates.windows import Window, Windowed
+from kspark._engine.durations import to_epoch_ms
 
 __all__ = ["WindowStore"]
 
@@ -199,6 +200,5 @@ def _ms(t: Any) -> int:
     """A time argument in epoch ms (a ``datetime`` converted; ints as they are)."""
     if type(t) is int:
         return t
-    from kspark._engine.durations import to_epoch_ms
 
     return to_epoch_ms(t, "a window store's time")

@@ -13,6 +13,8 @@ from kspark._engine.operators import is_pair, not_a_pair
 from kspark._engine.state.layers import CachingLayer
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.tables.change import Change, out_of_order
+from kspark._engine.state.versioned import (PUT_RETURN_CODE_NOT_PUT,
+                                            PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
 __all__ = ["TableStoreProcessor", "TableSourceProcessor", "TableFilterProcessor",
            "TableMapValuesProcessor", "TableToStreamProcessor", "TablePassThroughProcessor",
@@ -92,9 +94,6 @@ class TableStoreProcessor(Processor):
     def _write_version(self, record: Record, new: Any, old: Any, ts: int) -> None:
         """A versioned store (never cached): an update older than its history retention is
         neither stored nor forwarded; an out-of-order one goes on marked not latest."""
-        from kspark._engine.state.versioned import (PUT_RETURN_CODE_NOT_PUT,
-                                                    PUT_RETURN_CODE_VALID_TO_UNDEFINED)
-
         code = self.store.put(record.key, new, ts)
         if code == PUT_RETURN_CODE_NOT_PUT:
             record_dropped(
@@ -114,6 +113,13 @@ class TableSourceProcessor(TableStoreProcessor):
     """Materializes a topic as a table: a value upserts, a null value (tombstone) deletes.
     As KTableSource, a tombstone for a key the table never had is still forwarded (as a
     change from None to None) unless the store caches (a cache has nothing to flush)."""
+
+    @property
+    def unused_store(self) -> str | None:
+        """The store's name when nothing materializes it (Java has no store there, so no
+        metrics: metrics/shape.py reads this), else None."""
+        unused = self.materialized is not None and not self.materialized.on
+        return self.store_name if unused else None
 
     def init(self, context: ProcessorContext) -> None:
         if self.materialized is not None and not self.materialized.on:

@@ -118,6 +118,9 @@ class SuppressProcessor(Processor):
     Entries are Java's (``state.buffer_value.Buffered``: its buffer time is the window's
     end, or the record's time; due ``delay`` later), so the buffer's changelog is Java's."""
 
+    # read by metrics/shape.py: suppression emits are metered, the buffer store is not
+    metric_kinds = ("suppress",)
+
     def __init__(self, store_name: str, suppressed: Suppressed, grace_ms: int | None):
         self.store_name, self.suppressed, self.grace_ms = store_name, suppressed, grace_ms
         self.delay = (grace_ms or 0) if suppressed.final_results else suppressed.time_to_wait_ms

@@ -31,6 +31,7 @@ from typing import Any
 from kspark._engine.async_.metrics import async_metrics, merge_metrics, summarize_metrics
 from kspark._engine.metrics.stats import merge_stats, split_key
 from kspark._host.metrics import TaskMetrics
+from kspark._engine.state.build import changelog_topic
 
 __all__ = ["ThreadMeter", "LiveTotals", "ThreadReporter", "COUNTS", "changelog_positions"]
 
@@ -206,8 +207,6 @@ def changelog_positions(tasks: Any, standbys: Any) -> dict[str, Any]:
     """What a thread holds of its changelogs, for a report: its active tasks' changelog
     partitions (``topic:partition``), and per partition of its standby copies the offset
     the copy holds (0 before its first update)."""
-    from kspark._engine.state.build import changelog_topic
-
     active = sorted({f"{t}:{p}" for h in tasks if h.task is not None
                      for t, p in (h.host.changelog_offsets or {})})
     standby = {}
