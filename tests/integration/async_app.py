@@ -12,14 +12,14 @@ epochs) complete.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import urllib.error
 import urllib.request
 
-from kspark import KafkaStreams, Serdes, StreamsBuilder, spark_session
+from kspark import KafkaStreams, Serdes, StreamsBuilder
 from kspark.processor import RetryPolicy
-from tests.integration.eos_app import run_printing_batches
+from tests.integration.app_base import (arguments, base_config, end, local_session,
+                                        run_printing_batches, start)
 
 S, I = Serdes.String(), Serdes.Integer()
 
@@ -42,9 +42,8 @@ def topology(src: str, out: str, port: int, delay_ms: int):
 def config(bootstrap: str, app_id: str, state_dir: str, mode: str = "micro_batch",
            max_offsets: int = 100) -> dict:
     """The app's config: exactly_once_v2, streaming; ``mode``: the execution.mode."""
-    cfg = {"application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-           "processing.guarantee": "exactly_once_v2", "request.timeout.ms": 20000,
-           "execution.mode": mode}
+    cfg = base_config(bootstrap, app_id, state_dir, mode, "exactly_once_v2")
+    cfg["request.timeout.ms"] = 20000
     if mode == "micro_batch":
         cfg.update({"max.offsets.per.trigger": max_offsets,
                     "delayed.records.check.interval.ms": 300})
@@ -52,25 +51,19 @@ def config(bootstrap: str, app_id: str, state_dir: str, mode: str = "micro_batch
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser()
-    for name in ("bootstrap", "src", "out", "app_id", "state_dir"):
-        ap.add_argument(name)
+    ap = arguments("bootstrap", "src", "out", "app_id", "state_dir",
+                   mode_help="execution.mode (real_time: without the micro-batch keys)")
     ap.add_argument("port", type=int)
     ap.add_argument("--delay-ms", type=int, default=800)
     ap.add_argument("--max-offsets", type=int, default=100)
-    ap.add_argument("--mode", default="micro_batch", choices=("micro_batch", "real_time"),
-                    help="execution.mode (real_time: without the micro-batch keys)")
     a = ap.parse_args(argv)
-    spark = spark_session({"spark.master": "local[2]", "spark.ui.enabled": "false",
-                           "spark.task.maxFailures": "8", "spark.sql.shuffle.partitions": "2"})
+    spark = local_session("local[2]", shuffle_partitions=2)
     streams = KafkaStreams(topology(a.src, a.out, a.port, a.delay_ms),
                            config(a.bootstrap, a.app_id, a.state_dir, a.mode, a.max_offsets),
                            spark=spark)
-    streams.start()
-    print("started", flush=True)
+    start(streams)
     run_printing_batches(streams)
-    spark.stop()
-    return 0
+    return end(spark)
 
 
 if __name__ == "__main__":

@@ -12,15 +12,15 @@ test sees a file, not a moment, when an executor is processing a batch.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
-from kspark import KafkaStreams, Serdes, StreamsBuilder, spark_session
+from kspark import KafkaStreams, Serdes, StreamsBuilder
 from kspark.processor import Processor
 from kspark.state import Stores
-from tests.integration.eos_app import run_printing_batches
+from tests.integration.app_base import (base_config, end, hold_once, local_session,
+                                        run_printing_batches)
 
 S, L = Serdes.String(), Serdes.Long()
 HOLD_AT = 40
@@ -41,24 +41,8 @@ class SlowCounter(Processor):
         n = (self.store.get(record.key) or 0) + 1
         self.store.put(record.key, n)
         if self.hold_dir and record.key == "k0" and n == HOLD_AT:
-            self._hold()
+            hold_once(self.hold_dir, {"pid": os.getpid()})  # a retry of it passes
         self.context.forward(record.with_value(n))
-
-    def _hold(self) -> None:
-        marker = os.path.join(self.hold_dir, "held")
-        release = os.path.join(self.hold_dir, "release")
-        tmp = f"{marker}.{os.getpid()}.{time.monotonic_ns()}"
-        with open(tmp, "w") as f:
-            json.dump({"pid": os.getpid()}, f)
-        try:
-            os.link(tmp, marker)  # atomic, and once: a retry of the held record passes
-        except FileExistsError:
-            return
-        finally:
-            os.unlink(tmp)
-        deadline = time.monotonic() + 600
-        while not os.path.exists(release) and time.monotonic() < deadline:
-            time.sleep(0.1)
 
 
 def topology(src: str, dst: str, hold_dir: str | None = None):
@@ -73,17 +57,15 @@ def topology(src: str, dst: str, hold_dir: str | None = None):
 
 def main(bootstrap: str, src: str, dst: str, app_id: str, state_dir: str,
          checkpoint: str | None = None, hold_dir: str | None = None) -> int:
-    spark = spark_session({"spark.master": "local-cluster[2,1,1024]", "spark.ui.enabled": "false",
-                           "spark.task.maxFailures": "8"})
+    spark = local_session("local-cluster[2,1,1024]")
     streams = KafkaStreams(topology(src, dst, hold_dir), {
-        "application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-        "autostop.at": "eol", "execution.mode": "micro_batch", "max.offsets.per.trigger": 200,
+        **base_config(bootstrap, app_id, state_dir, "micro_batch", "at_least_once"),
+        "autostop.at": "eol", "max.offsets.per.trigger": 200,
         "placement.replacement.wait.ms": 2000,  # exactness is checked here, not placement
         **({"checkpoint.location": checkpoint} if checkpoint else {})}, spark=spark)
     streams.start()
     run_printing_batches(streams)
-    spark.stop()
-    return 0
+    return end(spark)
 
 
 if __name__ == "__main__":

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import sys
 
-from kspark import spark_session
 from kspark._kafka.admin import Admin
 from tests.conformance.spark_host import REAL_TIME, disagreements, report, run_on_spark, sample
+from tests.integration.app_base import connect_session, end
 
 
 def main(argv: list[str]) -> int:
     bootstrap, url, mode, count, seed, state = argv
-    spark = spark_session({"spark.remote": url})
+    spark = connect_session(url)
     admin = Admin(bootstrap, 20000)
     if mode == "micro_batch":
         got = sample(int(count), int(seed))
@@ -30,8 +30,7 @@ def main(argv: list[str]) -> int:
     print(f"disagreements {len(bad)}", flush=True)
     if bad:
         print(report(bad), flush=True)
-    spark.stop()
-    return 0
+    return end(spark)
 
 
 if __name__ == "__main__":

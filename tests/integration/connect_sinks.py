@@ -15,10 +15,11 @@ import json
 import sys
 from pathlib import Path
 
-from kspark import KafkaStreams, spark_session
+from kspark import KafkaStreams
 from kspark.dsl import TimeWindowedSerde
 from kspark.spark import read_topic
 from kspark.testing import TopologyTestDriver
+from tests.integration.app_base import base_config, connect_session, end, print_client_jvm
 from tests.integration.test_spark_sinks import L, S, WINDOW, records, rows_of, topology
 
 
@@ -35,10 +36,9 @@ def run(spark, broker: str, src: str, work: Path, mode: str) -> list[str]:
     from deltalake import DeltaTable
 
     out, base = f"{src}-{mode}-out", work / mode
-    config = {"application.id": f"connect-sinks-{src}-{mode}", "bootstrap.servers": broker,
-              "state.dir": str(base / "state"), "autostop.at": "eol",
-              "execution.mode": mode, "processing.guarantee": "exactly_once_v2",
-              "statestore.cache.max.bytes": 0}
+    config = {**base_config(broker, f"connect-sinks-{src}-{mode}", str(base / "state"), mode,
+                            "exactly_once_v2"),
+              "autostop.at": "eol", "statestore.cache.max.bytes": 0}
     from kspark._kafka.admin import Admin
 
     Admin(broker).create_topics({out: 2})
@@ -64,15 +64,12 @@ def run(spark, broker: str, src: str, work: Path, mode: str) -> list[str]:
 
 def main(argv: list[str]) -> int:
     broker, url, src, work = argv[0], argv[1], argv[2], Path(argv[3])
-    spark = spark_session({"spark.remote": url})
+    spark = connect_session(url)
     for mode in ("micro_batch", "real_time"):
         for line in run(spark, broker, src, work, mode):
             print(line, flush=True)
-    from pyspark import SparkContext
-
-    print(f"client jvm: {'none' if SparkContext._jvm is None else 'started'}", flush=True)
-    spark.stop()
-    return 0
+    print_client_jvm()
+    return end(spark)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,6 @@ has not (the batch cannot end while that task waits).
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import os
 import sys
@@ -28,9 +26,12 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 
-from kspark import KafkaStreams, Materialized, Serdes, StreamsBuilder, spark_session
+from kspark import KafkaStreams, Materialized, Serdes, StreamsBuilder
 from kspark.errors import KSparkError
 from kspark.state import Stores
+from tests.integration.app_base import (arguments, base_config, connect_session, end, hold_once,
+                                        local_session, print_client_jvm, run_printing_batches,
+                                        start)
 
 S, L, J = Serdes.String(), Serdes.Long(), Serdes.Json()
 
@@ -67,11 +68,10 @@ def topology(src: str, slow_ms: float = 0.0, delta: str | None = None, counts: b
 
 def config(bootstrap: str, app_id: str, state_dir: str, guarantee: str,
            max_offsets: int, mode: str = "micro_batch") -> dict:
-    cfg = {"application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-           "autostop.at": "eol", "processing.guarantee": guarantee,
-           "statestore.cache.max.bytes": 0, "max.offsets.per.trigger": max_offsets,
-           "request.timeout.ms": 20000, "execution.mode": mode,
-           "placement.replacement.wait.ms": 2000}  # exactness is checked here, not placement
+    cfg = base_config(bootstrap, app_id, state_dir, mode, guarantee) | {
+        "autostop.at": "eol", "statestore.cache.max.bytes": 0,
+        "max.offsets.per.trigger": max_offsets, "request.timeout.ms": 20000,
+        "placement.replacement.wait.ms": 2000}  # exactness is checked here, not placement
     if mode == "real_time":  # runs until closed; at_least_once commits every second
         del cfg["max.offsets.per.trigger"], cfg["placement.replacement.wait.ms"]
         cfg["autostop.at"] = "none"
@@ -90,38 +90,19 @@ class HoldAfterCommit:
     def __call__(self, task_id: str, batch: tuple[str, int] | None, attempt: int) -> None:
         if batch is None or batch[1] < self.first_batch:
             return
-        marker = os.path.join(self.hold_dir, "held")
-        if os.path.exists(marker):
-            return
-        tmp = f"{marker}.{os.getpid()}.{time.monotonic_ns()}"
-        with open(tmp, "w") as f:
-            json.dump({"task": task_id, "batch": batch[1], "pid": os.getpid()}, f)
-        try:
-            os.link(tmp, marker)  # atomic, and only one task's: the others pass
-        except FileExistsError:
-            return
-        finally:
-            os.unlink(tmp)
-        deadline = time.monotonic() + 600
-        while not os.path.exists(os.path.join(self.hold_dir, "release")):
-            if time.monotonic() > deadline:
-                return
-            time.sleep(0.1)
+        hold_once(self.hold_dir, {"task": task_id, "batch": batch[1], "pid": os.getpid()})
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser()
-    for name in ("bootstrap", "src", "app_id", "state_dir"):
-        ap.add_argument(name)
+    ap = arguments("bootstrap", "src", "app_id", "state_dir",
+                   mode_help="execution.mode; real_time runs until the input present at start "
+                   "is committed, then closes")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--guarantee", default="exactly_once_v2")
     ap.add_argument("--max-offsets", type=int, default=2000)
     ap.add_argument("--slow-ms", type=float, default=0.0)
     ap.add_argument("--checkpoint", default=None, help="checkpoint.location (default: under "
                     "state.dir)")
-    ap.add_argument("--mode", default="micro_batch", choices=("micro_batch", "real_time"),
-                    help="execution.mode; real_time runs until the input present at start is "
-                    "committed, then closes")
     ap.add_argument("--standbys", type=int, default=0,
                     help="num.standby.replicas")
     ap.add_argument("--rack-tags", default=None, help="rack.aware.assignment.tags")
@@ -140,12 +121,8 @@ def main(argv: list[str]) -> int:
                     help="run on this Spark Connect server (spark.remote; --master is the "
                     "server's)")
     a = ap.parse_args(argv)
-    if a.remote:
-        spark = spark_session({"spark.remote": a.remote})
-    else:
-        spark = spark_session({"spark.master": a.master, "spark.ui.enabled": "false",
-                               "spark.task.maxFailures": "8",
-                               "spark.sql.shuffle.partitions": "2"})
+    spark = (connect_session(a.remote) if a.remote
+             else local_session(a.master, shuffle_partitions=2))
     if a.fail_after_commit and a.hold_after_commit:
         ap.error("--fail-after-commit and --hold-after-commit exclude each other")
     if a.fail_after_commit or a.hold_after_commit:
@@ -177,28 +154,11 @@ def main(argv: list[str]) -> int:
     if a.mode == "real_time" and not a.delta:
         run_until_consumed(streams, a.bootstrap, a.app_id, a.src)
     else:
-        streams.start()
-        print("started", flush=True)
+        start(streams)
         run_printing_batches(streams)
     if a.remote:  # a Spark Connect client starts no JVM of its own
-        from pyspark import SparkContext
-
-        print(f"client jvm: {'none' if SparkContext._jvm is None else 'started'}", flush=True)
-    spark.stop()
-    return 0
-
-
-def run_printing_batches(streams: KafkaStreams) -> None:
-    """Wait for a started application, printing ``batches N`` as micro-batches complete
-    (what the tests that kill processes watch), then close it."""
-    shown = -1
-    while not streams.await_termination(0.2):
-        n = streams.progress()["batches"]
-        if n != shown:
-            shown = n
-            print(f"batches {n}", flush=True)
-    print(f"done {streams.progress()}", flush=True)
-    streams.close()
+        print_client_jvm()
+    return end(spark)
 
 
 def run_until_consumed(streams: KafkaStreams, bootstrap: str, app_id: str, src: str) -> None:
@@ -215,8 +175,7 @@ def run_until_consumed(streams: KafkaStreams, bootstrap: str, app_id: str, src: 
     admin = Admin(bootstrap, 20000)
     inputs = [(src, p) for p in range(admin.partition_counts()[src])]
     ends = admin.end_offsets(inputs)
-    streams.start()
-    print("started", flush=True)
+    start(streams)
     shown, position, rep = 0, None, None
 
     def committed(tps):

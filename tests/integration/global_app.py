@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import sys
 
-from kspark import KafkaStreams, Serdes, StreamsBuilder, spark_session
-from tests.integration.eos_app import run_printing_batches
+from kspark import KafkaStreams, Serdes, StreamsBuilder
+from tests.integration.app_base import (base_config, end, local_session, run_printing_batches,
+                                        start)
 
 S = Serdes.String()
 
@@ -29,19 +30,15 @@ def topology(orders: str, countries: str, out: str):
 
 def main(bootstrap: str, orders: str, countries: str, out: str, app_id: str, state_dir: str,
          checkpoint: str | None = None, mode: str = "micro_batch") -> int:
-    spark = spark_session({"spark.master": "local-cluster[2,1,1024]", "spark.ui.enabled": "false",
-                           "spark.task.maxFailures": "8"})
+    spark = local_session("local-cluster[2,1,1024]")
     streams = KafkaStreams(topology(orders, countries, out), {
-        "application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-        "processing.guarantee": "exactly_once_v2", "commit.interval.ms": 300,
-        "request.timeout.ms": 20000, "execution.mode": mode,
+        **base_config(bootstrap, app_id, state_dir, mode, "exactly_once_v2"),
+        "commit.interval.ms": 300, "request.timeout.ms": 20000,
         **({"checkpoint.location": checkpoint} if checkpoint and mode == "micro_batch"
            else {})}, spark=spark)
-    streams.start()
-    print("started", flush=True)
+    start(streams)
     run_printing_batches(streams)
-    spark.stop()
-    return 0
+    return end(spark)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ import sys
 import time
 
 from kspark import (KafkaStreams, Materialized, QueryableStoreTypes, Serdes,
-                    StoreQueryParameters, StreamsBuilder, spark_session)
+                    StoreQueryParameters, StreamsBuilder)
+from tests.integration.app_base import base_config, end, local_session
 
 S, L = Serdes.String(), Serdes.Long()
 KEYS = [f"k{i}" for i in range(12)]
@@ -61,12 +62,10 @@ def _standby_view(streams) -> tuple[dict, dict]:
 
 def main(bootstrap: str, src: str, app_id: str, state_dir: str, mode: str, out: str,
          standbys: str = "0") -> int:
-    spark = spark_session({"spark.master": "local-cluster[2,1,1024]", "spark.ui.enabled": "false",
-                           "spark.task.maxFailures": "8"})
+    spark = local_session("local-cluster[2,1,1024]")
     streams = KafkaStreams(topology(src), {
-        "application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-        "autostop.at": "none", "execution.mode": mode, "commit.interval.ms": 200,
-        "processing.guarantee": "exactly_once_v2", "statestore.cache.max.bytes": 0,
+        **base_config(bootstrap, app_id, state_dir, mode, "exactly_once_v2"),
+        "autostop.at": "none", "commit.interval.ms": 200, "statestore.cache.max.bytes": 0,
         "query.timeout.ms": 2000} | ({"num.stream.threads": 2} if mode == "real_time" else
                                      {"placement.replacement.wait.ms": 2000})
         | ({"num.standby.replicas": int(standbys), "query.timeout.ms": 500}
@@ -96,8 +95,7 @@ def main(bootstrap: str, src: str, app_id: str, state_dir: str, mode: str, out: 
             f.flush()
             time.sleep(0.2)
     streams.close()
-    spark.stop()
-    return 0
+    return end(spark)
 
 
 if __name__ == "__main__":
