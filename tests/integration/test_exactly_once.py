@@ -131,6 +131,45 @@ def test_driver_killed_after_some_tasks_committed_resumes_exactly(broker, admin,
     _assert_exact(broker, src, app_id, n)
 
 
+def test_the_after_commit_hook_runs_in_real_time_mode_once_the_commit_is_in_kafka(
+        broker, admin, topic_name, tmp_path):
+    """The test hooks reach real-time stream threads too (``HostedTask.commit`` calls
+    ``after_commit`` in both modes): a task that committed an interval >= 1 holds in the
+    hook (``--hold-after-commit``) with its marker for that interval in Kafka already;
+    released, the run ends with the output exact."""
+    src = _topics(admin, topic_name, "eos-rt-hook")
+    n = 2000
+    soak.produce(broker, src, 0, n, KEYS)
+    app_id = f"eos-rt-hook-{src}"
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    proc = soak.start_app(soak.app_command(broker, src, app_id, str(tmp_path / "state"),
+                                           "--mode", "real_time", "--hold-after-commit",
+                                           str(hold)))
+    c = Consumer({"bootstrap.servers": broker, "group.id": app_id})
+    try:
+        deadline = time.monotonic() + 300
+        while not (hold / "held").exists():
+            assert proc.poll() is None, f"the app ended ({proc.returncode}) before a task held"
+            assert time.monotonic() < deadline, "no real-time task called the hook in time"
+            time.sleep(0.2)
+        held = json.loads((hold / "held").read_text())
+        parts = [TopicPartition(progress_topic(app_id), p) for p in range(6)]
+        markers = [decode_marker(tp.metadata) for tp in c.committed(parts, timeout=30)
+                   if tp.metadata]
+        assert held["batch"] >= 1
+        assert held["batch"] in {m.batch for m in markers}, (held, markers)
+        (hold / "release").touch()
+        code, lines = soak.finish(proc)
+    finally:
+        c.close()
+        if proc.poll() is None:
+            proc.kill()
+    out = "".join(lines)
+    assert code == 0, out[-4000:]
+    _assert_exact(broker, src, app_id, n)
+
+
 # Sampled for the suite's time (25 minutes): real time with copies always; micro-batch with
 # copies (66 s) and both modes without them in the full matrix and in `make soak`. A
 # micro-batch worker SIGKILLed under exactly-once runs always in test_standalone_cluster.py,
