@@ -5,7 +5,9 @@ clients (range readers, producers, group readers, admins), exactly-once transact
 whose in-memory stores are still current, and the global stores' copies, so the next batch
 need not rebuild them. Everything it keeps lives here, under an entry kind and a key whose
 first part is the application id ("" for clients that every application on the same
-cluster shares), so an application can close what it holds.
+cluster shares), so an application can close what it holds. The kept tasks (``tasks``)
+are the worker's task manager's (``_host/task_manager.py``), which hands each task what it
+uses: the task lifecycle itself never reaches this registry.
 
 The rule about what travels to executors by value, stated once: Spark sends a stage's
 function to its workers pickled *by value*, with every module-level name the function's
