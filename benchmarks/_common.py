@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
 from kspark import KafkaStreams
 from kspark._kafka.admin import Admin
-from kspark._kafka.broker import LocalBroker, free_port
+from kspark._local.broker import LocalBroker, free_port
 
 
 @contextlib.contextmanager

@@ -999,7 +999,7 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true",
                     help="keep the work directory (logs, executors' directories)")
     args = ap.parse_args()
-    from kspark._kafka.broker import LocalBroker, free_port
+    from kspark._local.broker import LocalBroker, free_port
 
     variants = []
     for mode in args.modes:

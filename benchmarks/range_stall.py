@@ -14,7 +14,7 @@ import time
 from confluent_kafka import Producer
 
 from kspark._kafka.admin import Admin
-from kspark._kafka.broker import LocalBroker, free_port
+from kspark._local.broker import LocalBroker, free_port
 from kspark._kafka.clients import read_range
 from kspark._kafka.settings import ClientSettings
 

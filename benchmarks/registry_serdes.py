@@ -47,8 +47,8 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from kspark import KafkaStreams, Serdes, StreamsBuilder, spark_session
 from kspark._kafka.admin import Admin
-from kspark._kafka.broker import free_port
-from kspark._kafka.registry import LocalRegistry
+from kspark._local.broker import free_port
+from kspark._local.registry import LocalRegistry
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
 from workload import THRESHOLD, Expected, generate  # noqa: E402

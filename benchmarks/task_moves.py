@@ -134,7 +134,7 @@ def main() -> None:
                     " started from the PySpark package): no task placement there")
     args = ap.parse_args()
     from kspark._kafka.admin import Admin
-    from kspark._kafka.broker import LocalBroker, free_port
+    from kspark._local.broker import LocalBroker, free_port
     from tests.integration.soak import read_all
 
     import pyspark

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from kspark._kafka.admin import Admin
-from kspark._kafka.broker import LocalBroker, free_port
+from kspark._local.broker import LocalBroker, free_port
 from tests.matrix import MODES, argnames_of, full_matrix, full_matrix_only, skip_reason
 
 _ids = itertools.count()
@@ -73,7 +73,7 @@ def schema_registry(tmp_path_factory):
     """A real Schema Registry (Apicurio Registry, Confluent's API at ``.url``, in memory,
     BACKWARD compatibility) started by kspark on a free loopback port when a test first asks
     for it, stopped at the end of the session; the LocalRegistry itself."""
-    from kspark._kafka.registry import LocalRegistry
+    from kspark._local.registry import LocalRegistry
 
     r = LocalRegistry(tmp_path_factory.mktemp("schema-registry"))
     try:
@@ -89,7 +89,7 @@ def broker_cluster(tmp_path_factory):
     min.insync.replicas 2), started for a test module that asks for it and stopped after
     it (three idle JVMs stay out of the rest of the suite). Tests may kill or stop its nodes
     (``LocalCluster.kill``, ``stop_node``)."""
-    from kspark._kafka.broker_cluster import LocalCluster
+    from kspark._local.cluster import LocalCluster
 
     c = LocalCluster(tmp_path_factory.mktemp("broker-cluster"), brokers=3)
     try:

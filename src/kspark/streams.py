@@ -12,10 +12,10 @@ from typing import Any
 
 from kspark._engine.metrics.names import Metrics
 from kspark._graph.naming import check_explicit_naming
-from kspark._host.interactive import InteractiveQueries
-from kspark._host.lifecycle import Lifecycle, State, StreamThreadExceptionResponse
+from kspark._iq.interactive import InteractiveQueries
+from kspark._client.states import Lifecycle, State, StreamThreadExceptionResponse
 from kspark._host.runner import Runner
-from kspark._host.supervisor import Supervisor
+from kspark._client.supervisor import Supervisor
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsError
 from kspark.processor.topology import Topology
@@ -235,7 +235,7 @@ class KafkaStreams(InteractiveQueries):
         """``metrics.http.port``: /metrics, /health/live, /health/ready on the driver."""
         if self.config["metrics.http.port"] is None:
             return
-        from kspark._host.http_endpoint import MetricsEndpoint
+        from kspark._client.metrics_endpoint import MetricsEndpoint
 
         self._endpoint = MetricsEndpoint(
             lambda: self._app.metrics() if self._app is not None else Metrics(),

@@ -28,7 +28,7 @@ import subprocess
 from pathlib import Path
 
 from kspark import Serdes, Topology
-from kspark._kafka.prereqs import java_binary
+from kspark._local.prereqs import java_binary
 from kspark.processor import Processor
 from kspark.state import Stores
 from tests.conformance.reference import compiled

@@ -9,8 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from kspark._kafka.jars import kspark_home, streams_test_libs
-from kspark._kafka.prereqs import java_binary
+from kspark._local.jars import kspark_home, streams_test_libs
+from kspark._local.prereqs import java_binary
 
 __all__ = ["run_java", "compiled"]
 

@@ -364,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from kspark import spark_session
     from kspark._kafka.admin import Admin
-    from kspark._kafka.broker import LocalBroker, free_port
+    from kspark._local.broker import LocalBroker, free_port
 
     ap = argparse.ArgumentParser(prog="python -m tests.conformance.spark_host")
     ap.add_argument("--count", type=int, default=40)

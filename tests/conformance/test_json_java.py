@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kspark import Serdes
-from kspark._kafka.prereqs import java_binary
+from kspark._local.prereqs import java_binary
 from tests.conformance.reference import compiled
 
 J = Serdes.Json()

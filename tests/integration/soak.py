@@ -636,8 +636,8 @@ def soak(bootstrap: str, rounds: int, records: int, guarantee: str, keys: int = 
 def own_brokers(faults: str):
     """The soak's own Kafka, not started: a single broker, or (``faults`` "broker") a
     cluster of three nodes, each in a temporary directory."""
-    from kspark._kafka.broker import LocalBroker, free_port
-    from kspark._kafka.broker_cluster import LocalCluster
+    from kspark._local.broker import LocalBroker, free_port
+    from kspark._local.cluster import LocalCluster
 
     if faults == "broker":
         return LocalCluster(Path(tempfile.mkdtemp(prefix="kspark-soak-cluster-")), brokers=3)

@@ -29,7 +29,7 @@ from typing import Any
 
 import pyspark
 
-from kspark._kafka.broker import free_port
+from kspark._local.broker import free_port
 from tests.integration.soak import descendants
 
 HOST = "127.0.0.1"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Producer
 
-from kspark._kafka.broker import LocalBroker, free_port
-from kspark.cli import main
+from kspark._local.broker import LocalBroker, free_port
+from kspark._cli.main import main
 from kspark.errors import BrokerError
 from tests.conftest import consume_all
 

@@ -11,8 +11,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from kspark._kafka.admin import Admin
-from kspark._kafka.stopoffsets import StopOffsets
-from kspark.cli import main
+from kspark._control.stop_offsets import StopOffsets
+from kspark._cli.main import main
 from kspark.config import declared_default
 from tests.conftest import consume_all
 

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from kspark._kafka.admin import Admin
-from kspark._kafka.broker import LocalBroker, free_port
+from kspark._local.broker import LocalBroker, free_port
 from tests.integration import soak
 from tests.integration.faults import LeaderWatch, run_all_with_fault, run_with_fault
 from tests.matrix import sampled_modes

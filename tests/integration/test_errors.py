@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kspark import KafkaStreams, Serdes, StreamsBuilder
-from kspark._kafka.broker import free_port
+from kspark._local.broker import free_port
 from kspark.errors import (
     BrokerUnreachableError,
     ConfigError,

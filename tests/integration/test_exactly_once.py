@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from kspark import KafkaStreams, Serdes
-from kspark._kafka.broker import LocalBroker, free_port
+from kspark._local.broker import LocalBroker, free_port
 from kspark._graph.resources import progress_topic
 from kspark._kafka.transactions import decode_marker
 from tests.integration.separate_disks import executor_state_dirs

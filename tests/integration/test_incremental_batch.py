@@ -23,7 +23,7 @@ import pytest
 
 from kspark import KafkaStreams, Serdes
 from kspark._graph.resources import metadata_topic
-from kspark._kafka.stopoffsets import StopOffsets
+from kspark._control.stop_offsets import StopOffsets
 from tests.integration import eos_app, soak
 
 pytestmark = pytest.mark.integration
@@ -156,7 +156,7 @@ def _kill_after_a_batch(cmd: list[str]) -> str:
 def _finish_in_process(argv: list[str], capsys) -> tuple[str, list[str]]:
     """``kspark run`` to the end in this process (its session is the tests' shared one):
     exit code 0, and the stop offsets it started with."""
-    from kspark.cli import main
+    from kspark._cli.main import main
 
     assert main(argv) == 0, capsys.readouterr().err[-4000:]
     lines = capsys.readouterr().out.splitlines()
@@ -184,7 +184,7 @@ def test_a_run_killed_twice_stops_at_its_original_offsets_and_the_next_run_takes
     app_file = tmp_path / "kip95_app.py"
     app_file.write_text("from tests.integration.eos_app import topology\n"
                         f"TOPOLOGY = topology({src!r}, slow_ms=1.0)\n")
-    cmd = [sys.executable, "-m", "kspark.cli",
+    cmd = [sys.executable, "-m", "kspark._cli.main",
            *_run_args(app_file, broker, app_id, tmp_path / "state", spark=True)]
     in_process = _run_args(app_file, broker, app_id, tmp_path / "state", spark=False)
     n1, n2, n3 = 4000, 500, 500

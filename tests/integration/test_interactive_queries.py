@@ -10,7 +10,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from kspark import cli
+from kspark._cli import main as cli
 from kspark import (KafkaStreams, Materialized, QueryableStoreTypes, Serdes,
                     StoreQueryParameters, StreamsBuilder, TimeWindows)
 from kspark.errors import InvalidStateStoreError, UnknownStateStoreError

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from kspark._kafka.query_routes import RouteTable
+from kspark._iq.routes import RouteTable
 from tests.integration.iq_cluster_app import KEYS
 from tests.integration.separate_disks import STATE_DIR, executor_state_dirs, separate_disks_env
 from tests.integration.soak import descendants, executors

@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, Producer
 
 from kspark import (Consumed, Grouped, KafkaStreams, Produced, Serdes, StreamsBuilder,
                     Suppressed, TimeWindows)
-from kspark._kafka.prereqs import java_binary
+from kspark._local.prereqs import java_binary
 from tests.conformance.reference import compiled
 
 pytestmark = pytest.mark.integration

@@ -87,7 +87,7 @@ def test_records_as_large_as_the_topics_allow_are_written(broker, admin, spark, 
 
 def test_a_deleted_or_recreated_changelog_is_an_error_and_can_be_rebuilt(
         broker, admin, spark, topic_name, app_config):
-    from kspark.cli import main
+    from kspark._cli.main import main
     from kspark.errors import ChangelogLostError, StreamsError
 
     src, dst = topic_name("cl-in"), topic_name("cl-out")

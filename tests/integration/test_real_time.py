@@ -280,7 +280,7 @@ def test_a_batch_run_stops_at_its_stop_offsets_with_repartition_topics_drained(
     out = consume_all(broker, dst, 70, timeout_s=30)
     assert _latest(out) == {"g0": 30, "g1": 30, "late": 10} and len(out) == 70
     # kspark reset deletes the repartition topic with the other internal topics
-    from kspark.cli import main
+    from kspark._cli.main import main
 
     app_id = cfg["application.id"]
     internal = lambda: sorted(t for t in admin.partition_counts()  # noqa: E731
@@ -503,7 +503,7 @@ def test_kspark_run_prints_live_progress_and_stops_on_ctrl_c(broker, admin, topi
                         "TOPOLOGY = b.build()\n")
     cfg = _real_time(app_config, commit_interval_ms=200)
     cfg.update({"spark.master": "local[2]", "spark.ui.enabled": "false"})
-    cmd = [sys.executable, "-m", "kspark.cli", "run", f"{app_file}:TOPOLOGY", "--every", "1",
+    cmd = [sys.executable, "-m", "kspark._cli.main", "run", f"{app_file}:TOPOLOGY", "--every", "1",
            *[a for k, v in cfg.items() for a in ("--set", f"{k}={v}")]]
     proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True,

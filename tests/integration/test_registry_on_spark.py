@@ -307,7 +307,7 @@ def test_an_incompatible_schema_is_refused_on_auto_register_with_the_reason(sche
 @pytest.fixture
 def own_registry(tmp_path):
     """A registry of this test's own, which it may freeze (SIGSTOP) and thaw (SIGCONT)."""
-    from kspark._kafka.registry import LocalRegistry
+    from kspark._local.registry import LocalRegistry
 
     r = LocalRegistry(tmp_path / "registry")
     r.start()

@@ -13,7 +13,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from kspark.cli import main
+from kspark._cli.main import main
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ import pytest
 
 from kspark import KafkaStreams
 from kspark._graph.resources import metadata_topic
-from kspark._kafka.stopoffsets import StopOffsets
-from kspark.cli import main
+from kspark._control.stop_offsets import StopOffsets
+from kspark._cli.main import main
 from tests.integration import eos_app, soak
 
 pytestmark = pytest.mark.integration

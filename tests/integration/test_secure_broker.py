@@ -23,7 +23,7 @@ from kspark._kafka.security_admin import (
     wait_acls_visible,
     wait_user_usable,
 )
-from kspark.cli import main
+from kspark._cli.main import main
 
 pytestmark = pytest.mark.integration
 

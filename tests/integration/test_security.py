@@ -251,7 +251,7 @@ def _kspark(args: list[str], env: dict, cwd: Path, timeout: float = 300):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "kspark.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "kspark._cli.main", *args], cwd=cwd,
                           env={**os.environ, **env}, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
 

@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from kspark._kafka.broker import free_port
+from kspark._local.broker import free_port
 from kspark._spark.connect_server import LocalConnectServer
 from tests.integration import soak
 

@@ -71,7 +71,7 @@ def _stale_reads_see_the_copy(ctx, copy, count):
     """The copy answers a stale read (StoreQueryParameters.enable_stale_stores()) with its
     count and the changelog position of its last update; a read that is not stale is
     refused, naming why."""
-    from kspark._host.query_host import query_host
+    from kspark._iq.host import query_host
 
     (store,) = copy.builders
     ask = {"app": ctx.app_id, "task": "0_0", "store": store, "partition": 0,

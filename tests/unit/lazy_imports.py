@@ -18,29 +18,29 @@ REASONS = {
 
 # (importing module, imported module): reason
 LAZY_IMPORTS = {
-    ("kspark._cli_registry", "kspark._kafka.broker_process"):
+    ("kspark._cli.registry", "kspark._local.broker_process"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark._cli_registry", "kspark._kafka.registry"):
+    ("kspark._cli.registry", "kspark._local.registry"):
         "test seam: tests patch the name in its module, so it is looked up when called",
-    ("kspark._cli_store", "kspark._host.query_client"):
+    ("kspark._cli.store", "kspark._iq.client"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark._cli_store", "kspark._kafka.settings"):
+    ("kspark._cli.store", "kspark._kafka.settings"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark._cli_store", "kspark._runner"):
+    ("kspark._cli.store", "kspark._cli.run"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark._cli_topics", "kspark._kafka.admin"):
+    ("kspark._cli.topics", "kspark._kafka.admin"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark._cli_topics", "kspark._kafka.broker"):
+    ("kspark._cli.topics", "kspark._local.broker"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark._cli_topics", "kspark._kafka.factory"):
+    ("kspark._cli.topics", "kspark._kafka.factory"):
         "test seam: tests patch the name in its module, so it is looked up when called",
-    ("kspark._cli_topics", "kspark._kafka.settings"):
+    ("kspark._cli.topics", "kspark._kafka.settings"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark._cli_topics", "kspark.config"):
+    ("kspark._cli.topics", "kspark.config"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark._cli_topics", "kspark.errors"):
+    ("kspark._cli.topics", "kspark.errors"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark._cli_topics", "kspark.serde"):
+    ("kspark._cli.topics", "kspark.serde"):
         "start-up: the CLI loads a command's modules only when that command runs",
     ("kspark._engine.state.changelog_format", "kspark._engine.state.buffer_value"):
         "heavy: orjson load only when used",
@@ -54,15 +54,15 @@ LAZY_IMPORTS = {
     ("kspark._engine.task", "kspark.config"): "pending: module being rewritten",
     ("kspark._host.context", "kspark._host.restore"):
         "start-up: confluent_kafka loads only when a Kafka client is made",
-    ("kspark._host.interactive", "kspark._host.query_client"): "heavy: orjson load only when used",
-    ("kspark._host.interactive", "kspark._host.query_facade"): "heavy: orjson load only when used",
-    ("kspark._host.query_host", "kspark._graph.instantiate"): "heavy: orjson load only when used",
-    ("kspark._host.query_host", "kspark._host.query_wire"): "heavy: orjson load only when used",
+    ("kspark._iq.interactive", "kspark._iq.client"): "heavy: orjson load only when used",
+    ("kspark._iq.interactive", "kspark._iq.facade"): "heavy: orjson load only when used",
+    ("kspark._iq.host", "kspark._graph.instantiate"): "heavy: orjson load only when used",
+    ("kspark._iq.host", "kspark._iq.messages"): "heavy: orjson load only when used",
     ("kspark._interop.columns", "kspark.serde._registry_types"):
         "heavy: orjson load only when used",
     ("kspark._plan.describe", "kspark._kafka.admin"):
         "start-up: confluent_kafka loads only when a Kafka client is made",
-    ("kspark._runner", "kspark.streams"):
+    ("kspark._cli.run", "kspark.streams"):
         "test seam: tests patch the name in its module, so it is looked up when called",
     ("kspark._spark.app", "kspark._engine.state.build"): "pending: module being rewritten",
     ("kspark._spark.app", "kspark._engine.state.checkpoint"): "pending: module being rewritten",
@@ -74,9 +74,9 @@ LAZY_IMPORTS = {
     ("kspark._spark.modes", "kspark._host.lags"): "pending: module being rewritten",
     ("kspark._spark.modes", "kspark._host.start_offsets"): "pending: module being rewritten",
     ("kspark._spark.modes", "kspark._kafka.clients"): "pending: module being rewritten",
-    ("kspark._spark.modes", "kspark._kafka.stream_thread_clients"):
+    ("kspark._spark.modes", "kspark._control.control_topic"):
         "pending: module being rewritten",
-    ("kspark._spark.modes", "kspark._kafka.task_reports"): "pending: module being rewritten",
+    ("kspark._spark.modes", "kspark._control.task_reports"): "pending: module being rewritten",
     ("kspark._spark.modes", "kspark._spark.micro_batch"): "heavy: pyarrow load only when used",
     ("kspark._spark.modes", "kspark._spark.planner"): "heavy: pyarrow load only when used",
     ("kspark._spark.modes", "kspark._spark.realtime.layout"): "pending: module being rewritten",
@@ -105,36 +105,36 @@ LAZY_IMPORTS = {
         "start-up: confluent_kafka loads only when a Kafka client is made",
     ("kspark._spark.standby_rounds", "kspark._host.standby"):
         "start-up: confluent_kafka loads only when a Kafka client is made",
-    ("kspark._spark.task_batch", "kspark._kafka.task_reports"): "pending: module being rewritten",
+    ("kspark._spark.task_batch", "kspark._control.task_reports"): "pending: module being rewritten",
     ("kspark._spark.topic_source", "kspark._kafka.admin"):
         "start-up: confluent_kafka loads only when a Kafka client is made",
     ("kspark._spark.topic_source", "kspark._kafka.range_reader"):
         "start-up: confluent_kafka loads only when a Kafka client is made",
-    ("kspark.cli", "kspark._kafka.admin"):
+    ("kspark._cli.main", "kspark._kafka.admin"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark.cli", "kspark._kafka.broker"):
+    ("kspark._cli.main", "kspark._local.broker"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark.cli", "kspark._kafka.broker_cluster"):
+    ("kspark._cli.main", "kspark._local.cluster"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark.cli", "kspark._kafka.clients"):
+    ("kspark._cli.main", "kspark._kafka.clients"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark.cli", "kspark._kafka.jars"):
+    ("kspark._cli.main", "kspark._local.jars"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark.cli", "kspark._kafka.rebuild"):
+    ("kspark._cli.main", "kspark._kafka.rebuild"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark.cli", "kspark._kafka.reset"):
+    ("kspark._cli.main", "kspark._control.reset"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark.cli", "kspark._kafka.settings"):
+    ("kspark._cli.main", "kspark._kafka.settings"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark.cli", "kspark._plan.describe"):
+    ("kspark._cli.main", "kspark._plan.describe"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark.cli", "kspark._runner"):
+    ("kspark._cli.main", "kspark._cli.run"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark.cli", "kspark.config"):
+    ("kspark._cli.main", "kspark.config"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark.cli", "kspark.demo.run"):
+    ("kspark._cli.main", "kspark.demo.run"):
         "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark.cli", "kspark.errors"):
+    ("kspark._cli.main", "kspark.errors"):
         "start-up: the CLI loads a command's modules only when that command runs",
     ("kspark.demo.run", "kspark._kafka.admin"):
         "start-up: confluent_kafka loads only when a Kafka client is made",
@@ -197,7 +197,7 @@ LAZY_IMPORTS = {
     ("kspark.dsl.ktable", "kspark.dsl.named"):
         "cycle: importing kspark.dsl.named runs kspark.dsl's __init__, which imports ktable",
     ("kspark.spark", "kspark._spark.read_topic"): "start-up: pyspark loads only when Spark is used",
-    ("kspark.streams", "kspark._host.http_endpoint"):
+    ("kspark.streams", "kspark._client.metrics_endpoint"):
         "heavy: prometheus_client load only when used",
     ("kspark.streams", "kspark._spark.app"): "start-up: pyspark loads only when Spark is used",
     ("kspark.streams", "kspark._spark.session"): "start-up: pyspark loads only when Spark is used",

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from kspark._kafka.broker_cluster import LocalCluster, cluster_properties
-from kspark.cli import build_parser, main
+from kspark._local.cluster import LocalCluster, cluster_properties
+from kspark._cli.main import build_parser, main
 from kspark.errors import BrokerError
 
 

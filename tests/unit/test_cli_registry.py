@@ -10,9 +10,9 @@ import textwrap
 
 import pytest
 
-from kspark._kafka import registry as reg
-from kspark._kafka.registry import LocalRegistry, RegistryError, registry_dist
-from kspark.cli import build_parser, main
+from kspark._local import registry as reg
+from kspark._local.registry import LocalRegistry, RegistryError, registry_dist
+from kspark._cli.main import build_parser, main
 from kspark.errors import PrerequisiteError
 
 
@@ -97,8 +97,8 @@ def fake_java(tmp_path, monkeypatch):
 
 
 def test_the_default_port_is_confluents_or_a_free_one_if_taken():
-    from kspark._cli_registry import DEFAULT_PORT, _port
-    from kspark._kafka.broker_process import port_taken
+    from kspark._cli.registry import DEFAULT_PORT, _port
+    from kspark._local.broker_process import port_taken
 
     assert _port(0) is None and _port(9999) == 9999  # 0: a free one; a port given is kept
     assert _port(None) == (None if port_taken(DEFAULT_PORT) else DEFAULT_PORT)

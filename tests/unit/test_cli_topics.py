@@ -3,8 +3,8 @@ where the commands find the cluster."""
 
 import pytest
 
-from kspark._cli_topics import BOOTSTRAP_ENV, default_bootstrap, parse_line
-from kspark.cli import build_parser
+from kspark._cli.topics import BOOTSTRAP_ENV, default_bootstrap, parse_line
+from kspark._cli.main import build_parser
 
 
 def test_a_line_is_split_into_key_and_value_at_the_first_separator():

@@ -163,10 +163,10 @@ def test_the_test_driver_refuses_a_max_task_idle_ms_wait_too():
 
 def test_a_real_time_thread_never_waits_for_an_empty_partition_under_minus_one():
     from kspark._engine.nodes import RawRecord
-    from kspark._spark.realtime.partition_group import PartitionGroup
+    from kspark._spark.realtime.polled import PolledRecords
 
     held = [RawRecord("a", 0, 7, 1, None, b"x", ())]
-    waits, never = PartitionGroup((("a", 0), ("b", 0))), PartitionGroup((("a", 0), ("b", 0)),
+    waits, never = PolledRecords((("a", 0), ("b", 0))), PolledRecords((("a", 0), ("b", 0)),
                                                                           wait=False)
     waits.add(held)
     never.add(held)

@@ -1,4 +1,4 @@
-"""The metrics HTTP endpoint (``_host/http_endpoint.py``): real requests over a socket."""
+"""The metrics HTTP endpoint (``_client/metrics_endpoint.py``): real requests over a socket."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pytest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from kspark._host.http_endpoint import MetricsEndpoint, label_name, prometheus_name
+from kspark._client.metrics_endpoint import MetricsEndpoint, label_name, prometheus_name
 
 TIMEOUT_S = 5
 

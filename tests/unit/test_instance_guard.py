@@ -1,4 +1,4 @@
-"""The one-instance guard's shortcut (``_kafka/instance.py``): a member that is an instance
+"""The one-instance guard's shortcut (``_control/instance_guard.py``): a member that is an instance
 this process holds, or one on this host in another live process, is refused at once; any
 other waits for its membership to expire (a killed driver's)."""
 
@@ -10,8 +10,8 @@ import subprocess
 import sys
 import time
 
-from kspark._kafka import instance
-from kspark._kafka.instance import InstanceGuard
+from kspark._control import instance_guard as instance
+from kspark._control.instance_guard import InstanceGuard
 
 
 def _guard() -> InstanceGuard:

@@ -12,9 +12,9 @@ import pytest
 
 from kspark import Serdes, Window, Windowed
 from kspark._engine.query import internal as iq
-from kspark._engine.query.codec import decode_query, decode_result, encode_query, \
+from kspark._iq.codec import decode_query, decode_result, encode_query, \
     encode_result, parse_json_key, render_json
-from kspark._engine.query.codec_queries import QUERY_TYPES
+from kspark._iq.codec_queries import QUERY_TYPES
 from kspark._engine.query.evaluate import evaluate
 from kspark._engine.state.bytes_stores import InMemoryBytesStore
 from kspark._engine.state.kv import KeyValue

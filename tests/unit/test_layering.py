@@ -63,3 +63,54 @@ def test_planning_is_pure():
             for name in names:
                 assert not name.startswith(("kspark._spark", "kspark._host", "pyspark")), \
                     f"_plan/{p.name} imports {name}"
+
+
+# Each package by concern and the packages it must never import (docs/architecture.md,
+# "Packages and their import directions"): clients at the bottom, then the application's
+# own protocols over Kafka, the task runtime and interactive queries, the client, the Spark
+# glue; the local development infrastructure only where something starts it.
+NEVER = {
+    "_kafka": ("_local", "_control", "_iq", "_host", "_spark", "_cli", "_client"),
+    "_control": ("_local", "_host", "_iq", "_spark", "_cli", "_client"),
+    "_engine": ("_kafka", "_local", "_control", "_iq", "_host", "_spark", "_cli", "_client"),
+    "_iq": ("_local", "_host", "_spark", "_cli", "_client"),
+    "_host": ("_local", "_spark", "_cli", "_client"),
+    "_client": ("_local", "_spark", "_cli"),
+}
+# who may start a broker, a cluster or a registry, or fetch Kafka's jars
+STARTS_LOCAL_INFRA = {"_cli", "demo", "_spark/connect_server.py", "_spark/located.py"}
+
+
+def _kspark_imports(path: pathlib.Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        out.update(n for n in names if n.startswith("kspark."))
+    return out
+
+
+def test_each_package_imports_only_downward():
+    found = []
+    for package, banned in NEVER.items():
+        for p in (ROOT / package).rglob("*.py"):
+            for name in _kspark_imports(p):
+                if name.split(".")[1] in banned:
+                    found.append(f"{p.relative_to(ROOT)} imports {name}")
+    assert found == []
+
+
+def test_only_launchers_import_the_local_infrastructure():
+    found = []
+    for p in ROOT.rglob("*.py"):
+        rel = p.relative_to(ROOT)
+        if rel.parts[0] in ("_local", *STARTS_LOCAL_INFRA) or str(rel) in STARTS_LOCAL_INFRA:
+            continue
+        found += [f"{rel} imports {n}" for n in _kspark_imports(p) if n.startswith("kspark._local")]
+    assert found == []
+
+
+def test_every_package_says_what_lives_there():
+    missing = [str(p.relative_to(ROOT)) for p in ROOT.rglob("__init__.py")
+               if not (ast.get_docstring(ast.parse(p.read_text())) or "").strip()]
+    assert missing == []

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from kspark import KafkaStreams, StreamsBuilder, StreamThreadExceptionResponse
-from kspark._host.lifecycle import Lifecycle, State
-from kspark._host.supervisor import Supervisor
+from kspark._client.states import Lifecycle, State
+from kspark._client.supervisor import Supervisor
 from kspark.errors import StreamsError
 
 JAVA_TRANSITIONS = {  # KafkaStreams.State's valid transitions in Kafka Streams 4.1

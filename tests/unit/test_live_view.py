@@ -1,5 +1,5 @@
-"""The live view of ``kspark run`` (``_live_view.py``) and the run loop that drives it
-(``_runner.py``): stand-in clients and a stand-in clock; no Spark, no broker, no sleeps."""
+"""The live view of ``kspark run`` (``_cli/live_view.py``) and the run loop that drives it
+(``_cli/run.py``): stand-in clients and a stand-in clock; no Spark, no broker, no sleeps."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from kspark import _runner
-from kspark._live_view import LiveView, Reading, line, metric_figures, read, summary
-from kspark.cli import build_parser
+from kspark._cli import run as _runner
+from kspark._cli.live_view import LiveView, Reading, line, metric_figures, read, summary
+from kspark._cli.main import build_parser
 
 LAG = ("records-lag", "consumer-fetch-manager-metrics")
 DROPPED = ("dropped-records-total", "stream-task-metrics")

@@ -13,7 +13,7 @@ from kspark._plan.describe import describe_application
 from kspark._plan.options import SourceOptions
 from kspark._plan.passes import shuffle_keys, spark_hash
 from kspark._plan.plan import StagePlan, plan
-from kspark.cli import main
+from kspark._cli.main import main
 from kspark.config import StreamsConfig
 from kspark.errors import TopologyError
 

@@ -4,9 +4,9 @@ import socket
 
 import pytest
 
-from kspark._kafka import jars, prereqs
-from kspark._kafka.broker import LocalBroker
-from kspark.cli import main
+from kspark._local import jars, prereqs
+from kspark._local.broker import LocalBroker
+from kspark._cli.main import main
 from kspark.errors import BrokerError, PrerequisiteError
 
 
@@ -49,7 +49,7 @@ def test_cluster_ids_starting_with_a_dash_are_passed_safely(tmp_path, monkeypatc
     """base64 ids may start with '-': the format call must not read them as an option."""
     import subprocess as sp
 
-    from kspark._kafka import broker as broker_mod
+    from kspark._local import broker as broker_mod
 
     seen = {}
 

@@ -1,4 +1,4 @@
-"""A worker's interactive-query endpoint (``_host/query_endpoint.py``) answers only what
+"""A worker's interactive-query endpoint (``_iq/endpoint.py``) answers only what
 carries its token, on its one path, and never shows the token."""
 
 import json
@@ -7,8 +7,8 @@ import urllib.request
 
 import pytest
 
-from kspark._host.query_endpoint import MAX_BODY, QueryEndpoint
-from kspark._kafka.query_routes import Route
+from kspark._iq.endpoint import MAX_BODY, QueryEndpoint
+from kspark._iq.routes import Route
 
 
 def _post(ep, body=b"{}", token=None, path="/v1/query", method="POST"):

@@ -1,4 +1,4 @@
-"""Interactive queries where the state is (``_host/query_host.py``): what a worker answers
+"""Interactive queries where the state is (``_iq/host.py``): what a worker answers
 for a task it runs, keeps or closed, against the one task lifecycle over an in-memory
 Kafka port (``test_hosted_task.py``'s), with no broker.
 
@@ -18,7 +18,7 @@ from kspark._engine.state.build import task_store_dir
 from kspark._engine.state.checkpoint import write_checkpoint
 from kspark._graph.subtopology import sub_topologies
 from kspark._host.context import HostContext
-from kspark._host.query_host import QueryHost, query_host
+from kspark._iq.host import QueryHost, query_host
 from kspark._host.task_manager import task_manager
 from kspark._plan.plan import StagePlan
 from kspark.config import StreamsConfig
@@ -219,7 +219,7 @@ def test_a_task_whose_last_commit_another_producer_made_is_announced_again(
 def test_a_withdrawn_route_gives_the_task_back_to_the_route_before():
     """A worker that took a task over and failed before committing it withdraws; queries
     go back to the worker that made the task's last commit."""
-    from kspark._kafka.query_routes import Route, RouteTable
+    from kspark._iq.routes import Route, RouteTable
 
     a = Route("0_1", ("s",), "127.0.0.1:1", "ta", "active", "h:/a")
     b = Route("0_1", ("s",), "127.0.0.1:2", "tb", "active", "h:/b")
@@ -237,7 +237,7 @@ def test_a_withdrawn_route_gives_the_task_back_to_the_route_before():
 def test_a_standby_route_never_replaces_the_active_and_goes_when_its_copy_becomes_it():
     """A standby copy's route is kept beside the task's route (stale reads may ask it);
     when the copy's worker takes the task over, its route is the task's route."""
-    from kspark._kafka.query_routes import Route, RouteTable
+    from kspark._iq.routes import Route, RouteTable
 
     active = Route("0_1", ("s",), "127.0.0.1:1", "ta", "active", "h:/a")
     copy = Route("0_1", ("s",), "127.0.0.1:2", "tb", "standby", "h:/b")

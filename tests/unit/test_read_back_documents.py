@@ -16,7 +16,7 @@ from kspark._engine.documents import Invalid, check_progress
 from kspark._engine.state.build import task_store_dir
 from kspark._engine.state.checkpoint import read_progress, write_progress
 from kspark._engine.state.delayed import parse_entry
-from kspark._kafka.stopoffsets import RunState
+from kspark._control.stop_offsets import RunState
 from kspark._kafka.transactions import Marker, decode_marker, encode_marker
 from kspark._spark.documents import (
     check_global_checkpoint,

@@ -15,7 +15,7 @@ from kspark._interop.columns import serde_columns
 from kspark._interop.delta import committed_version, write_batch
 from kspark._interop.rows import TopicRows
 from kspark._interop.sinks import SparkSinkSpec
-from kspark._kafka.reset import is_internal
+from kspark._control.reset import is_internal
 from kspark._spark.realtime.checks import free_slots
 from kspark.dsl import SessionWindowedSerde, TimeWindowedSerde, Window, Windowed
 from kspark.errors import ConfigError, TopologyError

@@ -7,13 +7,13 @@ import pathlib
 
 import kspark
 from kspark._host.port import CountingCollector, QueryListener, TaskShelf
-from kspark._host.query_host import QueryHost
+from kspark._iq.host import QueryHost
 from kspark._host.task_manager import NO_QUERIES, TaskManager, task_manager
 from kspark._spark.routing import RoutingCollector
 
 KSPARK = pathlib.Path(kspark.__file__).parent
 SINGLETONS = {"registry", "query_host", "installed_task_hooks"}
-SINGLETON_MODULES = {"kspark._worker", "kspark._host.query_host"}
+SINGLETON_MODULES = {"kspark._worker", "kspark._iq.host"}
 # the task lifecycle, and the drivers that run it (they get their manager handed, or ask
 # task_manager() for this worker's)
 GUARDED = ("_host/task.py", "_spark/task_batch.py", "_spark/realtime/thread_loop.py",
@@ -40,10 +40,10 @@ def singletons_reached(source: str) -> list[str]:
 
 
 def test_the_guard_sees_calls_and_imports():
-    source = ("from kspark._worker import registry\nimport kspark._host.query_host\n"
+    source = ("from kspark._worker import registry\nimport kspark._iq.host\n"
               "def f():\n    registry().pop('tasks', 1)\n    m.query_host().hold(t)\n")
     assert singletons_reached(source) == [
-        "1: from kspark._worker import ...", "2: import kspark._host.query_host",
+        "1: from kspark._worker import ...", "2: import kspark._iq.host",
         "4: registry()", "5: query_host()"]
 
 

@@ -2,7 +2,7 @@
 
 Both execution modes carry the same value to the driver through the control topic: each
 committed micro-batch task batch sends its :class:`TaskMetrics` (see
-``_kafka/task_reports.py``), the real-time threads sum theirs into the reports they send.
+``_control/task_reports.py``), the real-time threads sum theirs into the reports they send.
 ``records_out`` counts records written to user and repartition topics,
 ``changelog_records`` those written to changelogs.
 

@@ -102,7 +102,7 @@ class TaskShelf(Protocol):
 
 
 class QueryListener(Protocol):
-    """Who answers interactive queries for a worker's tasks (``query_host.py::QueryHost``),
+    """Who answers interactive queries for a worker's tasks (``_iq/host.py::QueryHost``),
     told what happens to each."""
 
     def hold(self, hosted: Any, task: Any = None, restoring: bool = False) -> None:

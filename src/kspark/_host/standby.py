@@ -37,7 +37,7 @@ from kspark._engine.state.checkpoint import read_checkpoint, write_checkpoint, w
 from kspark._engine.task import StreamTask
 from kspark._graph.instantiate import resolve_store
 from kspark._host.context import HostContext
-from kspark._host.query_host import query_host
+from kspark._iq.host import query_host
 from kspark._host.restore import LOCAL_PROGRESS, restore_task
 from kspark._host.state import TaskHostState, state_location
 from kspark.errors import ConfigError

@@ -30,7 +30,7 @@ from typing import Any
 
 from kspark._host.context import HostContext
 from kspark._host.port import QueryListener, TaskIO
-from kspark._host.query_host import query_host
+from kspark._iq.host import query_host
 from kspark._host.task import HostedTask
 from kspark._worker import WorkerRegistry, registry
 from kspark._host.kafka_io import kafka_task_io

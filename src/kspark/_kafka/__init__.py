@@ -1,4 +1,7 @@
-"""Kafka clients, admin helpers and the local broker kspark manages."""
+"""Kafka clients and admin: the one factory every client comes from, its settings,
+transactions, offsets and the readers of ranges and changelogs.
+
+Imports only the engine's values and ``config``; imported by every host package."""
 
 
 class QuietLogger:

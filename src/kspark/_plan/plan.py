@@ -196,7 +196,7 @@ def plan(graph: TopologyGraph, partition_counts: dict[str, int], config: Any,
     ``partition_counts`` holds every user topic the topology reads or writes by name (see
     :func:`needed_topics`); ``config``: a StreamsConfig; ``start``: where the query's first
     batch starts, per topic and partition (see ``_spark/resume.py``); ``stop``: an
-    incremental batch run's stop offsets (see ``_kafka/stopoffsets.py``), None to stop at
+    incremental batch run's stop offsets (see ``_control/stop_offsets.py``), None to stop at
     the ends found at start (AvailableNow) or never (streaming). In micro-batch mode a
     cycle's back edges (:func:`back_edges`) are Kafka topics (``QueryPlan.looped``).
     """

@@ -20,7 +20,7 @@ from kspark._spark.modes import DRIVERS, IDLE, ModeDriver
 from kspark._spark.batch_run import BatchRun
 from kspark._spark.spark_sinks import SparkSinks
 from kspark._graph.resources import instance_group, kspark_topics
-from kspark._kafka.instance import InstanceGuard
+from kspark._control.instance_guard import InstanceGuard
 from kspark.config import EXACTLY_ONCE_V2, MICRO_BATCH, StreamsConfig, checkpoint_location
 from kspark._host.supervision import FailureHandler, RunHandle
 from kspark.errors import (ChangelogLostError, MissingSourceTopicError, RunFailedError,

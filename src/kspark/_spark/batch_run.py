@@ -2,7 +2,7 @@
 
 At start, the run's stop offsets are read back from the metadata topic (a run that failed
 or was stopped resumes with the same offsets) or, for a new run, taken from the input
-topics' read_committed ends and written there first (see ``_kafka/stopoffsets.py``). The
+topics' read_committed ends and written there first (see ``_control/stop_offsets.py``). The
 query's source stops at them (AvailableNow). A whole topology is one query, and a
 micro-batch commits only when every stage downstream of the source tasks has processed its
 rows, so when the last batch commits, repartitions and ``through()`` topics are drained too:
@@ -29,7 +29,7 @@ import logging
 from collections.abc import Mapping
 
 from kspark._kafka.admin import Admin
-from kspark._kafka.stopoffsets import StopOffsets, format_offsets
+from kspark._control.stop_offsets import StopOffsets, format_offsets
 from kspark._spark.checkpoint import Offsets, SparkCheckpoint
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsError

@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import Any
 
 from kspark.errors import KSparkError
-from kspark._kafka.broker_process import free_port
+from kspark._local.broker_process import free_port
 
 __all__ = ["LocalConnectServer", "SERVER_CONF"]
 

@@ -36,7 +36,7 @@ from typing import Any
 import pyspark
 from pyspark.sql import DataFrame, SparkSession
 
-from kspark._kafka.jars import kspark_home
+from kspark._local.jars import kspark_home
 from kspark.errors import PrerequisiteError
 
 __all__ = ["load", "located", "located_rdd", "Rows", "live_executors", "executor_slots",

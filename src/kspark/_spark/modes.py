@@ -104,8 +104,8 @@ class MicroBatchDriver:
         self._logged: dict[str, int] = {}  # logged store -> its changelog's partitions
 
     def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> RunHandle:
-        from kspark._kafka.stream_thread_clients import control_end
-        from kspark._kafka.task_reports import TaskReportReader
+        from kspark._control.control_topic import control_end
+        from kspark._control.task_reports import TaskReportReader
         from kspark._spark.micro_batch import MicroBatchHost
         from kspark._spark.planner import build
         from kspark._spark.resume import resume_offsets

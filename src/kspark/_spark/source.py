@@ -89,7 +89,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.global_topics: list[str] = list(options.global_topics)
         self._last_globals: Offsets = {}
         self.start: Offsets = dict(options.start)
-        # an incremental batch run's stop offsets (KIP-95; see kspark._kafka.stopoffsets)
+        # an incremental batch run's stop offsets (KIP-95; see kspark._control.stop_offsets)
         # (not ``self.stop``: that is the reader's stop() method, which Spark calls)
         self.stop_offsets: Offsets | None = options.stop
         # "records": the records; "ranges": only a task marker with the task's ranges

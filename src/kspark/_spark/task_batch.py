@@ -49,7 +49,7 @@ def kafka_reader(ctx: HostContext) -> RangeReader:
 class TaskBatch:
     """Task ``partition`` of ``ctx``'s sub-topology over micro-batch ``batch`` (Spark query
     id, batch id; None outside a streaming query), attempt ``attempt``; a committed batch
-    sends its ``TaskMetrics`` to the control topic if ``report`` (``_kafka/task_reports.py``).
+    sends its ``TaskMetrics`` to the control topic if ``report`` (``_control/task_reports.py``).
     ``tasks``: the worker's task manager (default: this process's); ``read``: the reader of
     the task's Kafka ranges (default: :func:`kafka_reader`)."""
 
@@ -156,7 +156,7 @@ class TaskBatch:
         its counts to the driver."""
         done = self.hosted.commit(force=True)
         if self.report and done is not None:
-            from kspark._kafka.task_reports import TaskReportSender
+            from kspark._control.task_reports import TaskReportSender
 
             TaskReportSender.of(self.ctx.settings, self.ctx.app_id).send(
                 {"task": self.task_id, "batch": None if self.batch is None else self.batch[1],

@@ -11,7 +11,7 @@ from collections import Counter
 from importlib import resources
 
 from kspark import KafkaStreams, Serdes, StreamsBuilder, Topology
-from kspark._kafka.broker import LocalBroker
+from kspark._local.broker import LocalBroker
 
 __all__ = ["demo_topology", "run_demo", "INPUT_TOPIC", "OUTPUT_TOPIC"]
 

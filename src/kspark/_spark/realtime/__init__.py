@@ -6,7 +6,7 @@ poll, process, produce, and commit every ``commit.interval.ms`` — until the ep
 the application stops. Kafka is the only truth for progress: a thread resumes from its
 consumer group's committed offsets and each task's marker.
 
-- ``partition_group.py``: what a thread holds of a task's input between polls;
+- ``polled.py``: what a thread holds of a task's input between polls;
 - ``stream_thread.py``: :func:`run_stream_thread`, the loop of one thread;
 - ``query.py``: :class:`RealTimeQuery`, the driver side (epochs, stop, progress);
 - ``layout.py``: every task of every sub-topology, and the repartition topics between them;

@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from kspark._kafka.clients import committed_offsets
-from kspark._kafka.stream_thread_clients import (MetricsReader, control_end, send_assignment,
+from kspark._control.control_topic import (MetricsReader, control_end, send_assignment,
                                                  send_stop)
 from kspark._plan.plan import QueryPlan
 from kspark._spark.connect import default_parallelism

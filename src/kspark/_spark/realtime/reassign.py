@@ -2,7 +2,7 @@
 
 The driver's assignor (``rebalance.py``) publishes each new assignment (a version, and per
 thread its active tasks and standby copies) to the control topic; every thread of the run
-sees it between polls (its :class:`~kspark._kafka.stream_thread_clients.StopWatch`) and
+sees it between polls (its :class:`~kspark._control.control_topic.StopWatch`) and
 :class:`Reassigner` applies its own part without ending the thread's epoch: every task
 commits, a task taken away is released (its stores closed and checkpointed, its
 partitions no longer read), a task given is opened (its standby copy here promoted to its

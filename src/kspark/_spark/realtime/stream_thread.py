@@ -29,7 +29,7 @@ from typing import Any
 from kspark._host.context import HostContext
 from kspark._host.task import HostedTask
 from kspark._host.task_manager import TaskManager, task_manager
-from kspark._kafka.stream_thread_clients import MetricsSender, StopWatch
+from kspark._control.control_topic import MetricsSender, StopWatch
 from kspark._spark.realtime.epoch import Epoch
 from kspark._spark.realtime.global_feed import GlobalFeed
 from kspark._spark.realtime.layout import TaskSpec

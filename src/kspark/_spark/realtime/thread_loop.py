@@ -17,12 +17,12 @@ from kspark._host.task_manager import TaskManager, task_manager
 from kspark._kafka.clients import committed_offsets
 from kspark._kafka.records import raw_records
 from kspark._kafka.retry import transient
-from kspark._kafka.stream_thread_clients import StopWatch, thread_consumer
+from kspark._control.control_topic import StopWatch, thread_consumer
 from kspark._spark.realtime.consumer_fault import ConsumerFault
 from kspark._spark.realtime.epoch import Epoch
 from kspark._spark.realtime.global_feed import GlobalFeed
 from kspark._spark.realtime.layout import TaskSpec
-from kspark._spark.realtime.partition_group import PartitionGroup
+from kspark._spark.realtime.polled import PolledRecords
 from kspark._spark.realtime.thread_metrics import ThreadReporter
 from kspark._spark.routing import RoutingCollector
 from kspark.errors import KSparkError, StreamsError
@@ -125,7 +125,7 @@ class ThreadLoop:
             consumer, tasks, watch, epoch, ctx)
         self.reporter, self.globals, self.reassign = reporter, globals_, reassign
         wait = ctx.max_task_idle_ms != -1  # -1: never wait (0: see ready())
-        self.groups = {s: PartitionGroup(s.sources, wait) for s in tasks}
+        self.groups = {s: PolledRecords(s.sources, wait) for s in tasks}
         self.owner = {tp: s for s in tasks for tp in s.sources}
         self.at_end: dict[TP, int] = {}  # partitions with nothing to fetch now: their end
         self.purged: dict[TP, int] = {}
@@ -165,7 +165,7 @@ class ThreadLoop:
         with their offsets)."""
         wait = self.ctx.max_task_idle_ms != -1
         self.tasks[spec] = task
-        self.groups[spec] = PartitionGroup(spec.sources, wait)
+        self.groups[spec] = PolledRecords(spec.sources, wait)
         self.owner.update({tp: spec for tp in spec.sources})
         if starts:
             self.consumer.incremental_assign(starts)

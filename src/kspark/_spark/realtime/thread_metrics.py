@@ -1,7 +1,7 @@
 """Live metrics of real-time stream threads: what each thread reports, and the driver's sum.
 
 A thread reports after a commit round, at most every commit interval and at least every
-5 s (see :class:`ThreadMeter`), through the control topic (``stream_thread_clients``); the
+5 s (see :class:`ThreadMeter`), through the control topic (``_control/control_topic.py``); the
 driver keeps each thread's latest report of the running epoch and adds them to the totals
 of the finished epochs (:class:`LiveTotals`).
 

@@ -1,7 +1,7 @@
 """The operating-system side of a local broker: loopback ports and the broker's process.
 
 Example:
-    >>> from kspark._kafka.broker_process import free_port, port_taken
+    >>> from kspark._local.broker_process import free_port, port_taken
     >>> port_taken(free_port())
     False
 """
@@ -13,7 +13,7 @@ import socket
 import time
 from pathlib import Path
 
-from kspark._kafka.broker_tls import HOST
+from kspark._local.tls import HOST
 
 __all__ = ["free_port", "port_taken", "is_kafka", "wait_gone"]
 

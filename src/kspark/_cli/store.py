@@ -55,9 +55,9 @@ def add_store(sub: Any) -> None:
 
 
 def run_store(args: argparse.Namespace) -> int:
-    from kspark._host.query_client import QueryClient
+    from kspark._iq.client import QueryClient
     from kspark._kafka.settings import as_settings
-    from kspark._runner import _config
+    from kspark._cli.run import _config
 
     if args.op == "get" and args.key is None:
         raise KSparkError("kspark store get needs --key")

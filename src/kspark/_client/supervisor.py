@@ -1,5 +1,5 @@
 """The client's watch over its running application: the state machine moves as the run
-does (``lifecycle.py``), without anyone calling ``await_termination()``.
+does (``states.py``), without anyone calling ``await_termination()``.
 
 :class:`Supervisor` asks the :class:`~kspark._host.runner.Runner` every ``every_s``: a run
 that ended with an error moves the client to PENDING_ERROR and ERROR (within a poll of the
@@ -10,7 +10,7 @@ RUNNING while the runner is ready (its tasks open and restored) and REBALANCING 
 not (starting, restoring, between real-time epochs, a query started again).
 
 Example (a runner stand-in that fails at once):
-    >>> from kspark._host.lifecycle import Lifecycle, State
+    >>> from kspark._client.states import Lifecycle, State
     >>> class Failing:
     ...     def await_termination(self, timeout_s): raise RuntimeError("boom")
     ...     def ready(self): return False
@@ -26,7 +26,7 @@ import logging
 import threading
 from typing import Any
 
-from kspark._host.lifecycle import Lifecycle, State
+from kspark._client.states import Lifecycle, State
 
 __all__ = ["Supervisor"]
 

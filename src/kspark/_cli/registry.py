@@ -2,7 +2,7 @@
 serving Confluent's API, in memory) beside the local broker.
 
 Example:
-    >>> from kspark.cli import build_parser
+    >>> from kspark._cli.main import build_parser
     >>> args = build_parser().parse_args(["registry", "start", "--port", "0"])
     >>> (args.action, args.port)
     ('start', 0)
@@ -34,7 +34,7 @@ def add_registry(sub: Any) -> None:
 def _port(given: int | None) -> int | None:
     """The port to start on: the one given (a clear error later if it is taken); by default
     Confluent's 8081, or a free one (None) if 8081 is taken or 0 was given."""
-    from kspark._kafka.broker_process import port_taken
+    from kspark._local.broker_process import port_taken
 
     if given is None:
         return None if port_taken(DEFAULT_PORT) else DEFAULT_PORT
@@ -42,7 +42,7 @@ def _port(given: int | None) -> int | None:
 
 
 def run_registry(args: argparse.Namespace) -> int:
-    from kspark._kafka.registry import LocalRegistry, registry_dist
+    from kspark._local.registry import LocalRegistry, registry_dist
 
     if args.action == "fetch":
         print(registry_dist())

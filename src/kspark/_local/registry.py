@@ -2,7 +2,7 @@
 Schema Registry API under ``/apis/ccompat/v7``, with in-memory storage, on loopback.
 
 Its runnable distribution (a Quarkus application) is fetched with Maven from Maven Central
-once into ``kspark_home()``, as the broker's jars are (:mod:`kspark._kafka.jars`).
+once into ``kspark_home()``, as the broker's jars are (:mod:`kspark._local.jars`).
 
 Example (``start`` runs a JVM, so it is not run as a doctest)::
 
@@ -32,10 +32,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kspark._kafka.broker_process import free_port, port_taken
-from kspark._kafka.broker_tls import HOST
-from kspark._kafka.jars import kspark_home
-from kspark._kafka.prereqs import java_binary, maven_binary
+from kspark._local.broker_process import free_port, port_taken
+from kspark._local.tls import HOST
+from kspark._local.jars import kspark_home
+from kspark._local.prereqs import java_binary, maven_binary
 from kspark.errors import KSparkError, PrerequisiteError
 
 __all__ = ["APICURIO_VERSION", "LocalRegistry", "RegistryError", "RegistryStatus",

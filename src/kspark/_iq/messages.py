@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kspark._engine.query.codec import decode_query, encode_result, parse_json_key, render_json
+from kspark._iq.codec import decode_query, encode_result, parse_json_key, render_json
 from kspark._engine.query.evaluate import evaluate
 from kspark._engine.query.internal import AllQuery, SessionFetchQuery, WindowAllQuery
 from kspark._engine.query.types import store_shape, unknown_store

@@ -3,7 +3,7 @@ or an application, describe an application's Spark plan, reset an application, r
 lost changelog.
 
 Example:
-    >>> from kspark.cli import build_parser
+    >>> from kspark._cli.main import build_parser
     >>> build_parser().parse_args(["broker", "start", "--port", "9093"]).port
     9093
     >>> build_parser().parse_args(["broker", "start", "--brokers", "3"]).brokers
@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kspark._cli_registry import add_registry, run_registry
-from kspark._cli_store import add_store, run_store
-from kspark._cli_topics import add_topics, run_topics
+from kspark._cli.registry import add_registry, run_registry
+from kspark._cli.store import add_store, run_store
+from kspark._cli.topics import add_topics, run_topics
 from kspark.errors import KSparkError
 
 __all__ = ["main", "build_parser", "client_config"]
@@ -184,7 +184,7 @@ def client_config(args: argparse.Namespace) -> "Any":
 
 def _reset(args: argparse.Namespace) -> int:
     from kspark._kafka.admin import Admin
-    from kspark._kafka.reset import plan_reset, run_reset
+    from kspark._control.reset import plan_reset, run_reset
     from kspark._kafka.settings import ClientSettings
 
     targets = args.to_earliest or args.to_latest or args.to_offset is not None
@@ -212,7 +212,7 @@ def _reset(args: argparse.Namespace) -> int:
 
 def _describe(args: argparse.Namespace) -> int:
     """``kspark describe``: the topology, then its Spark plan (see ``_plan/describe.py``)."""
-    from kspark._runner import load_topology
+    from kspark._cli.run import load_topology
     from kspark._plan.describe import describe_application
     from kspark.config import StreamsConfig, parse_properties
     from kspark.errors import ConfigError
@@ -263,8 +263,8 @@ def _changelog(args: argparse.Namespace) -> int:
 
 
 def _broker(args: argparse.Namespace) -> int:
-    from kspark._kafka.broker import LocalBroker
-    from kspark._kafka.jars import kafka_libs, streams_test_libs
+    from kspark._local.broker import LocalBroker
+    from kspark._local.jars import kafka_libs, streams_test_libs
 
     if args.action == "fetch":
         print(kafka_libs())
@@ -296,7 +296,7 @@ def _broker(args: argparse.Namespace) -> int:
 
 def _cluster(args: argparse.Namespace) -> int:
     """``kspark broker start|stop|status --brokers N``: a LocalCluster of N nodes."""
-    from kspark._kafka.broker_cluster import LocalCluster
+    from kspark._local.cluster import LocalCluster
     from kspark.errors import BrokerError
 
     if args.secure:
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "store":
             return run_store(args)
         if args.command == "run":
-            from kspark._runner import run_application
+            from kspark._cli.run import run_application
 
             return run_application(args.application, args.config, args.set, every=args.every)
         from kspark.demo.run import run_demo

@@ -10,7 +10,7 @@ and ``--set key=value`` overrides, checked as every StreamsConfig is.
 Exit codes: 0 when a batch run (``autostop.at=eol``) finished, that is reached its stop
 offsets; 2 when the application could not start or failed; 130 when interrupted (Ctrl-C:
 the batch run stays unfinished and the next start resumes it). Output, the same in both
-execution modes (see ``_live_view.py``): a start line; every ``--every`` seconds (default
+execution modes (see ``_cli/live_view.py``): a start line; every ``--every`` seconds (default
 5, 0: none) a live line with the client's state, records in and out (total and per
 second), lag per input topic, commits, restores, task moves and dropped records; a summary
 line when the run ends, saying how it ended (finished its batch run, stopped, interrupted,
@@ -33,8 +33,8 @@ from pathlib import Path
 from time import monotonic
 from typing import Any
 
-from kspark._kafka.stopoffsets import format_offsets
-from kspark._live_view import DEFAULT_EVERY_S, LiveView, Reading, read, summary
+from kspark._control.stop_offsets import format_offsets
+from kspark._cli.live_view import DEFAULT_EVERY_S, LiveView, Reading, read, summary
 from kspark.config import StreamsConfig, parse_properties
 from kspark.errors import ConfigError
 from kspark.processor.topology import Topology

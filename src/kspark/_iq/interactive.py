@@ -1,6 +1,6 @@
 """``KafkaStreams``' interactive queries (Java's ``store``, ``query``,
 ``queryMetadataForKey``, ``streamsMetadataForStore``), answered by the workers holding
-each task's state (``query_client.py``; docs/interactive-queries.md)."""
+each task's state (``client.py``; docs/interactive-queries.md)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class InteractiveQueries:
             raise StreamsError("interactive queries need a started application: call "
                                "start() first (Java's StreamsNotStartedException)")
         if self._query_client is None:
-            from kspark._host.query_client import QueryClient, store_catalog
+            from kspark._iq.client import QueryClient, store_catalog
 
             catalog = store_catalog(self._topology._graph, self.config)  # noqa: SLF001
             self._query_client = QueryClient(as_settings(self.config),
@@ -58,7 +58,7 @@ class InteractiveQueries:
                 "counts", QueryableStoreTypes.key_value_store()))
             counts.get("alice"), list(counts.all())
         """
-        from kspark._host.query_facade import remote_store
+        from kspark._iq.facade import remote_store
 
         return remote_store(self._queries(), parameters)
 

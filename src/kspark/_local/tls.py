@@ -1,4 +1,4 @@
-"""What makes a secured :class:`~kspark._kafka.broker.LocalBroker` secure: a private CA and
+"""What makes a secured :class:`~kspark._local.broker.LocalBroker` secure: a private CA and
 the broker's key and certificate (made with ``openssl`` once, kept in ``<data_dir>/tls/``),
 the super user's random SCRAM password, and the broker settings of a SASL_SSL listener with
 ACLs enforced.

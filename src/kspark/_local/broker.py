@@ -1,6 +1,6 @@
 """A single-node KRaft Apache Kafka broker (broker + controller) on loopback, managed by kspark.
 
-The same class runs each node of :class:`~kspark._kafka.broker_cluster.LocalCluster`.
+The same class runs each node of :class:`~kspark._local.cluster.LocalCluster`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from kspark._kafka import QuietLogger
-from kspark._kafka.broker_tls import (
+from kspark._local.tls import (
     ADMIN_PASSWORD,
     ADMIN_USER,
     CA_CERT,
@@ -27,9 +27,9 @@ from kspark._kafka.broker_tls import (
     secure_properties,
     write_private,
 )
-from kspark._kafka.broker_process import free_port, is_kafka, port_taken, wait_gone
-from kspark._kafka.jars import kafka_libs, kspark_home
-from kspark._kafka.prereqs import java_binary
+from kspark._local.broker_process import free_port, is_kafka, port_taken, wait_gone
+from kspark._local.jars import kafka_libs, kspark_home
+from kspark._local.prereqs import java_binary
 from kspark.errors import BrokerError
 
 __all__ = ["LocalBroker", "BrokerStatus", "free_port", "new_cluster_id"]
@@ -56,7 +56,7 @@ class LocalBroker:
 
     ``node_id``, ``quorum`` (``controller.quorum.voters``, which names this node's controller
     port) and ``cluster_id`` make it one node of a multi-node cluster
-    (:class:`~kspark._kafka.broker_cluster.LocalCluster`); left out, the broker is its own
+    (:class:`~kspark._local.cluster.LocalCluster`); left out, the broker is its own
     one-voter quorum with a random cluster id, formatted on its first start.
 
     With ``secure=True`` the client listener is SASL_SSL (SCRAM-SHA-512 over TLS from a
@@ -156,7 +156,7 @@ class LocalBroker:
             self._ensure_tls()
         props = self._write_properties()
         cp = f"{libs}{os.sep}*"
-        log4j = resources.files("kspark._kafka").joinpath("log4j2.yaml")
+        log4j = resources.files("kspark._local").joinpath("log4j2.yaml")
         jvm = [java, f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
                "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j}", "-cp", cp]
         if not (self.dir / "data" / "meta.properties").exists():

@@ -13,7 +13,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from kspark._kafka.prereqs import maven_binary
+from kspark._local.prereqs import maven_binary
 from kspark.errors import PrerequisiteError
 
 __all__ = ["KAFKA_VERSION", "kspark_home", "kafka_libs", "streams_test_libs"]
@@ -48,7 +48,7 @@ def _fetched(name: str, pom_name: str, marker_glob: str, home: Path | None,
               f"{libs} (once)...", flush=True)
     libs.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="libs-", dir=libs.parent))
-    pom = resources.files("kspark._kafka").joinpath(pom_name)
+    pom = resources.files("kspark._local").joinpath(pom_name)
     with resources.as_file(pom) as pom_path:
         proc = subprocess.run(
             [mvn, "-q", "-B", "-f", str(pom_path), f"-Dkafka.version={KAFKA_VERSION}",

@@ -1,4 +1,4 @@
-"""A real-time thread's hold of one task's input (``_spark/realtime/partition_group.py``):
+"""A real-time thread's hold of one task's input (``_spark/realtime/polled.py``):
 records are handed to the task as Kafka Streams picks them, and no further than a partition
 that still has records on the broker allows (``max.task.idle.ms=0``)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kspark._engine.nodes import RawRecord
 from kspark._engine.partition_group import PartitionGroup as TaskGroup
-from kspark._spark.realtime.partition_group import PartitionGroup
+from kspark._spark.realtime.polled import PolledRecords
 
 TABLE, STREAM = ("users", 0), ("orders", 0)
 
@@ -16,7 +16,7 @@ def _records(tp, stamps, first=0):
 
 
 def test_a_partition_that_runs_out_with_records_left_on_the_broker_stops_the_take():
-    g = PartitionGroup((TABLE, STREAM))
+    g = PolledRecords((TABLE, STREAM))
     g.add(_records(TABLE, [1, 2, 3]))  # the table's first fetch: more of it on the broker
     g.add(_records(STREAM, [10, 11]))
     taken = g.take(at_end=set())
@@ -30,7 +30,7 @@ def test_a_partition_that_runs_out_with_records_left_on_the_broker_stops_the_tak
 
 
 def test_a_partition_read_to_its_end_does_not_stop_the_take():
-    g = PartitionGroup((TABLE, STREAM))
+    g = PolledRecords((TABLE, STREAM))
     g.add(_records(TABLE, [1, 2]))
     g.add(_records(STREAM, [10, 11]))
     taken = g.take(at_end={TABLE})
@@ -38,7 +38,7 @@ def test_a_partition_read_to_its_end_does_not_stop_the_take():
 
 
 def test_the_take_is_the_order_the_task_processes_in():
-    g = PartitionGroup((TABLE, STREAM))
+    g = PolledRecords((TABLE, STREAM))
     g.add(_records(TABLE, [5, 1, 9, 2]))  # out of order within the partition
     g.add(_records(STREAM, [3, 3, 8]))
     taken = g.take(at_end={TABLE, STREAM})
@@ -48,7 +48,7 @@ def test_the_take_is_the_order_the_task_processes_in():
 
 
 def test_without_waiting_everything_held_is_taken():
-    g = PartitionGroup((TABLE, STREAM), wait=False)
+    g = PolledRecords((TABLE, STREAM), wait=False)
     g.add(_records(TABLE, [1, 2]))
     g.add(_records(STREAM, [0]))
     assert len(g.take()) == 3 and not g.pending

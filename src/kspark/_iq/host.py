@@ -1,7 +1,7 @@
 """Interactive queries on the worker that holds a task's state, in both execution modes.
 
 Each Python worker holding tasks with state stores keeps, in one :class:`QueryHost`, what
-it can answer for, and serves it on its endpoint (``query_endpoint.py``):
+it can answer for, and serves it on its endpoint (``endpoint.py``):
 
 - a task it runs or keeps (real-time: for the epoch; micro-batch: during the batch, and a
   task of in-memory stores kept for the next one): read from its stores *below the write
@@ -42,8 +42,8 @@ from typing import Any
 from kspark._engine.state.build import task_store_dir
 from kspark._engine.state.checkpoint import read_checkpoint, read_progress
 from kspark._engine.state.layers import WriteBuffer
-from kspark._kafka.query_routes import Route, RouteAnnouncer
-from kspark._host.query_endpoint import QueryEndpoint
+from kspark._iq.routes import Route, RouteAnnouncer
+from kspark._iq.endpoint import QueryEndpoint
 from kspark._engine.state.bytes_stores import ReadOnlyRocksDBBytesStore
 
 __all__ = ["QueryHost", "query_host", "committed_view", "Held"]
@@ -235,8 +235,8 @@ class QueryHost:
     # -- answering ---------------------------------------------------------------------------
 
     def answer(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The answer to one request (see ``_host/query_wire.py`` for its fields)."""
-        from kspark._host.query_wire import answer_with, unavailable
+        """The answer to one request (see ``_iq/messages.py`` for its fields)."""
+        from kspark._iq.messages import answer_with, unavailable
 
         app, task, name = str(body.get("app")), str(body.get("task")), str(body.get("store"))
         if body.get("standby"):
@@ -258,7 +258,7 @@ class QueryHost:
 
     def _from_standby(self, app: str, task: str, name: str, body: dict[str, Any]
                       ) -> dict[str, Any]:
-        from kspark._host.query_wire import unavailable
+        from kspark._iq.messages import unavailable
 
         held = self._standby.get((app, task))
         if held is None:
@@ -271,7 +271,7 @@ class QueryHost:
 
     def _from_disk(self, held: Held, name: str, body: dict[str, Any], stale: bool
                    ) -> dict[str, Any]:
-        from kspark._host.query_wire import answer_with, unavailable
+        from kspark._iq.messages import answer_with, unavailable
 
         if name not in held.builders:
             return answer_with(body, None, held.position, held.names)

@@ -83,7 +83,7 @@ def default_bootstrap() -> str:
     default (127.0.0.1:9092)."""
     if os.environ.get(BOOTSTRAP_ENV):
         return os.environ[BOOTSTRAP_ENV]
-    from kspark._kafka.broker import LocalBroker
+    from kspark._local.broker import LocalBroker
 
     broker = LocalBroker()  # kspark broker start's: $KSPARK_HOME/broker, port 9092
     status = broker.status()

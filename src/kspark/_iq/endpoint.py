@@ -1,5 +1,5 @@
 """A worker's interactive-query endpoint: ``POST /v1/query`` with a JSON body, answered
-from the state the worker holds (see ``query_host.py``).
+from the state the worker holds (see ``host.py``).
 
 It binds ``query.endpoint.host`` (loopback unless configured) on a free port, and answers
 only requests that carry its token (``Authorization: Bearer <token>``, compared in

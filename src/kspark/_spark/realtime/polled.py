@@ -4,7 +4,7 @@ data on the broker), or ``-1`` (``wait=False``: never wait).
 
 Example:
     >>> from kspark._engine.nodes import RawRecord
-    >>> g = PartitionGroup((("a", 0), ("b", 0)))
+    >>> g = PolledRecords((("a", 0), ("b", 0)))
     >>> g.add([RawRecord("a", 0, 7, 1, None, b"x", ())])
     >>> g.ready(at_end=set()), g.ready(at_end={("b", 0)})
     (False, True)
@@ -27,12 +27,12 @@ from collections.abc import Container
 
 from kspark._engine.nodes import RawRecord
 
-__all__ = ["PartitionGroup"]
+__all__ = ["PolledRecords"]
 
 TP = tuple[str, int]
 
 
-class PartitionGroup:
+class PolledRecords:
     """The records polled and not processed yet of a task reading ``sources``."""
 
     def __init__(self, sources: tuple[TP, ...], wait: bool = True):

@@ -1,6 +1,6 @@
 """A local multi-node KRaft cluster on loopback, for tests of broker failures: every node is a
 broker and a controller (a static quorum of all of them), each a
-:class:`~kspark._kafka.broker.LocalBroker` with its own directory, port and log.
+:class:`~kspark._local.broker.LocalBroker` with its own directory, port and log.
 
 Example (nothing starts until :meth:`LocalCluster.start`):
     >>> import tempfile
@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from kspark._kafka import QuietLogger
-from kspark._kafka.broker import BrokerStatus, LocalBroker, new_cluster_id
-from kspark._kafka.broker_process import free_port
-from kspark._kafka.broker_tls import HOST
-from kspark._kafka.jars import kspark_home
+from kspark._local.broker import BrokerStatus, LocalBroker, new_cluster_id
+from kspark._local.broker_process import free_port
+from kspark._local.tls import HOST
+from kspark._local.jars import kspark_home
 from kspark.errors import BrokerError
 
 __all__ = ["LocalCluster"]

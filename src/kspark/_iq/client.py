@@ -1,5 +1,5 @@
 """The querying side of interactive queries: a request for a store's partitions goes to
-the endpoint of the worker holding each partition's task (``_kafka/query_routes.py``),
+the endpoint of the worker holding each partition's task (``_iq/routes.py``),
 and comes back decoded with the store's own serdes.
 
 A partition whose task cannot answer now (restoring, moving, its worker starting or gone)
@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from kspark._engine.partitioner import default_partition
-from kspark._engine.query.codec import decode_result, encode_query
+from kspark._iq.codec import decode_result, encode_query
 from kspark._engine.state.bytes_stores import InMemoryBytesStore
-from kspark._host.query_endpoint import PATH
-from kspark._host.query_wire import position_map
-from kspark._kafka.query_routes import Route, RouteTable
+from kspark._iq.endpoint import PATH
+from kspark._iq.messages import position_map
+from kspark._iq.routes import Route, RouteTable
 from kspark.errors import InvalidStateStoreError, StateStoreNotAvailableError
 from kspark.query import FailureReason, QueryResult, StateQueryRequest, StateQueryResult
 from kspark.streams_metadata import HostInfo, KeyQueryMetadata, StreamsMetadata

@@ -23,7 +23,7 @@ run (KIP-95), so the next batch run begins anew from the group's offsets.
 
 ``--dry-run`` prints the plan and changes nothing. The tool refuses to run while the
 application runs: a running application's driver is a member of the consumer group
-``<application.id>-kspark-instance`` (see ``_kafka/instance.py``).
+``<application.id>-kspark-instance`` (see ``_control/instance_guard.py``).
 
 Example:
     >>> is_internal("hourly", "hourly-counts-changelog"), is_internal("hourly", "hourly-in")
@@ -42,8 +42,8 @@ from urllib.parse import urlparse
 
 from kspark._kafka.admin import Admin
 from kspark._graph.resources import instance_group, is_internal, metadata_topic
-from kspark._kafka.instance import InstanceGuard
-from kspark._kafka.stopoffsets import StopOffsets
+from kspark._control.instance_guard import InstanceGuard
+from kspark._control.stop_offsets import StopOffsets
 from kspark.errors import InstanceAlreadyRunningError, KSparkError
 
 __all__ = ["ResetPlan", "plan_reset", "run_reset", "is_internal"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kspark._engine.query import internal as iq
-from kspark._engine.query.wire import WireStore, as_int, b64, bad, checked_dict, opt_int, unb64
+from kspark._iq.codec_values import WireStore, as_int, b64, bad, checked_dict, opt_int, unb64
 from kspark.query.queries import KeyQuery, RangeQuery, ResultOrder, TimestampedKeyQuery, \
     TimestampedRangeQuery
 from kspark.query.time_queries import MultiVersionedKeyQuery, VersionedKeyQuery, \

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kspark._engine.aggregates.windows import Windowed
-from kspark._engine.query.codec_queries import decode_query, encode_query
-from kspark._engine.query.codec_results import decode_result, encode_result
+from kspark._iq.codec_queries import decode_query, encode_query
+from kspark._iq.codec_results import decode_result, encode_result
 from kspark._engine.state.kv import KeyValue, KeyValueIterator
 from kspark._engine.state.timestamped import ValueAndTimestamp
 from kspark._engine.state.versioned import VersionedRecord

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kspark._engine.query import internal as iq
-from kspark._engine.query.wire import WireStore, as_int, bad, checked_dict, checked_list, \
+from kspark._iq.codec_values import WireStore, as_int, bad, checked_dict, checked_list, \
     opt_int, req
 from kspark._engine.state.kv import KeyValue, KeyValueIterator
 from kspark._engine.state.versioned import VersionedRecord

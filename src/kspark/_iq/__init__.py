@@ -1,0 +1,8 @@
+"""Interactive queries between processes: where a query goes, how it travels (the
+codec and the HTTP messages) and the endpoint that answers it from a worker's stores.
+
+The evaluation against a store stays host-neutral and pure in ``_engine/query``; this
+package imports it, ``_host`` and ``_kafka``; never ``_spark``.
+"""
+
+__all__: list[str] = []
