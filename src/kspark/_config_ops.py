@@ -27,16 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from kspark._config_defaults import KEYS
 from kspark._graph.optimize import optimization_problem
 
 __all__ = ["operations_config", "standby_config", "client_tag_problem"]
 
 # Kafka Streams' limits on client tags (StreamsConfig.MAX_RACK_AWARE_ASSIGNMENT_TAG_*)
 _MAX_TAGS, _MAX_KEY, _MAX_VALUE = 5, 20, 30
-
-
-def _level(v: Any) -> str | None:
-    return None if str(v).upper() in ("INFO", "DEBUG", "TRACE") else "must be INFO, DEBUG or TRACE"
 
 
 def _optimization(v: Any) -> str | None:
@@ -58,11 +55,7 @@ def _positive(v: Any) -> str | None:
 def operations_config() -> list[tuple[str, type, Any, str, Any]]:
     """(name, type, default, doc, validator) of each key."""
     return [
-        ("metrics.recording.level", str, "INFO", "Which metrics are recorded, as in Kafka "
-         "Streams: INFO (dropped records, end-to-end latency, topic throughput, ...), DEBUG "
-         "(adds per-task process, commit and punctuate figures, record lateness, source "
-         "nodes' rates) or TRACE. Every metric exists at any level; one below it is not "
-         "recorded (a total stays 0, an average NaN).", _level),
+        KEYS["metrics.recording.level"],
         ("metrics.http.port", int, None, "If set, the driver serves /metrics (Prometheus), "
          "/health/live and /health/ready on this port (0 picks a free one; "
          "KafkaStreams.metrics_http_port() tells which). Off by default.", _port),

@@ -144,10 +144,7 @@ _KEYS = [
               "__streams.errors.* headers (KIP-1034). The topic must exist at start.",
               lambda v: None if v.strip() else "must not be empty (leave the key out to "
               "turn dead-lettering off)", modes=BOTH),
-    ConfigKey("statestore.cache.max.bytes", int, 10 * 1024 * 1024, "Record cache for DSL "
-              "stores: above 0, a table emits each key's latest change once per commit (on "
-              "Spark: per micro-batch); 0 emits every update. Deprecated alias: "
-              "cache.max.bytes.buffering.", non_negative, modes=BOTH),
+    _lower("statestore.cache.max.bytes"),
     ConfigKey("replication.factor", int, -1, "Replication factor of the internal topics kspark "
               "creates (changelogs, the progress, metadata and instance topics); -1 takes the "
               "brokers' default.replication.factor, as Kafka Streams does.",

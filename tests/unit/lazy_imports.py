@@ -13,7 +13,6 @@ REASONS = {
     "cycle": "the modules import each other: the DSL's types (ALLOWED_GROUPS), and DSL "
              "modules whose package (kspark.dsl's __init__) imports the importer",
     "test seam": "tests patch the name in its module, so it is looked up when called",
-    "pending": "the module is being rewritten; its imports get their real reason then",
 }
 
 # (importing module, imported module): reason
@@ -48,10 +47,6 @@ LAZY_IMPORTS = {
         "heavy: orjson load only when used",
     ("kspark._engine.state.metered", "kspark._engine.state.window"):
         "heavy: orjson load only when used",
-    ("kspark._engine.task", "kspark._engine.metrics.names"): "pending: module being rewritten",
-    ("kspark._engine.task", "kspark._engine.metrics.shape"): "pending: module being rewritten",
-    ("kspark._engine.task", "kspark._engine.state.metered"): "pending: module being rewritten",
-    ("kspark._engine.task", "kspark.config"): "pending: module being rewritten",
     ("kspark._host.context", "kspark._host.restore"):
         "start-up: confluent_kafka loads only when a Kafka client is made",
     ("kspark._iq.interactive", "kspark._iq.client"): "heavy: orjson load only when used",
@@ -64,24 +59,11 @@ LAZY_IMPORTS = {
         "start-up: confluent_kafka loads only when a Kafka client is made",
     ("kspark._cli.run", "kspark.streams"):
         "test seam: tests patch the name in its module, so it is looked up when called",
-    ("kspark._spark.app", "kspark._engine.state.build"): "pending: module being rewritten",
-    ("kspark._spark.app", "kspark._engine.state.checkpoint"): "pending: module being rewritten",
-    ("kspark._spark.app", "kspark._graph.naming"): "pending: module being rewritten",
     ("kspark._spark.globals", "kspark._host.restore"):
         "test seam: tests patch the name in its module, so it is looked up when called",
-    ("kspark._spark.modes", "kspark._engine.metrics.names"): "pending: module being rewritten",
-    ("kspark._spark.modes", "kspark._engine.offset_reset"): "pending: module being rewritten",
-    ("kspark._spark.modes", "kspark._host.lags"): "pending: module being rewritten",
-    ("kspark._spark.modes", "kspark._host.start_offsets"): "pending: module being rewritten",
-    ("kspark._spark.modes", "kspark._kafka.clients"): "pending: module being rewritten",
-    ("kspark._spark.modes", "kspark._control.control_topic"):
-        "pending: module being rewritten",
-    ("kspark._spark.modes", "kspark._control.task_reports"): "pending: module being rewritten",
     ("kspark._spark.modes", "kspark._spark.micro_batch"): "heavy: pyarrow load only when used",
     ("kspark._spark.modes", "kspark._spark.planner"): "heavy: pyarrow load only when used",
-    ("kspark._spark.modes", "kspark._spark.realtime.layout"): "pending: module being rewritten",
     ("kspark._spark.modes", "kspark._spark.realtime.query"): "heavy: pyarrow load only when used",
-    ("kspark._spark.modes", "kspark._spark.resume"): "pending: module being rewritten",
     ("kspark._spark.modes", "kspark._spark.source"): "heavy: pyarrow load only when used",
     ("kspark._spark.read_topic", "kspark._graph.instantiate"): "heavy: orjson load only when used",
     ("kspark._spark.read_topic", "kspark.config"): "heavy: orjson load only when used",
@@ -89,12 +71,10 @@ LAZY_IMPORTS = {
         "heavy: orjson load only when used",
     ("kspark._spark.realtime.global_feed", "kspark._spark.globals"):
         "start-up: confluent_kafka loads only when a Kafka client is made",
-    ("kspark._spark.realtime.query", "kspark._plan.plan"): "pending: module being rewritten",
     ("kspark._spark.realtime.thread_jobs", "kspark._spark.located"):
         "start-up: pyspark loads only when Spark is used",
     ("kspark._spark.realtime.thread_jobs", "kspark._spark.probe"):
         "start-up: pyspark loads only when Spark is used",
-    ("kspark._spark.restarting", "kspark._spark.connect"): "pending: module being rewritten",
     ("kspark._spark.session", "kspark._spark.source"): "heavy: pyarrow load only when used",
     ("kspark._spark.session", "kspark._spark.wire"): "heavy: pyarrow load only when used",
     ("kspark._spark.sink_writers", "kspark._spark.checkpoint"):
@@ -105,7 +85,6 @@ LAZY_IMPORTS = {
         "start-up: confluent_kafka loads only when a Kafka client is made",
     ("kspark._spark.standby_rounds", "kspark._host.standby"):
         "start-up: confluent_kafka loads only when a Kafka client is made",
-    ("kspark._spark.task_batch", "kspark._control.task_reports"): "pending: module being rewritten",
     ("kspark._spark.topic_source", "kspark._kafka.admin"):
         "start-up: confluent_kafka loads only when a Kafka client is made",
     ("kspark._spark.topic_source", "kspark._kafka.range_reader"):

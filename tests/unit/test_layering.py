@@ -114,3 +114,13 @@ def test_every_package_says_what_lives_there():
     missing = [str(p.relative_to(ROOT)) for p in ROOT.rglob("__init__.py")
                if not (ast.get_docstring(ast.parse(p.read_text())) or "").strip()]
     assert missing == []
+
+
+def test_code_below_config_reads_defaults_from_the_leaf():
+    """``kspark.config`` imports the engine, the graph, the clients and the serdes, so none
+    of them imports it back: they read a key's default from ``_config_defaults`` (the
+    packages above config, ``_control`` and ``_host`` and up, import it)."""
+    found = [f"{p.relative_to(ROOT)} imports kspark.config"
+             for package in ("_engine", "_graph", "_kafka", "serde")
+             for p in (ROOT / package).rglob("*.py") if "kspark.config" in _kspark_imports(p)]
+    assert found == []

@@ -145,14 +145,14 @@ def test_the_lookup_takes_each_topics_source_policy_over_the_config():
 
 def _real_time_starts(monkeypatch, policy, committed):
     from kspark import StreamsBuilder, StreamsConfig
-    from kspark._kafka import clients
+    from kspark._spark import modes
     from kspark._spark.modes import _real_time_starts
 
     b = StreamsBuilder()
     b.stream("orders").to("out")
     app = type("App", (), {"graph": b.build()._graph, "config": StreamsConfig({  # noqa: SLF001
         "application.id": "app", "bootstrap.servers": "b:1", "auto.offset.reset": policy})})
-    monkeypatch.setattr(clients, "committed_offsets", lambda *a, **k: committed)
+    monkeypatch.setattr(modes, "committed_offsets", lambda *a, **k: committed)
     admin = _Admin(LOGS)
     admin.settings = None
     return _real_time_starts(admin, app, {"orders": 2, "out": 1})

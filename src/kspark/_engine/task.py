@@ -41,6 +41,10 @@ from kspark._engine.task_progress import TaskProgress
 from kspark._engine.task_schedule import TaskScheduling
 from kspark._engine.timestamps import ConsumerRecord, FailOnInvalidTimestamp, TimestampExtractor
 from kspark.errors import SerializationError, TopologyError
+from kspark._engine.metrics.names import TRACE
+from kspark._engine.metrics.shape import metered_stores
+from kspark._engine.state.metered import meter_cache, meter_store
+from kspark._config_defaults import default_of
 
 __all__ = ["StreamTask", "BATCH_HEADER"]
 
@@ -128,9 +132,6 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         """Time the metered stores' calls (``state/metered.py``); each counts one
         restoration: the task's stores are opened and restored together, in
         ``_opened_ns``."""
-        from kspark._engine.metrics.names import TRACE
-        from kspark._engine.metrics.shape import metered_stores
-        from kspark._engine.state.metered import meter_cache, meter_store
 
         stats = self.stats
         trace = stats.level >= TRACE
@@ -358,6 +359,5 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
 def _setting(config: Any, name: str) -> Any:
     """``name`` from a task's config; its declared default when a partial config (a test's,
     a doctest's) leaves it out."""
-    from kspark.config import declared_default
 
-    return config.get(name, declared_default(name))
+    return config.get(name, default_of(name))

@@ -17,7 +17,7 @@ from kspark._kafka.factory import new_admin
 from kspark._kafka.retry import Stall, transient
 from kspark._kafka.security_errors import authorization_for, check_client
 from kspark._kafka.settings import ClientSettings, as_settings
-from kspark.config import declared_default
+from kspark._config_defaults import default_of
 from kspark.errors import (
     BrokerUnreachableError,
     KSparkError,
@@ -41,7 +41,7 @@ class Admin(GroupAdmin, OffsetAdmin):
     """
 
     def __init__(self, where: ClientSettings | str,
-                 timeout_ms: int = declared_default("request.timeout.ms"),
+                 timeout_ms: int = default_of("request.timeout.ms"),
                  extra: Mapping[str, Any] | None = None):
         self.settings = as_settings(where)
         self.bootstrap = self.settings.bootstrap

@@ -25,6 +25,9 @@ from kspark.config import EXACTLY_ONCE_V2, MICRO_BATCH, StreamsConfig, checkpoin
 from kspark._host.supervision import FailureHandler, RunHandle
 from kspark.errors import (ChangelogLostError, MissingSourceTopicError, RunFailedError,
                            StreamsError, TopologyError)
+from kspark._engine.state.build import changelog_config, changelog_topic
+from kspark._graph.naming import legacy_changelogs
+from kspark._engine.state.checkpoint import read_checkpoint
 
 __all__ = ["SparkApplication", "explain"]
 
@@ -177,7 +180,6 @@ class SparkApplication:
                            store_tasks: dict[str, int]) -> None:
         """A changelog topic per logged store, one partition per task, configured as Kafka
         Streams configures it (see ``changelog_config``; an existing topic is left as is)."""
-        from kspark._engine.state.build import changelog_config, changelog_topic
 
         self._check_not_renamed(counts)
         for name, n in store_tasks.items():
@@ -207,8 +209,6 @@ class SparkApplication:
     def _check_not_renamed(self, counts: dict[str, int]) -> None:
         """Refuse to start on changelogs named by kspark's earlier (pre-Java) naming: their
         stores have other names now, so they would start empty over committed offsets."""
-        from kspark._engine.state.build import changelog_topic
-        from kspark._graph.naming import legacy_changelogs
 
         app = self.config["application.id"]
         used = {changelog_topic(app, name) for name in self.graph.stores}
@@ -226,7 +226,6 @@ class SparkApplication:
         it empty would make every task wipe its correct state and count from zero)."""
         from pathlib import Path
 
-        from kspark._engine.state.checkpoint import read_checkpoint
 
         app_dir = Path(self.config["state.dir"], self.config["application.id"])
         for path in sorted(app_dir.glob("*/.checkpoint")):

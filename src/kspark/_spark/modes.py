@@ -27,6 +27,15 @@ from kspark._plan.plan import kafka_sources, local_checkpoint, plan
 from kspark._spark.session import ensure_registered
 from kspark.config import commit_interval_ms
 from kspark.errors import KSparkError, TopologyError
+from kspark._engine.metrics.names import Metrics
+from kspark._control.control_topic import control_end
+from kspark._control.task_reports import TaskReportReader
+from kspark._spark.resume import resume_offsets
+from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG, repartition_topics
+from kspark._host.lags import partition_lags
+from kspark._engine.offset_reset import topic_policy
+from kspark._host.start_offsets import resolve_start_offsets
+from kspark._kafka.clients import committed_offsets
 
 __all__ = ["ModeDriver", "MicroBatchDriver", "RealTimeDriver", "DRIVERS", "IDLE"]
 
@@ -74,7 +83,6 @@ class _Idle:
         return progress_of(0, 0, 0, TaskMetrics())
 
     def metrics(self) -> Any:
-        from kspark._engine.metrics.names import Metrics
 
         return Metrics()
 
@@ -104,11 +112,8 @@ class MicroBatchDriver:
         self._logged: dict[str, int] = {}  # logged store -> its changelog's partitions
 
     def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> RunHandle:
-        from kspark._control.control_topic import control_end
-        from kspark._control.task_reports import TaskReportReader
         from kspark._spark.micro_batch import MicroBatchHost
         from kspark._spark.planner import build
-        from kspark._spark.resume import resume_offsets
 
         app, c = self.app, self.app.config
         self.admin, self.session, timings = admin, spark, app.start_timings
@@ -227,7 +232,6 @@ class RealTimeDriver:
         self._logged: dict[str, int] = {}  # logged store -> its changelog's partitions
 
     def start(self, spark: SparkSession, admin: Admin, counts: dict[str, int]) -> RunHandle:
-        from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG, repartition_topics
         from kspark._spark.realtime.query import real_time_query
 
         app = self.app
@@ -284,7 +288,6 @@ def _store_lags(app: Any, admin: Admin | None, logged: dict[str, int],
                 active: set[TP] | None, standby: dict[TP, int]) -> dict[str, dict[int, Any]]:
     """``_host/lags.partition_lags`` with the changelogs' ends read by the driver's admin
     (a second at most: a broker restarting leaves the partitions it cannot tell out)."""
-    from kspark._host.lags import partition_lags
 
     if admin is None or not logged:
         return {}
@@ -308,9 +311,6 @@ def _real_time_starts(admin: Admin, app: Any, counts: dict[str, int]
     put out of range. Partitions under ``none`` fail the start here, on the driver."""
     from confluent_kafka import OFFSET_BEGINNING
 
-    from kspark._engine.offset_reset import topic_policy
-    from kspark._host.start_offsets import resolve_start_offsets
-    from kspark._kafka.clients import committed_offsets
 
     c = app.config
     topics, resets = kafka_sources(app.graph)
@@ -348,7 +348,6 @@ def _create_looped(app: Any, admin: Admin, counts: dict[str, int],
     """Create the topics closing a cycle of sub-topologies (``QueryPlan.looped``: a
     foreign-key join's), configured as Kafka Streams' repartition topics (purged after each
     micro-batch, see ``source.py``); ``counts`` with theirs."""
-    from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG
 
     for topic, n in looped.items():
         app.create_topic(admin, counts, topic, n, "its reader's tasks",
@@ -365,7 +364,6 @@ def _check_repartitions_drained(admin: Admin, config: Any, query: Any,
     application's repartition topics in Kafka: refuse to start over one that holds records
     the group has not consumed (a Java application or a real-time run stopped before it
     processed them: they would be lost), naming it and what to do."""
-    from kspark._kafka.clients import committed_offsets
 
     internal = sorted({t for m in query.members() for t, (_, to_kafka) in m.stage_plan.fed.items()
                        if not to_kafka and t in counts})

@@ -20,6 +20,7 @@ from typing import Any
 
 from kspark._host.supervision import FailureHandler, Restarts, RunHandle, announce
 from kspark.errors import RunFailedError
+from kspark._spark.connect import is_connect_error
 
 __all__ = ["RestartingQuery", "run_failed"]
 
@@ -36,7 +37,6 @@ def run_failed(error: BaseException, text: str | None = None) -> RunFailedError:
     """
     from pyspark.errors import StreamingQueryException
 
-    from kspark._spark.connect import is_connect_error
 
     if isinstance(error, RunFailedError):
         return error

@@ -29,6 +29,7 @@ from kspark._spark.routing import (Ordered, RoutingCollector, in_writer_order, r
                                    shuffled_records)
 from kspark._spark.wire import Range, markers_in
 from kspark.errors import StreamsError
+from kspark._control.task_reports import TaskReportSender
 
 __all__ = ["TaskBatch", "run_task_batch", "RangeReader"]
 
@@ -156,7 +157,6 @@ class TaskBatch:
         its counts to the driver."""
         done = self.hosted.commit(force=True)
         if self.report and done is not None:
-            from kspark._control.task_reports import TaskReportSender
 
             TaskReportSender.of(self.ctx.settings, self.ctx.app_id).send(
                 {"task": self.task_id, "batch": None if self.batch is None else self.batch[1],

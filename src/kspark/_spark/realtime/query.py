@@ -44,6 +44,7 @@ from kspark._host.metrics import application_metrics, thread_id
 from kspark._host.progress import progress_of
 from kspark._host.supervision import FailureHandler, Restart, Restarts, RunHandle, announce
 from kspark.errors import RunFailedError
+from kspark._plan.plan import kafka_sources
 
 __all__ = ["RealTimeQuery", "real_time_query"]
 
@@ -57,7 +58,6 @@ def real_time_query(spark: Any, graph: Any, config: Any, plan: QueryPlan,
     """The real-time run of every sub-topology of ``plan`` (``stop``: a batch run's stop
     offsets, KIP-95; ``starts``: the source partitions' starts the driver resolved, see
     ``Epoch.starts``; ``on_failure``: the uncaught exception handler's say)."""
-    from kspark._plan.plan import kafka_sources
 
     members = real_time_members(plan, graph, config)
     specs = task_specs(plan, graph)
