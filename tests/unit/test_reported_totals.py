@@ -2,11 +2,12 @@
 committed task batch sent through the control topic, added up once, readable after the run
 ended. The reports' way through a real broker: every micro-batch integration test."""
 
+from kspark._control.messages import Stop, TaskReport, ThreadReport
 from kspark._host.metrics import ReportedTotals, TaskMetrics
 
 
 class _Reader:
-    """The control topic's reports, handed out once each, as ``TaskReportReader.read``."""
+    """The control topic's messages, handed out once each, as ``ControlReader.read``."""
 
     def __init__(self, *batches):
         self.batches, self.closed = list(batches), False
@@ -19,12 +20,13 @@ class _Reader:
 
 
 def _report(task, **counts):
-    return {"task": task, "batch": 1, "counts": TaskMetrics(**counts).to_dict()}
+    return TaskReport(task, 1, TaskMetrics(**counts).to_dict())
 
 
 def test_every_report_counts_once_and_where_a_task_committed_last_wins():
     reader = _Reader([_report("0_0", records_in=3, commits=1, where={"0_0": "a:/s"})],
                      [_report("0_0", records_in=2, commits=1, where={"0_0": "b:/s"}),
+                      Stop("rt-0"), ThreadReport(run="rt-0", records_in=99),  # not counted
                       _report("0_1", records_in=5, commits=1)])
     totals = ReportedTotals(reader)
     assert totals.value().records_in == 3

@@ -1,13 +1,14 @@
 """The real-time driver's sum of its threads' reports (``_spark/realtime/thread_metrics.py``)
 and the one progress shape (``_host/progress.py``): no broker, no Spark."""
 
+from kspark._control.messages import ThreadReport
 from kspark._host.metrics import TaskMetrics
 from kspark._host.progress import PROGRESS_KEYS, progress_of
 from kspark._spark.realtime.thread_metrics import LiveTotals, ThreadMeter
 
 
 def _report(thread, records_in, committed_in):
-    meter = ThreadMeter(thread, every_s=1.0, now=0.0)
+    meter = ThreadMeter(thread, every_s=1.0, now=0.0, run="run-1")
     committed = {"records_in": committed_in, "records_out": committed_in,
                  "changelog_records": 0, "commits": 1, "restored_records": 0,
                  "task_restores": 0, "task_moves": 0}
@@ -16,8 +17,8 @@ def _report(thread, records_in, committed_in):
 
 def test_a_lost_epoch_counts_what_its_threads_last_reported_as_committed():
     totals = LiveTotals()
-    totals.add_report("run-1", _report(0, records_in=500, committed_in=400))
-    totals.add_report("run-1", _report(1, records_in=300, committed_in=300))
+    totals.add_report(_report(0, records_in=500, committed_in=400))
+    totals.add_report(_report(1, records_in=300, committed_in=300))
     totals.end_epoch("run-1", [])  # the epoch was lost: its threads returned nothing
     progress = totals.progress()
     # what was committed is counted; what was processed after the last commit will be
@@ -28,9 +29,9 @@ def test_a_lost_epoch_counts_what_its_threads_last_reported_as_committed():
 def test_a_running_epoch_counts_its_changelog_records_and_restores_as_last_committed():
     totals = LiveTotals()
     report = _report(0, records_in=500, committed_in=400)
-    report["committed"].update(changelog_records=120, restored_records=80, task_restores=1,
-                               task_moves=1)
-    totals.add_report("run-1", report)  # no end: epochs have no scheduled end by default
+    report.committed.update(changelog_records=120, restored_records=80, task_restores=1,
+                            task_moves=1)
+    totals.add_report(report)  # no end: epochs have no scheduled end by default
     progress = totals.progress()
     assert (progress["changelog_records"], progress["restored_records"],
             progress["task_restores"], progress["task_moves"]) == (120, 80, 1, 1)
@@ -38,7 +39,7 @@ def test_a_running_epoch_counts_its_changelog_records_and_restores_as_last_commi
 
 def test_a_finished_epoch_counts_its_threads_final_rows_not_their_reports():
     totals = LiveTotals()
-    totals.add_report("run-1", _report(0, records_in=500, committed_in=400))
+    totals.add_report(_report(0, records_in=500, committed_in=400))
     totals.end_epoch("run-1", [{"records_in": 600, "records_out": 590, "commits": 3}])
     assert totals.progress()["records_in"] == 600
 
@@ -55,14 +56,12 @@ def test_the_threads_changelogs_give_the_store_partition_lags():
     from kspark._spark.realtime.thread_metrics import LiveTotals
 
     live = LiveTotals()
-    base = {"records_in": 0, "records_out": 0, "commits": 0, "process_rate": 0.0,
-            "commit_latency_avg_ms": 0.0, "commit_latency_max_ms": 0.0, "lag": {}}
-    live.add_report("r", {**base, "thread": 0, "changelogs": {
-        "active": ["app-c-changelog:0"], "standby": {"app-c-changelog:1": 7}}})
-    live.add_report("r", {**base, "thread": 1, "changelogs": {
-        "active": ["app-c-changelog:1"], "standby": {"app-c-changelog:0": 3}}})
-    live.add_report("r", {**base, "thread": 2, "changelogs": {
-        "active": [], "standby": {"app-c-changelog:2": 4, "app-c-changelog:0": 5}}})
+    live.add_report(ThreadReport(run="r", thread=0, changelogs={
+        "active": ["app-c-changelog:0"], "standby": {"app-c-changelog:1": 7}}))
+    live.add_report(ThreadReport(run="r", thread=1, changelogs={
+        "active": ["app-c-changelog:1"], "standby": {"app-c-changelog:0": 3}}))
+    live.add_report(ThreadReport(run="r", thread=2, changelogs={
+        "active": [], "standby": {"app-c-changelog:2": 4, "app-c-changelog:0": 5}}))
     active, standby = live.changelogs()
     assert active == {("app-c-changelog", 0), ("app-c-changelog", 1)}
     assert standby[("app-c-changelog", 0)] == 5  # the most caught-up copy

@@ -1,8 +1,9 @@
 """What a hosted task did between two commits, as one typed value that adds up.
 
-Both execution modes carry the same value to the driver through the control topic: each
-committed micro-batch task batch sends its :class:`TaskMetrics` (see
-``_control/task_reports.py``), the real-time threads sum theirs into the reports they send.
+Both execution modes carry the same value to the driver through the control topic
+(``_control/reports.py``): each committed micro-batch task batch sends its
+:class:`TaskMetrics` in a ``TaskReport``, the real-time threads sum theirs into the
+``ThreadReport`` they send (``_control/messages.py``).
 ``records_out`` counts records written to user and repartition topics,
 ``changelog_records`` those written to changelogs.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+from kspark._control.messages import TaskReport
 from kspark._engine.async_.metrics import merge_metrics
 from kspark._engine.metrics.stats import merge_stats
 from kspark._engine.metrics.names import Metrics
@@ -72,9 +74,10 @@ class TaskMetrics:
 
 
 class ReportedTotals:
-    """The driver's sum of the task reports read from the control topic
-    (``_kafka/task_reports.TaskReportReader``): what this run's committed task batches
-    counted. Safe to call from several threads."""
+    """The driver's sum of the :class:`~kspark._control.messages.TaskReport` messages its
+    ``reader`` (a ``_control/reports.ControlReader``) reads from the control topic: what
+    this run's committed task batches counted (other messages are left out). Safe to call
+    from several threads."""
 
     def __init__(self, reader: Any):
         import threading
@@ -85,8 +88,9 @@ class ReportedTotals:
         """The totals, with the reports that arrived since the last call added."""
         with self._lock:
             if self._reader is not None:
-                for report in self._reader.read():
-                    self._total.add(TaskMetrics.of(report["counts"]))
+                for message in self._reader.read():
+                    if isinstance(message, TaskReport):
+                        self._total.add(TaskMetrics.of(message.counts))
             return self._total
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ from kspark.config import commit_interval_ms
 from kspark.errors import KSparkError, TopologyError
 from kspark._engine.metrics.names import Metrics
 from kspark._control.control_topic import control_end
-from kspark._control.task_reports import TaskReportReader
+from kspark._control.reports import ControlReader
 from kspark._spark.resume import resume_offsets
 from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG, repartition_topics
 from kspark._host.lags import partition_lags
@@ -136,7 +136,7 @@ class MicroBatchDriver:
         # every task's progress marker (both guarantees): offset metadata of this topic
         app_id = c["application.id"]
         app.create_kspark_topics(admin, counts, built.tasks)
-        self.totals = ReportedTotals(TaskReportReader(
+        self.totals = ReportedTotals(ControlReader(
             admin.settings, app_id, control_end(admin.settings, app_id)))
         timings.step("changelog, progress and control topics")
         host = self.host = MicroBatchHost(spark, built, c, self.totals)

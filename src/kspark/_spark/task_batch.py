@@ -29,7 +29,8 @@ from kspark._spark.routing import (Ordered, RoutingCollector, in_writer_order, r
                                    shuffled_records)
 from kspark._spark.wire import Range, markers_in
 from kspark.errors import StreamsError
-from kspark._control.task_reports import TaskReportSender
+from kspark._control.messages import TaskReport
+from kspark._control.reports import ReportSender
 
 __all__ = ["TaskBatch", "run_task_batch", "RangeReader"]
 
@@ -50,7 +51,8 @@ def kafka_reader(ctx: HostContext) -> RangeReader:
 class TaskBatch:
     """Task ``partition`` of ``ctx``'s sub-topology over micro-batch ``batch`` (Spark query
     id, batch id; None outside a streaming query), attempt ``attempt``; a committed batch
-    sends its ``TaskMetrics`` to the control topic if ``report`` (``_control/task_reports.py``).
+    sends its ``TaskMetrics`` to the control topic if ``report`` (a ``TaskReport``, through
+    ``_control/reports.py``).
     ``tasks``: the worker's task manager (default: this process's); ``read``: the reader of
     the task's Kafka ranges (default: :func:`kafka_reader`)."""
 
@@ -157,10 +159,8 @@ class TaskBatch:
         its counts to the driver."""
         done = self.hosted.commit(force=True)
         if self.report and done is not None:
-
-            TaskReportSender.of(self.ctx.settings, self.ctx.app_id).send(
-                {"task": self.task_id, "batch": None if self.batch is None else self.batch[1],
-                 "counts": done.to_dict()})
+            ReportSender.of(self.ctx.settings, self.ctx.app_id).send(TaskReport(
+                self.task_id, None if self.batch is None else self.batch[1], done.to_dict()))
 
     def release(self) -> None:
         self.hosted.release()

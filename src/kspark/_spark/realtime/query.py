@@ -22,8 +22,9 @@ from dataclasses import replace
 from typing import Any
 
 from kspark._kafka.clients import committed_offsets
-from kspark._control.control_topic import (MetricsReader, control_end, send_assignment,
-                                                 send_stop)
+from kspark._control.control_topic import control_end, send_assignment, send_stop
+from kspark._control.messages import ThreadReport
+from kspark._control.reports import ControlReader
 from kspark._plan.plan import QueryPlan
 from kspark._spark.connect import default_parallelism
 from kspark._spark.realtime.batch_end import BatchEnd
@@ -116,7 +117,7 @@ class RealTimeQuery(RunHandle):
                                       dict(epoch.stop), drained)
         self.live = LiveTotals()
         self._view = MetricsView()
-        self._reader: MetricsReader | None = None
+        self._reader: ControlReader | None = None
         self._metrics_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="kspark-real-time", daemon=True)
 
@@ -127,7 +128,7 @@ class RealTimeQuery(RunHandle):
 
     def start(self) -> RealTimeQuery:
         ctx = self.ctx
-        self._reader = MetricsReader(ctx.settings, ctx.app_id,
+        self._reader = ControlReader(ctx.settings, ctx.app_id,
                                      control_end(ctx.settings, ctx.app_id))
         self._thread.start()
         if self.batch_end is not None:
@@ -153,8 +154,9 @@ class RealTimeQuery(RunHandle):
     def _read_reports(self) -> None:
         """Take in the threads' latest metrics (the caller holds ``_metrics_lock``)."""
         if self._reader is not None:
-            for run, report in self._reader.read():
-                self.live.add_report(run, report)
+            for message in self._reader.read():
+                if isinstance(message, ThreadReport):
+                    self.live.add_report(message)
 
     def is_active(self) -> bool:
         return not self._done.is_set()
@@ -267,8 +269,8 @@ class RealTimeQuery(RunHandle):
                 runs = {e.run: i for i, e in self._current.items()}
             live = [(runs[run], r) for (run, _), r in self.live.live.items() if run in runs]
             return ({(i, task): int(n) for i, r in live for task, n in
-                     r.get("standby", {}).items()},
-                    {task for _, r in live for task in r.get("active", ())})
+                     r.standby.items()},
+                    {task for _, r in live for task in r.active})
 
     def _lost(self, index: int) -> None:
         """Thread ``index`` was lost with its executor or Python worker: with standby

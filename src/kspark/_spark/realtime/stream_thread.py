@@ -29,7 +29,8 @@ from typing import Any
 from kspark._host.context import HostContext
 from kspark._host.task import HostedTask
 from kspark._host.task_manager import TaskManager, task_manager
-from kspark._control.control_topic import MetricsSender, StopWatch
+from kspark._control.control_topic import StopWatch
+from kspark._control.reports import ReportSender
 from kspark._spark.realtime.epoch import Epoch
 from kspark._spark.realtime.global_feed import GlobalFeed
 from kspark._spark.realtime.layout import TaskSpec
@@ -48,16 +49,17 @@ def _stop_watch(ctx: HostContext, epoch: Epoch) -> StopWatch:
     return StopWatch(ctx.settings, ctx.app_id, epoch.control_begin, epoch.run, epoch.query)
 
 
-def _metrics_sender(ctx: HostContext, epoch: Epoch) -> MetricsSender:
-    return MetricsSender(ctx.settings, ctx.app_id, epoch.run)
+def _metrics_sender(ctx: HostContext, epoch: Epoch) -> ReportSender:
+    return ReportSender(ctx.settings, ctx.app_id, wait=False)  # the loop does not wait
 
 
 @dataclass(frozen=True)
 class ThreadClients:
     """What a stream thread reaches its worker and the cluster through: ``tasks``, the
     worker's task manager (None: this process's); ``watch`` and ``sender``, its view of the
-    control topic (a ``StopWatch``) and its metrics' sender, for a context and the epoch;
-    ``consumer``: its consumer, assigned its tasks' partitions (``assign_consumer``)."""
+    control topic (a ``StopWatch``) and its metrics' sender (a ``ReportSender``), for a
+    context and the epoch; ``consumer``: its consumer, assigned its tasks' partitions
+    (``assign_consumer``)."""
 
     tasks: TaskManager | None = None
     watch: Callable[[HostContext, Epoch], Any] = _stop_watch

@@ -1,19 +1,19 @@
 """Live metrics of real-time stream threads: what each thread reports, and the driver's sum.
 
 A thread reports after a commit round, at most every commit interval and at least every
-5 s (see :class:`ThreadMeter`), through the control topic (``_control/control_topic.py``); the
-driver keeps each thread's latest report of the running epoch and adds them to the totals
-of the finished epochs (:class:`LiveTotals`).
+5 s (see :class:`ThreadMeter`), a ``ThreadReport`` (``_control/messages.py``) through the
+control topic (``_control/reports.py``); the driver keeps each thread's latest report of
+the running epoch and adds them to the totals of the finished epochs (:class:`LiveTotals`).
 
 Example:
-    >>> m = ThreadMeter(thread=0, every_s=1.0, now=0.0)
+    >>> m = ThreadMeter(thread=0, every_s=1.0, now=0.0, run="run-1")
     >>> m.committed(0.004); m.committed(0.010)
     >>> r = m.report(records_in=500, records_out=480, commits=2,
     ...              lag={("in", 0): 3}, now=2.0)
-    >>> r["process_rate"], r["commit_latency_avg_ms"], r["commit_latency_max_ms"], r["lag"]
+    >>> r.process_rate, r.commit_latency_avg_ms, r.commit_latency_max_ms, r.lag
     (250.0, 7.0, 10.0, {'in:0': 3})
     >>> totals = LiveTotals()
-    >>> totals.add_report("run-1", r)
+    >>> totals.add_report(r)
     >>> totals.progress()["records_in"], totals.progress()["lag"]
     (500, 3)
     >>> totals.lag(), totals.thread_values()[0]["commit-total"]
@@ -26,8 +26,10 @@ Example:
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
+from kspark._control.messages import ThreadReport
 from kspark._engine.async_.metrics import async_metrics, merge_metrics, summarize_metrics
 from kspark._engine.metrics.stats import merge_stats, split_key
 from kspark._host.metrics import TaskMetrics
@@ -38,14 +40,16 @@ __all__ = ["ThreadMeter", "LiveTotals", "ThreadReporter", "COUNTS", "changelog_p
 COUNTS = ("records_in", "records_out", "changelog_records", "commits")
 # counted when an epoch ends: what opening its tasks cost (restores) and tasks that moved
 EPOCH_COUNTS = ("restored_records", "task_restores", "task_moves")
+LIVE_COUNTS = ("records_in", "records_out", "commits")  # the counts a report has live
 
 
 class ThreadMeter:
     """One thread's meter over an epoch: commit latencies and the process rate since its
-    last report; :meth:`due` tells when to report next."""
+    last report; :meth:`due` tells when to report next. ``run``: the run of the thread's
+    epoch, which its reports name."""
 
-    def __init__(self, thread: int, every_s: float, now: float):
-        self.thread, self.every_s = thread, every_s
+    def __init__(self, thread: int, every_s: float, now: float, run: str = ""):
+        self.thread, self.every_s, self.run = thread, every_s, run
         self._last_at, self._last_in = now, 0
         self._commit_s: list[float] = []
         self._latency = (0.0, 0.0)  # avg and max of the last window with commits, in ms
@@ -59,8 +63,8 @@ class ThreadMeter:
 
     def report(self, records_in: int, records_out: int, commits: int,
                lag: dict[tuple[str, int], int], now: float,
-               committed: dict[str, int] | None = None) -> dict[str, Any]:
-        """The report (a JSON-able dict), and the start of the next window. ``committed``:
+               committed: dict[str, Any] | None = None) -> ThreadReport:
+        """The report, and the start of the next window. ``committed``:
         the thread's counts of its commits so far (:data:`COUNTS` and :data:`EPOCH_COUNTS`),
         what the driver keeps of an epoch that is lost before it returns."""
         took = max(now - self._last_at, 1e-9)
@@ -68,13 +72,12 @@ class ThreadMeter:
             latencies = self._commit_s
             self._latency = (round(1000 * sum(latencies) / len(latencies), 1),
                              round(1000 * max(latencies), 1))
-        out = {"thread": self.thread, "records_in": records_in, "records_out": records_out,
-               "commits": commits,
-               "process_rate": round((records_in - self._last_in) / took, 1),
-               "commit_latency_avg_ms": self._latency[0],
-               "commit_latency_max_ms": self._latency[1],
-               "lag": {f"{t}:{p}": n for (t, p), n in sorted(lag.items())},
-               "committed": dict(committed or {})}
+        out = ThreadReport(
+            run=self.run, thread=self.thread, records_in=records_in, records_out=records_out,
+            commits=commits, process_rate=round((records_in - self._last_in) / took, 1),
+            commit_latency_avg_ms=self._latency[0], commit_latency_max_ms=self._latency[1],
+            lag={f"{t}:{p}": n for (t, p), n in sorted(lag.items())},
+            committed=dict(committed or {}))
         self._last_at, self._last_in, self._commit_s = now, records_in, []
         return out
 
@@ -84,7 +87,7 @@ class LiveTotals:
 
     def __init__(self) -> None:
         self.finished = dict.fromkeys(COUNTS, 0)
-        self.live: dict[tuple[str, int], dict[str, Any]] = {}  # (run, thread) -> report
+        self.live: dict[tuple[str, int], ThreadReport] = {}  # (run, thread) -> report
         self.ended: set[str] = set()
         self.tasks_kept = 0
         self.opened = dict.fromkeys(EPOCH_COUNTS, 0)
@@ -92,16 +95,17 @@ class LiveTotals:
         self.finished_streams: dict[str, list] = {}  # Kafka Streams' metrics' counts
         self.thread_of_task: dict[str, int] = {}  # the thread that last ran each task
 
-    def add_report(self, run: str, report: dict[str, Any]) -> None:
-        """The latest report of a thread of epoch ``run`` (ignored once the epoch ended). A
-        report of a new attempt of the thread's epoch (Spark retried its task, lost with
-        its executor) ends the attempt before: what it last reported as committed counts."""
-        if run in self.ended:
+    def add_report(self, report: ThreadReport) -> None:
+        """The latest report of a thread of epoch ``report.run`` (ignored once the epoch
+        ended). A report of a new attempt of the thread's epoch (Spark retried its task,
+        lost with its executor) ends the attempt before: what it last reported as committed
+        counts."""
+        if report.run in self.ended:
             return
-        key = (run, int(report["thread"]))
+        key = (report.run, report.thread)
         before = self.live.get(key)
-        if before is not None and before.get("attempt") != report.get("attempt"):
-            self._add_rows([before["committed"]] if before.get("committed") else [])
+        if before is not None and before.attempt != report.attempt:
+            self._add_rows([before.committed] if before.committed else [])
         self.live[key] = report
 
     def end_epoch(self, run: str, rows: list[dict[str, Any]]) -> None:
@@ -109,8 +113,7 @@ class LiveTotals:
         tasks it kept from its previous epoch); a lost epoch returns none, and what its
         threads last reported as committed counts instead."""
         if not rows:
-            rows = [r["committed"] for k, r in self.live.items()
-                    if k[0] == run and r.get("committed")]
+            rows = [r.committed for k, r in self.live.items() if k[0] == run and r.committed]
         self.ended.add(run)
         self.live = {k: v for k, v in self.live.items() if k[0] != run}
         self._add_rows(rows)
@@ -131,11 +134,11 @@ class LiveTotals:
         finished epochs cost: records restored, tasks that restored any, tasks that moved."""
         live = list(self.live.values())
 
-        def now(r: dict[str, Any], k: str) -> int:  # a count not reported live: as committed
-            return int(r[k] if k in r else (r.get("committed") or {}).get(k, 0))
+        def now(r: ThreadReport, k: str) -> int:  # a count not reported live: as committed
+            return int(getattr(r, k) if k in LIVE_COUNTS else r.committed.get(k, 0))
 
         out = {k: self.finished[k] + sum(now(r, k) for r in live) for k in COUNTS}
-        out["lag"] = sum(int(n) for r in live for n in r["lag"].values())
+        out["lag"] = sum(int(n) for r in live for n in r.lag.values())
         out["tasks_kept"] = self.tasks_kept
         out.update({k: self.opened[k] + sum(now(r, k) for r in live) for k in EPOCH_COUNTS})
         return out
@@ -146,7 +149,7 @@ class LiveTotals:
         out: dict[str, list] = {}
         merge_stats(out, self.finished_streams)
         for (_, thread), r in sorted(self.live.items(), key=lambda kv: kv[0][1]):
-            stats = r.get("committed", {}).get("streams", {})
+            stats = r.committed.get("streams", {})
             merge_stats(out, stats)
             for key in stats:
                 self.thread_of_task[split_key(key)[1]] = thread
@@ -159,7 +162,7 @@ class LiveTotals:
         active: set[tuple[str, int]] = set()
         standby: dict[tuple[str, int], int] = {}
         for r in self.live.values():
-            held = r.get("changelogs") or {}
+            held = r.changelogs
             active.update(_tp(tp) for tp in held.get("active", ()))
             for tp, offset in (held.get("standby") or {}).items():
                 standby[_tp(tp)] = max(int(offset), standby.get(_tp(tp), 0))
@@ -169,17 +172,17 @@ class LiveTotals:
         """Each live thread's figures by Java's thread-metric names."""
         out = {}
         for (_, thread), r in sorted(self.live.items(), key=lambda kv: kv[0][1]):
-            out[thread] = {"process-total": r["records_in"], "process-rate": r["process_rate"],
-                           "commit-total": r["commits"],
-                           "commit-latency-avg": r["commit_latency_avg_ms"],
-                           "commit-latency-max": r["commit_latency_max_ms"]}
+            out[thread] = {"process-total": r.records_in, "process-rate": r.process_rate,
+                           "commit-total": r.commits,
+                           "commit-latency-avg": r.commit_latency_avg_ms,
+                           "commit-latency-max": r.commit_latency_max_ms}
         return out
 
     def lag(self) -> dict[tuple[str, int], int]:
         """Each input partition's lag, as the threads last saw it."""
         out = {}
         for r in self.live.values():
-            for tp, n in r["lag"].items():
+            for tp, n in r.lag.items():
                 topic, _, p = tp.rpartition(":")
                 out[(topic, int(p))] = int(n)
         return out
@@ -190,8 +193,8 @@ class LiveTotals:
         raw = merge_metrics({}, self.finished_async)
         in_flight: dict[str, float] = {}  # now: the sum of the threads' latest reports
         for r in self.live.values():
-            merge_metrics(raw, r.get("async", {}))
-            for name, m in r.get("async", {}).items():
+            merge_metrics(raw, r.async_)
+            for name, m in r.async_.items():
                 in_flight[name] = in_flight.get(name, 0) + m["in_flight"]
         for name, m in raw.items():
             m["in_flight"] = in_flight.get(name, 0)
@@ -220,14 +223,16 @@ def changelog_positions(tasks: Any, standbys: Any) -> dict[str, Any]:
 
 
 class ThreadReporter:
-    """Sends a thread's live metrics (a :class:`ThreadMeter` report) through ``sender``
+    """Sends a thread's live metrics (a :class:`ThreadMeter` report) through ``sender`` (a
+    ``_control/reports.ReportSender`` that does not wait)
     every commit interval, at least every 5 s, and when the thread ends; sums its tasks'
     commits (``TaskMetrics``) for the epoch's final row."""
 
     def __init__(self, index: int, epoch: Any, sender: Any, attempt: str = ""):
         self.sender, self.attempt = sender, attempt
         self.standbys: Any = None  # the thread's StandbyUpdater (its copies' lags, counts)
-        self.meter = ThreadMeter(index, min(epoch.interval_ms / 1000, 5.0), time.monotonic())
+        self.meter = ThreadMeter(index, min(epoch.interval_ms / 1000, 5.0), time.monotonic(),
+                                 epoch.run)
         self.async_raw: dict[str, dict[str, float]] = {}  # the epoch's async counters
         self.committed = TaskMetrics()  # the thread's commits' counts
 
@@ -270,7 +275,8 @@ class ThreadReporter:
         report = self.meter.report(
             sum(t.read for t in tasks), sum(t.collector.sent - t.collector.logged for t in tasks),
             sum(t.commits for t in tasks), loop.lag(), now, self.counts())
-        self.sender.send({**report, "async": self.async_raw, "attempt": self.attempt,
-                          "standby": dict(self.standbys.lags if self.standbys else {}),
-                          "active": sorted(s.task_id for s in loop.tasks),
-                          "changelogs": changelog_positions(tasks, self.standbys)})
+        self.sender.send(replace(
+            report, async_=self.async_raw, attempt=self.attempt,
+            standby=dict(self.standbys.lags if self.standbys else {}),
+            active=tuple(sorted(s.task_id for s in loop.tasks)),
+            changelogs=changelog_positions(tasks, self.standbys)))
