@@ -19,15 +19,13 @@ from kspark._spark.session import build_session, prepare
 from kspark._spark.modes import DRIVERS, IDLE, ModeDriver
 from kspark._spark.batch_run import BatchRun
 from kspark._spark.spark_sinks import SparkSinks
-from kspark._graph.resources import instance_group, kspark_topics
+from kspark._graph.resources import instance_group
+from kspark._plan.internal_topics import kspark_topics_at
+from kspark._spark.topic_creation import ensure_internal_topics
 from kspark._control.instance_guard import InstanceGuard
 from kspark.config import EXACTLY_ONCE_V2, MICRO_BATCH, StreamsConfig, checkpoint_location
 from kspark._host.supervision import FailureHandler, RunHandle
-from kspark.errors import (ChangelogLostError, MissingSourceTopicError, RunFailedError,
-                           StreamsError, TopologyError)
-from kspark._engine.state.build import changelog_config, changelog_topic
-from kspark._graph.naming import legacy_changelogs
-from kspark._engine.state.checkpoint import read_checkpoint
+from kspark.errors import MissingSourceTopicError, RunFailedError, StreamsError
 
 __all__ = ["SparkApplication", "explain"]
 
@@ -114,7 +112,8 @@ class SparkApplication:
             admin.check_transactions()
         timings.step("topic checks")
         lock = instance_group(c["application.id"])
-        self.create_kspark_topics(admin, counts, 1, "guard")
+        ensure_internal_topics(admin, counts, kspark_topics_at(c["application.id"], 1, "guard"),
+                               c["replication.factor"])
         timings.step("instance lock topic")
         self._guard = InstanceGuard(settings, c["application.id"], lock,
                                     c["request.timeout.ms"] / 1000)
@@ -175,79 +174,6 @@ class SparkApplication:
         self._batch_run = BatchRun.at_start(self.config, admin, topics, counts, drained or [])
         self.stop_offsets = None if self._batch_run is None else dict(self._batch_run.stop)
         return self._batch_run
-
-    def create_changelogs(self, admin: Admin, counts: dict[str, int],
-                           store_tasks: dict[str, int]) -> None:
-        """A changelog topic per logged store, one partition per task, configured as Kafka
-        Streams configures it (see ``changelog_config``; an existing topic is left as is)."""
-
-        self._check_not_renamed(counts)
-        for name, n in store_tasks.items():
-            builder = self.graph.stores[name][0]
-            if not builder.logging_enabled:
-                continue
-            topic = changelog_topic(self.config["application.id"], name)
-            if topic not in counts:
-                self._check_no_local_state_of(topic)
-            config = changelog_config(builder, self.config.topic_overrides())
-            self.create_topic(admin, counts, topic, n, f"store {name!r}'s tasks", config)
-
-    def create_kspark_topics(self, admin: Admin, counts: dict[str, int], tasks: int,
-                             when: str = "start") -> None:
-        """kspark's own topics made at ``when`` (``_graph/resources.py``): at ``start`` the
-        progress topic (one partition per task) and the control topic, at ``guard`` the
-        instance topic."""
-        for t in kspark_topics(self.config["application.id"], tasks):
-            if t.created == when:
-                self.create_topic(admin, counts, t.name, t.partitions or tasks, t.purpose,
-                                  dict(t.config) or None)
-
-    def create_sink_topics(self, admin: Admin, counts: dict[str, int], plan: Any) -> None:
-        """The Spark sinks' topics (``spark_sinks.py``)."""
-        self._sinks.create_topics(self, admin, counts, plan)
-
-    def _check_not_renamed(self, counts: dict[str, int]) -> None:
-        """Refuse to start on changelogs named by kspark's earlier (pre-Java) naming: their
-        stores have other names now, so they would start empty over committed offsets."""
-
-        app = self.config["application.id"]
-        used = {changelog_topic(app, name) for name in self.graph.stores}
-        old = [t for t in legacy_changelogs(app, set(counts)) if t not in used]
-        if old:
-            raise TopologyError(
-                f"application {app!r} has changelog topics named as kspark named generated "
-                f"stores before it took Kafka Streams' names: {', '.join(old)}. Its stores "
-                "have Java's names now (and their changelogs Java's layout), so they would "
-                "start empty while the input offsets stay committed: reset the application "
-                "(kspark reset) to reprocess its input; docs/from-java.md, \"Names\"")
-
-    def _check_no_local_state_of(self, topic: str) -> None:
-        """A missing changelog while local state has a checkpoint of it: refuse (creating
-        it empty would make every task wipe its correct state and count from zero)."""
-        from pathlib import Path
-
-
-        app_dir = Path(self.config["state.dir"], self.config["application.id"])
-        for path in sorted(app_dir.glob("*/.checkpoint")):
-            if any(t == topic for t, _ in (read_checkpoint(path) or {})):
-                raise ChangelogLostError(
-                    f"changelog topic {topic!r} does not exist, but the local state in "
-                    f"{path.parent} was checkpointed from it: the topic was deleted, and "
-                    "recreating it empty would silently lose that state. Either rebuild it "
-                    "from the local state (kspark changelog rebuild --store <store> ..., see "
-                    "docs/architecture.md), or reset the application (delete "
-                    f"{app_dir} and the application's internal topics, then reprocess)")
-
-    def create_topic(self, admin: Admin, counts: dict[str, int], topic: str, n: int, what: str,
-                      config: dict[str, str] | None = None) -> None:
-        """Create an internal topic with one partition per task, or check the existing one."""
-        if topic in counts and counts[topic] != n:
-            raise TopologyError(
-                f"internal topic {topic!r} has {counts[topic]} partitions but there are {n} of "
-                f"{what}; reset the application (delete its internal topics and the state "
-                "directory) or restore the input topics' partition counts")
-        admin.create_topics({topic: n}, config,
-                            replication_factor=self.config["replication.factor"])
 
     def await_termination(self, timeout_s: float | None) -> bool:
         if not self._sinks.specs:

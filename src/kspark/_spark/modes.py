@@ -31,7 +31,9 @@ from kspark._engine.metrics.names import Metrics
 from kspark._control.control_topic import control_end
 from kspark._control.reports import ControlReader
 from kspark._spark.resume import resume_offsets
-from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG, repartition_topics
+from kspark._spark.realtime.layout import repartition_topics
+from kspark._plan.internal_topics import repartition_topics_of
+from kspark._spark.topic_creation import create_start_topics, ensure_internal_topics
 from kspark._host.lags import partition_lags
 from kspark._engine.offset_reset import topic_policy
 from kspark._host.start_offsets import resolve_start_offsets
@@ -118,7 +120,7 @@ class MicroBatchDriver:
         app, c = self.app, self.app.config
         self.admin, self.session, timings = admin, spark, app.start_timings
         looped = plan(app.graph, counts, c).looped  # made first: the query resumes them too
-        counts = _create_looped(app, admin, counts, looped)
+        counts = _create_looped(admin, counts, c, looped)
         topics, resets = kafka_sources(app.graph, looped)
         start = resume_offsets(spark, c, topics, resets, app.checkpoint_dir)
         timings.step("resume offsets")
@@ -130,12 +132,11 @@ class MicroBatchDriver:
         built = build(spark, plan(app.graph, counts, c, start, stop), app.graph, c)
         timings.step("planning (with the data source's load())")
         _check_repartitions_drained(admin, c, built.plan, counts)
-        app.create_changelogs(admin, counts, built.store_tasks)
+        # changelogs, Spark sinks' topics, then every task's progress marker (both
+        # guarantees: offset metadata of the progress topic) and the control topic
+        create_start_topics(admin, counts, c, app.graph, built.plan)
         self._logged = _logged(app, built.store_tasks)
-        app.create_sink_topics(admin, counts, built.plan)
-        # every task's progress marker (both guarantees): offset metadata of this topic
         app_id = c["application.id"]
-        app.create_kspark_topics(admin, counts, built.tasks)
         self.totals = ReportedTotals(ControlReader(
             admin.settings, app_id, control_end(admin.settings, app_id)))
         timings.step("changelog, progress and control topics")
@@ -240,13 +241,9 @@ class RealTimeDriver:
         query_plan = plan(app.graph, counts, c)
         app.begin_batch_run(admin, kafka_sources(app.graph)[0], counts)
         timings.step("stop offsets (metadata topic)")
-        app.create_changelogs(admin, counts, query_plan.store_tasks)
+        create_start_topics(admin, counts, c, app.graph, query_plan, repartition_topics_of(
+            repartition_topics(query_plan, app.graph), "its readers' tasks", c.topic_overrides()))
         self.admin, self._logged = admin, _logged(app, query_plan.store_tasks)
-        app.create_sink_topics(admin, counts, query_plan)
-        for topic, n in repartition_topics(query_plan, app.graph).items():
-            app.create_topic(admin, counts, topic, n, "its readers' tasks",
-                             {**REPARTITION_TOPIC_CONFIG, **c.topic_overrides()})
-        app.create_kspark_topics(admin, counts, query_plan.tasks)
         timings.step("changelog, repartition, progress and control topics")
         starts = _real_time_starts(admin, app, counts)
         timings.step("start offsets (the group's, reset policies)")
@@ -343,15 +340,13 @@ def _discard_micro_batch_checkpoint(app_id: str, location: str) -> None:
         shutil.rmtree(directory)
 
 
-def _create_looped(app: Any, admin: Admin, counts: dict[str, int],
+def _create_looped(admin: Admin, counts: dict[str, int], config: Any,
                    looped: dict[str, int]) -> dict[str, int]:
     """Create the topics closing a cycle of sub-topologies (``QueryPlan.looped``: a
     foreign-key join's), configured as Kafka Streams' repartition topics (purged after each
     micro-batch, see ``source.py``); ``counts`` with theirs."""
-
-    for topic, n in looped.items():
-        app.create_topic(admin, counts, topic, n, "its reader's tasks",
-                         {**REPARTITION_TOPIC_CONFIG, **app.config.topic_overrides()})
+    ensure_internal_topics(admin, counts, repartition_topics_of(
+        looped, "its reader's tasks", config.topic_overrides()), config["replication.factor"])
     return {**counts, **looped}
 
 

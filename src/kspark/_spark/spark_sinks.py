@@ -28,7 +28,7 @@ from kspark._spark.failures import explain
 from kspark._spark.read_topic import topic_read
 from kspark.config import checkpoint_location
 from kspark.errors import SparkSinkError, StreamsError
-from kspark._spark.realtime.layout import REPARTITION_TOPIC_CONFIG
+from kspark._plan.internal_topics import spark_sink_topic
 from kspark._spark.sink_writers import batch_writer
 from kspark._spark.checkpoint import SparkCheckpoint
 from kspark._engine.metrics.names import Metric, MetricName
@@ -61,16 +61,9 @@ class SparkSinks:
         self._stopped = threading.Event()
 
     def topic(self, name: str) -> str:
-        return f"{self.app_id}-{self.specs[name].topic}"
-
-    def create_topics(self, app: Any, admin: Any, counts: dict[str, int], plan: Any) -> None:
-        """Each sink's topic, one partition per task of the sub-topology writing it,
-        configured as a repartition topic (purged as the sink commits)."""
-        tasks = {n: m.tasks for m in plan.members() for n in m.stage_plan.nodes}
-        for name in self.specs:
-            app.create_topic(admin, counts, self.topic(name), tasks[name],
-                             f"the tasks writing Spark sink {name!r}",
-                             {**REPARTITION_TOPIC_CONFIG, **self.config.topic_overrides()})
+        """Sink ``name``'s topic (created at start with the application's internal topics:
+        ``_plan/internal_topics.spark_sink_topics``)."""
+        return spark_sink_topic(self.app_id, self.specs[name])
 
     def start(self, spark: Any) -> None:
         """Start every sink's query, then a thread keeping their counts."""

@@ -33,12 +33,7 @@ from kspark._graph.graph import TopologyGraph, topic_name
 from kspark._graph.subtopology import sub_topologies
 from kspark._plan.plan import QueryPlan
 
-__all__ = ["TaskSpec", "task_specs", "repartition_topics", "REPARTITION_TOPIC_CONFIG"]
-
-# Kafka Streams' RepartitionTopicConfig defaults: records are purged by the application
-# after commit (delete-records), never by retention.
-REPARTITION_TOPIC_CONFIG = {"cleanup.policy": "delete", "retention.ms": "-1",
-                            "segment.bytes": "52428800"}
+__all__ = ["TaskSpec", "task_specs", "repartition_topics"]
 
 
 @dataclass(frozen=True)
