@@ -69,8 +69,12 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
                  collector: RecordCollector, clock: Callable[[], int] = _wall_clock_ms,
                  store_builders: Mapping[str, Any] | None = None, batch_buffer: bool = False,
                  restore: Callable[["StreamTask"], Any] | None = None,
-                 global_stores: Mapping[str, Any] | None = None, async_runtime: Any = None):
+                 global_stores: Mapping[str, Any] | None = None, async_runtime: Any = None,
+                 durable_commits: bool = True):
         self.task_id = task_id
+        # False: a commit leaves persistent stores' writes in RocksDB's memtable (the
+        # TopologyTestDriver's, committing per record); a host's commits write them to disk
+        self.durable_commits = durable_commits
         self.async_runtime = async_runtime  # None: async steps use the shared thread runtime
         self.global_stores = dict(global_stores or {})  # read-only views (global_task.py)
         self.sources = dict(sources)
@@ -202,7 +206,8 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         # a worker of a run that just ended (a batch run stopped, then resumed) may still
         # hold the lock for a moment: wait for it a little before failing the task
         return build_store(builder, directory, log, self._batch_buffer, self.record_cache,
-                           lock_wait_s=TASK_STORE_LOCK_WAIT_S)
+                           lock_wait_s=TASK_STORE_LOCK_WAIT_S,
+                           durable_commits=self.durable_commits)
 
     def get_state_store(self, node: ProcessorNode, name: str) -> Any:
         """The store ``name``, if ``node``'s processor is connected to it; a global store

@@ -90,11 +90,12 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
                only: Iterable[str] | None = None, batch_buffer: bool = False,
                restore: Callable[[StreamTask], Any] | None = None,
                global_stores: Mapping[str, Any] | None = None,
-               async_runtime: Any = None) -> StreamTask:
+               async_runtime: Any = None, durable_commits: bool = True) -> StreamTask:
     """A fresh StreamTask running ``graph``, or only the nodes named in ``only`` (a sub-topology).
 
     Processors come from their suppliers, so each task has its own. ``global_stores``: the
     read-only views of the global stores (see ``GlobalStateTask.read_only``).
+    ``durable_commits``: whether a commit writes persistent stores to disk (see StreamTask).
     """
     nodes: dict[str, ProcessorNode] = {}
     app_id = config["application.id"]
@@ -137,7 +138,7 @@ def build_task(graph: TopologyGraph, task_id: str, config: Mapping[str, Any],
         node.store_names = set(graph.stores_of(name))
     return StreamTask(task_id, sources, nodes.values(), config, collector, store_builders=stores,
                       batch_buffer=batch_buffer, restore=restore, global_stores=global_stores,
-                      async_runtime=async_runtime, **kwargs)
+                      async_runtime=async_runtime, durable_commits=durable_commits, **kwargs)
 
 
 def build_global_task(graph: TopologyGraph, config: Mapping[str, Any],

@@ -84,9 +84,12 @@ class TopologyTestDriver:
         # in any order through complete_async() (deterministic tests of KIP-311 steps).
         self._async = InlineRuntime(clock=lambda: self._wall_clock_ms)
         self.auto_complete_async = True
+        # A commit after every record: nothing reads the stores' files while the driver
+        # runs, so a commit does not force RocksDB to write them; close() does (docs/testing.md)
         self._task = build_task(self._graph, "0_0", self.config, self._collector,
                                 clock=lambda: self._wall_clock_ms,
-                                global_stores=self._global.read_only(), async_runtime=self._async)
+                                global_stores=self._global.read_only(), async_runtime=self._async,
+                                durable_commits=False)
         self._offsets: dict[str, int] = {}
         # One queue per input partition, the task's next record taken from the one with the
         # lowest head timestamp (Java's PartitionGroup): a piped record is processed at once;
@@ -95,6 +98,8 @@ class TopologyTestDriver:
         self._read_topics = set(self._graph.source_topics(self.config["application.id"])) | \
             set(self._global.topics)  # written records on these are read back
         self._looped = 0  # records written to topics the topology also reads, fed back so far
+        self._by_topic: dict[str, list] = {}  # records written, by topic (see _records_for)
+        self._indexed = 0  # how many of the collector's records _by_topic holds
 
     def create_input_topic(self, name: str, key_serde: Any, value_serde: Any,
                            start_timestamp: Any = 0, auto_advance: Any = 0, *,
@@ -223,7 +228,15 @@ class TopologyTestDriver:
             self._enqueue(r.topic, r.key, r.value, r.timestamp, r.headers)
 
     def _records_for(self, topic: str) -> list:
-        return [r for r in self._collector.records if r.topic == topic]
+        """What the topology wrote to ``topic``, in order: indexed by topic as it comes, so
+        reading N outputs one at a time does not scan everything written N times."""
+        produced = self._collector.records
+        if len(produced) < self._indexed:  # a collector emptied: index it again
+            self._by_topic, self._indexed = {}, 0
+        for r in produced[self._indexed:]:
+            self._by_topic.setdefault(r.topic, []).append(r)
+        self._indexed = len(produced)
+        return self._by_topic.get(topic, [])
 
     def get_state_store(self, name: str) -> Any:
         """The task's state store ``name``, or a global store (to read or seed it in a test)."""

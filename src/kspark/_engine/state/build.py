@@ -116,10 +116,12 @@ def changelog_config(builder: Any, topic_overrides: Mapping[str, Any] | None = N
 def build_store(builder: Any, directory: Path | None = None,
                 log: Callable[..., None] | None = None,
                 batch_buffer: bool = False, cache: RecordCache | None = None,
-                lock_wait_s: float = 0.0) -> Any:
+                lock_wait_s: float = 0.0, durable_commits: bool = True) -> Any:
     """The store ``builder`` describes; ``log(key, value[, timestamp])`` receives changes
     when logging is enabled (a versioned store gives each version's timestamp).
     ``lock_wait_s``: how long a persistent store waits for a lock held elsewhere.
+    ``durable_commits``: whether a persistent store's flush (a commit) writes RocksDB's
+    memtable to disk (a host's); False: only its close does (the TopologyTestDriver's).
 
     ``batch_buffer`` holds every write until the batch commits (a write buffer under the
     cache, if any), so a failed batch leaves the store as the batch found it. ``cache`` is
@@ -129,7 +131,8 @@ def build_store(builder: Any, directory: Path | None = None,
     supplier = builder.supplier
     if supplier.persistent:
         where = directory or Path(tempfile.mkdtemp(prefix="kspark-store-"))
-        inner: Any = RocksDBBytesStore(supplier.name, Path(where) / supplier.name, lock_wait_s)
+        inner: Any = RocksDBBytesStore(supplier.name, Path(where) / supplier.name, lock_wait_s,
+                                       durable_commits)
     else:
         inner = InMemoryBytesStore(supplier.name)
     logged = builder.logging_enabled and log is not None

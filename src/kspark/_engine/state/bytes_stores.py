@@ -91,13 +91,30 @@ class InMemoryBytesStore:
 class RocksDBBytesStore:
     """A RocksDB database under ``directory`` (rocksdict), iterated in key-byte order.
     ``lock_wait_s``: how long to wait for a lock another process holds (a task's store: the
-    Python worker of a run that just stopped may still be closing it)."""
+    Python worker of a run that just stopped may still be closing it).
+
+    ``durable_commits``: whether :meth:`flush` (a commit) writes RocksDB's memtable to disk.
+    A host's task needs it (its checkpoint, written next, names the state on disk); the
+    TopologyTestDriver, which commits after every record and never reads the files while
+    it runs, builds its stores without it: a write is then in RocksDB (its memtable and
+    write-ahead log, seen by every read) at once, and :meth:`close` writes it to disk.
+
+    Example:
+        >>> import tempfile
+        >>> s = RocksDBBytesStore("s", tempfile.mkdtemp(), durable_commits=False)
+        >>> s.put(b"k", b"v"); s.flush(); s.get(b"k")
+        b'v'
+        >>> s.close()
+    """
 
     persistent = True
+    durable_commits = True  # (a read-only store: nothing to write)
 
-    def __init__(self, name: str, directory: Path, lock_wait_s: float = 0.0):
+    def __init__(self, name: str, directory: Path, lock_wait_s: float = 0.0,
+                 durable_commits: bool = True):
         self.name = name
         self.directory = Path(directory)
+        self.durable_commits = durable_commits
         self._db = _open_rocksdb(name, self.directory, lock_wait_s)
 
     def get(self, key: bytes) -> bytes | None:
@@ -164,9 +181,13 @@ class RocksDBBytesStore:
             return sum(1 for _ in self._db.keys())
 
     def flush(self) -> None:
-        self._db.flush()
+        """A commit: the memtable written to disk, if commits are durable (see the class)."""
+        if self.durable_commits:
+            self._db.flush()
 
     def close(self) -> None:
+        if not self.durable_commits:
+            self._db.flush()  # the writes no commit wrote down: on disk before the files close
         self._db.close()
 
     def destroy(self) -> None:
