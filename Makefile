@@ -10,7 +10,7 @@ RECORDS ?= 200000
 SOAK_MODES ?= real_time micro_batch
 
 # Idempotent: the virtual environment is rebuilt only when pyproject.toml changes,
-# and Kafka's jars are fetched with Maven only when they are not cached yet.
+# and Kafka's jars are downloaded (no Maven needed) only when they are not cached yet.
 $(VENV)/.installed: pyproject.toml constraints.txt setup.py src/kspark-zipless.pth
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

@@ -1,11 +1,13 @@
 """``kspark registry`` and LocalRegistry without a JVM: the parser, the status of a registry
-that never ran, the Maven fetch (a stand-in ``mvn``), and start-up failures (a stand-in
-``java``) reported with the log."""
+that never ran, the download of its distribution (a stand-in ``download``), and start-up
+failures (a stand-in ``java``) reported with the log."""
 
 from __future__ import annotations
 
+import io
 import socket
 import sys
+import tarfile
 import textwrap
 
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from kspark._local import registry as reg
 from kspark._local.registry import LocalRegistry, RegistryError, registry_dist
 from kspark._cli.main import build_parser, main
+from kspark._local.download import REPOSITORY_ENV, DownloadError
 from kspark.errors import PrerequisiteError
 
 
@@ -42,47 +45,40 @@ def _script(path, body: str):
     return path
 
 
-def _fake_mvn(tmp_path, monkeypatch, body: str):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    _script(bin_dir / "mvn", body)
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+def test_a_failed_download_is_reported_and_leaves_nothing(tmp_path, monkeypatch):
+    def fail(artifact, directory, repo=None, progress=None):
+        (directory / "partial").write_bytes(b"PK")
+        raise DownloadError(f"{artifact}: {artifact.url(repo)} answered HTTP 404 Not Found")
 
-
-def test_a_failed_maven_fetch_says_what_maven_said(tmp_path, monkeypatch):
-    _fake_mvn(tmp_path, monkeypatch, """
-        import sys
-        print("[ERROR] Failed to execute goal ... Could not transfer artifact", file=sys.stderr)
-        sys.exit(1)
-    """)
-    with pytest.raises(PrerequisiteError, match="(?s)exit 1.*Could not transfer artifact"):
+    monkeypatch.setattr(reg, "download", fail)
+    with pytest.raises(PrerequisiteError, match="apicurio-registry-app.*HTTP 404"):
         registry_dist(tmp_path / "home", quiet=True)
     assert list((tmp_path / "home").iterdir()) == []  # no half-fetched directory left
 
 
 def test_the_distribution_is_fetched_and_extracted_once(tmp_path, monkeypatch):
     jar = f"apicurio-registry-app-{reg.APICURIO_VERSION}-runner.jar"
-    _fake_mvn(tmp_path, monkeypatch, f"""
-        import io, pathlib, sys, tarfile
-        out = pathlib.Path([a.split("=", 1)[1] for a in sys.argv
-                            if a.startswith("-DoutputDirectory=")][0])
-        out.mkdir(parents=True)
-        with open("{tmp_path}/calls", "a") as f:
-            f.write(" ".join(sys.argv[1:]) + "\\n")
-        with tarfile.open(out / "apicurio-registry-app-all.tar.gz", "w:gz") as tar:
-            for name in ("{jar}", "lib/a.jar"):
+    calls = []
+
+    def fake_download(artifact, directory, repo=None, progress=None):
+        calls.append(artifact.url(repo))
+        with tarfile.open(directory / artifact.file_name, "w:gz") as tar:
+            for name in (jar, "lib/a.jar"):
                 info = tarfile.TarInfo(name)
                 info.size = 2
                 tar.addfile(info, io.BytesIO(b"PK"))
-    """)
+        return directory / artifact.file_name
+
+    monkeypatch.setattr(reg, "download", fake_download)
+    monkeypatch.setenv("PATH", "/nonexistent")  # no Maven, no other tool
+    monkeypatch.delenv(REPOSITORY_ENV, raising=False)  # Maven Central
     dist = registry_dist(tmp_path / "home", quiet=True)
     assert dist == tmp_path / "home" / f"apicurio-registry-{reg.APICURIO_VERSION}"
     assert {p.name for p in dist.iterdir()} == {".complete", jar, "lib"}
     assert registry_dist(tmp_path / "home", quiet=True) == dist
-    calls = (tmp_path / "calls").read_text().splitlines()
-    assert len(calls) == 1  # the second call found it
-    assert f"-Dartifact=io.apicurio:apicurio-registry-app:{reg.APICURIO_VERSION}:tar.gz:all" \
-        in calls[0] and "-Dtransitive=false" in calls[0]
+    v = reg.APICURIO_VERSION
+    assert calls == [f"https://repo1.maven.org/maven2/io/apicurio/apicurio-registry-app/{v}/"
+                     f"apicurio-registry-app-{v}-all.tar.gz"]  # once: the second call found it
 
 
 @pytest.fixture

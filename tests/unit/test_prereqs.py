@@ -1,10 +1,11 @@
-"""Clear errors when Java, Maven or the broker's port are not there."""
+"""Clear errors when Java, Kafka's jars or the broker's port are not there."""
 
+import re
 import socket
 
 import pytest
 
-from kspark._local import jars, prereqs
+from kspark._local import download, jars, prereqs
 from kspark._local.broker import LocalBroker
 from kspark._cli.main import main
 from kspark.errors import BrokerError, PrerequisiteError
@@ -16,10 +17,18 @@ def test_missing_java_says_what_to_install(monkeypatch):
         prereqs.java_binary()
 
 
-def test_missing_maven_says_what_to_install(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", "/nonexistent")
-    with pytest.raises(PrerequisiteError, match="Maven"):
-        jars.kafka_libs(home=tmp_path)
+def test_the_jars_need_no_maven_and_an_unreachable_repository_is_named(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", "/nonexistent")  # no mvn, no java: downloading needs neither
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: connections are refused
+    monkeypatch.setenv(download.REPOSITORY_ENV, f"http://127.0.0.1:{port}/maven2")
+    monkeypatch.setattr(download, "RETRY_DELAYS_S", ())
+    first = re.escape(str(jars.BROKER_JARS[0]))
+    with pytest.raises(PrerequisiteError, match=rf"(?s){first}: .*127\.0\.0\.1:{port}/maven2/"
+                       r".*KSPARK_MAVEN_REPOSITORY"):
+        jars.kafka_libs(home=tmp_path, quiet=True)
+    assert list((tmp_path / f"kafka-{jars.KAFKA_VERSION}").iterdir()) == []  # nothing half-done
 
 
 def test_taken_port_is_named(tmp_path):

@@ -1,4 +1,7 @@
-"""Checks for the tools the local broker needs: Java 17+ and Maven."""
+"""The check for the one tool the local broker, the registry and Spark need: Java 17+.
+
+Kafka's jars are downloaded by kspark itself (:mod:`kspark._local.download`): no Maven.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import subprocess
 
 from kspark.errors import PrerequisiteError
 
-__all__ = ["java_binary", "maven_binary"]
+__all__ = ["java_binary"]
 
 
 def java_binary() -> str:
@@ -32,13 +35,3 @@ def java_binary() -> str:
         )
     return java
 
-
-def maven_binary() -> str:
-    """Path of ``mvn``, else a PrerequisiteError saying what to install."""
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise PrerequisiteError(
-            "Maven (mvn) is not on PATH: kspark fetches the Apache Kafka broker's jars with it. "
-            "Install it (for example 'apt-get install maven') and retry."
-        )
-    return mvn

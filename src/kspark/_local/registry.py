@@ -1,8 +1,8 @@
 """A local Schema Registry: Apicurio Registry 3.0.9 (Apache-2.0), which serves Confluent's
 Schema Registry API under ``/apis/ccompat/v7``, with in-memory storage, on loopback.
 
-Its runnable distribution (a Quarkus application) is fetched with Maven from Maven Central
-once into ``kspark_home()``, as the broker's jars are (:mod:`kspark._local.jars`).
+Its runnable distribution (a Quarkus application) is downloaded from Maven Central once
+into ``kspark_home()``, as the broker's jars are (:mod:`kspark._local.jars`).
 
 Example (``start`` runs a JVM, so it is not run as a doctest)::
 
@@ -33,16 +33,17 @@ from types import TracebackType
 from typing import Any
 
 from kspark._local.broker_process import free_port, port_taken
+from kspark._local.download import Artifact, download, print_progress, repository
 from kspark._local.tls import HOST
 from kspark._local.jars import kspark_home
-from kspark._local.prereqs import java_binary, maven_binary
+from kspark._local.prereqs import java_binary
 from kspark.errors import KSparkError, PrerequisiteError
 
 __all__ = ["APICURIO_VERSION", "LocalRegistry", "RegistryError", "RegistryStatus",
            "is_registry", "registry_dist"]
 
 APICURIO_VERSION = "3.0.9"
-_ARTIFACT = f"io.apicurio:apicurio-registry-app:{APICURIO_VERSION}:tar.gz:all"
+_ARTIFACT = Artifact.parse(f"io.apicurio:apicurio-registry-app:{APICURIO_VERSION}:tar.gz:all")
 _JAR = f"apicurio-registry-app-{APICURIO_VERSION}-runner.jar"
 CCOMPAT_PATH = "/apis/ccompat/v7"
 COMPATIBILITY = "BACKWARD"  # Confluent Schema Registry's default; Apicurio's own is NONE
@@ -56,38 +57,28 @@ class RegistryError(KSparkError):
 
 def registry_dist(home: Path | None = None, quiet: bool = False) -> Path:
     """The directory of Apicurio Registry's distribution (its runner jar and ``lib/``),
-    fetched with Maven and extracted the first time."""
+    downloaded and extracted the first time."""
     dist = (home or kspark_home()) / f"apicurio-registry-{APICURIO_VERSION}"
     if (dist / ".complete").exists():
         return dist
-    mvn = maven_binary()
+    repo = repository()
     if not quiet:
-        print(f"kspark: fetching Apicurio Registry {APICURIO_VERSION} with Maven into {dist} "
+        print(f"kspark: fetching Apicurio Registry {APICURIO_VERSION} from {repo} into {dist} "
               "(once)...", flush=True)
     dist.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="apicurio-", dir=dist.parent))
     try:
-        download = tmp / ".download"
-        # cwd: a pom.xml in the caller's directory would make Maven run that project's build
-        proc = subprocess.run(
-            [mvn, "-q", "-B", "dependency:copy", f"-Dartifact={_ARTIFACT}",
-             f"-DoutputDirectory={download}", "-Dtransitive=false"],
-            capture_output=True, text=True, timeout=900, cwd=tmp)
-        archives = sorted(download.glob("*.tar.gz"))
-        if proc.returncode != 0 or not archives:
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-            raise PrerequisiteError(
-                f"Maven could not fetch Apicurio Registry {APICURIO_VERSION} ({_ARTIFACT}, "
-                f"exit {proc.returncode}); check that Maven Central is reachable. Maven "
-                f"said:\n{tail}")
-        with tarfile.open(archives[0]) as tar:
+        download_dir = tmp / ".download"
+        download_dir.mkdir()
+        archive = download(_ARTIFACT, download_dir, repo, None if quiet else print_progress)
+        with tarfile.open(archive) as tar:
             if hasattr(tarfile, "data_filter"):  # Python 3.11.4+: no links or paths outside
                 tar.extractall(tmp, filter="data")
             else:
                 tar.extractall(tmp)
-        shutil.rmtree(download)
+        shutil.rmtree(download_dir)
         if not (tmp / _JAR).exists():
-            raise PrerequisiteError(f"{archives[0].name} holds no {_JAR}: not the runnable "
+            raise PrerequisiteError(f"{archive.name} holds no {_JAR}: not the runnable "
                                     f"distribution of Apicurio Registry {APICURIO_VERSION}")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
