@@ -65,7 +65,8 @@ def progress_topic(app_id: str) -> str:
 
 
 def control_topic(app_id: str) -> str:
-    """The control topic (one partition): stop signals, task reports, query routes."""
+    """The control topic (one partition): the typed messages of ``_control/messages.py``
+    (stop, assignment, task and thread reports) and the query routes."""
     return f"{app_id}-kspark-control"
 
 
