@@ -109,6 +109,11 @@ def _add_describe(sub: Any) -> None:
                           "asked of bootstrap.servers, else assumed to have 1 (the output says)")
     describe.add_argument("--no-broker", action="store_true",
                           help="do not ask bootstrap.servers for partition counts")
+    describe.add_argument("--format", choices=["text", "mermaid", "dot"], default="text",
+                          help="text (the default): Kafka Streams' text, then the Spark plan; "
+                          "mermaid or dot: a picture of the topology alone, as a Mermaid "
+                          "flowchart (a ```mermaid block on GitHub) or a Graphviz graph "
+                          "(dot -Tsvg); no plan, no broker asked")
 
 
 def _add_reset(sub: Any) -> None:
@@ -217,6 +222,10 @@ def _describe(args: argparse.Namespace) -> int:
     from kspark.config import StreamsConfig, parse_properties
     from kspark.errors import ConfigError
 
+    if args.format != "text":  # the picture alone: it needs no config, partitions or broker
+        description = load_topology(args.application).describe()
+        print(description.to_mermaid() if args.format == "mermaid" else description.to_dot())
+        return 0
     props: dict[str, Any] = parse_properties(args.config.read_text()) if args.config else {}
     props.update(_pairs(args.set, "--set", "KEY=VALUE"))
     partitions = _pairs(args.partitions, "--partitions", "TOPIC=N")

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from kspark._graph.graph import SinkSpec, SourceSpec, TopologyGraph
 from kspark._graph.java_sets import added_capacity, copied_capacity, hash_order
 from kspark._graph.node_groups import AddedOrder, linked_nodes, node_groups
+from kspark.processor.pictures import Box, Edge, Group, Picture, Topics, to_dot, to_mermaid
 
 __all__ = ["TopologyDescription", "Subtopology", "GlobalStore", "Node", "Source", "Processor",
            "Sink"]
@@ -178,10 +179,17 @@ class GlobalStore:
 @dataclass(frozen=True)
 class TopologyDescription:
     """A topology's sub-topologies and global stores (Java's ``TopologyDescription``);
-    ``str()`` is Java's ``toString()``, byte for byte."""
+    ``str()`` is Java's ``toString()``, byte for byte; :meth:`to_mermaid` and :meth:`to_dot`
+    draw it."""
 
     _subtopologies: tuple[Subtopology, ...] = ()
     _global_stores: tuple[GlobalStore, ...] = ()
+    # What Java's description leaves out and the pictures show (not compared, as Java's
+    # equals() does not): the internal topics among the nodes' topics (named as the nodes
+    # name them, without the application id), and each logged store with the source topic
+    # that is its changelog (None: its own ``<application.id>-<store>-changelog``).
+    _internal: frozenset[str] = field(default=frozenset(), compare=False)
+    _changelogs: tuple[tuple[str, str | None], ...] = field(default=(), compare=False)
 
     def subtopologies(self) -> tuple[Subtopology, ...]:
         """The sub-topologies, by id."""
@@ -206,6 +214,113 @@ class TopologyDescription:
         out += [f"  {s}" for s in subs] + [f"  {g}" for g in stores]
         return "".join(out)
 
+    def to_mermaid(self) -> str:
+        """The topology as a Mermaid flowchart (paste it in a ```` ```mermaid ```` block:
+        GitHub draws it). Sub-topologies and global stores are subgraphs; processors
+        are boxes, topics stadiums and stores cylinders; repartition and changelog topics
+        have their own style and say so. Ids are made safe (the names are the labels); the
+        same topology always gives the same text.
+
+        Example:
+            >>> from kspark import Serdes, StreamsBuilder
+            >>> b = StreamsBuilder()
+            >>> b.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to("out")
+            >>> print(b.build().describe().to_mermaid())
+            flowchart TB
+                subgraph sub_0["Sub-topology: 0"]
+                    n_KSTREAM_SOURCE_0000000000("KSTREAM-SOURCE-0000000000")
+                    n_KSTREAM_SINK_0000000001("KSTREAM-SINK-0000000001")
+                end
+                t_in(["in"])
+                t_out(["out"])
+                t_in --> n_KSTREAM_SOURCE_0000000000
+                n_KSTREAM_SOURCE_0000000000 --> n_KSTREAM_SINK_0000000001
+                n_KSTREAM_SINK_0000000001 --> t_out
+                classDef source fill:#e8f4ff,stroke:#2f6f9f
+                class n_KSTREAM_SOURCE_0000000000 source
+                classDef sink fill:#e8f4ff,stroke:#2f6f9f
+                class n_KSTREAM_SINK_0000000001 sink
+                classDef topic fill:#fff4dd,stroke:#b07d18
+                class t_in,t_out topic
+        """
+        return to_mermaid(self._picture())
+
+    def to_dot(self) -> str:
+        """The topology as a Graphviz DOT digraph (``dot -Tsvg``): sub-topologies and global
+        stores are ``cluster_`` subgraphs; processors are boxes (``shape=box``), topics
+        ellipses and stores cylinders; repartition and changelog topics are dashed or
+        dotted and say so.
+
+        Example:
+            >>> from kspark import Serdes, StreamsBuilder
+            >>> b = StreamsBuilder()
+            >>> b.stream("in", key_serde=Serdes.String(), value_serde=Serdes.String()).to("out")
+            >>> print(b.build().describe().to_dot())  # doctest: +ELLIPSIS
+            digraph topology {
+            ...
+                subgraph cluster_sub_0 {
+                    label="Sub-topology: 0";
+                    n_KSTREAM_SOURCE_0000000000 [label="KSTREAM-SOURCE-0000000000", shape=box, ...];
+                    n_KSTREAM_SINK_0000000001 [label="KSTREAM-SINK-0000000001", shape=box, ...];
+                }
+                t_in [label="in", shape=ellipse];
+                t_out [label="out", shape=ellipse];
+                t_in -> n_KSTREAM_SOURCE_0000000000;
+                n_KSTREAM_SOURCE_0000000000 -> n_KSTREAM_SINK_0000000001;
+                n_KSTREAM_SINK_0000000001 -> t_out;
+            }
+        """
+        return to_dot(self._picture())
+
+    def _picture(self) -> Picture:
+        """The boxes, groups and edges both pictures draw, in the description's order."""
+        parts = sorted([*self._subtopologies, *self._global_stores], key=lambda p: p.id())
+        topics = Topics(self._internal)
+        groups, edges = [], []
+        placed: set[str] = set()
+        changelogs = dict(self._changelogs)
+        for part in parts:
+            if isinstance(part, GlobalStore):
+                key, title = f"global:{part.id()}", f"Sub-topology: {part.id()} for global store"
+                nodes: tuple[Node, ...] = (part.source(), part.processor())
+            else:
+                key, title, nodes = f"sub:{part.id()}", f"Sub-topology: {part.id()}", part.nodes()
+            boxes: list[Box] = []
+            for node in nodes:
+                edges += _node_edges(node, topics, boxes, placed,
+                                     "global store" if key.startswith("global") else "")
+                for store in sorted(node.stores()) if isinstance(node, Processor) else ():
+                    if store in changelogs:
+                        edges.append(topics.changelog(store, changelogs.pop(store)))
+            groups.append(Group(key, title, tuple(boxes)))
+        return Picture(tuple(groups), tuple(topics.boxes.values()), tuple(edges))
+
+
+def _node_edges(node: Node, topics: Topics, boxes: list[Box], placed: set[str],
+                store_note: str = "") -> list[Edge]:
+    """Draw ``node`` (in ``boxes``), its topics and stores (not drawn yet: ``placed``); the
+    edges into and out of it."""
+    key = f"node:{node.name()}"
+    edges = [Edge(key, f"node:{n.name()}") for n in node.successors()]
+    if isinstance(node, Source):
+        pattern = node.topic_pattern()
+        ins = ([topics.pattern(pattern.pattern)] if pattern is not None else
+               [topics.named(t) for t in sorted(node.topic_set() or ())])
+        boxes.append(Box(key, node.name(), "source"))
+        return [Edge(t, key) for t in ins] + edges
+    if isinstance(node, Sink):
+        topic = node.topic()
+        out = topics.named(topic) if topic is not None else topics.extracted(node.name())
+        boxes.append(Box(key, node.name(), "sink"))
+        return [*edges, Edge(key, out)]
+    boxes.append(Box(key, node.name(), "processor"))
+    for store in sorted(node.stores()) if isinstance(node, Processor) else ():
+        if store not in placed:
+            placed.add(store)
+            boxes.append(Box(f"store:{store}", store, "store", store_note))
+        edges.append(Edge(key, f"store:{store}", "store"))
+    return edges
+
 
 def describe(graph: TopologyGraph, added: AddedOrder | None = None) -> TopologyDescription:
     """The description of a topology's graph, as Java's ``InternalTopologyBuilder.describe``
@@ -224,7 +339,13 @@ def describe(graph: TopologyGraph, added: AddedOrder | None = None) -> TopologyD
                               _stores=(g.builder.name,))
         peers.update({source.name(): source, processor.name(): processor})
         global_stores.append(GlobalStore(source, processor, group.id))
-    return TopologyDescription(tuple(subtopologies), tuple(global_stores))
+    internal = {t for s in graph.sources() if s.internal for t in s.topics}
+    internal |= {s.topic for s in graph.sinks() if s.internal and isinstance(s.topic, str)}
+    changelogs = [(name, None if builder.logging_enabled else graph.source_changelogs[name])
+                  for name, (builder, _) in sorted(graph.stores.items())
+                  if builder.logging_enabled or name in graph.source_changelogs]
+    return TopologyDescription(tuple(subtopologies), tuple(global_stores), frozenset(internal),
+                               tuple(changelogs))
 
 
 def _subtopology(graph: TopologyGraph, added: AddedOrder, id_: int,
