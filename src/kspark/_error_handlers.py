@@ -6,7 +6,9 @@ sink cannot write (``ProductionExceptionHandler``), with KIP-1034's dead-letter 
 A handler is asked with an :class:`ErrorHandlerContext`, the record and the exception, and
 answers a :class:`Response`: ``Response.resume(...)`` (Java's CONTINUE: the record is
 dropped, counted in dropped-records, and processing goes on) or ``Response.fail(...)``,
-either with dead-letter records to write first. Java's older enum names are kept:
+either with dead-letter records to write first. A production handler may also answer
+``Response.retry()`` (Java's RETRY): honoured for a :func:`retriable` error only, read as
+FAIL otherwise. Java's older enum names are kept:
 ``ProcessingExceptionHandler.ProcessingHandlerResponse.CONTINUE`` is ``Result.RESUME``.
 kspark.errors exports these names; docs/handlers.md tells the whole story.
 
@@ -35,18 +37,33 @@ __all__ = ["Result", "Response", "ProducerRecord", "ErrorHandlerContext",
            "LogAndFailExceptionHandler", "LogAndContinueExceptionHandler",
            "ProductionExceptionHandler", "DefaultProductionExceptionHandler",
            "LogAndContinueProductionExceptionHandler", "SerializationExceptionOrigin",
-           "dead_letter_record", "error_headers", "DEAD_LETTER_TOPIC"]
+           "dead_letter_record", "error_headers", "retriable", "DEAD_LETTER_TOPIC"]
 
 DEAD_LETTER_TOPIC = "errors.dead.letter.queue.topic.name"
 _PREFIX = "__streams.errors."
 
 
 class Result(Enum):
-    """What a handler decided: RESUME (Java's CONTINUE, kept as an alias) or FAIL."""
+    """What a handler decided: RESUME (Java's CONTINUE, kept as an alias), FAIL, or RETRY
+    (a production handler's only, for a :func:`retriable` error; FAIL for any other)."""
 
     RESUME = "RESUME"
     FAIL = "FAIL"
+    RETRY = "RETRY"
     CONTINUE = "RESUME"  # Kafka Streams 4.1's name of RESUME
+
+
+def retriable(exception: BaseException) -> bool:
+    """Whether ``exception`` may go away by itself, so that a production handler's RETRY
+    is honoured (Java's ``instanceof RetriableException``): an error whose class says
+    ``retriable = True``, as :class:`kspark.errors.RetriableSinkWriteError`.
+
+    >>> class LeaderMoved(Exception):
+    ...     retriable = True
+    >>> retriable(LeaderMoved()), retriable(ValueError())
+    (True, False)
+    """
+    return getattr(exception, "retriable", False) is True
 
 
 class ProducerRecord(NamedTuple):
@@ -69,6 +86,8 @@ class Response:
 
     >>> Response.fail().result, Response.resume([ProducerRecord("dlq", b"k", b"v")]).result
     (<Result.FAIL: 'FAIL'>, <Result.RESUME: 'RESUME'>)
+    >>> Response.retry()
+    Response(result=<Result.RETRY: 'RETRY'>, dead_letter_records=())
     """
 
     result: Result
@@ -83,6 +102,13 @@ class Response:
     def fail(cls, dead_letter_records: Any = ()) -> "Response":
         """Fail the task (after writing ``dead_letter_records``)."""
         return cls(Result.FAIL, tuple(dead_letter_records or ()))
+
+    @classmethod
+    def retry(cls) -> "Response":
+        """Send the record again (a production handler's answer to a :func:`retriable`
+        error; FAIL for any other): the sink re-sends it in place, ``retry.backoff.ms``
+        apart, asking the handler after each failure, for up to ``task.timeout.ms``."""
+        return cls(Result.RETRY)
 
 
 @dataclass(frozen=True)
@@ -240,7 +266,7 @@ class ProductionExceptionHandler:
 
     Response = Response
     Result = Result
-    ProductionExceptionHandlerResponse = Result  # Kafka Streams 4.1's enum: CONTINUE, FAIL
+    ProductionExceptionHandlerResponse = Result  # Kafka Streams 4.1's: CONTINUE, FAIL, RETRY
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         """Read settings from the application's config (no-op by default)."""
@@ -259,9 +285,12 @@ class ProductionExceptionHandler:
 
 
 class DefaultProductionExceptionHandler(_DeadLetters, ProductionExceptionHandler):
-    """Fails the task (after the dead-letter record, if a topic is set). The default."""
+    """Retries a :func:`retriable` error, as Java's (KIP-1065); fails the task on any
+    other (after the dead-letter record, if a topic is set). The default."""
 
     def handle(self, context, record, exception):
+        if retriable(exception):
+            return Response.retry()
         return Response.fail(self._records(context, exception))
 
     def handle_serialization_exception(self, context, record, exception, origin):

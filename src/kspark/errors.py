@@ -46,6 +46,7 @@ __all__ = [
     "SparkSinkError",
     "SourceReadError",
     "SinkWriteError",
+    "RetriableSinkWriteError",
     "StreamsError",
     "RunFailedError",
     "TransactionsUnavailableError",
@@ -155,6 +156,22 @@ class SinkWriteError(KSparkError):
     """
 
     fatal = False
+
+
+class RetriableSinkWriteError(SinkWriteError):
+    """A record Kafka refused for a reason that can go away by itself (Java's
+    ``RetriableException``: a leader moving, too few in-sync replicas, a timeout). A
+    ``production.exception.handler`` may answer ``Response.retry()`` to it (the default
+    does, as Java's): the sink sends the record again, ``retry.backoff.ms`` apart, for up
+    to ``task.timeout.ms``, then fails with a :class:`TaskTimeoutError`.
+
+    Example:
+        >>> e = RetriableSinkWriteError("topic 'out' partition 0: not enough replicas")
+        >>> e.retriable, DefaultProductionExceptionHandler().handle(None, None, e)
+        (True, Response(result=<Result.RETRY: 'RETRY'>, dead_letter_records=()))
+    """
+
+    retriable = True
 
 
 class SparkSinkError(KSparkError):

@@ -148,7 +148,8 @@ def as_response(answer: Any) -> h.Response:
     if isinstance(answer, h.Result):
         return h.Response(answer)
     raise TypeError(f"it returned {answer!r}; a handler returns Response.resume(...), "
-                    "Response.fail(...), or Result.CONTINUE / Result.FAIL")
+                    "Response.fail(...), Response.retry() (a production handler), or "
+                    "Result.CONTINUE / Result.FAIL / Result.RETRY")
 
 
 _DOCS = {
@@ -159,7 +160,9 @@ _DOCS = {
     PRODUCTION: "What a task does with a record it cannot serialize or that Kafka refuses "
     "(say, larger than message.max.bytes): log_and_fail stops with an error naming the "
     "sink, topic, partition and size; log_and_continue logs, counts and skips it; or a user "
-    "handler (docs/handlers.md); Java's DefaultProductionExceptionHandler is log_and_fail.",
+    "handler (docs/handlers.md), which may also answer Response.retry() to a retriable error "
+    "(sent again until task.timeout.ms). log_and_fail retries a retriable error too, as "
+    "Java's DefaultProductionExceptionHandler, which is read as log_and_fail.",
     PROCESSING: "KIP-1033: what a task does when user code in a processor (a DSL function, "
     "a Processor, a punctuation) raises: log_and_fail stops with a ProcessorError naming "
     "node, record and line; log_and_continue drops the record at that node, logs and counts "

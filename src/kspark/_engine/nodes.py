@@ -228,10 +228,11 @@ class SinkNode(ProcessorNode):
         except SinkWriteError as e:  # refused at once (say, too large): the handler decides
             if e.fatal:
                 raise
-            named = SinkWriteError(f"sink {self.name!r} in task {task.task_id}: {e}")
-            task.write_failed(self.name, named, ProducerRecord(
-                topic, key, value, headers, ts, partition))
-            return
+            # its class kept: a retriable one stays so (the handler may answer RETRY)
+            named = type(e)(f"sink {self.name!r} in task {task.task_id}: {e}")
+            if not task.write_failed(self.name, named, ProducerRecord(
+                    topic, key, value, headers, ts, partition)):
+                return  # dropped; True: written after all, on a retry
         stats = task.stats
         produced = self._produced.get(topic)
         if produced is None:

@@ -3,7 +3,13 @@ process or write: it asks the configured exception handler (``deserialization.``
 ``processing.`` (KIP-1033) or ``production.exception.handler``; see
 :mod:`~kspark._error_handlers`), writes the dead-letter records the handler returns
 (KIP-1034), then drops the record (RESUME, Java's CONTINUE: counted in ``dropped``, logged
-at WARN) or fails the task (FAIL, the default).
+at WARN) or fails the task (FAIL, the default). The production handler may answer RETRY to
+a retriable error (``kspark.errors.RetriableSinkWriteError``): the sink sends the record
+again, in place (so before any later record of the task), ``retry.backoff.ms`` apart and
+asking the handler after each failure, until it is written or ``task.timeout.ms`` has
+passed since the first failure (then a TaskTimeoutError). RETRY to any other error (one
+Kafka will not change its mind about, or a serialization error) is read as FAIL, as Kafka
+Streams' RecordCollectorImpl does.
 
 As Kafka Streams (ProcessorNode.process, StreamTask.punctuate), the processing handler sees
 what user code raises in a processor or a punctuation, never kspark's own errors (a
@@ -17,13 +23,16 @@ Example:
     ...                   "production.exception.handler": "log_and_continue"},
     ...                   MemoryCollector())
     >>> task.write_failed("KSTREAM-SINK-0000000001", SerializationError("bad value"))
+    False
     >>> task.dropped
     1
 """
 
 from __future__ import annotations
 
+import copy
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,10 +40,13 @@ from kspark._engine.api import Record
 from kspark._engine.collector import RecordCollector
 from kspark._engine.handler_config import (DEFAULT, DESERIALIZATION, PROCESSING, PRODUCTION,
                                            as_response, make_handler)
+from kspark._engine.partitioner import default_partition
 from kspark._error_handlers import (ErrorHandlerContext, ProducerRecord, Response, Result,
-                                     SerializationExceptionOrigin, dead_letter_record)
+                                     SerializationExceptionOrigin, dead_letter_record,
+                                     retriable)
 from kspark._engine.nodes import ProcessorNode, RawRecord, SourceNode, _describe_failure
-from kspark.errors import ExceptionHandlerError, KSparkError, ProcessorError, SerializationError
+from kspark.errors import (ExceptionHandlerError, KSparkError, ProcessorError,
+                           SerializationError, SinkWriteError, TaskTimeoutError)
 
 __all__ = ["RecordErrors"]
 
@@ -51,6 +63,7 @@ class RecordErrors:
     dropped: int
     dead_letter_topic: str | None
     sources: dict[str, SourceNode]
+    partition_counts: dict[str, int]
     _current: RawRecord | None
 
     def _init_handlers(self, config: Mapping[str, Any]) -> None:
@@ -61,6 +74,10 @@ class RecordErrors:
         self._on_bad_record = made(DESERIALIZATION)
         self._on_processing_error = made(PROCESSING)
         self._on_write_error = made(PRODUCTION)
+        # a production handler's RETRY: how far apart, and for how long (Kafka Streams' keys)
+        self._retry_backoff_s = int(config.get("retry.backoff.ms") or 100) / 1000
+        timeout = config.get("task.timeout.ms")
+        self._task_timeout_ms = 300_000 if timeout is None else int(timeout)
 
     def record_dropped(self, node: ProcessorNode, reason: str) -> None:
         self.dropped += 1
@@ -81,6 +98,10 @@ class RecordErrors:
         raises (or answers no Response) fails the task with an ExceptionHandlerError."""
         try:
             response = as_response(call())
+            if response.result is Result.RETRY and key != PRODUCTION:
+                raise TypeError(f"it answered RETRY, which only {PRODUCTION} may (Kafka "
+                                "Streams' processing and deserialization handlers have no "
+                                "RETRY)")
             for record in response.dead_letter_records:
                 _check_record(record)
         except Exception as e:
@@ -149,13 +170,52 @@ class RecordErrors:
         self._resumed(DESERIALIZATION, context, error)
 
     def write_failed(self, sink: str, error: KSparkError, record: ProducerRecord | None = None,
-                     origin: SerializationExceptionOrigin | None = None) -> None:
+                     origin: SerializationExceptionOrigin | None = None) -> bool:
         """Sink ``sink`` could not serialize ``record`` (``origin``: its KEY or VALUE) or
-        hand it over: ``production.exception.handler`` decides."""
+        hand it over: ``production.exception.handler`` decides. False: the record is
+        dropped (RESUME); True: it was written after all (RETRY, see the module's doc);
+        raises to fail the task (FAIL, or RETRY to an error that is not retriable)."""
+        deadline, attempts = None, 1
+        while True:
+            result = self._ask_production(sink, error, record, origin)
+            if result is Result.RESUME:
+                self._resumed(PRODUCTION, self._write_context(sink, record), error)
+                return False
+            if result is Result.FAIL:
+                raise error
+            if origin is not None or record is None or not retriable(error):
+                raise self._retry_refused(sink, error, record) from error
+            now = time.monotonic()
+            if deadline is None:  # as Java's maybeInitTaskTimeoutOrThrow: from the 1st failure
+                deadline = now + self._task_timeout_ms / 1000
+            elif now > deadline:
+                raise self._retry_timed_out(sink, error, record, attempts) from error
+            time.sleep(max(0.0, min(self._retry_backoff_s, deadline - now)))
+            ts: Any = record.timestamp  # as the sink sent it (None: a suppress buffer's)
+            try:
+                self.collector.send(record.topic, record.key, record.value, ts,
+                                    record.headers, record.partition)
+            except SinkWriteError as e:
+                if e.fatal:
+                    raise
+                error = _renamed(e, f"sink {sink!r} in task {self.task_id}: {e}")
+                attempts += 1
+                continue
+            log.info("task %s, processor %s: a record for topic %r was written at attempt %d "
+                     "(%s answered RETRY)", self.task_id, sink, record.topic, attempts + 1,
+                     PRODUCTION)
+            return True
+
+    def _write_context(self, sink: str, record: ProducerRecord | None) -> ErrorHandlerContext:
         headers = record.headers if record is not None else ()
         ts = record.timestamp if record is not None and record.timestamp is not None else max(
             self.stream_time, 0)
-        context = self._context(sink, ts, headers, self._current)
+        return self._context(sink, ts, headers, self._current)
+
+    def _ask_production(self, sink: str, error: KSparkError, record: ProducerRecord | None,
+                        origin: SerializationExceptionOrigin | None) -> Result:
+        """The production handler's decision (its dead-letter records written)."""
+        context = self._write_context(sink, record)
         handler = self._on_write_error
 
         def call() -> Any:
@@ -165,9 +225,39 @@ class RecordErrors:
             return (serialization(context, record, error, origin) if callable(serialization)
                     else Response.fail())  # Java's default for a handler without it
 
-        if self._ask(PRODUCTION, handler, call, context, error).result is Result.FAIL:
-            raise error
-        self._resumed(PRODUCTION, context, error)
+        return self._ask(PRODUCTION, handler, call, context, error).result
+
+    def _where_written(self, sink: str, record: ProducerRecord | None) -> str:
+        """``task 0_0, processor 'SINK', topic 'out', partition 1 (input record ...)``."""
+        context = self._write_context(sink, record)
+        where = f"task {self.task_id}, processor {sink!r}"
+        if record is not None:
+            where += f", topic {record.topic!r}, partition {_partition_of(record, self)}"
+        source = ("written in a punctuation" if context.topic is None
+                  else f"from the input {_where(context)}")
+        return f"{where} ({source})"
+
+    def _retry_refused(self, sink: str, error: KSparkError,
+                       record: ProducerRecord | None) -> KSparkError:
+        """``error``, its message saying that RETRY was read as FAIL, and where."""
+        kind = "serialization error" if isinstance(error, SerializationError) else \
+            "non-retriable error"
+        log.warning("%s answered RETRY for a %s; treated as FAIL, as Kafka Streams does (%s)",
+                    PRODUCTION, kind, self._where_written(sink, record))
+        return _renamed(error, (
+            f"{error} [{PRODUCTION} answered RETRY, read as FAIL: RETRY is honoured only for "
+            f"a retriable error (kspark.errors.RetriableSinkWriteError, Java's "
+            f"RetriableException), and this is a {kind}; "
+            f"{self._where_written(sink, record)}]"))
+
+    def _retry_timed_out(self, sink: str, error: KSparkError, record: ProducerRecord,
+                         attempts: int) -> TaskTimeoutError:
+        return TaskTimeoutError(
+            f"{self._where_written(sink, record)}: the record was not written within "
+            f"task.timeout.ms ({self._task_timeout_ms} ms) after {attempts} attempt(s); "
+            f"{PRODUCTION} answered RETRY each time. Last error: {error}. Raise "
+            "task.timeout.ms to keep retrying longer, or answer Response.fail() / "
+            "Response.resume() for this error")
 
     def dead_letter(self, raw: RawRecord | None, error: BaseException,
                     extra_headers: tuple = ()) -> None:
@@ -191,6 +281,26 @@ def _check_record(record: Any) -> None:
             x is None or isinstance(x, (bytes, bytearray)) for x in (key, value)):
         raise TypeError(f"its dead-letter record {record!r} is not a ProducerRecord(topic, "
                         "key bytes, value bytes, ...)")
+
+
+def _renamed(error: KSparkError, message: str) -> KSparkError:
+    """``error`` (its class, so that a retriable one stays so) with ``message``."""
+    named = copy.copy(error)
+    named.args = (message,)
+    return named
+
+
+def _partition_of(record: ProducerRecord, task: Any) -> str:
+    """The partition ``record`` was bound for: its own, or Kafka's default partitioner's
+    (a topic's partitions counted as its sink counts them)."""
+    if record.partition is not None:
+        return str(record.partition)
+    n = task.partition_counts.get(record.topic, 1)
+    if n == 1:
+        return "0"
+    if isinstance(record.key, (bytes, bytearray)):
+        return str(default_partition(bytes(record.key), n))
+    return "(any: a null key)" if record.key is None else "(unknown: the key is not serialized)"
 
 
 def _where(context: ErrorHandlerContext) -> str:
