@@ -41,7 +41,7 @@ def repo(monkeypatch):
     served = Repository()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
+        def do_GET(self):
             served.requests.append(self.path)
             found = served.files.get(self.path)
             if found is None:
