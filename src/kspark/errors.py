@@ -139,7 +139,7 @@ class BrokerError(KSparkError):
 
 
 class PrerequisiteError(KSparkError):
-    """A tool kspark needs (Java 17, Maven) is missing; the message says how to install it."""
+    """A tool kspark needs (Java 17) is missing; the message says how to install it."""
 
 
 class SourceReadError(KSparkError):

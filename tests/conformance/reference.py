@@ -1,5 +1,5 @@
 """Java Kafka Streams' TopologyTestDriver as the reference: compile ``Reference.java`` once
-against kafka-streams-test-utils (fetched with Maven like the broker's jars) and run batches
+against kafka-streams-test-utils (downloaded from Maven Central like the broker's jars) and run batches
 of scenarios through one JVM."""
 
 from __future__ import annotations
