@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kspark._cli.dashboard import add_dashboard, run_dashboard
 from kspark._cli.registry import add_registry, run_registry
 from kspark._cli.store import add_store, run_store
 from kspark._cli.topics import add_topics, run_topics
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_topics(sub)
     add_registry(sub)
     add_store(sub)
+    add_dashboard(sub)
     return p
 
 
@@ -353,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_registry(args)
         if args.command == "store":
             return run_store(args)
+        if args.command == "dashboard":
+            return run_dashboard(args)
         if args.command == "run":
             from kspark._cli.run import run_application
 
