@@ -225,3 +225,27 @@ def test_on_spark_retry_to_a_refusal_that_is_not_retriable_names_the_partition(t
                        r"\(from the input record at topic 'in', partition 3, offset 7\)"):
         task.process(RawRecord("in", 3, 7, 5, b"k", L.serialize("in", 9), ()))
     assert producer.records == [] and collector.sent == 0
+
+
+def test_the_spark_hosts_producer_names_a_retriable_refusal_retriable():
+    """A refusal librdkafka marks retriable reaches the handler as Java's
+    RetriableException (so RETRY applies on Spark); any other stays a SinkWriteError."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from kspark._kafka.task_producer import TaskProducer
+
+    class Refusing:
+        def __init__(self, error):
+            self.error = error
+
+        def produce(self, *args, **kwargs):
+            raise KafkaException(self.error)
+
+    producer = TaskProducer("127.0.0.1:1", "retry-test")
+    for error, kind in ((KafkaError(KafkaError.REQUEST_TIMED_OUT, "slow", retriable=True),
+                             RetriableSinkWriteError),
+                            (KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "big"), SinkWriteError)):
+        producer._producer = Refusing(error)  # noqa: SLF001
+        with pytest.raises(SinkWriteError) as e:
+            producer.send("out", b"k", b"v", 1, None, 0)
+        assert type(e.value) is kind, e.value

@@ -26,7 +26,7 @@ from kspark._kafka.security_errors import authorization_for, check_client, class
 from kspark._kafka.settings import ClientSettings, as_settings
 from kspark._worker import registry
 from kspark._kafka.retry import Stall, transient
-from kspark.errors import SinkWriteError, TransientKafkaError
+from kspark.errors import RetriableSinkWriteError, SinkWriteError, TransientKafkaError
 
 __all__ = ["TaskProducer", "task_producer"]
 
@@ -95,7 +95,11 @@ class TaskProducer(RecordCollector):
                 hint = (" Raise producer.message.max.bytes (and the topic's max.message.bytes), "
                         "or set production.exception.handler=log_and_continue to skip such "
                         "records" if err.code() == KafkaError.MSG_SIZE_TOO_LARGE else "")
-                error = SinkWriteError(
+                # a refusal that can go away by itself is Java's RetriableException: the
+                # production exception handler may answer RETRY to it
+                kind = RetriableSinkWriteError if err.retriable() and not err.fatal() \
+                    else SinkWriteError
+                error = kind(
                     f"producer {self.client_id!r} cannot write a record of {size} bytes to "
                     f"topic {topic!r} partition {self._partition_of(topic, key, partition)}: "
                     f"{err.str()}.{hint}")
