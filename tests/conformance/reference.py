@@ -1,6 +1,6 @@
 """Java Kafka Streams' TopologyTestDriver as the reference: compile ``Reference.java`` once
-against kafka-streams-test-utils (downloaded from Maven Central like the broker's jars) and run batches
-of scenarios through one JVM."""
+against kafka-streams-test-utils (downloaded from Maven Central like the broker's jars) and
+run batches of scenarios through one JVM."""
 
 from __future__ import annotations
 
