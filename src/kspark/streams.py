@@ -16,6 +16,8 @@ from kspark._iq.interactive import InteractiveQueries
 from kspark._client.states import Lifecycle, State, StreamThreadExceptionResponse
 from kspark._host.runner import Runner
 from kspark._client.supervisor import Supervisor
+from kspark._client.client_metrics import client_metrics
+from kspark import __version__
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsError
 from kspark.processor.topology import Topology
@@ -55,6 +57,7 @@ class KafkaStreams(InteractiveQueries):
         self._supervisor: Supervisor | None = None
         self._handler: Callable[[BaseException], Any] | None = None
         self._endpoint: Any = None
+        self._description: str | None = None  # the topology's, for the client's metrics
 
     def start(self) -> None:
         """Check topics and brokers, then start the streaming query (returns at once; the
@@ -194,9 +197,25 @@ class KafkaStreams(InteractiveQueries):
         (``records-lag`` per partition) and the async processors'
         (``kspark-async-processor-metrics``). ``metrics().total(name)`` sums a metric over
         its tags; ``metrics().value(name, task_id="0_1")`` reads one. Counts are of
-        committed work. The list, and what each means on Spark: docs/operations.md."""
+        committed work. And the client's own (``stream-metrics``: ``state``,
+        ``alive-stream-threads``, ``application-id``, ...). The list, and what each means on
+        Spark: docs/operations.md."""
         self._require_started()
-        return self._app.metrics()
+        return self._all_metrics()
+
+    def _all_metrics(self) -> Metrics:
+        """The run's metrics and the client's (an empty mapping before a run exists)."""
+        if self._app is None:
+            return Metrics()
+        out = self._app.metrics()
+        threads = {n.tags.get("thread-id") for n in out if n.group == "stream-thread-metrics"}
+        if self._description is None:
+            self._description = str(self._topology.describe())
+        app_id = self.config["application.id"]
+        out.update(client_metrics(self.config.get("client.id") or app_id, app_id,
+                                  self._life.state.name, threads - {None}, self._description,
+                                  __version__))
+        return out
 
     def all_local_store_partition_lags(self) -> dict[str, dict[int, LagInfo]]:
         """``{store: {partition: LagInfo}}`` for every logged store partition the
@@ -238,7 +257,7 @@ class KafkaStreams(InteractiveQueries):
         from kspark._client.metrics_endpoint import MetricsEndpoint
 
         self._endpoint = MetricsEndpoint(
-            lambda: self._app.metrics() if self._app is not None else Metrics(),
+            self._all_metrics,
             live=lambda: self._life.state not in (State.PENDING_ERROR, State.ERROR),
             ready=lambda: self._life.state is State.RUNNING,
             host=self.config["metrics.http.host"], port=int(self.config["metrics.http.port"]))

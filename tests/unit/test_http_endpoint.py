@@ -90,11 +90,15 @@ def test_several_tag_sets_are_one_family(serve):
         assert f'{full}{{thread_id="t-{i}"}} {i + 0.5}\n' in body
 
 
-def test_values_that_are_not_numbers_are_left_out(serve):
+def test_a_short_text_is_a_label_of_one_and_no_value_or_a_long_text_is_left_out(serve):
+    """Java's text-valued client metrics (``state``, ``version``) as Prometheus serves an
+    enum or an info metric; a topology's description (long) and None are not served."""
     metrics = {Name("version", "app-info"): Value("4.3.0"), Name("nothing", "g"): Value(None),
+               Name("topology-description", "g"): Value("Topologies:\n" + "x" * 100),
                Name("commit-total", "g"): Value(2)}
     body = scrape(serve(lambda: metrics))
-    assert "version" not in body and "nothing" not in body
+    assert 'kafka_streams_app_info_version{version="4.3.0"} 1.0\n' in body
+    assert "nothing" not in body and "topology" not in body
     assert "kafka_streams_g_commit_total 2.0\n" in body
 
 

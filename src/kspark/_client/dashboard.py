@@ -17,7 +17,7 @@ Example:
     >>> d["schemaVersion"], d["templating"]["list"][1]["name"]
     (39, 'application_id')
     >>> [p["title"] for p in d["panels"]][:4]
-    ['Stream threads', 'Tasks', 'Consumer lag', 'Dropped records']
+    ['State', 'Stream threads', 'Tasks', 'Consumer lag']
     >>> prom("stream-task-metrics", "dropped-records-total")
     'kafka_streams_stream_task_metrics_dropped_records_total'
 """
@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["dashboard", "Panel", "PANELS", "prom", "THREADS", "CONSUMER", "UID"]
+__all__ = ["dashboard", "Panel", "PANELS", "prom", "THREADS", "CONSUMER", "CLIENT", "UID"]
 
 UID = "kspark-streams"
 SCHEMA_VERSION = 39
@@ -37,6 +37,8 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 # one) and its consumer's
 THREADS = 'thread_id=~"$application_id-(StreamThread-[0-9]+|micro-batch)"'
 CONSUMER = 'client_id="$application_id-consumer"'
+# the client's own metrics (stream-metrics): client-id is client.id, by default the app id
+CLIENT = 'client_id="$application_id"'
 # the application id out of a thread_id (Grafana keeps the first capture group)
 APPLICATION_REGEX = "/^(.+)-(?:StreamThread-[0-9]+|micro-batch)$/"
 _RATE = "[$__rate_interval]"
@@ -87,18 +89,25 @@ class Panel:
     width: int = 12
     height: int = 8
     modes: tuple[str, ...] = ("micro_batch", "real_time")
+    text: str = "auto"  # a stat panel's text: its value, or its series' name ("name")
 
 
 _STATS = (
+    Panel("State",
+          ((f"{prom('stream-metrics', 'state')}{{{CLIENT}}} == 1", "{{state}}"),),
+          "The client's state (stream-metrics' state: RUNNING, REBALANCING, ERROR, ...), "
+          "as Kafka Streams names it; served with the state in a label. Selected by "
+          "client_id, which is client.id when the application sets one.",
+          kind="stat", width=4, height=4, text="name"),
     Panel("Stream threads",
-          ((f"count(count by (thread_id) ({_thread('process-total')}))", "threads"),),
-          "Threads reporting figures: in real-time mode the stream threads "
-          "(num.stream.threads per executor slot), in micro-batch mode 1, the driver's "
-          "view of the micro-batches' tasks. The client's state is served as "
-          "/health/ready (200 when RUNNING), not as a metric.", kind="stat", width=6, height=4),
+          ((f"{prom('stream-metrics', 'alive-stream-threads')}{{{CLIENT}}}", "threads"),),
+          "Alive stream threads (stream-metrics' alive-stream-threads): in real-time mode "
+          "the stream threads reporting, in micro-batch mode 1, the driver's view of the "
+          "micro-batches' tasks; 0 once the client stops or fails.",
+          kind="stat", width=4, height=4),
     Panel("Tasks", ((f"count({_task('dropped-records-total')})", "tasks"),),
           "Tasks the driver has figures of (one per input partition and sub-topology).",
-          kind="stat", width=6, height=4),
+          kind="stat", width=4, height=4),
     Panel("Consumer lag", ((f"sum({_LAG})", "records"),),
           "Records of the input partitions not processed yet (records-lag, summed).",
           kind="stat", width=6, height=4),
@@ -189,7 +198,7 @@ def _panel_json(panel: Panel, panel_id: int, grid: dict[str, int]) -> dict[str, 
         options: dict[str, Any] = {
             "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
             "colorMode": "value", "graphMode": "area", "justifyMode": "auto",
-            "orientation": "auto", "textMode": "auto"}
+            "orientation": "auto", "textMode": panel.text}
         defaults["color"] = {"mode": "thresholds"}
         defaults["thresholds"] = {"mode": "absolute",
                                   "steps": [{"color": "green", "value": None}]}

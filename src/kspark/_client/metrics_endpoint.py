@@ -112,10 +112,24 @@ def label_name(tag: str) -> str:
     return re.sub("^_+", "_", label) if label.startswith("__") else label
 
 
-def _number(value: Any) -> float | None:
-    """``value`` as a float, or None when it is not a number (None, a string, ...)."""
+TEXT_MAX = 64  # a longer text value (a topology's description) is not served
+
+
+def _sample(name: str, labels: dict[str, str], value: Any, label: str) -> Sample | None:
+    """``value``'s sample: a number as itself; a short text (the client's ``state``, its
+    ``version``) as Prometheus serves an enum or an info metric, 1 with the text in the
+    label ``label`` (the metric's own name: ``..._state{state="RUNNING"} 1``); None for
+    anything else (None, a long text).
+
+    >>> _sample("x_state", {}, "RUNNING", "state").labels, _sample("x", {}, None, "x")
+    ({'state': 'RUNNING'}, None)
+    """
+    if isinstance(value, str):
+        if len(value) > TEXT_MAX:
+            return None
+        return Sample(name, {**labels, label: value}, 1.0)
     if isinstance(value, (int, float)):
-        return float(value)
+        return Sample(name, labels, float(value))
     return None
 
 
@@ -131,11 +145,11 @@ class _Collector:
         families: dict[str, GaugeMetricFamily] = {}
         seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
         for metric_name, metric in self._metrics().items():
-            value = _number(metric.metric_value())
-            if value is None:
-                continue
             name = prometheus_name(metric_name.group, metric_name.name)
             labels = {label_name(k): str(v) for k, v in (metric_name.tags or {}).items()}
+            sample = _sample(name, labels, metric.metric_value(), label_name(metric_name.name))
+            if sample is None:
+                continue
             series = (name, tuple(sorted(labels.items())))
             if series in seen:
                 continue
@@ -144,7 +158,7 @@ class _Collector:
             if family is None:
                 family = families[name] = GaugeMetricFamily(name, metric_name.description or "")
             # a sample of its own labels: tag sets of one family may differ in their keys
-            family.samples.append(Sample(name, labels, value))
+            family.samples.append(sample)
         yield from families.values()
 
 

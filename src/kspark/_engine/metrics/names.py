@@ -65,17 +65,18 @@ class MetricName:
 
 class Metric:
     """A metric's current value, as Kafka's ``Metric``: ``metric_name()`` and
-    ``metric_value()`` (a number; None where Java reports NaN, say an average of nothing)."""
+    ``metric_value()`` (a number; None where Java reports NaN, say an average of nothing;
+    text for the client's ``state``, ``version`` and the like, as Java's)."""
 
     __slots__ = ("_name", "_value")
 
-    def __init__(self, name: MetricName, value: float | int | None):
+    def __init__(self, name: MetricName, value: float | int | str | None):
         self._name, self._value = name, value
 
     def metric_name(self) -> MetricName:
         return self._name
 
-    def metric_value(self) -> float | int | None:
+    def metric_value(self) -> float | int | str | None:
         return self._value
 
     def __repr__(self) -> str:
