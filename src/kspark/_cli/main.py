@@ -19,6 +19,7 @@ from typing import Any
 
 from kspark._cli.dashboard import add_dashboard, run_dashboard
 from kspark._cli.registry import add_registry, run_registry
+from kspark._cli.reset import add_reset, reset_options
 from kspark._cli.store import add_store, run_store
 from kspark._cli.topics import add_topics, run_topics
 from kspark.errors import KSparkError
@@ -36,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_broker(sub)
     _add_demo_and_run(sub)
     _add_describe(sub)
-    _add_reset(sub)
+    add_reset(sub)
     _add_changelog(sub)
     add_topics(sub)
     add_registry(sub)
@@ -118,34 +119,6 @@ def _add_describe(sub: Any) -> None:
                           "(dot -Tsvg); no plan, no broker asked")
 
 
-def _add_reset(sub: Any) -> None:
-    """``kspark reset --application-id ID``."""
-    reset = sub.add_parser("reset", help="reset an application so that it reprocesses its input "
-                           "(as kafka-streams-application-reset), or delete its stop offsets")
-    reset.add_argument("--application-id", required=True)
-    reset.add_argument("--bootstrap-servers", default=None,
-                       help="the cluster (default: bootstrap.servers of --config)")
-    reset.add_argument("--config", type=Path, default=None, help=_CONFIG_HELP)
-    reset.add_argument("--input-topics", default=None,
-                       help="comma-separated input topics whose offsets to reset (default: every "
-                       "non-internal topic the application's consumer group has offsets for)")
-    to = reset.add_mutually_exclusive_group()
-    to.add_argument("--to-earliest", action="store_true", help="reset input offsets to the "
-                    "earliest (the default)")
-    to.add_argument("--to-latest", action="store_true", help="reset input offsets to the end")
-    to.add_argument("--to-offset", type=int, default=None, metavar="N",
-                    help="reset input offsets to N (clamped to each partition's log)")
-    reset.add_argument("--delete-stopoffsets", action="store_true",
-                       help="only delete the stop offsets of the last batch run (KIP-95): the "
-                       "next batch run begins anew; nothing else is reset")
-    reset.add_argument("--state-dir", default=None, help="the application's state.dir (default: "
-                       "state.dir's default); <state-dir>/<application-id> is deleted")
-    reset.add_argument("--checkpoint-location", default=None, help="the application's "
-                       "checkpoint.location, if set (a local path)")
-    reset.add_argument("--dry-run", action="store_true",
-                       help="print what would be done, do nothing")
-
-
 def _add_changelog(sub: Any) -> None:
     """``kspark changelog rebuild``."""
     changelog = sub.add_parser("changelog", help="rebuild a lost changelog topic from local state")
@@ -190,25 +163,15 @@ def client_config(args: argparse.Namespace) -> "Any":
 
 
 def _reset(args: argparse.Namespace) -> int:
+    """``kspark reset`` (its options: ``_cli/reset.py``; the reset: ``_control/reset.py``)."""
     from kspark._kafka.admin import Admin
     from kspark._control.reset import plan_reset, run_reset
     from kspark._kafka.settings import ClientSettings
 
-    targets = args.to_earliest or args.to_latest or args.to_offset is not None
-    if args.delete_stopoffsets and (targets or args.input_topics or args.state_dir
-                                    or args.checkpoint_location):
-        raise KSparkError("--delete-stopoffsets deletes only the stop offsets: give it alone (a "
-                          "full reset deletes the metadata topic that holds them anyway)")
     config = client_config(args)
-    state_dir = args.state_dir or config["state.dir"]
+    options = reset_options(args, config)
     admin = Admin(ClientSettings.from_config(config), config["request.timeout.ms"])
-    plan = plan_reset(
-        admin, args.application_id,
-        input_topics=args.input_topics.split(",") if args.input_topics else None,
-        to="latest" if args.to_latest else "offset" if args.to_offset is not None else "earliest",
-        offset=args.to_offset, delete_stopoffsets=args.delete_stopoffsets,
-        state_dir=None if args.delete_stopoffsets else state_dir,
-        checkpoint_location=args.checkpoint_location)
+    plan = plan_reset(admin, args.application_id, **options)
     if args.dry_run:
         for line in plan.describe():
             print(f"kspark reset: dry run: would {line}")
