@@ -8,8 +8,12 @@ Example:
     >>> [k[0] for k in operations_config()][3:6]
     ['query.endpoint.enabled', 'query.endpoint.host', 'query.timeout.ms']
     >>> [k[0] for k in operations_config()][6:8]
+    ['query.endpoint.ssl.certfile', 'query.endpoint.ssl.keyfile']
+    >>> [k[0] for k in operations_config()][8:10]
+    ['query.endpoint.ssl.keyfile.password', 'query.endpoint.ssl.cafile']
+    >>> [k[0] for k in operations_config()][10:12]
     ['ensure.explicit.internal.resource.naming', 'topology.optimization']
-    >>> [k[0] for k in operations_config()][8:]
+    >>> [k[0] for k in operations_config()][12:]
     ['batch.aggregation.enabled']
 
 and those of standby replicas and warm-up (KIP-441: Kafka Streams' names, defaults and
@@ -52,6 +56,10 @@ def _positive(v: Any) -> str | None:
     return None if v > 0 else "must be positive"
 
 
+def _path(v: Any) -> str | None:
+    return None if v.strip() else "must be a file's path (leave the key out for none)"
+
+
 def operations_config() -> list[tuple[str, type, Any, str, Any]]:
     """(name, type, default, doc, validator) of each key."""
     return [
@@ -72,6 +80,20 @@ def operations_config() -> list[tuple[str, type, Any, str, Any]]:
         ("query.timeout.ms", int, 10000, "kspark: how long an interactive query waits for a "
          "partition's task to become queryable (restoring, moving, a worker starting) "
          "before it fails with StateStoreNotAvailableError.", _positive),
+        ("query.endpoint.ssl.certfile", str, None, "kspark: a PEM file with the certificate "
+         "chain the workers' interactive-query endpoints serve HTTPS with (and its key, unless "
+         "query.endpoint.ssl.keyfile is set); it must name the host each endpoint announces "
+         "(query.endpoint.host, or the worker's fully qualified host name for 0.0.0.0) and be "
+         "readable on every executor. The querying side then speaks TLS too. Unset: plain "
+         "HTTP.", _path),
+        ("query.endpoint.ssl.keyfile", str, None, "kspark: a PEM file with the private key of "
+         "query.endpoint.ssl.certfile, if that file does not hold it.", _path),
+        ("query.endpoint.ssl.keyfile.password", str, None, "kspark: the password of an "
+         "encrypted query.endpoint.ssl.keyfile (a secret: never shown).", None),
+        ("query.endpoint.ssl.cafile", str, None, "kspark: a PEM file with the CA certificates "
+         "the querying side (KafkaStreams.store and query) verifies the endpoints' "
+         "certificates against, host names checked; unset: the system's CAs. Setting it alone "
+         "(a client that does not serve, say) also makes queries speak TLS.", _path),
         ("ensure.explicit.internal.resource.naming", bool, False, "Refuse a topology whose "
          "changelog topics, stores or repartition topics have generated names (KIP-1111, as "
          "Kafka Streams 4.1): their names then change with the topology, and so does where "

@@ -51,6 +51,9 @@ LAZY_IMPORTS = {
         "start-up: confluent_kafka loads only when a Kafka client is made",
     ("kspark._iq.interactive", "kspark._iq.client"): "heavy: orjson load only when used",
     ("kspark._iq.interactive", "kspark._iq.facade"): "heavy: orjson load only when used",
+    ("kspark._iq.interactive", "kspark._iq.global_copy"):
+        "start-up: importing it loads confluent_kafka (an admin client), which kspark.testing "
+        "must not load; only a read of a global store needs it",
     ("kspark._iq.host", "kspark._graph.instantiate"): "heavy: orjson load only when used",
     ("kspark._iq.host", "kspark._iq.messages"): "heavy: orjson load only when used",
     ("kspark._interop.columns", "kspark.serde._registry_types"):

@@ -45,6 +45,8 @@ BOTH_MODES |= {"metrics.recording.level", "metrics.http.port", "metrics.http.hos
 BOTH_MODES |= {"sink.trigger.interval.ms"}  # the Spark sinks' queries run in both modes
 BOTH_MODES |= {"query.endpoint.enabled", "query.endpoint.host",
                "query.timeout.ms"}  # interactive queries, answered by tasks in either mode
+BOTH_MODES |= {"query.endpoint.ssl.certfile", "query.endpoint.ssl.keyfile",  # their TLS
+               "query.endpoint.ssl.keyfile.password", "query.endpoint.ssl.cafile"}
 
 BASE = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
 OTHER = {MICRO_BATCH: REAL_TIME, REAL_TIME: MICRO_BATCH}

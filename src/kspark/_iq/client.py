@@ -5,8 +5,10 @@ and comes back decoded with the store's own serdes.
 A partition whose task cannot answer now (restoring, moving, its worker starting or gone)
 is asked again, following the newest route, until ``query.timeout.ms``; then it fails
 with the reason the worker gave (``StateStoreNotAvailableError`` for the read-only
-stores, a ``NOT_ACTIVE`` failure in an IQv2 result). Nothing here imports pyspark: it runs
-in the driver, on a Spark Connect client and in ``kspark store``.
+stores, a ``NOT_ACTIVE`` failure in an IQv2 result). Over TLS when given a client context
+(``tls.py``): a certificate not verified, or an endpoint that does not speak TLS, fails at
+once with what to do. Nothing here imports pyspark: it runs in the driver, on a Spark Connect
+client and in ``kspark store``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Mapping
@@ -25,6 +28,7 @@ from kspark._engine.state.bytes_stores import InMemoryBytesStore
 from kspark._iq.endpoint import PATH
 from kspark._iq.messages import position_map
 from kspark._iq.routes import Route, RouteTable
+from kspark._iq.tls import handshake_failure
 from kspark.errors import InvalidStateStoreError, StateStoreNotAvailableError
 from kspark.query import FailureReason, QueryResult, StateQueryRequest, StateQueryResult
 from kspark.streams_metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
@@ -68,11 +72,12 @@ def store_catalog(graph: Any, config: Any, counts: Mapping[str, int] | None = No
 
 class QueryClient:
     """Asks application ``app_id``'s workers; ``catalog``: its stores (None: a client
-    without the topology, as ``kspark store``, which asks for rendered answers)."""
+    without the topology, as ``kspark store``, which asks for rendered answers); ``tls``: a
+    client ``ssl.SSLContext`` when the endpoints serve HTTPS (``tls.client_context``)."""
 
     def __init__(self, settings: Any, app_id: str, catalog: dict[str, StoreInfo] | None,
-                 timeout_ms: int = 10000):
-        self.app_id, self.catalog = app_id, catalog
+                 timeout_ms: int = 10000, tls: ssl.SSLContext | None = None):
+        self.app_id, self.catalog, self.tls = app_id, catalog, tls
         self.timeout_s = timeout_ms / 1000
         self.routes = RouteTable(settings, app_id)
         self._local = threading.local()
@@ -143,16 +148,15 @@ class QueryClient:
 
     def _post(self, route: Route, body: dict[str, Any]) -> dict[str, Any]:
         """POST ``body`` to ``route``'s endpoint; a connection that fails is an
-        ``unavailable`` answer (the worker is gone or not started: routes will tell)."""
+        ``unavailable`` answer (the worker is gone or not started: routes will tell), a TLS
+        handshake that fails an ``error`` (asking again would not help)."""
         conns = self._local.__dict__.setdefault("conns", {})
         data = json.dumps(body).encode()
         headers = {"Authorization": f"Bearer {route.token}", "Content-Type": "application/json"}
         for attempt in (0, 1):  # a kept connection the worker closed: once more, anew
             conn = conns.get(route.endpoint)
             if conn is None:
-                host, _, port = route.endpoint.rpartition(":")
-                conn = conns[route.endpoint] = http.client.HTTPConnection(
-                    host, int(port), timeout=max(self.timeout_s, 1.0))
+                conn = conns[route.endpoint] = self._connect(route.endpoint)
             try:
                 conn.request("POST", PATH, data, headers)
                 reply = conn.getresponse()
@@ -160,15 +164,27 @@ class QueryClient:
             except (OSError, http.client.HTTPException) as e:
                 conn.close()
                 conns.pop(route.endpoint, None)
+                if isinstance(e, ssl.SSLError) and not isinstance(
+                        e, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
+                    return {"status": "error", "message": handshake_failure(route.endpoint, e)}
                 if attempt:
                     return {"status": "unavailable", "message": f"its worker at "
                             f"{route.endpoint} is not reachable ({type(e).__name__})"}
                 continue
             if reply.status != 200:
                 return {"status": "error", "message": f"the worker at {route.endpoint} "
-                        f"refused the query (HTTP {reply.status}: {text[:200]!r})"}
+                        f"refused the query (HTTP {reply.status}: {_refusal(text)})"}
             return dict(json.loads(text))
         return {"status": "unavailable", "message": "unreachable"}  # pragma: no cover
+
+    def _connect(self, endpoint: str) -> http.client.HTTPConnection:
+        """A connection to ``endpoint`` (host:port): HTTPS, its certificate checked against
+        the host name, when the client has a TLS context."""
+        host, _, port = endpoint.rpartition(":")
+        timeout = max(self.timeout_s, 1.0)
+        if self.tls is None:
+            return http.client.HTTPConnection(host, int(port), timeout=timeout)
+        return http.client.HTTPSConnection(host, int(port), timeout=timeout, context=self.tls)
 
     # -- metadata -----------------------------------------------------------------------------
 
@@ -206,3 +222,15 @@ class QueryClient:
         self.routes.close()
         for conn in self._local.__dict__.get("conns", {}).values():
             conn.close()
+
+
+def _refusal(text: bytes) -> str:
+    """An endpoint's refusal as its ``error`` says it (else the body's start).
+
+    >>> _refusal(b'{"error": "a valid token is required"}'), _refusal(b"<html>")
+    ('a valid token is required', "b'<html>'")
+    """
+    try:
+        return str(json.loads(text)["error"])
+    except (ValueError, KeyError, TypeError):
+        return repr(text[:200])

@@ -1,8 +1,10 @@
 """A worker's interactive-query endpoint: ``POST /v1/query`` with a JSON body, answered
 from the state the worker holds (see ``host.py``).
 
-It binds ``query.endpoint.host`` (loopback unless configured) on a free port, and answers
-only requests that carry its token (``Authorization: Bearer <token>``, compared in
+It binds ``query.endpoint.host`` (loopback unless configured) on a free port, serves HTTPS
+when given a TLS context (``tls.py``: a plain-HTTP request then gets a 400 saying so, over
+plain HTTP, and a failed handshake just closes the connection), and answers only requests
+that carry its token (``Authorization: Bearer <token>``, compared in
 constant time); anything else is 401, another path 404, another method 405, a body over
 1 MiB 413. Bodies are JSON only (nothing in them runs). No request is logged, and an
 answer never holds a configuration value.
@@ -23,10 +25,13 @@ import json
 import logging
 import secrets
 import socket
+import ssl
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from kspark._iq.tls import plain_refusal
 
 __all__ = ["QueryEndpoint", "PATH", "advertised_host"]
 
@@ -54,6 +59,27 @@ class _Server(ThreadingHTTPServer):
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.endpoint = endpoint
         super().__init__(address, _Handler)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """One connection, in its own thread: over TLS if the endpoint has a context (the
+        handshake here, not in the accepting thread)."""
+        tls = self.endpoint.tls
+        if tls is None:
+            return super().finish_request(request, client_address)
+        request.settimeout(REQUEST_TIMEOUT_S)
+        try:
+            first = request.recv(1, socket.MSG_PEEK)
+            if first and first != b"\x16":  # not a TLS handshake record: plain HTTP
+                _PlainRefusal(request, client_address, self)
+                return None
+            conn = tls.wrap_socket(request, server_side=True)
+        except OSError:  # ssl.SSLError too: a client that does not trust the certificate
+            return None
+        try:
+            _Handler(conn, client_address, self)
+        finally:
+            conn.close()
+        return None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -110,12 +136,34 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: no request is logged."""
 
 
-class QueryEndpoint:
-    """Serves ``answer(body) -> dict`` at ``host`` on a free port from daemon threads;
-    ``token``: a random secret a request must carry (never logged)."""
+class _PlainRefusal(_Handler):
+    """A plain-HTTP request to an endpoint serving HTTPS: a 400 saying so (its body read
+    first, so that the client gets the answer rather than a reset connection)."""
 
-    def __init__(self, host: str, answer: Callable[[dict[str, Any]], dict[str, Any]]):
-        self.host, self.answer = host, answer
+    def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches POST to
+        self.close_connection = True
+        try:
+            size = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            size = -1
+        if 0 < size <= MAX_BODY:
+            self.rfile.read(size)
+        self._send(400, {"error": plain_refusal(self.server.endpoint.address)})
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("do_"):
+            return self.do_POST
+        raise AttributeError(name)
+
+
+class QueryEndpoint:
+    """Serves ``answer(body) -> dict`` at ``host`` on a free port from daemon threads, over
+    HTTPS if ``tls`` (a server ``ssl.SSLContext``) is given; ``token``: a random secret a
+    request must carry (never logged)."""
+
+    def __init__(self, host: str, answer: Callable[[dict[str, Any]], dict[str, Any]],
+                 tls: ssl.SSLContext | None = None):
+        self.host, self.answer, self.tls = host, answer, tls
         self.token = secrets.token_urlsafe(24)
         self._server: _Server | None = None
         self._port = 0
@@ -130,7 +178,8 @@ class QueryEndpoint:
         self._port = int(self._server.server_address[1])
         threading.Thread(target=self._server.serve_forever, args=(0.2,), daemon=True,
                          name="kspark-query-endpoint").start()
-        log.info("interactive-query endpoint on %s", self.address)
+        log.info("interactive-query endpoint on %s (%s)", self.address,
+                 "HTTP" if self.tls is None else "HTTPS")
 
     def stop(self) -> None:
         server, self._server = self._server, None

@@ -44,6 +44,7 @@ from kspark._engine.state.checkpoint import read_checkpoint, read_progress
 from kspark._engine.state.layers import WriteBuffer
 from kspark._iq.routes import Route, RouteAnnouncer
 from kspark._iq.endpoint import QueryEndpoint
+from kspark._iq.tls import TLS_KEYS, server_context
 from kspark._engine.state.bytes_stores import ReadOnlyRocksDBBytesStore
 
 __all__ = ["QueryHost", "query_host", "committed_view", "Held"]
@@ -108,7 +109,9 @@ class QueryHost:
         self._mine: dict[tuple[str, str], str] = {}  # the producer of this worker's last commit
         self._taken: dict[tuple[str, str], Any] = {}  # announced here, not committed here yet
         self._standby: dict[tuple[str, str], Held] = {}  # copies kept here (stale reads)
-        self._endpoint: Any = None
+        # by (host, TLS keys): applications of one Spark session share worker processes, and
+        # each is served as its own config says (never over plain HTTP if it sets TLS)
+        self._endpoints: dict[tuple[Any, ...], QueryEndpoint] = {}
         self._guard = threading.Lock()
 
     # -- what the task lifecycle tells it -------------------------------------------------
@@ -179,7 +182,7 @@ class QueryHost:
         self._standby[key] = Held(task_id, threading.Lock(), {}, {}, "standby", directory,
                                   dict(builders), set(builders))
 
-        endpoint = self._start(ctx.query_host)
+        endpoint = self._start(ctx)
         try:
             RouteAnnouncer.of(ctx.settings, ctx.app_id).announce(Route(
                 task_id, tuple(sorted(builders)), endpoint.address, endpoint.token, "standby",
@@ -214,7 +217,7 @@ class QueryHost:
     def _announce(self, hosted: Any, held: Held, moved: bool = False) -> bool:
         """Announce where ``held`` is answered (``moved``: even if said before); whether a
         route was sent."""
-        endpoint = self._start(hosted.ctx.query_host)
+        endpoint = self._start(hosted.ctx)
         route = Route(held.task_id, tuple(sorted(held.stores)), endpoint.address,
                       endpoint.token, held.state, hosted.here)
         try:
@@ -224,13 +227,15 @@ class QueryHost:
             log.warning("task %s: its query route could not be announced: %s", held.task_id, e)
             return False
 
-    def _start(self, host: str) -> Any:
+    def _start(self, ctx: Any) -> Any:
+        """The endpoint of ``ctx``'s host and TLS keys, started at the first call for them."""
+        key = (ctx.query_host, *(ctx.config.get(k) for k in TLS_KEYS))
         with self._guard:
-            if self._endpoint is None:
-                endpoint = QueryEndpoint(host, self.answer)
+            if key not in self._endpoints:
+                endpoint = QueryEndpoint(ctx.query_host, self.answer, server_context(ctx.config))
                 endpoint.start()
-                self._endpoint = endpoint
-            return self._endpoint
+                self._endpoints[key] = endpoint
+            return self._endpoints[key]
 
     # -- answering ---------------------------------------------------------------------------
 
