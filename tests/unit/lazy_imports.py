@@ -23,6 +23,8 @@ LAZY_IMPORTS = {
         "test seam: tests patch the name in its module, so it is looked up when called",
     ("kspark._cli.store", "kspark._iq.client"):
         "start-up: the CLI loads a command's modules only when that command runs",
+    ("kspark._cli.store", "kspark._iq.tls"):
+        "start-up: the CLI loads a command's modules only when that command runs",
     ("kspark._cli.store", "kspark._kafka.settings"):
         "start-up: the CLI loads a command's modules only when that command runs",
     ("kspark._cli.store", "kspark._cli.run"):

@@ -56,6 +56,7 @@ def add_store(sub: Any) -> None:
 
 def run_store(args: argparse.Namespace) -> int:
     from kspark._iq.client import QueryClient
+    from kspark._iq.tls import client_context
     from kspark._kafka.settings import as_settings
     from kspark._cli.run import _config
 
@@ -63,7 +64,8 @@ def run_store(args: argparse.Namespace) -> int:
         raise KSparkError("kspark store get needs --key")
     config = _config(args.config, args.set)
     app_id = config["application.id"]
-    client = QueryClient(as_settings(config), app_id, None, int(config["query.timeout.ms"]))
+    client = QueryClient(as_settings(config), app_id, None, int(config["query.timeout.ms"]),
+                         client_context(config))
     try:
         client.routes.catch_up(float(config["query.timeout.ms"]) / 1000)
         routes = client.routes.for_store(args.store)
