@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 # One application runs them all: about 90 CPU-seconds for it plus about 5 per scenario, so
 # 9 keep the test under a minute on two cores (the suite's time budget); 12 in the full matrix
-SEED, COUNT = 0, 12 if full_matrix() else 9
+SEED, COUNT = 0, 12 if full_matrix() else 6
 RT_COUNT = 12  # real-time mode runs its 12 in a few seconds
 # Real-time mode's sample starts further on: from seed 15 its 12 scenarios hold three of the
 # family SPARK_DIVERGENCES leaves out in micro_batch mode only (seeds 16, 27, 30), which

@@ -22,6 +22,7 @@ from kspark._client.dashboard import PANELS, dashboard
 from tests.conftest import consume_all
 from tests.integration.test_operations_on_spark import _get, _produce
 from tests.unit.test_dashboard import queried
+from tests.matrix import sampled_modes
 
 pytestmark = pytest.mark.integration
 S = Serdes.String()
@@ -81,6 +82,7 @@ def _topology(src: str, dst: str):
     return b.build()
 
 
+@sampled_modes("real_time")  # micro_batch in the full matrix (the suite's time)
 def test_every_metric_the_dashboard_queries_is_served(
         execution_mode, broker, admin, spark, topic_name, app_config):
     src, dst = (topic_name(f"dash-{execution_mode}-{n}") for n in ("in", "out"))

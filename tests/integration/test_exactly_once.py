@@ -131,6 +131,8 @@ def test_driver_killed_after_some_tasks_committed_resumes_exactly(broker, admin,
     _assert_exact(broker, src, app_id, n)
 
 
+@pytest.mark.full_matrix(reason="the suite's time (14 s); the hook's call after a real-time "
+                         "commit is unit-tested in test_thread_loop.py")
 def test_the_after_commit_hook_runs_in_real_time_mode_once_the_commit_is_in_kafka(
         broker, admin, topic_name, tmp_path):
     """The test hooks reach real-time stream threads too (``HostedTask.commit`` calls

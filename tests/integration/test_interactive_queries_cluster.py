@@ -149,6 +149,9 @@ def _partition_zero_held_by_copy(rounds: list[dict], expected: dict) -> dict | N
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.full_matrix(reason="the suite's time (36 s); standby copies answering stale "
+                         "reads are unit-tested in test_query_host.py, and real-time standby "
+                         "copies run in make test in test_standby.py")
 def test_a_micro_batch_standby_copy_answers_stale_reads_with_its_position(
         broker, admin, topic_name, tmp_path):
     """Micro-batch mode with ``num.standby.replicas=1`` on two executors: every key's

@@ -21,6 +21,7 @@ from kspark._local.tls import CA_CERT, ensure_tls
 from kspark.config import StreamsConfig
 from kspark.errors import InvalidStateStoreError, UnknownStateStoreError
 from kspark.query import FailureReason, KeyQuery, StateQueryRequest
+from tests.matrix import sampled_modes
 
 pytestmark = pytest.mark.integration
 S = Serdes.String()
@@ -60,6 +61,7 @@ def _eventually(read, expected, timeout_s=30):
 
 
 @pytest.mark.timeout(300)
+@sampled_modes("real_time")  # micro_batch in the full matrix: the copy is the driver's either way
 def test_a_global_table_is_read_from_the_drivers_copy_which_catches_up(
         broker, spark, admin, app_config, topic_name, execution_mode):
     countries, orders, out = _topics(admin, topic_name)

@@ -20,6 +20,7 @@ from kspark import (Consumed, Grouped, KafkaStreams, Produced, Serdes, StreamsBu
                     Suppressed, TimeWindows)
 from kspark._local.prereqs import java_binary
 from tests.conformance.reference import compiled
+from tests.matrix import MODES, sampled
 
 pytestmark = pytest.mark.integration
 S, L = Serdes.String(), Serdes.Long()
@@ -152,11 +153,14 @@ def _assert_each_record_counted_once(broker: str, out: str, every: list, start: 
                                    for w in (0, 10, 20, 30))
 
 
-# both directions in both modes (about 15 s each)
+# both directions in both modes in the full matrix (about 12 s each); make test runs each
+# direction once, in one mode each
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("direction", ["java_to_kspark", "kspark_to_java"])
+@pytest.mark.parametrize("direction, execution_mode", sampled(
+    [(d, m) for d in ("java_to_kspark", "kspark_to_java") for m in MODES],
+    keep=[("java_to_kspark", "micro_batch"), ("kspark_to_java", "real_time")]))
 def test_an_application_is_taken_over_in_place_and_its_state_restored(
         direction, execution_mode, broker, admin, spark, topic_name, app_config, tmp_path):
     """The first application processes the first records and stops; the second (the other

@@ -36,7 +36,6 @@ from tests.conftest import consume_all
 from tests.integration import standalone_app as app
 from tests.integration.soak import descendants
 from tests.integration.standalone import stop_process_group
-from tests.matrix import sampled_modes
 
 pytestmark = pytest.mark.integration
 
@@ -351,9 +350,11 @@ RT_ROUNDS, RT_PER_ROUND, RT_KEYS = 5, 400, 40  # the kill after round 4, then on
 DEADLINE_S = 240  # from spark-submit to the kill
 
 
-# real_time in the full matrix (the suite's time: 66 s); real-time tasks staying with
-# their state across epochs also runs in test_real_time.py on local-cluster
-@sampled_modes("micro_batch")
+# the full matrix only (the suite's time: 55-66 s a mode); in make test, tasks staying
+# with their state run on local-cluster: real-time across epochs in test_real_time.py,
+# micro-batch's placed tasks in test_spark_host.py
+@pytest.mark.full_matrix(reason="the suite's time (55-66 s a mode); local-cluster tests "
+                         "cover tasks staying with their state in make test")
 def test_tasks_return_to_the_executor_holding_their_state(
         broker, admin, standalone_cluster, tmp_path, execution_mode):
     """A logged RocksDB count of 4 tasks on the two workers, each executor with its own
