@@ -350,11 +350,11 @@ RT_ROUNDS, RT_PER_ROUND, RT_KEYS = 5, 400, 40  # the kill after round 4, then on
 DEADLINE_S = 240  # from spark-submit to the kill
 
 
-# the full matrix only (the suite's time: 55-66 s a mode); in make test, tasks staying
-# with their state run on local-cluster: real-time across epochs in test_real_time.py,
-# micro-batch's placed tasks in test_spark_host.py
-@pytest.mark.full_matrix(reason="the suite's time (55-66 s a mode); local-cluster tests "
-                         "cover tasks staying with their state in make test")
+# the full matrix only (the suite's time: 55-66 s a mode); make test keeps the placement
+# rules (test_placement.py, test_placement_jar.py), the shim's run (test_spark_host.py) and
+# a real-time thread keeping its tasks across epochs (test_real_time.py)
+@pytest.mark.full_matrix(reason="the suite's time (55-66 s a mode); the placement rules and "
+                         "shim are tested in make test")
 def test_tasks_return_to_the_executor_holding_their_state(
         broker, admin, standalone_cluster, tmp_path, execution_mode):
     """A logged RocksDB count of 4 tasks on the two workers, each executor with its own
