@@ -17,6 +17,10 @@ REASONS = {
 
 # (importing module, imported module): reason
 LAZY_IMPORTS = {
+    ("kspark._cli.main", "kspark._cli.properties"):
+        "start-up: the CLI loads a command's modules only when that command runs",
+    ("kspark._cli.topics", "kspark._cli.properties"):
+        "start-up: the CLI loads a command's modules only when that command runs",
     ("kspark._cli.registry", "kspark._local.broker_process"):
         "start-up: the CLI loads a command's modules only when that command runs",
     ("kspark._cli.registry", "kspark._local.registry"):
@@ -36,10 +40,6 @@ LAZY_IMPORTS = {
     ("kspark._cli.topics", "kspark._kafka.factory"):
         "test seam: tests patch the name in its module, so it is looked up when called",
     ("kspark._cli.topics", "kspark._kafka.settings"):
-        "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark._cli.topics", "kspark.config"):
-        "start-up: the CLI loads a command's modules only when that command runs",
-    ("kspark._cli.topics", "kspark.errors"):
         "start-up: the CLI loads a command's modules only when that command runs",
     ("kspark._cli.topics", "kspark.serde"):
         "start-up: the CLI loads a command's modules only when that command runs",

@@ -137,16 +137,11 @@ def client_config(args: argparse.Namespace) -> "Any":
     """The application's config for a CLI tool: ``--config`` (the application's properties
     file, or one with only client settings, as Kafka tools' ``--command-config``) with
     ``--application-id`` and ``--bootstrap-servers``."""
-    from kspark.config import StreamsConfig, parse_properties
+    from kspark._cli.properties import read_config_file
+    from kspark.config import StreamsConfig
     from kspark.errors import ConfigError
 
-    props: dict[str, Any] = {}
-    if args.config is not None:
-        try:
-            props = parse_properties(args.config.read_text())
-        except OSError as e:
-            raise ConfigError(
-                f"--config {str(args.config)!r} cannot be read ({e.strerror})") from None
+    props = read_config_file(args.config)
     if props.get("application.id", args.application_id) != args.application_id:
         raise ConfigError(f"--application-id {args.application_id!r} differs from "
                           f"application.id={props['application.id']!r} in {args.config}")
@@ -184,14 +179,15 @@ def _describe(args: argparse.Namespace) -> int:
     """``kspark describe``: the topology, then its Spark plan (see ``_plan/describe.py``)."""
     from kspark._cli.run import load_topology
     from kspark._plan.describe import describe_application
-    from kspark.config import StreamsConfig, parse_properties
+    from kspark._cli.properties import read_config_file
+    from kspark.config import StreamsConfig
     from kspark.errors import ConfigError
 
     if args.format != "text":  # the picture alone: it needs no config, partitions or broker
         description = load_topology(args.application).describe()
         print(description.to_mermaid() if args.format == "mermaid" else description.to_dot())
         return 0
-    props: dict[str, Any] = parse_properties(args.config.read_text()) if args.config else {}
+    props = read_config_file(args.config)
     props.update(_pairs(args.set, "--set", "KEY=VALUE"))
     partitions = _pairs(args.partitions, "--partitions", "TOPIC=N")
     if not all(n.isdigit() and int(n) > 0 for n in partitions.values()):

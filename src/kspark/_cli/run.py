@@ -31,10 +31,10 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from time import monotonic
-from typing import Any
 
 from kspark._control.stop_offsets import format_offsets
 from kspark._cli.live_view import DEFAULT_EVERY_S, LiveView, Reading, read, summary
+from kspark._cli.properties import read_config_file
 from kspark.config import StreamsConfig, parse_properties
 from kspark.errors import ConfigError
 from kspark.processor.topology import Topology
@@ -129,7 +129,7 @@ def _plain_ctrl_c() -> None:
 
 def _config(config_file: Path | None, overrides: list[str]) -> StreamsConfig:
     """The properties file's keys, then the ``--set key=value`` overrides, checked."""
-    props: dict[str, Any] = parse_properties(config_file.read_text()) if config_file else {}
+    props = read_config_file(config_file)
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep:

@@ -91,17 +91,10 @@ def default_bootstrap() -> str:
 
 
 def _settings(args: argparse.Namespace) -> Any:
+    from kspark._cli.properties import read_config_file
     from kspark._kafka.settings import ClientSettings
-    from kspark.config import parse_properties
-    from kspark.errors import ConfigError
 
-    props: dict[str, Any] = {}
-    if args.config is not None:
-        try:
-            props = parse_properties(args.config.read_text())
-        except OSError as e:
-            raise ConfigError(
-                f"--config {str(args.config)!r} cannot be read ({e.strerror})") from None
+    props = read_config_file(args.config)
     props["bootstrap.servers"] = (args.bootstrap_servers or props.get("bootstrap.servers")
                                   or default_bootstrap())
     return ClientSettings.from_config(props)
