@@ -6,7 +6,6 @@ real-time mode: the mode does not change the endpoint)."""
 
 from __future__ import annotations
 
-import shutil
 import time
 
 import pytest
@@ -96,8 +95,6 @@ def test_a_global_table_is_read_from_the_drivers_copy_which_catches_up(
 
 @pytest.fixture(scope="module")
 def tls_files(tmp_path_factory):
-    if shutil.which("openssl") is None:
-        pytest.skip("needs openssl")
     data = tmp_path_factory.mktemp("iq-tls")
     ensure_tls(data, data / "tls")
     return {CERTFILE: str(data / "tls" / "server.pem"), KEYFILE: str(data / "tls" / "server.key"),

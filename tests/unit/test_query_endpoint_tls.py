@@ -5,7 +5,6 @@ each fail at once with what to do. The certificates are the local broker's (``_l
 a private CA, a server certificate for 127.0.0.1 and localhost, an unrelated CA)."""
 
 import json
-import shutil
 import ssl
 import subprocess
 import urllib.error
@@ -21,7 +20,6 @@ from kspark._local.tls import CA_CERT, OTHER_CA_CERT, ensure_tls
 from kspark.config import StreamsConfig
 from kspark.errors import ConfigError, InvalidStateStoreError
 
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
 
 
 @pytest.fixture(scope="module")
