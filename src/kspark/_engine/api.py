@@ -14,6 +14,9 @@ __all__ = ["Record", "RecordMetadata", "Processor", "ProcessorContext", "Headers
 K = TypeVar("K")
 V = TypeVar("V")
 Headers = tuple[tuple[str, bytes | None], ...]
+# the copies below are made per record and step: tuple.__new__ skips the Python-level
+# __new__ a named tuple has
+_new = tuple.__new__
 
 
 class Record(NamedTuple, Generic[K, V]):
@@ -33,15 +36,15 @@ class Record(NamedTuple, Generic[K, V]):
 
     def with_key(self, key: Any) -> "Record":
         """A copy with another key."""
-        return Record(key, self.value, self.timestamp, self.headers)
+        return _new(Record, (key, self.value, self.timestamp, self.headers))
 
     def with_value(self, value: Any) -> "Record":
         """A copy with another value."""
-        return Record(self.key, value, self.timestamp, self.headers)
+        return _new(Record, (self.key, value, self.timestamp, self.headers))
 
     def with_timestamp(self, timestamp: int) -> "Record":
         """A copy with another timestamp (ms since the epoch)."""
-        return Record(self.key, self.value, timestamp, self.headers)
+        return _new(Record, (self.key, self.value, timestamp, self.headers))
 
     def with_headers(self, headers: Any) -> "Record":
         """A copy with other headers: a sequence of ``(key, bytes)`` or a mapping."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import traceback
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, cast
 
 from kspark._engine.api import Processor, Record
+from kspark._engine.operators import InlinedOperator
 from kspark._error_handlers import ProducerRecord, SerializationExceptionOrigin
 from kspark._engine.metrics.stats import headers_size, topic_overhead
 from kspark.errors import (
@@ -75,6 +76,21 @@ def _cannot_deserialize(raw: RawRecord, is_key: bool, serde: Any, source: str,
 
 
 _new_tuple = tuple.__new__  # Record(...) without namedtuple's Python-level __new__
+_FAILED = object()  # SinkNode._serialize: the record could not be serialized (handled)
+
+
+def bytes_identity(serde: Any, method: str) -> bool:
+    """Whether ``serde``'s ``method`` (``"serialize"`` or ``"deserialize"``) returns
+    ``bytes`` and None unchanged (marked ``bytes_identity``: ``Serdes.ByteArray()``), so the
+    per-record path may skip calling it for them.
+
+    >>> from kspark import Serdes
+    >>> bytes_identity(Serdes.ByteArray(), "deserialize")
+    True
+    >>> bytes_identity(Serdes.String(), "serialize")
+    False
+    """
+    return bool(getattr(getattr(type(serde), method, None), "bytes_identity", False))
 
 
 class ProcessorNode:
@@ -93,21 +109,31 @@ class ProcessorNode:
         self.terminal = not self.children
         self.e2e_key = task.stats.key("e2e", self.name)  # built once, not per record
         self.processor.init(NodeContext(task, self))
+        if isinstance(self.processor, InlinedOperator) and not self.terminal:
+            # a built-in stateless operator runs in this node's call (operators.py)
+            self.process = self.processor.inline(  # type: ignore[method-assign,assignment]
+                self.children, self.failed)
 
     def process(self, record: Record) -> None:
         try:
             self.processor.process(record)
         except KSparkError:
             raise
-        except Exception as e:  # user code: processing.exception.handler decides (KIP-1033)
-            if not self.task.continue_after(self, record, e):  # fail: name node, record, line
-                raise ProcessorError(_describe_failure(self, e)) from e
+        except Exception as e:  # noqa: BLE001 - user code: the processing handler decides
+            self.failed(record, e)
             return  # continue: dropped at this node (counted, logged)
         if self.terminal:
             stats = self.task.stats
             now = stats.now
             stats.record_at(self.e2e_key,
                             (self.task.clock() if now is None else now) - record.timestamp)
+
+    def failed(self, record: Record, error: Exception) -> None:
+        """User code raised ``error`` processing ``record`` at this node: the
+        processing.exception.handler drops the record (counted, logged) or the task fails
+        with a ProcessorError naming the node, the record and the user's line."""
+        if not self.task.continue_after(self, record, error):
+            raise ProcessorError(_describe_failure(self, error)) from error
 
     def close(self) -> None:
         self.processor.close()
@@ -125,6 +151,8 @@ class ProcessorNode:
 class SourceNode(ProcessorNode):
     """Deserializes raw records of its topics and forwards them."""
 
+    _bytes_in = False  # both serdes pass bytes through (set by init)
+
     def __init__(self, name: str, topics: list[str], key_serde: Any, value_serde: Any,
                  timestamp_extractor: Any = None):
         super().__init__(name, Processor())
@@ -136,6 +164,8 @@ class SourceNode(ProcessorNode):
     def init(self, task: "StreamTask") -> None:
         self.task = task
         self.e2e_key = task.stats.key("e2e", self.name)
+        self._bytes_in = (bytes_identity(self.key_serde, "deserialize")
+                          and bytes_identity(self.value_serde, "deserialize"))
         # per topic: its bytes-consumed metric's key, and the bytes counted for each of its
         # records besides key, value and headers (``metrics.stats.record_size``)
         self.consumed: dict[str, tuple[str, int]] = {}
@@ -154,6 +184,10 @@ class SourceNode(ProcessorNode):
     def deserialize(self, raw: RawRecord) -> Record:
         """The record with key and value deserialized (timestamp as stored); raises
         SerializationError (as :func:`deserialize_record`, inlined: it runs per record)."""
+        if self._bytes_in:
+            key, value = raw.key, raw.value
+            if (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
+                return _new_tuple(Record, (key, value, raw.timestamp, raw.headers))
         topic = raw.topic
         is_key = True
         try:
@@ -175,6 +209,8 @@ class SourceNode(ProcessorNode):
 class SinkNode(ProcessorNode):
     """Serializes records and hands them to the task's record collector."""
 
+    _bytes_out = False  # both serdes pass bytes through (set by init)
+
     def __init__(self, name: str, topic: str | Callable[..., str], key_serde: Any,
                  value_serde: Any, partitioner: Callable[..., int | None] | None = None):
         super().__init__(name, Processor())
@@ -187,41 +223,22 @@ class SinkNode(ProcessorNode):
         self.task = task
         self.e2e_key = task.stats.key("e2e", self.name)
         self._produced: dict[str, tuple[str, int]] = {}  # per topic: as SourceNode.consumed
+        self._bytes_out = (bytes_identity(self.key_serde, "serialize")
+                           and bytes_identity(self.value_serde, "serialize"))
 
     def process(self, record: Record) -> None:
         task = self.task
-        topic = self.topic if isinstance(self.topic, str) else self.topic(
-            record.key, record.value, task.record_metadata)
-        origin = SerializationExceptionOrigin.KEY
-        try:
-            key = self.key_serde.serialize(topic, record.key)
-            origin = SerializationExceptionOrigin.VALUE
-            value = self.value_serde.serialize(topic, record.value)
-        except TransientKafkaError:  # a schema registry away: replayed, never skipped
-            raise
-        except Exception as e:  # noqa: BLE001 - serdes are user code: any error is theirs
-            error = SerializationError(
-                f"sink {self.name!r} cannot serialize a record for topic {topic!r} in task "
-                f"{self.task.task_id} with key serde {self.key_serde!r} and value serde "
-                f"{self.value_serde!r}: {e}")
-            error.__cause__ = e
-            self.task.write_failed(self.name, error, ProducerRecord(
-                topic, record.key, record.value, record.headers, record.timestamp), origin)
-            return
-        partition = None
-        if self.partitioner is not None:
-            n = self.task.partition_counts.get(topic, 1)
-            partition = self.partitioner(topic, record.key, record.value, n)
-            if partition is not None and (type(partition) is not int or not 0 <= partition < n):
-                if not isinstance(partition, int) or isinstance(partition, bool):
-                    raise TopologyError(
-                        f"the partitioner of sink {self.name!r} returned {partition!r} for "
-                        f"topic {topic!r}: a partitioner returns one partition number (or None "
-                        "for Kafka's default); multicast to several partitions (Java's set of "
-                        "partitions) is not supported")
-                raise TopologyError(
-                    f"the partitioner of sink {self.name!r} chose partition {partition} of topic "
-                    f"{topic!r}, which has {n} partition(s)")
+        topic = self.topic
+        if type(topic) is not str:
+            topic = cast(Callable[..., str], topic)(record.key, record.value,
+                                                   task.record_metadata)
+        key, value = record.key, record.value
+        if not (self._bytes_out and (key is None or type(key) is bytes)
+                and (value is None or type(value) is bytes)):
+            key, value = self._serialize(topic, record)
+            if key is _FAILED:
+                return
+        partition = None if self.partitioner is None else self._partition(topic, record)
         headers, ts = record.headers, record.timestamp
         try:
             task.collector.send(topic, key, value, ts, headers, partition)
@@ -242,6 +259,43 @@ class SinkNode(ProcessorNode):
                         + (headers_size(headers) if headers else 0))
         now = stats.now
         stats.record_at(self.e2e_key, (task.clock() if now is None else now) - ts)
+
+    def _serialize(self, topic: str, record: Record) -> tuple[Any, Any]:
+        """The record's key and value serialized for ``topic``; ``(_FAILED, None)`` when a
+        serde failed and the production exception handler dropped the record."""
+        origin = SerializationExceptionOrigin.KEY
+        try:
+            key = self.key_serde.serialize(topic, record.key)
+            origin = SerializationExceptionOrigin.VALUE
+            return key, self.value_serde.serialize(topic, record.value)
+        except TransientKafkaError:  # a schema registry away: replayed, never skipped
+            raise
+        except Exception as e:  # noqa: BLE001 - serdes are user code: any error is theirs
+            error = SerializationError(
+                f"sink {self.name!r} cannot serialize a record for topic {topic!r} in task "
+                f"{self.task.task_id} with key serde {self.key_serde!r} and value serde "
+                f"{self.value_serde!r}: {e}")
+            error.__cause__ = e
+            self.task.write_failed(self.name, error, ProducerRecord(
+                topic, record.key, record.value, record.headers, record.timestamp), origin)
+            return _FAILED, None
+
+    def _partition(self, topic: str, record: Record) -> int | None:
+        """The user partitioner's choice for ``record`` (None: Kafka's default), checked."""
+        n = self.task.partition_counts.get(topic, 1)
+        partition = cast(Callable[..., int | None], self.partitioner)(
+            topic, record.key, record.value, n)
+        if partition is not None and (type(partition) is not int or not 0 <= partition < n):
+            if not isinstance(partition, int) or isinstance(partition, bool):
+                raise TopologyError(
+                    f"the partitioner of sink {self.name!r} returned {partition!r} for "
+                    f"topic {topic!r}: a partitioner returns one partition number (or None "
+                    "for Kafka's default); multicast to several partitions (Java's set of "
+                    "partitions) is not supported")
+            raise TopologyError(
+                f"the partitioner of sink {self.name!r} chose partition {partition} of topic "
+                f"{topic!r}, which has {n} partition(s)")
+        return partition
 
 
 _KSPARK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

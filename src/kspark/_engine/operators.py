@@ -8,10 +8,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kspark._engine.api import Processor, ProcessorContext, Record
+from kspark.errors import KSparkError
 
-__all__ = ["NullKeyFilter", "DelayProcessor", "FilterProcessor", "MapValuesProcessor",
-           "MapProcessor", "PeekProcessor", "FlatMapProcessor", "SelectKeyProcessor",
-           "PassThroughProcessor", "BranchProcessor", "is_pair", "not_a_pair"]
+__all__ = ["InlinedOperator", "NullKeyFilter", "DelayProcessor", "FilterProcessor",
+           "MapValuesProcessor", "MapProcessor", "PeekProcessor", "FlatMapProcessor",
+           "SelectKeyProcessor", "PassThroughProcessor", "BranchProcessor", "is_pair", "not_a_pair"]
 
 _SHORT = reprlib.Repr()
 _SHORT.maxstring, _SHORT.maxother, _SHORT.maxdict, _SHORT.maxlist = 40, 60, 4, 6
@@ -51,7 +52,33 @@ class _Operator(Processor):
         self.context = context
 
 
-class FilterProcessor(_Operator):
+_new = tuple.__new__  # Record(...) without namedtuple's Python-level __new__
+Children = list  # a node's children (``ProcessorNode.children``), each with ``process``
+Failed = Callable[[Record, Exception], None]  # the node's failure handling (``failed``)
+
+
+class InlinedOperator(_Operator):
+    """An operator whose node may run it in the node's own call (``inline``), forwarding
+    straight to the node's children: one Python call per node and record instead of three
+    (node, processor, context). ``process`` stays the reference behaviour; each ``inline``
+    does exactly what it does.
+
+    >>> seen = []
+    >>> class Child:
+    ...     def process(self, record): seen.append(record)
+    >>> step = MapValuesProcessor(str.upper).inline([Child()], None)
+    >>> step(Record("k", "v", 5)); seen
+    [Record(key='k', value='V', timestamp=5, headers=())]
+    """
+
+    def inline(self, children: Children, failed: Failed) -> Callable[[Record], None]:
+        """This operator's ``process`` forwarding to ``children``; what user code raises
+        (other than a KSparkError) goes to ``failed(record, error)``."""
+        raise NotImplementedError
+
+
+
+class FilterProcessor(InlinedOperator):
     """Forwards records for which ``predicate(key, value)`` is true (false with ``negate``)."""
 
     def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool = False):
@@ -61,6 +88,22 @@ class FilterProcessor(_Operator):
     def process(self, record: Record) -> None:
         if bool(self.predicate(record.key, record.value)) != self.negate:
             self.context.forward(record)
+
+    def inline(self, children: Children, failed: Failed) -> Callable[[Record], None]:
+        predicate, negate = self.predicate, self.negate
+
+        def process(record: Record) -> None:
+            try:
+                keep = bool(predicate(record.key, record.value)) != negate
+            except KSparkError:
+                raise
+            except Exception as e:  # noqa: BLE001 - user code: the handler decides
+                failed(record, e)
+                return
+            if keep:
+                for child in children:
+                    child.process(record)
+        return process
 
 
 class NullKeyFilter(_Operator):
@@ -75,7 +118,7 @@ class NullKeyFilter(_Operator):
             self.context.forward(record)
 
 
-class MapValuesProcessor(_Operator):
+class MapValuesProcessor(InlinedOperator):
     """Replaces the value by ``fn(value)``, or ``fn(key, value)`` with ``with_key``."""
 
     def __init__(self, fn: Callable[..., Any], with_key: bool = False):
@@ -86,8 +129,24 @@ class MapValuesProcessor(_Operator):
         value = self.fn(record.key, record.value) if self.with_key else self.fn(record.value)
         self.context.forward(record.with_value(value))
 
+    def inline(self, children: Children, failed: Failed) -> Callable[[Record], None]:
+        fn, with_key = self.fn, self.with_key
 
-class MapProcessor(_Operator):
+        def process(record: Record) -> None:
+            try:
+                value = fn(record.key, record.value) if with_key else fn(record.value)
+            except KSparkError:
+                raise
+            except Exception as e:  # noqa: BLE001 - user code: the handler decides
+                failed(record, e)
+                return
+            out = _new(Record, (record.key, value, record.timestamp, record.headers))
+            for child in children:
+                child.process(out)
+        return process
+
+
+class MapProcessor(InlinedOperator):
     """Replaces key and value by ``fn(key, value) -> (key2, value2)``."""
 
     def __init__(self, fn: Callable[[Any, Any], tuple[Any, Any]]):
@@ -99,8 +158,26 @@ class MapProcessor(_Operator):
             raise not_a_pair("map() must return", self.fn, kv)
         self.context.forward(Record(kv[0], kv[1], record.timestamp, record.headers))
 
+    def inline(self, children: Children, failed: Failed) -> Callable[[Record], None]:
+        fn = self.fn
 
-class PeekProcessor(_Operator):
+        def process(record: Record) -> None:
+            try:
+                kv = fn(record.key, record.value)
+                if not (type(kv) is tuple and len(kv) == 2) and not is_pair(kv):
+                    raise not_a_pair("map() must return", fn, kv)
+            except KSparkError:
+                raise
+            except Exception as e:  # noqa: BLE001 - user code: the handler decides
+                failed(record, e)
+                return
+            out = _new(Record, (kv[0], kv[1], record.timestamp, record.headers))
+            for child in children:
+                child.process(out)
+        return process
+
+
+class PeekProcessor(InlinedOperator):
     """Calls ``action(key, value)`` and forwards the record unchanged (``forward=False``: a
     terminal foreach)."""
 
@@ -112,6 +189,22 @@ class PeekProcessor(_Operator):
         self.action(record.key, record.value)
         if self.forward:
             self.context.forward(record)
+
+    def inline(self, children: Children, failed: Failed) -> Callable[[Record], None]:
+        action, forward = self.action, self.forward
+
+        def process(record: Record) -> None:
+            try:
+                action(record.key, record.value)
+            except KSparkError:
+                raise
+            except Exception as e:  # noqa: BLE001 - user code: the handler decides
+                failed(record, e)
+                return
+            if forward:
+                for child in children:
+                    child.process(record)
+        return process
 
 
 class FlatMapProcessor(_Operator):
@@ -152,7 +245,7 @@ def _iterable(fn: Any, result: Any,
                     f"{_SHORT.repr(result)}{_origin(fn)}")
 
 
-class SelectKeyProcessor(_Operator):
+class SelectKeyProcessor(InlinedOperator):
     """Sets the key to ``fn(key, value)``, keeping the value."""
 
     def __init__(self, fn: Callable[[Any, Any], Any]):
@@ -161,12 +254,34 @@ class SelectKeyProcessor(_Operator):
     def process(self, record: Record) -> None:
         self.context.forward(record.with_key(self.fn(record.key, record.value)))
 
+    def inline(self, children: Children, failed: Failed) -> Callable[[Record], None]:
+        fn = self.fn
 
-class PassThroughProcessor(_Operator):
+        def process(record: Record) -> None:
+            try:
+                key = fn(record.key, record.value)
+            except KSparkError:
+                raise
+            except Exception as e:  # noqa: BLE001 - user code: the handler decides
+                failed(record, e)
+                return
+            out = _new(Record, (key, record.value, record.timestamp, record.headers))
+            for child in children:
+                child.process(out)
+        return process
+
+
+class PassThroughProcessor(InlinedOperator):
     """Forwards every record unchanged (merge, branch children, repartition targets)."""
 
     def process(self, record: Record) -> None:
         self.context.forward(record)
+
+    def inline(self, children: Children, failed: Failed) -> Callable[[Record], None]:
+        def process(record: Record) -> None:
+            for child in children:
+                child.process(record)
+        return process
 
 
 class BranchProcessor(_Operator):
