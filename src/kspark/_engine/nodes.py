@@ -108,6 +108,7 @@ class ProcessorNode:
         self.task = task
         self.terminal = not self.children
         self.e2e_key = task.stats.key("e2e", self.name)  # built once, not per record
+        self.e2e = task.stats.sampler(self.e2e_key)
         self.processor.init(NodeContext(task, self))
         if isinstance(self.processor, InlinedOperator) and not self.terminal:
             # a built-in stateless operator runs in this node's call (operators.py)
@@ -123,10 +124,8 @@ class ProcessorNode:
             self.failed(record, e)
             return  # continue: dropped at this node (counted, logged)
         if self.terminal:
-            stats = self.task.stats
-            now = stats.now
-            stats.record_at(self.e2e_key,
-                            (self.task.clock() if now is None else now) - record.timestamp)
+            now = self.task.stats.now
+            self.e2e((self.task.clock() if now is None else now) - record.timestamp)
 
     def failed(self, record: Record, error: Exception) -> None:
         """User code raised ``error`` processing ``record`` at this node: the
@@ -152,6 +151,7 @@ class SourceNode(ProcessorNode):
     """Deserializes raw records of its topics and forwards them."""
 
     _bytes_in = False  # both serdes pass bytes through (set by init)
+    plain_timestamps = False  # a valid timestamp is the record's own (set by its task)
 
     def __init__(self, name: str, topics: list[str], key_serde: Any, value_serde: Any,
                  timestamp_extractor: Any = None):
@@ -164,20 +164,22 @@ class SourceNode(ProcessorNode):
     def init(self, task: "StreamTask") -> None:
         self.task = task
         self.e2e_key = task.stats.key("e2e", self.name)
+        self.e2e = task.stats.sampler(self.e2e_key)
         self._bytes_in = (bytes_identity(self.key_serde, "deserialize")
                           and bytes_identity(self.value_serde, "deserialize"))
-        # per topic: its bytes-consumed metric's key, and the bytes counted for each of its
-        # records besides key, value and headers (``metrics.stats.record_size``)
-        self.consumed: dict[str, tuple[str, int]] = {}
+        # per topic: its bytes-consumed metric's sampler, and the bytes counted for each of
+        # its records besides key, value and headers (``metrics.stats.record_size``)
+        self.consumed: dict[str, tuple[Callable[[int], None], int]] = {}
         for topic in self.topics:
             self.consumed_of(topic)
 
-    def consumed_of(self, topic: str) -> tuple[str, int]:
+    def consumed_of(self, topic: str) -> tuple[Callable[[int], None], int]:
         """``topic``'s entry of :attr:`consumed`, added if missing."""
         found = self.consumed.get(topic)
         if found is None:
+            stats = self.task.stats
             found = self.consumed[topic] = (
-                self.task.stats.key("bytes-consumed", f"{self.name}|{topic}"),
+                stats.sampler(stats.key("bytes-consumed", f"{self.name}|{topic}")),
                 topic_overhead(topic))
         return found
 
@@ -222,7 +224,9 @@ class SinkNode(ProcessorNode):
     def init(self, task: "StreamTask") -> None:
         self.task = task
         self.e2e_key = task.stats.key("e2e", self.name)
-        self._produced: dict[str, tuple[str, int]] = {}  # per topic: as SourceNode.consumed
+        self.e2e = task.stats.sampler(self.e2e_key)
+        # per topic: as SourceNode.consumed
+        self._produced: dict[str, tuple[Callable[[int], None], int]] = {}
         self._bytes_out = (bytes_identity(self.key_serde, "serialize")
                            and bytes_identity(self.value_serde, "serialize"))
 
@@ -250,15 +254,19 @@ class SinkNode(ProcessorNode):
             if not task.write_failed(self.name, named, ProducerRecord(
                     topic, key, value, headers, ts, partition)):
                 return  # dropped; True: written after all, on a retry
-        stats = task.stats
-        produced = self._produced.get(topic)
-        if produced is None:
-            produced = self._produced[topic] = (
-                stats.key("bytes-produced", f"{self.name}|{topic}"), topic_overhead(topic))
-        stats.record_at(produced[0], produced[1] + len(key or b"") + len(value or b"")
-                        + (headers_size(headers) if headers else 0))
-        now = stats.now
-        stats.record_at(self.e2e_key, (task.clock() if now is None else now) - ts)
+        produced = self._produced.get(topic) or self._produced_to(topic)
+        produced[0](produced[1] + len(key or b"") + len(value or b"")
+                    + (headers_size(headers) if headers else 0))
+        now = task.stats.now
+        self.e2e((task.clock() if now is None else now) - ts)
+
+    def _produced_to(self, topic: str) -> tuple[Callable[[int], None], int]:
+        """``topic``'s bytes-produced sampler and per-record overhead, made once."""
+        stats = self.task.stats
+        found = self._produced[topic] = (
+            stats.sampler(stats.key("bytes-produced", f"{self.name}|{topic}")),
+            topic_overhead(topic))
+        return found
 
     def _serialize(self, topic: str, record: Record) -> tuple[Any, Any]:
         """The record's key and value serialized for ``topic``; ``(_FAILED, None)`` when a

@@ -5,10 +5,14 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Iterable
+from itertools import groupby
+from operator import itemgetter
 
 from kspark._engine.nodes import RawRecord
 
 __all__ = ["PartitionGroup"]
+
+_TOPIC_PARTITION = itemgetter(0, 1)  # a RawRecord's (topic, partition)
 
 
 class PartitionGroup:
@@ -33,12 +37,14 @@ class PartitionGroup:
         self._by_time: list[deque[RawRecord]] = []  # next_record's heap of non-empty queues
 
     def add(self, records: Iterable[RawRecord]) -> None:
-        for r in records:
-            q = self._queues.get((r.topic, r.partition))
+        # a run of one partition's records goes into its queue at once (polls hand them so)
+        for tp, run in groupby(records, _TOPIC_PARTITION):
+            q = self._queues.get(tp)
             if q is None:
-                q = self._queues[(r.topic, r.partition)] = deque()
-            q.append(r)
-            if len(q) == 1:  # a queue that becomes non-empty is offered (Java's addRawRecords)
+                q = self._queues[tp] = deque()
+            empty = not q
+            q.extend(run)
+            if empty:  # a queue that becomes non-empty is offered (Java's addRawRecords)
                 self._by_time.append(q)
                 _sift_up(self._by_time, len(self._by_time) - 1, q)
 
@@ -61,14 +67,16 @@ class PartitionGroup:
         return sum(len(q) for q in self._queues.values())
 
     def drain(self) -> Iterable[RawRecord]:
-        """Yield every buffered record, lowest head timestamp first."""
-        self._by_time.clear()  # drained below: nothing stays for next_record
+        """Every buffered record, lowest head timestamp first (taken from the group)."""
+        self._by_time.clear()  # drained: nothing stays for next_record
         queues = [q for q in self._queues.values() if q]
         if len(queues) == 1:  # one partition: offset order is the order
-            q = queues[0]
-            while q:
-                yield q.popleft()
-            return
+            records = list(queues[0])
+            queues[0].clear()
+            return records
+        return self._merged()
+
+    def _merged(self) -> Iterable[RawRecord]:
         heap = [(q[0].timestamp, tp, q) for tp, q in self._queues.items() if q]
         heapq.heapify(heap)
         while heap:

@@ -92,6 +92,9 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         self.partition_time: dict[tuple[str, int], int] = {}
         self._default_extractor = (config.get("default.timestamp.extractor")
                                    or FailOnInvalidTimestamp())
+        for source in self.sources.values():  # a valid timestamp is the record's own
+            source.plain_timestamps = (source.timestamp_extractor is None and type(
+                self._default_extractor) is FailOnInvalidTimestamp)
         self._init_handlers(config)  # the three exception handlers (task_errors.py)
         self.dead_letter_topic = config.get("errors.dead.letter.queue.topic.name")
         self._group = PartitionGroup()
@@ -255,11 +258,13 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
                 self.process(raw)
                 n += 1
                 if n % 1000 == 0:
+                    self.stats.fold()  # the samplers' values, counted (metrics/stats.py)
                     self._poll_now = self.clock()
                     if self._wall_punctuations.schedules or self._delayed_stores:
                         self.maybe_punctuate_wall_clock()
         finally:
             self._poll_now = None
+            self.stats.fold()
         return n
 
     def process(self, raw: RawRecord) -> None:
@@ -277,27 +282,21 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
         tp = (raw.topic, raw.partition)
         before = self.partition_time.get(tp, -1)
         ts = raw.timestamp
-        if ts < 0 or source.timestamp_extractor is not None or \
-                type(self._default_extractor) is not FailOnInvalidTimestamp:
-            ts = self._extract(source, raw, record, before)  # the default on a valid one: no call
-        if ts < 0:
-            self.dropped += 1
-            log.warning("task %s skips the record at topic %r, partition %d, offset %d: its "
-                        "timestamp extractor returned %d", self.task_id, raw.topic,
-                        raw.partition, raw.offset, ts)
-            self._current = None
-            return
-        if ts != record.timestamp:
-            record = record.with_timestamp(ts)
+        if ts < 0 or not source.plain_timestamps:  # the default extractor on a valid one: no call
+            ts = self._extract(source, raw, record, before)
+            if ts < 0:
+                self._skip_invalid(raw, ts)
+                return
+            if ts != record.timestamp:
+                record = record.with_timestamp(ts)
         stats = self.stats
         consumed = source.consumed.get(raw.topic) or source.consumed_of(raw.topic)
-        stats.record_at(consumed[0], record_size(raw.key, raw.value, raw.topic, raw.headers)
-                        if raw.headers else consumed[1] + len(raw.key or b"")
-                        + len(raw.value or b""))
+        consumed[0](record_size(raw.key, raw.value, raw.topic, raw.headers)
+                    if raw.headers else consumed[1] + len(raw.key or b"") + len(raw.value or b""))
         # the clock is read once per batch (once per record outside one): sinks and terminal
         # nodes measure their end-to-end latency against the same time (``stats.now``)
         now = stats.now = self._poll_now if self._poll_now is not None else self.clock()
-        stats.record_at(source.e2e_key, now - ts)
+        source.e2e(now - ts)
         if stats.debug:
             stats.record("record-lateness", max(0, self.stream_time - ts))
         if ts > before:
@@ -311,14 +310,23 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
                 source.process(record)
                 stats.record("process", time.perf_counter_ns() - began)
                 stats.node(source.name)
-            else:
-                source.process(record)
+            else:  # SourceNode.process, without its call
+                for child in source.children:
+                    child.process(record)
         finally:
             stats.now = None  # a punctuation's output reads the clock itself
         self.processed += 1
         self._current = None
         if self._stream_punctuations.schedules:
             self.maybe_punctuate_stream_time()
+
+    def _skip_invalid(self, raw: RawRecord, ts: int) -> None:
+        """Drop a record whose timestamp extractor returned ``ts`` < 0 (counted, logged)."""
+        self.dropped += 1
+        log.warning("task %s skips the record at topic %r, partition %d, offset %d: its "
+                    "timestamp extractor returned %d", self.task_id, raw.topic,
+                    raw.partition, raw.offset, ts)
+        self._current = None
 
     def _extract(self, source: SourceNode, raw: RawRecord, record: Record,
                  partition_time: int) -> int:
@@ -343,6 +351,7 @@ class StreamTask(RecordErrors, TaskScheduling, TaskProgress):
             store.flush()
         self.collector.flush()
         self.commit_requested = False
+        self.stats.fold()  # what records processed one by one measured (the test driver's)
 
     def take_stats(self) -> dict[str, list]:
         """The task's metrics counts since the last call (``metrics/stats.py``), with the

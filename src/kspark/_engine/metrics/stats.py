@@ -29,7 +29,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["TaskStats", "Stat", "merge_stats", "split_key", "record_size", "topic_overhead",
@@ -100,7 +100,7 @@ class TaskStats:
     (``names.INFO``/``DEBUG``/``TRACE``), which hosts and nodes read to skip what is not
     recorded."""
 
-    __slots__ = ("task_id", "level", "debug", "now", "_stats")
+    __slots__ = ("task_id", "level", "debug", "now", "_stats", "_samples")
 
     def __init__(self, task_id: str, level: int = 0):
         self.task_id, self.level, self.debug = task_id, level, level >= 1
@@ -109,6 +109,7 @@ class TaskStats:
         # outside a record (a punctuation's output): read the task's clock.
         self.now: int | None = None
         self._stats: dict[str, Stat] = {}
+        self._samples: dict[str, list[int | float]] = {}  # per key: values not folded yet
 
     def key(self, stat: str, where: str = "") -> str:
         """The key :meth:`record` counts ``stat`` of ``where`` under: built once by callers
@@ -152,6 +153,31 @@ class TaskStats:
         if value < s[3]:
             s[3] = value
 
+    def sampler(self, key: str) -> Callable[[int | float], None]:
+        """A function that records one value under ``key`` (built by :meth:`key`) at the
+        per-record path's lowest cost: it appends the value to a list, and :meth:`fold`
+        counts the list at once, exactly as :meth:`record_at` for each value would have.
+        :meth:`take` and :meth:`peek` fold first; a task folds every 1,000 records.
+
+        >>> s = TaskStats("0_1"); k = s.key("e2e", "n"); add = s.sampler(k)
+        >>> add(3); add(5); s.record_at(k, 4)
+        >>> s.take()[k]
+        [3, 12, 5, 3]
+        >>> add(7); s.take()[k]
+        [1, 7, 7, 7]
+        """
+        values = self._samples.get(key)
+        if values is None:
+            values = self._samples[key] = []
+        return values.append
+
+    def fold(self) -> None:
+        """Count the values the samplers hold (see :meth:`sampler`)."""
+        for key, values in self._samples.items():
+            if values:
+                self._merge(key, len(values), sum(values), max(values), min(values))
+                values.clear()
+
     def record_many(self, stat: str, n: int, total: int | float, high: int | float,
                     low: int | float, where: str = "") -> None:
         """Count ``n`` calls of ``stat`` at once, measuring ``total`` in all, ``high`` and
@@ -162,9 +188,11 @@ class TaskStats:
         >>> s.take()["e2e|0_1|n"]
         [3, 12, 5, 3]
         """
-        if n <= 0:
-            return
-        key = f"{stat}|{self.task_id}|{where}"
+        if n > 0:
+            self._merge(f"{stat}|{self.task_id}|{where}", n, total, high, low)
+
+    def _merge(self, key: str, n: int, total: int | float, high: int | float,
+               low: int | float) -> None:
         s = self._stats.get(key)
         if s is None:
             self._stats[key] = [n, total, high, low]
@@ -197,9 +225,11 @@ class TaskStats:
 
     def take(self) -> dict[str, Stat]:
         """The counts since the last call (a host adds them to what its commit reports)."""
+        self.fold()
         out, self._stats = self._stats, {}
         return out
 
     def peek(self) -> dict[str, Stat]:
         """The counts since the last :meth:`take`, left in place (the test driver's view)."""
+        self.fold()
         return {k: list(v) for k, v in self._stats.items()}

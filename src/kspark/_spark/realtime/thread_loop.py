@@ -8,6 +8,8 @@ import math
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from kspark._engine.offset_reset import assigned_start
@@ -32,6 +34,7 @@ __all__ = ["ThreadLoop", "open_live_task", "open_live_tasks", "assign_consumer",
 
 log = logging.getLogger("kspark")
 TP = tuple[str, int]
+_TOPIC_PARTITION = itemgetter(0, 1)  # a RawRecord's (topic, partition)
 
 
 def open_live_task(ctx: HostContext, partition: int, run: str, global_stores: Any = None,
@@ -217,12 +220,30 @@ class ThreadLoop:
 
     def poll(self, wait_s: float) -> None:
         """Hand each task what has arrived; note the partitions read to their end."""
+        self.fault.check()
+        messages = _poll(self.consumer, wait_s)
+        if not self.stop and not [m for m in messages if m.error() is not None]:
+            self.hand_over(messages)  # the common poll: records only, not a batch run
+        else:
+            self.hand_over_checked(messages)
+
+    def hand_over(self, messages: list[Any]) -> None:
+        """Hand records (no errors, no stop offsets) to their tasks, a partition's run at once."""
+        at_end = self.at_end
+        for tp, run in groupby(raw_records(messages), _TOPIC_PARTITION):
+            if at_end:
+                at_end.pop(tp, None)
+            self.groups[self.owner[tp]].add(list(run))
+
+    def hand_over_checked(self, messages: list[Any]) -> None:
+        """As :meth:`hand_over`, message by message: an end of partition is noted, a
+        transient error reported, another error raised, and records at or past a batch
+        run's stop offset are not handed over (the partition pauses there)."""
         from confluent_kafka import KafkaError
 
-        by_tp: dict[TP, list[Any]] = defaultdict(list)  # the messages, made records at once
-        self.fault.check()
         at_end, stop = self.at_end, self.stop
-        for m in _poll(self.consumer, wait_s):
+        by_tp: dict[TP, list[Any]] = defaultdict(list)  # the messages, made records at once
+        for m in messages:
             tp, error = (m.topic(), m.partition()), m.error()
             if error is not None and error.code() != KafkaError._PARTITION_EOF:
                 if transient(error):  # a broker restarting: the consumer reconnects itself
