@@ -11,6 +11,8 @@ tells from the output how many input records a system had processed by a given t
 
 from __future__ import annotations
 
+import bisect
+import functools
 import json
 import subprocess
 import threading
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 import psutil
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, TopicPartition
 
+from kspark._engine.partitioner import default_partition
 from workload import KEYS, T0, THRESHOLD, WINDOW_MS, Expected, user_row, window_start
 
 
@@ -164,13 +167,49 @@ def input_index(workload: str, key: bytes, value: bytes) -> int:
     return int(key[2:]) * _STEP % KEYS + (_count(value) - 1) * KEYS
 
 
-def processed_by(workload: str, out: Output, t: float) -> int:
+def processed_by(workload: str, out: Output, t: float, records: int, partitions: int) -> int:
     """How many input records the system had processed when the output appended by ``t``
-    was written (what that output reflects: records are read in order per partition)."""
+    was written (what that output reflects). Records are read in order per input partition,
+    not across them: each partition counts its records up to the latest one the output
+    reflects (one task may be far ahead of another: the highest index overall would credit
+    the slower one with records it has not read).
+
+    >>> out = Output(records=[(0, b"u-000000", b'{"id": 1000003}')], times=[1.0], first=1.0,
+    ...              last=1.0)
+    >>> p = input_partition(3, 2)
+    >>> processed_by("w1", out, 1.0, 8, 2) == sum(input_partition(i, 2) == p for i in range(4))
+    True
+    """
     times = out.times or [out.last] * len(out.records)
-    seen = [input_index(workload, k, v)
-            for (_, k, v), at in zip(out.records, times, strict=True) if at <= t]
-    return max(seen) + 1 if seen else 0
+    latest: dict[int, int] = {}  # input partition: the latest input index reflected
+    for (_, k, v), at in zip(out.records, times, strict=True):
+        if at <= t:
+            i = input_index(workload, k, v)
+            p = input_partition(i, partitions)
+            if i > latest.get(p, -1):
+                latest[p] = i
+    by_partition = _input_indexes(records, partitions)
+    return sum(bisect.bisect_right(by_partition[p], i) for p, i in latest.items())
+
+
+def input_partition(i: int, partitions: int) -> int:
+    """The partition input record ``i`` was written to (its user key, Kafka's murmur2
+    partitioner, as the loader's producer writes it)."""
+    return _user_partition(i * 7919 % KEYS, partitions)  # workload.generate's user of i
+
+
+@functools.lru_cache(maxsize=None)
+def _user_partition(user: int, partitions: int) -> int:
+    return default_partition(f"u-{user:06d}".encode(), partitions)
+
+
+@functools.lru_cache(maxsize=4)
+def _input_indexes(records: int, partitions: int) -> dict[int, list[int]]:
+    """Per input partition, the indexes of its input records, ascending."""
+    out: dict[int, list[int]] = {p: [] for p in range(partitions)}
+    for i in range(records):
+        out[input_partition(i, partitions)].append(i)
+    return out
 
 
 def verify(workload: str, out: Output, expected: Expected) -> str | None:

@@ -156,7 +156,8 @@ def one_run(system: str, workload: str, repeat: int, args, bootstrap: str, work:
         # records of its first burst
         t0 = out.first + AFTER_S
         if out.last > t0 and outputs > 1:
-            rates["rate_after"] = (n - measure.processed_by(workload, out, t0)) / (out.last - t0)
+            done = measure.processed_by(workload, out, t0, n, args.partitions)
+            rates["rate_after"] = (n - done) / (out.last - t0)
         if result["error"] is None:
             result.update(ok=True, **rates)
         else:  # kept apart: the figures of a run whose output is wrong
