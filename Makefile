@@ -50,6 +50,7 @@ bench: setup
 	$(PY) benchmarks/range_stall.py
 	$(PY) benchmarks/registry_serdes.py
 	$(PY) benchmarks/driver_speed.py
+	$(PY) benchmarks/record_path.py
 
 # Optional, not part of test: kspark side by side with a confluent-kafka loop, Quix Streams,
 # Bytewax and native PySpark (see benchmarks/README.md), e.g. PEERS_ARGS="--records 20000
