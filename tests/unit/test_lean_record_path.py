@@ -104,7 +104,7 @@ def test_sampled_values_count_exactly_as_recorded_ones():
     add = sampled.sampler(key)
     for v in values:
         add(v)
-        recorded.record_at(key, v)
+        recorded.record("e2e", v, "n")
     assert sampled.take() == recorded.take() == {key: [2_500, sum(values), max(values),
                                                        min(values)]}
 

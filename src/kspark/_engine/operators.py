@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import reprlib
+from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -71,10 +72,10 @@ class InlinedOperator(_Operator):
     [Record(key='k', value='V', timestamp=5, headers=())]
     """
 
+    @abstractmethod
     def inline(self, children: Children, failed: Failed) -> Callable[[Record], None]:
         """This operator's ``process`` forwarding to ``children``; what user code raises
         (other than a KSparkError) goes to ``failed(record, error)``."""
-        raise NotImplementedError
 
 
 

@@ -113,7 +113,7 @@ class TaskStats:
 
     def key(self, stat: str, where: str = "") -> str:
         """The key :meth:`record` counts ``stat`` of ``where`` under: built once by callers
-        on the per-record path, for :meth:`record_at`.
+        on the per-record path, for :meth:`sampler`.
 
         >>> TaskStats("0_1").key("e2e", "KSTREAM-SOURCE-0000000000")
         'e2e|0_1|KSTREAM-SOURCE-0000000000'
@@ -134,33 +134,14 @@ class TaskStats:
         if value < s[3]:
             s[3] = value
 
-    def record_at(self, key: str, value: int | float = 0) -> None:
-        """:meth:`record` under a key built by :meth:`key` (the same body: a call less per
-        record).
-
-        >>> s = TaskStats("0_1"); k = s.key("e2e", "n"); s.record_at(k, 3); s.record("e2e", 5, "n")
-        >>> s.take()[k]
-        [2, 8, 5, 3]
-        """
-        s = self._stats.get(key)
-        if s is None:
-            self._stats[key] = [1, value, value, value]
-            return
-        s[0] += 1
-        s[1] += value
-        if value > s[2]:
-            s[2] = value
-        if value < s[3]:
-            s[3] = value
-
     def sampler(self, key: str) -> Callable[[int | float], None]:
         """A function that records one value under ``key`` (built by :meth:`key`) at the
         per-record path's lowest cost: it appends the value to a list, and :meth:`fold`
-        counts the list at once, exactly as :meth:`record_at` for each value would have.
+        counts the list at once, exactly as :meth:`record` for each value would have.
         :meth:`take` and :meth:`peek` fold first; a task folds every 1,000 records.
 
         >>> s = TaskStats("0_1"); k = s.key("e2e", "n"); add = s.sampler(k)
-        >>> add(3); add(5); s.record_at(k, 4)
+        >>> add(3); add(5); s.record("e2e", 4, "n")
         >>> s.take()[k]
         [3, 12, 5, 3]
         >>> add(7); s.take()[k]
